@@ -1,0 +1,342 @@
+"""Roofline analysis: a workload on a chip -> times per resource, intensity, ridge, regime.
+
+Rules (the same for every caller, deterministic on any machine):
+
+* Each kernel is bounded on its own. Its compute time is FLOPs over the peak of the unit it
+  runs on in its precision; its memory time is bytes over the memory bandwidth; its network
+  time is link bytes over the link bandwidth (one direction, every link of that kind unless
+  the kernel names a count). The kernel takes the largest of the three (perfect overlap), and
+  that resource is the kernel's regime. Ties go to compute, then memory.
+* A program's time is the sum of its kernels' times. Its intensity is total FLOPs over total
+  memory bytes. Its regime is the resource that holds the largest share of the time, each
+  kernel's time counting for the resource that bounds it.
+* ``ridge`` is the matrix-unit peak of the precision in force over the memory bandwidth.
+* FLOP convention: 2 FLOPs per multiply-accumulate (the vendors'). ``flops_per_mac=1`` halves
+  every FLOP count and every peak alike, so intensities and ridges halve while times and
+  regimes do not change.
+* ``derate`` (0 < derate <= 1) scales every roof alike (compute, memory, links), never compute
+  alone, so it changes times but never a regime.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import RooflineError, WorkloadError
+from .hardware import Hardware, get_hardware
+from .workload import Kernel, Number, Workload, is_array
+
+REGIMES = ("compute", "memory", "network")
+
+
+@dataclass(frozen=True)
+class KernelResult:
+    """One kernel's roofline on the chip (totals over its repetitions)."""
+
+    name: str
+    count: Number
+    flops: Number
+    bytes: Number
+    link_bytes: Number
+    intensity: Number
+    peak: float
+    peak_label: str
+    t_compute: Number
+    t_memory: Number
+    t_network: Number
+    time: Number
+    regime: Any  # str, or an array of str for a sweep
+    share: Number  # fraction of the program's time
+
+
+@dataclass(frozen=True)
+class Result:
+    """The roofline of a workload on one chip. Times in s, FLOP/s, B, FLOP/B."""
+
+    workload: str
+    hw: str
+    dtype: str
+    flops: Number
+    bytes: Number
+    link_bytes: Number
+    intensity: Number
+    ridge: float
+    peak: float
+    bandwidth: float
+    t_compute: Number
+    t_memory: Number
+    t_network: Number
+    time: Number
+    regime: Any  # str, or an array of str for a sweep
+    attainable: Number
+    footprint: Number
+    capacity: float
+    fits: Any  # bool, None when the workload declares no footprint, or an array of bool
+    shares: dict[str, Number]
+    kernels: tuple[KernelResult, ...]
+    flops_per_mac: int = 2
+    derate: float = 1.0
+
+    @property
+    def bound_times(self) -> dict[str, Number]:
+        return {"compute": self.t_compute, "memory": self.t_memory, "network": self.t_network}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready figures (scalars only: a sweep's arrays become lists)."""
+        def plain(value: Any) -> Any:
+            return value.tolist() if is_array(value) else value
+
+        return {
+            "workload": self.workload, "hw": self.hw, "dtype": self.dtype,
+            "flops": plain(self.flops), "bytes": plain(self.bytes),
+            "link_bytes": plain(self.link_bytes), "intensity": plain(self.intensity),
+            "ridge": self.ridge, "regime": plain(self.regime), "time_s": plain(self.time),
+            "t_compute_s": plain(self.t_compute), "t_memory_s": plain(self.t_memory),
+            "t_network_s": plain(self.t_network), "attainable_flops": plain(self.attainable),
+            "footprint_B": plain(self.footprint), "capacity_B": self.capacity,
+            "fits": plain(self.fits), "flops_per_mac": self.flops_per_mac,
+            "derate": self.derate,
+        }
+
+
+def _check_settings(flops_per_mac: int, derate: float) -> None:
+    if flops_per_mac not in (1, 2) or isinstance(flops_per_mac, bool):
+        raise RooflineError(f"flops_per_mac must be 1 or 2, got {flops_per_mac!r}")
+    if isinstance(derate, bool) or not isinstance(derate, (int, float)) or not (0 < derate <= 1):
+        raise RooflineError(f"derate must be a number in (0, 1], got {derate!r}")
+
+
+def _regime(t_compute: Number, t_memory: Number, t_network: Number) -> Any:
+    if is_array(t_compute) or is_array(t_memory) or is_array(t_network):
+        import numpy as np
+
+        c, m, n = np.broadcast_arrays(t_compute, t_memory, t_network)
+        codes = np.where(m >= n, 1, 2)
+        codes[(c >= m) & (c >= n)] = 0
+        return np.array(REGIMES)[codes]
+    if t_compute >= t_memory and t_compute >= t_network:
+        return "compute"
+    return "memory" if t_memory >= t_network else "network"
+
+
+def _max3(a: Number, b: Number, c: Number) -> Number:
+    if is_array(a) or is_array(b) or is_array(c):
+        import numpy as np
+
+        return np.maximum(np.maximum(a, b), c)
+    return max(a, b, c)
+
+
+def _divide(num: Number, den: Number) -> Number:
+    if is_array(num) or is_array(den):
+        import numpy as np
+
+        num_a, den_a = np.broadcast_arrays(np.asarray(num, float), np.asarray(den, float))
+        out = np.full(num_a.shape, np.inf)
+        np.divide(num_a, den_a, out=out, where=den_a > 0)
+        return out
+    return num / den if den > 0 else float("inf")
+
+
+def _analyze_kernel(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool,
+                    scale: float, derate: float) -> KernelResult:
+    label, peak = hw.peak_key(kernel.dtype or dtype, kernel.unit,
+                              sparse and kernel.unit == "matrix")
+    count = kernel.count
+    flops = kernel.flops * count * scale
+    nbytes = kernel.bytes * count
+    link_bytes = kernel.link_bytes * count
+    t_compute = flops / (peak * scale * derate)
+    t_memory = nbytes / (hw.memory_bandwidth * derate)
+    if is_array(link_bytes) or link_bytes > 0:
+        t_network = link_bytes / (hw.link_bandwidth(kernel.link, kernel.link_count) * derate)
+    else:
+        t_network = 0.0
+    time = _max3(t_compute, t_memory, t_network)
+    return KernelResult(kernel.name, count, flops, nbytes, link_bytes, _divide(flops, nbytes),
+                        peak * scale, label, t_compute, t_memory, t_network, time,
+                        _regime(t_compute, t_memory, t_network), 0.0)
+
+
+def analyze(
+    workload: Workload,
+    hw: Hardware | str | os.PathLike[str],
+    dtype: str | None = None,
+    *,
+    flops_per_mac: int = 2,
+    derate: float = 1.0,
+    sparse: bool = False,
+) -> Result:
+    """The roofline of *workload* on *hw* (a Hardware, a name or a spec path).
+
+    *dtype* is the precision of kernels that name none (default: the chip's default, bf16 on
+    most). Kernels that name a precision keep it. See the module docstring for the rules.
+    """
+    if not isinstance(workload, Workload):
+        raise WorkloadError(f"analyze() needs a Workload, got {type(workload).__name__}")
+    chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
+    _check_settings(flops_per_mac, derate)
+    scale = flops_per_mac / 2.0
+    results = [_analyze_kernel(k, chip, dtype, sparse, scale, derate) for k in workload.kernels]
+
+    if len(results) == 1:
+        only = results[0]
+        t_compute, t_memory, t_network, time = only.t_compute, only.t_memory, only.t_network, \
+            only.time
+        flops, nbytes, link_bytes = only.flops, only.bytes, only.link_bytes
+        regime = only.regime
+        shares = _shares(results, time)
+        results = [_with_share(only, time)]
+    else:
+        t_compute = _total(r.t_compute for r in results)
+        t_memory = _total(r.t_memory for r in results)
+        t_network = _total(r.t_network for r in results)
+        time = _total(r.time for r in results)
+        flops = _total(r.flops for r in results)
+        nbytes = _total(r.bytes for r in results)
+        link_bytes = _total(r.link_bytes for r in results)
+        shares = _shares(results, time)
+        regime = _program_regime(shares)
+        results = [_with_share(r, time) for r in results]
+
+    ridge_dtype = dtype if dtype is not None else _main_dtype(workload, chip)
+    ridge_label, ridge_peak = chip.peak_key(ridge_dtype, "matrix", sparse)
+    ridge_peak *= scale
+    footprint = workload.footprint
+    capacity = chip.memory_capacity
+    if is_array(footprint):
+        fits: Any = footprint <= capacity
+    else:
+        fits = None if footprint == 0 else bool(footprint <= capacity)
+    return Result(
+        workload=workload.name, hw=chip.name, dtype=ridge_label.split(":")[1],
+        flops=flops, bytes=nbytes, link_bytes=link_bytes, intensity=_divide(flops, nbytes),
+        ridge=ridge_peak / chip.memory_bandwidth, peak=ridge_peak,
+        bandwidth=chip.memory_bandwidth, t_compute=t_compute, t_memory=t_memory,
+        t_network=t_network, time=time, regime=regime, attainable=_divide(flops, time),
+        footprint=footprint, capacity=capacity, fits=fits, shares=shares,
+        kernels=tuple(results), flops_per_mac=flops_per_mac, derate=float(derate))
+
+
+def _total(values: Any) -> Number:
+    total: Number = 0.0
+    for value in values:
+        total = total + value
+    return total
+
+
+def _shares(results: list[KernelResult], time: Number) -> dict[str, Number]:
+    shares: dict[str, Number] = {}
+    for name in REGIMES:
+        acc: Number = 0.0
+        for r in results:
+            if is_array(r.regime) or is_array(r.time):
+                import numpy as np
+
+                acc = acc + np.where(np.asarray(r.regime) == name, r.time, 0.0)
+            elif r.regime == name:
+                acc = acc + r.time
+        shares[name] = acc
+    return shares
+
+
+def _program_regime(shares: dict[str, Number]) -> Any:
+    c, m, n = shares["compute"], shares["memory"], shares["network"]
+    return _regime(c, m, n)
+
+
+def _with_share(result: KernelResult, time: Number) -> KernelResult:
+    from dataclasses import replace
+
+    return replace(result, share=_divide(result.time, time))
+
+
+def _main_dtype(workload: Workload, chip: Hardware) -> str | None:
+    """The precision of the matrix kernel with the most FLOPs (the chip's default if none)."""
+    best: tuple[float, str | None] = (-1.0, None)
+    for kernel in workload.kernels:
+        if kernel.unit != "matrix" or kernel.dtype is None:
+            continue
+        flops = kernel.total_flops
+        weight = float(flops.max()) if is_array(flops) else float(flops)
+        if weight > best[0]:
+            best = (weight, kernel.dtype)
+    return best[1]
+
+
+def crossover(
+    build: Callable[[int], Workload],
+    hw: Hardware | str,
+    *,
+    regime: str = "compute",
+    lo: int = 1,
+    hi: int = 1 << 24,
+    dtype: str | None = None,
+    **settings: Any,
+) -> int | None:
+    """The smallest integer x in [lo, hi] at which ``build(x)`` is *regime*-bound.
+
+    Assumes the regime changes once over the range (true of a batch or size sweep of one
+    workload). Returns None when *regime* is reached nowhere in the range; *lo* when it holds
+    from the start. Example: the batch at which a bf16 matmul turns compute-bound::
+
+        crossover(lambda b: ops.matmul(b, 8192, 8192), "h100")
+    """
+    if regime not in REGIMES:
+        raise RooflineError(f"regime must be one of {', '.join(REGIMES)}, got {regime!r}")
+    if not (isinstance(lo, int) and isinstance(hi, int)) or lo > hi:
+        raise RooflineError(f"crossover needs whole numbers lo <= hi, got lo={lo!r}, hi={hi!r}")
+    chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
+
+    def holds(x: int) -> bool:
+        return bool(analyze(build(x), chip, dtype, **settings).regime == regime)
+
+    if holds(lo):
+        return lo
+    if not holds(hi):
+        return None
+    low, high = lo, hi  # holds(low) is False, holds(high) is True
+    while high - low > 1:
+        mid = (low + high) // 2
+        if holds(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def knob_hint(workload: Workload, hw: Hardware | str, regime: str,
+              dtype: str | None = None, **settings: Any) -> str | None:
+    """Which value of the workload's size knob makes it *regime*-bound, as a phrase.
+
+    ``"compute-bound from m >= 319"`` or ``"memory-bound up to batch <= 318"``; None when the
+    workload has no knob or no value in the knob's range gives *regime*.
+    """
+    knob = workload.knob
+    if knob is None:
+        return None
+    chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
+
+    def regime_at(x: int) -> Any:
+        return analyze(knob.build(x), chip, dtype, **settings).regime
+
+    try:
+        if regime_at(knob.hi) == regime:
+            at = crossover(knob.build, chip, regime=regime, lo=max(knob.lo, 1), hi=knob.hi,
+                           dtype=dtype, **settings)
+            return None if at is None else f"{regime}-bound from {knob.name} >= {at}"
+        if regime_at(knob.lo) == regime:
+            low, high = knob.lo, knob.value  # regime holds at low, not at high
+            while high - low > 1:
+                mid = (low + high) // 2
+                if regime_at(mid) == regime:
+                    low = mid
+                else:
+                    high = mid
+            return f"{regime}-bound up to {knob.name} <= {low}"
+    except RooflineError:
+        return None
+    return None

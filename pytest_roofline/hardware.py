@@ -1,0 +1,544 @@
+"""Hardware: a frozen value object per chip, and the catalog that loads spec files.
+
+A spec file (``specs/hardware/*.yaml``, schema in ``specs/hardware/README.md``) is parsed once:
+units become floats in SI units (FLOP/s, B/s, B) and the result is cached, so later lookups
+cost a dictionary access.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from . import dtypes, units
+from .errors import SpecError, UnknownHardwareError, UnsupportedPrecisionError, did_you_mean
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_TOP_KEYS = frozenset({
+    "name", "aliases", "vendor", "description", "default_dtype", "sources", "memory", "matrix",
+    "matrix_sparse", "vector", "links", "onchip", "clock", "notes", "extends", "vector_fallback",
+    "default_link",
+})
+
+
+@dataclass(frozen=True)
+class Link:
+    """A chip-to-chip interconnect: *bandwidth* is one direction of one link, in B/s."""
+
+    name: str
+    bandwidth: float
+    count: int = 1
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not (self.bandwidth > 0):
+            raise SpecError(f"link {self.name!r}: bandwidth must be > 0, got {self.bandwidth!r}")
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise SpecError(f"link {self.name!r}: count must be a whole number >= 1, "
+                            f"got {self.count!r}")
+
+    @property
+    def total(self) -> float:
+        """One-direction bandwidth of all the chip's links of this kind, in B/s."""
+        return self.bandwidth * self.count
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    """An on-chip memory level (L2, SRAM, VMEM): capacity in B, bandwidth in B/s if published."""
+
+    name: str
+    capacity: float
+    bandwidth: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Hardware:
+    """One accelerator, with every figure a float in SI units.
+
+    ``matrix`` holds the dense peaks of the matrix units per precision (FLOP/s),
+    ``matrix_sparse`` the structured-sparse peaks, ``vector`` the vector-unit peaks.
+    """
+
+    name: str
+    memory_bandwidth: float
+    memory_capacity: float
+    matrix: Mapping[str, float]
+    vector: Mapping[str, float] = field(default_factory=dict)
+    matrix_sparse: Mapping[str, float] = field(default_factory=dict)
+    links: Mapping[str, Link] = field(default_factory=lambda: MappingProxyType({}))
+    onchip: tuple[MemoryLevel, ...] = ()
+    aliases: tuple[str, ...] = ()
+    vendor: str = ""
+    description: str = ""
+    default_dtype: str = "bf16"
+    default_link: str | None = None
+    vector_fallback: str = "fp32"
+    clock: float | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    origin: str = "<python>"
+
+    def __post_init__(self) -> None:
+        where = f"hardware {self.name!r}"
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise SpecError(f"{where}: name must be lowercase letters, digits, '.', '-' or '_'")
+        for attr in ("memory_bandwidth", "memory_capacity"):
+            value = getattr(self, attr)
+            if not isinstance(value, (int, float)) or not (value > 0) or value == float("inf"):
+                raise SpecError(f"{where}: {attr} must be a finite number > 0, got {value!r}")
+        if not self.matrix:
+            raise SpecError(f"{where}: matrix must list at least one precision's peak")
+        for table in ("matrix", "vector", "matrix_sparse"):
+            peaks = getattr(self, table)
+            for key, value in peaks.items():
+                if key not in dtypes.ITEMSIZE:
+                    raise SpecError(f"{where}: {table}.{key}: unknown precision; expected one of "
+                                    f"{', '.join(dtypes.ITEMSIZE)}")
+                if not isinstance(value, (int, float)) or not (value > 0):
+                    raise SpecError(f"{where}: {table}.{key} must be > 0, got {value!r}")
+            object.__setattr__(self, table, MappingProxyType(dict(peaks)))
+        object.__setattr__(self, "links", MappingProxyType(dict(self.links)))
+        if self.default_dtype not in self.matrix:
+            raise SpecError(f"{where}: default_dtype {self.default_dtype!r} has no matrix peak; "
+                            f"the chip lists {', '.join(self.matrix)}")
+        if self.default_link is not None and self.default_link not in self.links:
+            raise SpecError(f"{where}: default_link {self.default_link!r} is not one of its links "
+                            f"({', '.join(self.links) or 'none'})")
+        if self.vector_fallback not in ("fp32", "matrix"):
+            raise SpecError(f"{where}: vector_fallback must be 'fp32' or 'matrix', "
+                            f"got {self.vector_fallback!r}")
+
+    # -- figures ------------------------------------------------------------------------------
+
+    @property
+    def bandwidth(self) -> float:
+        """Off-chip memory bandwidth in B/s."""
+        return self.memory_bandwidth
+
+    @property
+    def capacity(self) -> float:
+        """Off-chip memory capacity in B."""
+        return self.memory_capacity
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """Precisions the matrix units have a dense peak for."""
+        return tuple(self.matrix)
+
+    def peak(self, dtype: str | None = None, unit: str = "matrix", sparse: bool = False) -> float:
+        """Peak throughput in FLOP/s of *unit* ("matrix" or "vector") in *dtype*.
+
+        Dense by default; ``sparse=True`` reads the structured-sparse peaks. A precision the
+        matrix units do not have is an error, never a fallback to another precision's peak.
+        """
+        return self.peak_key(dtype, unit, sparse)[1]
+
+    def peak_key(self, dtype: str | None = None, unit: str = "matrix",
+                 sparse: bool = False) -> tuple[str, float]:
+        """``(label, FLOP/s)`` where *label* says which peak was used, e.g. ``"vector:fp32"``."""
+        name = self.default_dtype if dtype is None else dtypes.canonical(dtype)
+        if unit == "vector":
+            if name in self.vector:
+                return f"vector:{name}", self.vector[name]
+            if self.vector_fallback == "fp32" and "fp32" in self.vector:
+                return "vector:fp32", self.vector["fp32"]
+            if self.vector_fallback == "matrix" and name in self.matrix:
+                return f"matrix:{name}", self.matrix[name]
+            raise UnsupportedPrecisionError(
+                f"{self.name} publishes no vector-unit peak for {name} (vector peaks: "
+                f"{', '.join(self.vector) or 'none'}); add one in a spec that extends "
+                f"{self.name!r}, or set vector_fallback: matrix")
+        if unit != "matrix":
+            raise ValueError(f"unit must be 'matrix' or 'vector', got {unit!r}")
+        table = self.matrix_sparse if sparse else self.matrix
+        if name not in table:
+            kind = "sparse" if sparse else "dense"
+            raise UnsupportedPrecisionError(
+                f"{self.name} has no {kind} {name} peak on its matrix units; it has: "
+                f"{', '.join(table) or 'none'}")
+        return f"{'sparse' if sparse else 'matrix'}:{name}", table[name]
+
+    def ridge(self, dtype: str | None = None, unit: str = "matrix", sparse: bool = False) -> float:
+        """Ridge point in FLOP/B: peak FLOP/s over memory bandwidth (2 FLOPs per MAC)."""
+        return self.peak(dtype, unit, sparse) / self.memory_bandwidth
+
+    def link(self, name: str | None = None) -> Link:
+        """The named link (case-insensitive), or the default link when *name* is None."""
+        if not self.links:
+            raise UnknownHardwareError(f"{self.name} has no chip-to-chip links in its spec; "
+                                       f"network work cannot be priced on it")
+        if name is None:
+            return self.links[self.default_link or next(iter(self.links))]
+        key = name.lower()
+        if key not in self.links:
+            raise UnknownHardwareError(
+                f"{self.name} has no link {name!r}; its links are {', '.join(self.links)}"
+                + did_you_mean(key, self.links))
+        return self.links[key]
+
+    def link_bandwidth(self, name: str | None = None, count: int | None = None) -> float:
+        """One-direction bandwidth in B/s over *count* links (all of them when None)."""
+        link = self.link(name)
+        if count is None:
+            return link.total
+        if count < 1 or count > link.count:
+            raise UnknownHardwareError(
+                f"{self.name} has {link.count} {link.name} links, cannot use {count}")
+        return link.bandwidth * count
+
+    def replace(self, **changes: Any) -> Hardware:
+        """A copy with some fields changed (validated like any other)."""
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain data for reports and the command line."""
+        return {
+            "name": self.name, "aliases": list(self.aliases), "vendor": self.vendor,
+            "description": self.description, "default_dtype": self.default_dtype,
+            "memory_bandwidth_Bps": self.memory_bandwidth,
+            "memory_capacity_B": self.memory_capacity,
+            "matrix_flops": dict(self.matrix), "matrix_sparse_flops": dict(self.matrix_sparse),
+            "vector_flops": dict(self.vector),
+            "ridge_flop_per_byte": {d: self.ridge(d) for d in self.matrix},
+            "links": {n: {"bandwidth_Bps": lk.bandwidth, "count": lk.count, "note": lk.note}
+                      for n, lk in self.links.items()},
+            "onchip": [{"name": lv.name, "capacity_B": lv.capacity, "bandwidth_Bps": lv.bandwidth}
+                       for lv in self.onchip],
+            "sources": dict(self.sources), "origin": self.origin,
+        }
+
+
+# -- spec parsing ----------------------------------------------------------------------------
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read spec file ({exc.strerror or exc})") from None
+    try:
+        data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: a spec file must be a mapping of fields, "
+                        f"got {type(data).__name__}")
+    return data
+
+
+class _Reader:
+    """Reads one raw spec mapping, naming the file and field in every error."""
+
+    def __init__(self, data: Mapping[str, Any], origin: str) -> None:
+        self.data = data
+        self.origin = origin
+        sources = data.get("sources")
+        if not isinstance(sources, dict) or not sources:
+            raise self.error("sources", sources, "a mapping of citation keys to public sources")
+        self.sources = {str(k): str(v) for k, v in sources.items()}
+
+    def error(self, path: str, value: object, expected: str) -> SpecError:
+        return SpecError(f"{self.origin}: field {path!r}: got {value!r}, expected {expected}")
+
+    def cite(self, path: str, source: object) -> None:
+        if source is None:
+            raise self.error(f"{path}.source", None,
+                             f"a key of 'sources' ({', '.join(self.sources)}) citing where "
+                             f"the numbers come from")
+        if str(source) not in self.sources and not str(source).startswith("http"):
+            raise self.error(f"{path}.source", source,
+                             f"one of the keys of 'sources': {', '.join(self.sources)}")
+
+    def quantity(self, path: str, raw: object, dimension: str, section_source: object) -> float:
+        if isinstance(raw, dict):
+            if "value" not in raw:
+                raise self.error(path, raw, "a quantity, or {value: ..., source: ...}")
+            self.cite(path, raw.get("source"))
+            raw = raw["value"]
+        else:
+            self.cite(path.rsplit(".", 1)[0] if "." in path else path, section_source)
+        try:
+            return units.parse(raw, dimension, what=f"{self.origin}: field {path!r}")
+        except SpecError:
+            raise
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+
+    def section(self, key: str, required: bool = False) -> dict[str, Any]:
+        raw = self.data.get(key)
+        if raw is None:
+            if required:
+                raise self.error(key, None, "a mapping (see specs/hardware/README.md)")
+            return {}
+        if not isinstance(raw, dict):
+            raise self.error(key, raw, "a mapping")
+        return raw
+
+    def peaks(self, key: str, required: bool = False) -> dict[str, float]:
+        raw = self.section(key, required)
+        out: dict[str, float] = {}
+        for name, value in raw.items():
+            if name in ("source", "note", "notes"):
+                continue
+            if name not in dtypes.ITEMSIZE:
+                raise self.error(f"{key}.{name}", value,
+                                 f"a precision key: {', '.join(dtypes.ITEMSIZE)}"
+                                 + did_you_mean(str(name), dtypes.ITEMSIZE))
+            out[name] = self.quantity(f"{key}.{name}", value, "flop_rate", raw.get("source"))
+        if required and not out:
+            raise self.error(key, raw, "at least one precision's peak, e.g. bf16: 989.4 TFLOP/s")
+        return out
+
+
+def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
+    """Build a Hardware from a spec mapping (already merged with any ``extends`` parent)."""
+    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
+    if unknown:
+        raise SpecError(f"{origin}: unknown field {unknown[0]!r}; allowed fields: "
+                        f"{', '.join(sorted(_TOP_KEYS))}" + did_you_mean(unknown[0], _TOP_KEYS))
+    reader = _Reader(data, origin)
+    name = data.get("name")
+    if not isinstance(name, str) or not _NAME.match(name.lower()):
+        raise reader.error("name", name, "a name of letters, digits, '.', '-' or '_'")
+    memory = reader.section("memory", required=True)
+    for key in ("capacity", "bandwidth"):
+        if key not in memory:
+            raise reader.error(f"memory.{key}", None, "a quantity such as '80 GB' / '3.35 TB/s'")
+    links: dict[str, Link] = {}
+    for link_name, raw in reader.section("links").items():
+        path = f"links.{link_name}"
+        if not isinstance(raw, dict):
+            raise reader.error(path, raw, "a mapping with bandwidth, count and source")
+        count = raw.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise reader.error(f"{path}.count", count, "a whole number of links >= 1")
+        links[str(link_name).lower()] = Link(
+            name=str(link_name).lower(),
+            bandwidth=reader.quantity(f"{path}.bandwidth", raw.get("bandwidth"), "bandwidth",
+                                      raw.get("source")),
+            count=count, note=str(raw.get("note", "")))
+    onchip_raw = data.get("onchip") or []
+    if not isinstance(onchip_raw, list):
+        raise reader.error("onchip", onchip_raw, "a list of levels")
+    onchip = []
+    for i, level in enumerate(onchip_raw):
+        path = f"onchip[{i}]"
+        if not isinstance(level, dict) or "name" not in level or "capacity" not in level:
+            raise reader.error(path, level, "a mapping with name, capacity and source")
+        bandwidth = level.get("bandwidth")
+        onchip.append(MemoryLevel(
+            name=str(level["name"]),
+            capacity=reader.quantity(f"{path}.capacity", level["capacity"], "byte",
+                                     level.get("source")),
+            bandwidth=None if bandwidth is None else reader.quantity(
+                f"{path}.bandwidth", bandwidth, "bandwidth", level.get("source"))))
+    clock_raw = reader.section("clock")
+    clock = None
+    if clock_raw:
+        boost = clock_raw.get("boost", clock_raw.get("value"))
+        clock = reader.quantity("clock.boost", boost, "frequency", clock_raw.get("source"))
+    aliases = data.get("aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise reader.error("aliases", aliases, "a list of names")
+    default_dtype = data.get("default_dtype", "bf16")
+    matrix = reader.peaks("matrix", required=True)
+    try:
+        default_dtype = dtypes.canonical(default_dtype)
+    except UnsupportedPrecisionError as exc:
+        raise SpecError(f"{origin}: field 'default_dtype': {exc}") from None
+    if "default_dtype" not in data and default_dtype not in matrix:
+        default_dtype = next(iter(matrix))
+    try:
+        return Hardware(
+            name=name.lower(),
+            memory_capacity=reader.quantity("memory.capacity", memory["capacity"], "byte",
+                                            memory.get("source")),
+            memory_bandwidth=reader.quantity("memory.bandwidth", memory["bandwidth"],
+                                             "bandwidth", memory.get("source")),
+            matrix=matrix,
+            matrix_sparse=reader.peaks("matrix_sparse"),
+            vector=reader.peaks("vector"),
+            links=links,
+            onchip=tuple(onchip),
+            aliases=tuple(a.lower() for a in aliases),
+            vendor=str(data.get("vendor", "")),
+            description=str(data.get("description", "")),
+            default_dtype=default_dtype,
+            default_link=None if data.get("default_link") is None
+            else str(data["default_link"]).lower(),
+            vector_fallback=str(data.get("vector_fallback", "fp32")),
+            clock=clock,
+            sources=reader.sources,
+            origin=origin,
+        )
+    except SpecError as exc:
+        raise SpecError(f"{origin}: {exc}") from None
+
+
+def _merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(parent)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+# -- the catalog -----------------------------------------------------------------------------
+
+
+def builtin_spec_dir() -> Path:
+    """The folder of the built-in hardware specs (inside the installed package)."""
+    from importlib import resources
+
+    try:
+        return Path(str(resources.files("pytest_roofline.specs"))) / "hardware"
+    except ModuleNotFoundError:  # pragma: no cover - a source checkout without install
+        return Path(__file__).resolve().parent.parent / "specs" / "hardware"
+
+
+class Catalog:
+    """Chips by name and alias: the built-in specs, plus user files and registered objects.
+
+    Raw YAML is read once to learn names; units are parsed only for chips actually used.
+    """
+
+    def __init__(self) -> None:
+        self._raw: dict[str, tuple[dict[str, Any], str]] = {}   # canonical -> (data, origin)
+        self._alias: dict[str, str] = {}                        # any name -> canonical
+        self._built: dict[str, Hardware] = {}
+        self._scanned = False
+
+    def _scan(self) -> None:
+        if self._scanned:
+            return
+        self._scanned = True
+        folder = builtin_spec_dir()
+        for path in sorted(folder.glob("*.yaml")):
+            self._add_raw(_load_yaml(path), str(path), builtin=True)
+
+    def _add_raw(self, data: dict[str, Any], origin: str, builtin: bool = False) -> str:
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            raise SpecError(f"{origin}: field 'name': got {name!r}, expected the chip's name")
+        key = name.lower()
+        aliases = data.get("aliases") or []
+        if not isinstance(aliases, list):
+            raise SpecError(f"{origin}: field 'aliases': got {aliases!r}, expected a list")
+        self._raw[key] = (data, origin)
+        self._built.pop(key, None)
+        for alias in [key, *(str(a).lower() for a in aliases)]:
+            owner = self._alias.get(alias)
+            if builtin and owner is not None and owner != key:
+                raise SpecError(f"{origin}: name {alias!r} is already used by {owner!r}")
+            self._alias[alias] = key
+        return key
+
+    def names(self) -> list[str]:
+        self._scan()
+        return sorted(self._raw)
+
+    def aliases(self) -> dict[str, str]:
+        self._scan()
+        return dict(self._alias)
+
+    def register(self, spec: Hardware | Mapping[str, Any] | str | os.PathLike[str]) -> Hardware:
+        """Add a chip (a Hardware, a spec mapping or a spec file); later names win."""
+        self._scan()
+        if isinstance(spec, Hardware):
+            self._raw[spec.name] = ({}, spec.origin)
+            self._built[spec.name] = spec
+            for alias in (spec.name, *spec.aliases):
+                self._alias[alias] = spec.name
+            return spec
+        if isinstance(spec, Mapping):
+            key = self._add_raw(dict(spec), "<registered>")
+        else:
+            path = Path(spec)
+            key = self._add_raw(_load_yaml(path), str(path))
+        return self.get(key)
+
+    def register_path(self, path: str | os.PathLike[str]) -> list[Hardware]:
+        """Register a spec file, or every ``*.yaml``/``*.yml`` file of a folder."""
+        folder = Path(path)
+        if folder.is_dir():
+            files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+            return [self.register(f) for f in files]
+        if not folder.exists():
+            raise SpecError(f"{folder}: no such spec file or folder")
+        return [self.register(folder)]
+
+    def _resolve(self, key: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+        data, origin = self._raw[key]
+        parent = data.get("extends")
+        if parent is None:
+            return data
+        parent_key = self._alias.get(str(parent).lower())
+        if parent_key is None:
+            raise SpecError(f"{origin}: field 'extends': unknown chip {parent!r}."
+                            + did_you_mean(str(parent), self._alias))
+        if parent_key in seen or parent_key == key:
+            raise SpecError(f"{origin}: field 'extends': {parent!r} extends itself in a loop")
+        if not self._raw[parent_key][0]:  # a registered Hardware object: no raw data
+            raise SpecError(f"{origin}: field 'extends': {parent!r} was registered as an object "
+                            f"and cannot be extended; extend a spec file instead")
+        base = self._resolve(parent_key, (*seen, key))
+        merged = _merge(base, {k: v for k, v in data.items() if k != "extends"})
+        if "aliases" not in data:
+            merged["aliases"] = []
+        return merged
+
+    def get(self, name: str | os.PathLike[str] | Hardware) -> Hardware:
+        if isinstance(name, Hardware):
+            return name
+        text = os.fspath(name)
+        key = self._alias.get(text.lower()) if self._scanned else None
+        if key is not None and key in self._built:
+            return self._built[key]
+        if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
+            path = Path(text)
+            if not path.is_file():
+                raise UnknownHardwareError(f"hardware spec file {text!r} does not exist")
+            return self.register(path)
+        self._scan()
+        key = self._alias.get(text.lower())
+        if key is None:
+            raise UnknownHardwareError(
+                f"unknown hardware {text!r}." + did_you_mean(text, self._alias)
+                + f" Known chips: {', '.join(self.names())}. A spec file path also works.")
+        if key not in self._built:
+            data, origin = self._raw[key]
+            self._built[key] = from_dict(self._resolve(key), origin)
+        return self._built[key]
+
+    def __iter__(self) -> Iterator[Hardware]:
+        return (self.get(n) for n in self.names())
+
+
+CATALOG = Catalog()
+
+
+def get_hardware(name_or_path: str | os.PathLike[str] | Hardware) -> Hardware:
+    """A chip by name or alias (case-insensitive), or from a spec file path."""
+    return CATALOG.get(name_or_path)
+
+
+def list_hardware() -> list[str]:
+    """Canonical names of every known chip, sorted."""
+    return CATALOG.names()
+
+
+def register_hardware(spec: Hardware | Mapping[str, Any] | str | os.PathLike[str]) -> Hardware:
+    """Make a chip known by name: a Hardware object, a spec mapping, or a spec file path."""
+    return CATALOG.register(spec)

@@ -1,0 +1,129 @@
+"""The one file format of pytest-roofline: JSON reports, which are also baselines.
+
+A report is a JSON object::
+
+    {
+      "format": "pytest-roofline",      # identifies our files
+      "version": 1,                     # bumped on incompatible changes
+      "datetime": "2026-11-22T00:00:00+00:00",
+      "pytest_roofline_version": "0.1.0",
+      "machine": {"python": "3.11.7", "platform": "...", "node": "..."},
+      "settings": {"flops_per_mac": 2, "derate": 1.0},
+      "results": [RECORD, ...]
+    }
+
+and each RECORD is the roofline of one test on one chip::
+
+    {
+      "nodeid": "tests/test_x.py::test_gemm",  "hw": "h100-sxm",  "dtype": "bf16",
+      "workload": "matmul(4096x4096x4096)",
+      "flops": 1.37e11, "bytes": 1.0e8, "link_bytes": 0.0,      # FLOP, B, B
+      "intensity": 1365.3, "ridge": 295.3,                      # FLOP/B
+      "regime": "compute",                                      # compute | memory | network
+      "time_s": 1.39e-4, "t_compute_s": ..., "t_memory_s": ..., "t_network_s": ...,
+      "footprint_B": 1.0e8, "capacity_B": 8.0e10, "fits": true,  # fits: null when unknown
+      "expected": ["compute"],                                  # null: report only
+      "outcome": "passed",          # passed | failed | error (a bad marker) | report
+      "message": ""                 # the failure line, if any
+    }
+
+Records are keyed by ``(nodeid, hw, dtype)`` when compared against a baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .errors import BaselineError
+
+FORMAT = "pytest-roofline"
+VERSION = 1
+OUTCOMES = ("passed", "failed", "error", "report")
+REQUIRED = ("nodeid", "hw", "dtype", "flops", "bytes", "intensity", "ridge", "regime",
+            "time_s", "outcome")
+
+
+def make_record(nodeid: str, result: Any, expected: Sequence[str] | None, outcome: str,
+                message: str = "") -> dict[str, Any]:
+    """A RECORD from an analysis Result (scalars only)."""
+    record: dict[str, Any] = {"nodeid": nodeid}
+    record.update(result.to_dict())
+    record["expected"] = None if expected is None else list(expected)
+    record["outcome"] = outcome
+    record["message"] = message
+    return record
+
+
+def key(record: Mapping[str, Any]) -> tuple[str, str, str]:
+    """What identifies a record across runs: test, chip and precision."""
+    return (str(record["nodeid"]), str(record["hw"]), str(record["dtype"]))
+
+
+def make_report(records: Iterable[Mapping[str, Any]],
+                settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    from . import __version__
+
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "datetime": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "pytest_roofline_version": __version__,
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    "node": platform.node(), "processor": platform.processor()},
+        "settings": dict(settings or {}),
+        "results": sorted((dict(r) for r in records), key=key),
+    }
+
+
+def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> None:
+    """Write atomically: a temporary file in the same folder, then a rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=2, sort_keys=False, allow_nan=True)
+            handle.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and check a report or baseline file; errors name the file and what is wrong."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(f"{source}: no such roofline report or baseline file") from None
+    except OSError as exc:
+        raise BaselineError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}); "
+                            f"is it a half-written or foreign file?") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BaselineError(f"{source}: not a pytest-roofline report (no "
+                            f"\"format\": \"{FORMAT}\" field)")
+    if data.get("version") != VERSION:
+        raise BaselineError(f"{source}: report version {data.get('version')!r} is not "
+                            f"supported; this pytest-roofline reads version {VERSION}")
+    results = data.get("results")
+    if not isinstance(results, list):
+        raise BaselineError(f"{source}: field 'results' must be a list of records")
+    for i, record in enumerate(results):
+        if not isinstance(record, dict):
+            raise BaselineError(f"{source}: results[{i}] is not a record")
+        missing = [k for k in REQUIRED if k not in record]
+        if missing:
+            raise BaselineError(f"{source}: results[{i}] lacks field(s) {', '.join(missing)}")
+    return data

@@ -1,0 +1,161 @@
+"""The package's one unit registry, and parsing of quantities at the boundary.
+
+Spec files and user strings carry units (``"3.35 TB/s"``, ``"989.4 TFLOP/s"``, ``"2 ms"``);
+they are parsed here, once, into plain floats in SI base units:
+
+============  ===========  =========================================
+dimension     SI float in  accepted units (any SI prefix)
+============  ===========  =========================================
+``flop``      FLOP         FLOP, FLOPs, OP (integer ops count alike)
+``flop_rate`` FLOP/s       FLOP/s, FLOPS, OP/s, TOPS
+``byte``      B            B, kB, MB, GB, TB (decimal); KiB, MiB, GiB, TiB (binary); bit
+``bandwidth`` B/s          B/s, GB/s, TB/s, GiB/s, Gbit/s ...
+``time``      s            s, ms, us, ns, min
+``frequency`` Hz           Hz, MHz, GHz
+============  ===========  =========================================
+
+Decimal and binary prefixes are never mixed up: ``"80 GB"`` is 8e10 bytes and ``"80 GiB"`` is
+85.9e9 bytes. Plain numbers are taken to be in the SI unit of the table. pint is imported only
+when the first string is parsed; everything past this module runs on floats.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from .errors import UnitError
+
+_DIMENSIONS: dict[str, tuple[str, str]] = {
+    # name: (SI unit for pint, how the SI unit is written in messages)
+    "flop": ("FLOP", "FLOP"),
+    "flop_rate": ("FLOP / second", "FLOP/s"),
+    "byte": ("byte", "B"),
+    "bandwidth": ("byte / second", "B/s"),
+    "time": ("second", "s"),
+    "frequency": ("hertz", "Hz"),
+}
+
+_EXAMPLES = {
+    "flop": "'4.3 GFLOP'",
+    "flop_rate": "'989.4 TFLOP/s'",
+    "byte": "'80 GB' or '16 GiB'",
+    "bandwidth": "'3.35 TB/s'",
+    "time": "'2 ms'",
+    "frequency": "'1.98 GHz'",
+}
+
+_NAMES = {
+    "flop": "FLOP count",
+    "flop_rate": "throughput",
+    "byte": "data size",
+    "bandwidth": "bandwidth",
+    "time": "time",
+    "frequency": "frequency",
+}
+
+_registry: Any = None
+
+
+def registry() -> Any:
+    """The application-wide pint registry (built on first use)."""
+    global _registry
+    if _registry is None:
+        from pathlib import Path
+
+        import pint
+
+        _registry = pint.UnitRegistry(
+            str(Path(__file__).with_name("units.txt")), cache_folder=None, autoconvert_offset_to_baseunit=False
+        )
+    return _registry
+
+
+def _check(value: float, what: str, allow_zero: bool) -> float:
+    if math.isnan(value) or math.isinf(value):
+        raise UnitError(f"{what}: {value!r} is not a finite number")
+    if value < 0 or (value == 0 and not allow_zero):
+        need = "zero or more" if allow_zero else "greater than zero"
+        raise UnitError(f"{what}: {value!r} is not allowed, it must be {need}")
+    return value
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str, dimension: str) -> float:
+    import pint
+
+    reg = registry()
+    unit, _ = _DIMENSIONS[dimension]
+    try:
+        quantity = reg.Quantity(text)
+    except (pint.errors.PintError, ValueError, TypeError, AttributeError, SyntaxError) as exc:
+        raise UnitError(f"cannot parse {text!r} as a quantity ({exc})") from None
+    if not isinstance(quantity, reg.Quantity):  # a bare number such as "3e9"
+        return float(quantity)
+    if quantity.dimensionless:
+        return float(quantity.to("dimensionless").magnitude)
+    try:
+        return float(quantity.to(unit).magnitude)
+    except pint.errors.DimensionalityError:
+        raise UnitError(
+            f"{text!r} has units of {quantity.units:~}, which are not a {_NAMES[dimension]}"
+        ) from None
+
+
+def parse(value: object, dimension: str, *, what: str = "value", allow_zero: bool = False) -> float:
+    """Parse *value* (a number in SI units, or a string with units) into a float in SI units.
+
+    *dimension* is one of ``flop``, ``flop_rate``, ``byte``, ``bandwidth``, ``time``,
+    ``frequency``. *what* names the thing in error messages (``"memory.bandwidth in h100.yaml"``).
+    Negative, NaN and infinite values are refused, and zero unless *allow_zero*.
+    """
+    if dimension not in _DIMENSIONS:
+        raise ValueError(f"unknown dimension {dimension!r}; expected one of {sorted(_DIMENSIONS)}")
+    if isinstance(value, bool) or value is None:
+        raise UnitError(f"{what}: expected a {_NAMES[dimension]} such as "
+                        f"{_EXAMPLES[dimension]}, got {value!r}")
+    if isinstance(value, (int, float)):
+        return _check(float(value), what, allow_zero)
+    if isinstance(value, str):
+        try:
+            number = _parse_text(value.strip(), dimension)
+        except UnitError as exc:
+            raise UnitError(
+                f"{what}: {exc}; expected a {_NAMES[dimension]} such as "
+                f"{_EXAMPLES[dimension]}"
+            ) from None
+        return _check(number, what, allow_zero)
+    if hasattr(value, "to") and hasattr(value, "magnitude"):  # a pint Quantity
+        return parse(f"{value.magnitude} {value.units}", dimension, what=what,
+                     allow_zero=allow_zero)
+    try:
+        return _check(float(value), what, allow_zero)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise UnitError(f"{what}: expected a number or a string with units such as "
+                        f"{_EXAMPLES[dimension]}, got {value!r}") from None
+
+
+_PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def si(value: float, unit: str = "", digits: int = 3) -> str:
+    """Format a float with an SI prefix: ``si(1.37e11, "FLOP") == "137 GFLOP"``."""
+    if value != value:  # NaN
+        return "nan"
+    if value in (math.inf, -math.inf):
+        return "inf"
+    magnitude = abs(value)
+    for scale, prefix in _PREFIXES:
+        if magnitude >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}".rstrip()
+    return f"{value:.{digits}g} {unit}".rstrip()
+
+
+def format_time(seconds: float) -> str:
+    """Format a duration with a readable unit: ``format_time(1.39e-4) == "139 us"``."""
+    magnitude = abs(seconds)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if magnitude >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"

@@ -1,0 +1,251 @@
+"""Workloads: what a program asks of a chip, as kernels of FLOPs and bytes.
+
+A :class:`Kernel` is one operation bounded on its own: the FLOPs it performs (counting a
+multiply-accumulate as 2 FLOPs), the bytes it moves to and from off-chip memory, the bytes it
+sends over a chip-to-chip link, the unit it runs on (``"matrix"`` or ``"vector"``), its
+precision, and how many times it runs. A :class:`Workload` is a program of kernels plus the
+memory footprint it needs resident (for the capacity check).
+
+Quantities may be numpy arrays of one shape (a sweep over batch sizes); analysis then returns
+arrays of the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
+
+from . import dtypes, units
+from .errors import WorkloadError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    Number = Union[float, "np.ndarray[Any, Any]"]
+else:
+    Number = Any
+
+UNITS = ("matrix", "vector")
+
+
+def is_array(value: object) -> bool:
+    """True for numpy arrays (checked without importing numpy)."""
+    return type(value).__module__ == "numpy" and hasattr(value, "shape") and bool(
+        getattr(value, "ndim", 0))
+
+
+def _quantity(value: object, dimension: str, what: str) -> Number:
+    if is_array(value):
+        import numpy as np
+
+        array = np.asarray(value, dtype=float)
+        if not np.all(np.isfinite(array)) or np.any(array < 0):
+            raise WorkloadError(f"{what}: every element must be a finite number >= 0")
+        return array
+    if type(value) is float or type(value) is int:
+        if not (value >= 0) or value == float("inf"):
+            raise WorkloadError(f"{what}: {value!r} is not allowed, it must be a finite "
+                                f"number >= 0")
+        return float(value)
+    try:
+        return units.parse(value, dimension, what=what, allow_zero=True)
+    except ValueError as exc:
+        raise WorkloadError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One operation, bounded on its own by compute, memory bandwidth or a link."""
+
+    name: str
+    flops: Number
+    bytes: Number
+    link_bytes: Number = 0.0
+    unit: str = "matrix"
+    dtype: str | None = None
+    link: str | None = None
+    link_count: int | None = None
+    count: Number = 1.0
+
+    def __post_init__(self) -> None:
+        what = f"kernel {self.name!r}"
+        set_ = object.__setattr__
+        set_(self, "flops", _quantity(self.flops, "flop", f"{what}: flops"))
+        set_(self, "bytes", _quantity(self.bytes, "byte", f"{what}: bytes"))
+        set_(self, "link_bytes", _quantity(self.link_bytes, "byte", f"{what}: link_bytes"))
+        set_(self, "count", _quantity(self.count, "flop", f"{what}: count"))
+        if self.unit not in UNITS:
+            raise WorkloadError(f"{what}: unit must be 'matrix' or 'vector', got {self.unit!r}")
+        if self.dtype is not None:
+            try:
+                set_(self, "dtype", dtypes.canonical(self.dtype))
+            except LookupError as exc:
+                raise WorkloadError(f"{what}: dtype: {exc}") from None
+        if self.link_count is not None and (
+                isinstance(self.link_count, bool) or not isinstance(self.link_count, int)
+                or self.link_count < 1):
+            raise WorkloadError(f"{what}: link_count must be a whole number >= 1 or None, "
+                                f"got {self.link_count!r}")
+
+    @property
+    def total_flops(self) -> Number:
+        return self.flops * self.count
+
+    @property
+    def total_bytes(self) -> Number:
+        return self.bytes * self.count
+
+    @property
+    def total_link_bytes(self) -> Number:
+        return self.link_bytes * self.count
+
+    def scaled(self, factor: Number) -> Kernel:
+        """The same kernel run *factor* times as often."""
+        return Kernel(self.name, self.flops, self.bytes, self.link_bytes, self.unit, self.dtype,
+                      self.link, self.link_count, self.count * factor)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A size parameter of the workload and how to rebuild the workload at another value.
+
+    Verdict messages use it to say which value moves the workload across the ridge
+    ("compute-bound from m >= 319").
+    """
+
+    name: str
+    value: int
+    build: Callable[[int], Workload]
+    lo: int = 1
+    hi: int = 1 << 24
+
+
+class Workload:
+    """A program of kernels plus its resident memory footprint.
+
+    ``Workload(flops=..., bytes=...)`` builds a one-kernel workload directly (numbers in FLOP
+    and B, or strings with units such as ``"4 GB"``). Workloads compose: ``a + b`` runs both
+    programs (footprints add: both stay resident), ``n * w`` runs *w* n times (the footprint is
+    needed once).
+    """
+
+    __slots__ = ("footprint", "kernels", "knob", "name")
+    kernels: tuple[Kernel, ...]
+    footprint: Number
+    name: str
+    knob: Knob | None
+
+    def __init__(
+        self,
+        kernels: Iterable[Kernel] = (),
+        *,
+        flops: object = None,
+        bytes: object = None,  # noqa: A002 - the natural name
+        link_bytes: object = None,
+        unit: str = "matrix",
+        dtype: str | None = None,
+        link: str | None = None,
+        footprint: object = 0.0,
+        name: str = "workload",
+        knob: Knob | None = None,
+    ) -> None:
+        kernel_list = list(kernels)
+        if flops is not None or bytes is not None or link_bytes is not None:
+            kernel_list.append(Kernel(
+                name, 0.0 if flops is None else flops, 0.0 if bytes is None else bytes,
+                0.0 if link_bytes is None else link_bytes, unit, dtype, link))
+        if not kernel_list:
+            raise WorkloadError(f"workload {name!r} is empty: give kernels, or flops= and "
+                                f"bytes= (numbers or strings such as '4 GB')")
+        for kernel in kernel_list:
+            if not isinstance(kernel, Kernel):
+                raise WorkloadError(f"workload {name!r}: expected Kernel objects, got "
+                                    f"{type(kernel).__name__}")
+        set_ = object.__setattr__
+        set_(self, "kernels", tuple(kernel_list))
+        set_(self, "footprint", _quantity(footprint, "byte", f"workload {name!r}: footprint"))
+        set_(self, "name", name)
+        set_(self, "knob", knob)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError(f"Workload is immutable; cannot set {key!r}")
+
+    def __repr__(self) -> str:
+        return (f"Workload({self.name!r}, kernels={len(self.kernels)}, "
+                f"flops={self.flops!r}, bytes={self.bytes!r})")
+
+    # -- totals --------------------------------------------------------------------------------
+
+    @property
+    def flops(self) -> Number:
+        return _sum(k.total_flops for k in self.kernels)
+
+    @property
+    def bytes(self) -> Number:
+        return _sum(k.total_bytes for k in self.kernels)
+
+    @property
+    def link_bytes(self) -> Number:
+        return _sum(k.total_link_bytes for k in self.kernels)
+
+    @property
+    def intensity(self) -> Number:
+        """Total FLOPs over total memory bytes, in FLOP/B (2 FLOPs per MAC)."""
+        return _divide(self.flops, self.bytes)
+
+    # -- composition ---------------------------------------------------------------------------
+
+    def __add__(self, other: object) -> Workload:
+        if not isinstance(other, Workload):
+            return NotImplemented
+        return Workload((*self.kernels, *other.kernels),
+                        footprint=self.footprint + other.footprint,
+                        name=f"{self.name} + {other.name}")
+
+    def __mul__(self, factor: object) -> Workload:
+        if isinstance(factor, bool) or not (isinstance(factor, (int, float)) or is_array(factor)):
+            return NotImplemented
+        return self.repeat(factor)
+
+    __rmul__ = __mul__
+
+    def repeat(self, times: Number) -> Workload:
+        """The program run *times* times; the footprint is needed once."""
+        if not is_array(times) and not (times >= 0):  # type: ignore[operator]
+            raise WorkloadError(f"workload {self.name!r}: cannot repeat {times!r} times")
+        return Workload([k.scaled(times) for k in self.kernels], footprint=self.footprint,
+                        name=self.name)
+
+    def with_(self, *, name: str | None = None, footprint: object = None,
+              knob: Knob | None = None) -> Workload:
+        """A copy with a new name, footprint or knob."""
+        return Workload(self.kernels, footprint=self.footprint if footprint is None else footprint,
+                        name=self.name if name is None else name,
+                        knob=self.knob if knob is None else knob)
+
+
+def _sum(values: Iterable[Number]) -> Number:
+    total: Number = 0.0
+    for value in values:
+        total = total + value
+    return total
+
+
+def _divide(num: Number, den: Number) -> Number:
+    if is_array(num) or is_array(den):
+        import numpy as np
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(np.asarray(den) > 0, np.asarray(num) / np.where(
+                np.asarray(den) > 0, den, 1.0), np.inf)
+    return num / den if den > 0 else float("inf")
+
+
+def total(workloads: Iterable[Workload], name: str = "program") -> Workload:
+    """One workload that runs all of *workloads* in sequence."""
+    items = list(workloads)
+    if not items:
+        raise WorkloadError("total() of no workloads")
+    kernels = [k for w in items for k in w.kernels]
+    return Workload(kernels, footprint=_sum(w.footprint for w in items), name=name)

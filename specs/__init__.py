@@ -1,0 +1,1 @@
+"""Built-in spec files (hardware and model configurations), shipped inside the wheel."""
