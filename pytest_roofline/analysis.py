@@ -261,7 +261,7 @@ def _main_dtype(workload: Workload, chip: Hardware) -> str | None:
         if kernel.unit != "matrix" or kernel.dtype is None:
             continue
         flops = kernel.total_flops
-        weight = float(flops.max()) if is_array(flops) else float(flops)
+        weight = float(flops.max()) if is_array(flops) else float(flops)  # type: ignore[union-attr]
         if weight > best[0]:
             best = (weight, kernel.dtype)
     return best[1]

@@ -22,8 +22,12 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _TOP_KEYS = frozenset({
     "name", "aliases", "vendor", "description", "default_dtype", "sources", "memory", "matrix",
     "matrix_sparse", "vector", "links", "onchip", "clock", "notes", "extends", "vector_fallback",
-    "default_link",
+    "default_link", "note",
 })
+_MEMORY_KEYS = frozenset({"capacity", "bandwidth", "kind", "source", "note", "notes"})
+_LINK_KEYS = frozenset({"bandwidth", "count", "source", "note", "notes", "kind"})
+_LEVEL_KEYS = frozenset({"name", "capacity", "bandwidth", "source", "note", "notes", "kind"})
+_CLOCK_KEYS = frozenset({"boost", "base", "value", "source", "note", "notes"})
 
 
 @dataclass(frozen=True)
@@ -227,7 +231,7 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise SpecError(f"{path}: cannot read spec file ({exc.strerror or exc})") from None
     try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
@@ -274,6 +278,14 @@ class _Reader:
         except ValueError as exc:
             raise SpecError(str(exc)) from None
 
+    def keys(self, path: str, raw: Mapping[str, Any], allowed: frozenset[str]) -> None:
+        """Refuse unknown keys inside a section, so a typo never silently drops a number."""
+        unknown = sorted(set(map(str, raw)) - allowed)
+        if unknown:
+            raise self.error(f"{path}.{unknown[0]}", raw[unknown[0]],
+                             f"one of the fields {', '.join(sorted(allowed))}"
+                             + did_you_mean(unknown[0], allowed))
+
     def section(self, key: str, required: bool = False) -> dict[str, Any]:
         raw = self.data.get(key)
         if raw is None:
@@ -311,6 +323,7 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
     if not isinstance(name, str) or not _NAME.match(name.lower()):
         raise reader.error("name", name, "a name of letters, digits, '.', '-' or '_'")
     memory = reader.section("memory", required=True)
+    reader.keys("memory", memory, _MEMORY_KEYS)
     for key in ("capacity", "bandwidth"):
         if key not in memory:
             raise reader.error(f"memory.{key}", None, "a quantity such as '80 GB' / '3.35 TB/s'")
@@ -319,6 +332,7 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
         path = f"links.{link_name}"
         if not isinstance(raw, dict):
             raise reader.error(path, raw, "a mapping with bandwidth, count and source")
+        reader.keys(path, raw, _LINK_KEYS)
         count = raw.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise reader.error(f"{path}.count", count, "a whole number of links >= 1")
@@ -335,6 +349,7 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
         path = f"onchip[{i}]"
         if not isinstance(level, dict) or "name" not in level or "capacity" not in level:
             raise reader.error(path, level, "a mapping with name, capacity and source")
+        reader.keys(path, level, _LEVEL_KEYS)
         bandwidth = level.get("bandwidth")
         onchip.append(MemoryLevel(
             name=str(level["name"]),
@@ -345,6 +360,7 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
     clock_raw = reader.section("clock")
     clock = None
     if clock_raw:
+        reader.keys("clock", clock_raw, _CLOCK_KEYS)
         boost = clock_raw.get("boost", clock_raw.get("value"))
         clock = reader.quantity("clock.boost", boost, "frequency", clock_raw.get("source"))
     aliases = data.get("aliases") or []
@@ -518,8 +534,7 @@ class Catalog:
                 f"unknown hardware {text!r}." + did_you_mean(text, self._alias)
                 + f" Known chips: {', '.join(self.names())}. A spec file path also works.")
         if key not in self._built:
-            data, origin = self._raw[key]
-            self._built[key] = from_dict(self._resolve(key), origin)
+            self._built[key] = from_dict(self._resolve(key), self._raw[key][1])
         return self._built[key]
 
     def __iter__(self) -> Iterator[Hardware]:

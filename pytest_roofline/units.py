@@ -67,8 +67,7 @@ def registry() -> Any:
         import pint
 
         _registry = pint.UnitRegistry(
-            str(Path(__file__).with_name("units.txt")), cache_folder=None, autoconvert_offset_to_baseunit=False
-        )
+            str(Path(__file__).with_name("units.txt")), cache_folder=None)
     return _registry
 
 
@@ -126,7 +125,8 @@ def parse(value: object, dimension: str, *, what: str = "value", allow_zero: boo
                 f"{_EXAMPLES[dimension]}"
             ) from None
         return _check(number, what, allow_zero)
-    if hasattr(value, "to") and hasattr(value, "magnitude"):  # a pint Quantity
+    if hasattr(value, "to") and hasattr(value, "magnitude") and hasattr(value, "units"):
+        # a pint Quantity, perhaps of another registry: go through its text form
         return parse(f"{value.magnitude} {value.units}", dimension, what=what,
                      allow_zero=allow_zero)
     try:

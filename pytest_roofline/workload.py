@@ -22,7 +22,7 @@ from .errors import WorkloadError
 if TYPE_CHECKING:
     import numpy as np
 
-    Number = Union[float, "np.ndarray[Any, Any]"]
+    Number = Union[float, "np.ndarray[Any, Any]"]  # noqa: UP007 - a runtime alias on 3.10
 else:
     Number = Any
 
@@ -141,7 +141,7 @@ class Workload:
         kernels: Iterable[Kernel] = (),
         *,
         flops: object = None,
-        bytes: object = None,  # noqa: A002 - the natural name
+        bytes: object = None,
         link_bytes: object = None,
         unit: str = "matrix",
         dtype: str | None = None,
@@ -152,9 +152,12 @@ class Workload:
     ) -> None:
         kernel_list = list(kernels)
         if flops is not None or bytes is not None or link_bytes is not None:
-            kernel_list.append(Kernel(
-                name, 0.0 if flops is None else flops, 0.0 if bytes is None else bytes,
-                0.0 if link_bytes is None else link_bytes, unit, dtype, link))
+            raw: dict[str, Any] = {
+                "flops": 0.0 if flops is None else flops,
+                "bytes": 0.0 if bytes is None else bytes,
+                "link_bytes": 0.0 if link_bytes is None else link_bytes,
+            }
+            kernel_list.append(Kernel(name, unit=unit, dtype=dtype, link=link, **raw))
         if not kernel_list:
             raise WorkloadError(f"workload {name!r} is empty: give kernels, or flops= and "
                                 f"bytes= (numbers or strings such as '4 GB')")
@@ -206,7 +209,7 @@ class Workload:
     def __mul__(self, factor: object) -> Workload:
         if isinstance(factor, bool) or not (isinstance(factor, (int, float)) or is_array(factor)):
             return NotImplemented
-        return self.repeat(factor)
+        return self.repeat(factor)  # type: ignore[arg-type]
 
     __rmul__ = __mul__
 

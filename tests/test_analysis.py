@@ -1,0 +1,194 @@
+"""The roofline rules: per-kernel bounds, program totals, conventions, sweeps, crossover."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_roofline import Kernel, RooflineError, Workload, WorkloadError, analyze, crossover
+from pytest_roofline import get_hardware as hw
+
+
+def gemm(b: object, d: int = 8192, f: int = 8192, itemsize: int = 2) -> Workload:
+    """X[B,D] @ Y[D,F] -> Z[B,F]: 2BDF FLOPs; X, Y read and Z written once."""
+    return Workload(flops=2 * b * d * f, bytes=itemsize * (b * d + d * f + b * f), dtype="bf16",
+                    name="gemm")
+
+
+def test_dot_product_intensity_tends_to_half_a_flop_per_byte() -> None:
+    # x.y in bf16: N multiplies + N-1 adds = 2N-1 FLOPs; 2N + 2N bytes read, 2 written.
+    for n in (1e3, 1e6, 1e9):
+        result = analyze(Workload(flops=2 * n - 1, bytes=4 * n + 2, dtype="bf16"), "h100")
+        assert result.intensity == pytest.approx(0.5, rel=2e-3)
+        assert result.regime == "memory"
+
+
+def test_matmul_intensity_is_about_the_batch_when_it_is_small() -> None:
+    # BDF / (BD + DF + BF) -> B when B << D, F.
+    result = analyze(gemm(16, 65536, 65536), "h100")
+    assert result.intensity == pytest.approx(16, rel=1e-3)
+
+
+def test_single_kernel_figures() -> None:
+    # 4096^3 bf16 GEMM on H100: 1.374e11 FLOP over 1.006e8 B = 1365.3 FLOP/B > 295.3.
+    result = analyze(gemm(4096, 4096, 4096), "h100")
+    assert result.flops == 2 * 4096**3
+    assert result.bytes == 3 * 2 * 4096**2
+    assert result.intensity == pytest.approx(4096 / 3, rel=1e-9)
+    assert result.ridge == pytest.approx(989.4e12 / 3.35e12, rel=1e-9)
+    assert result.regime == "compute"
+    assert result.t_compute == pytest.approx(2 * 4096**3 / 989.4e12, rel=1e-9)
+    assert result.t_memory == pytest.approx(6 * 4096**2 / 3.35e12, rel=1e-9)
+    assert result.time == result.t_compute
+    assert result.attainable == pytest.approx(989.4e12, rel=1e-9)
+    assert result.fits is None  # no footprint declared
+
+
+@pytest.mark.parametrize("chip", ["h100", "a100", "tpu-v5e", "tpu-v6e", "h200", "mi300x"])
+def test_batch_at_which_a_bf16_matmul_turns_compute_bound(chip: str) -> None:
+    # Intensity BDF/(BD+DF+BF) = R (the ridge) solves to B* = R*D*F / (D*F - R*(D+F)); the
+    # first whole batch at or above it is compute-bound.
+    d = f = 8192
+    ridge = hw(chip).ridge("bf16")
+    expected = math.ceil(ridge * d * f / (d * f - ridge * (d + f)))
+    assert crossover(lambda b: gemm(b, d, f), chip) == expected
+    assert analyze(gemm(expected - 1, d, f), chip).regime == "memory"
+
+
+def test_crossover_matches_the_scaling_book_figures() -> None:
+    # Scaling book: B > ~240 on TPU v5e and B > ~295 on H100 when D, F >> B.
+    assert crossover(lambda b: gemm(b, 1 << 20, 1 << 20), "tpu-v5e") == pytest.approx(241, abs=1)
+    assert crossover(lambda b: gemm(b, 1 << 20, 1 << 20), "h100") == pytest.approx(296, abs=1)
+
+
+def test_crossover_edges() -> None:
+    assert crossover(lambda b: gemm(b), "h100", lo=4096, hi=8192) == 4096
+    assert crossover(lambda b: gemm(b), "h100", lo=1, hi=8) is None
+    with pytest.raises(RooflineError, match="regime must be one of"):
+        crossover(lambda b: gemm(b), "h100", regime="cpu")
+
+
+def test_program_time_is_the_sum_of_kernel_bounds_and_regime_the_largest_share() -> None:
+    h100 = hw("h100")
+    big = Kernel("gemm", flops=2 * 4096**3, bytes=6 * 4096**2, dtype="bf16")      # compute
+    norm = Kernel("norm", flops=5e6, bytes=4e8, unit="vector", dtype="bf16")      # memory
+    result = analyze(Workload([big, norm]), h100)
+    t_gemm = 2 * 4096**3 / 989.4e12
+    t_norm = 4e8 / 3.35e12
+    assert result.time == pytest.approx(t_gemm + t_norm, rel=1e-9)
+    assert result.shares["compute"] == pytest.approx(t_gemm)
+    assert result.shares["memory"] == pytest.approx(t_norm)
+    assert result.regime == ("compute" if t_gemm > t_norm else "memory")
+    assert result.intensity == pytest.approx((2 * 4096**3 + 5e6) / (6 * 4096**2 + 4e8))
+    # Bounded kernel by kernel, the program is slower than one kernel with the same totals.
+    lumped = analyze(Workload(flops=result.flops, bytes=result.bytes, dtype="bf16"), h100)
+    assert result.time > lumped.time
+    shares = {k.name: k.share for k in result.kernels}
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_vector_work_is_priced_at_the_vector_peak() -> None:
+    # 1e12 FLOP of bf16 elementwise work on H100 CUDA cores: 1e12 / 133.8e12 s, not / 989.4e12.
+    kernel = Kernel("softmax", flops=1e12, bytes=1.0, unit="vector", dtype="bf16")
+    result = analyze(Workload([kernel]), "h100")
+    assert result.t_compute == pytest.approx(1e12 / 133.8e12, rel=1e-3)
+    assert result.kernels[0].peak_label == "vector:bf16"
+
+
+def test_network_roof() -> None:
+    # 9 GB over NVLink 4 (450 GB/s per direction in all) takes 20 ms.
+    kernel = Kernel("all-reduce", flops=0.0, bytes=1.0, link_bytes=9e9, link="nvlink")
+    result = analyze(Workload([kernel]), "h100")
+    assert result.t_network == pytest.approx(9e9 / 450e9, rel=1e-3)
+    assert result.regime == "network"
+
+
+def test_flop_convention_halves_intensity_and_ridge_but_not_time_or_regime() -> None:
+    two = analyze(gemm(64), "h100")
+    one = analyze(gemm(64), "h100", flops_per_mac=1)
+    assert one.flops == two.flops / 2
+    assert one.intensity == pytest.approx(two.intensity / 2)
+    assert one.ridge == pytest.approx(two.ridge / 2)
+    assert one.time == pytest.approx(two.time)
+    assert one.regime == two.regime
+
+
+def test_derate_applies_to_every_roof_alike() -> None:
+    for batch in (64, 300, 4096):
+        full = analyze(gemm(batch), "h100")
+        derated = analyze(gemm(batch), "h100", derate=0.5)
+        assert derated.time == pytest.approx(2 * full.time)
+        assert derated.regime == full.regime
+        assert derated.ridge == full.ridge
+    with pytest.raises(RooflineError, match="derate must be a number in"):
+        analyze(gemm(1), "h100", derate=1.5)
+
+
+def test_dtype_argument_applies_to_kernels_that_name_none() -> None:
+    raw = Workload(flops=1e12, bytes=1e9)
+    assert analyze(raw, "h100", dtype="fp8").t_compute == pytest.approx(1e12 / 1978.9e12, rel=1e-3)
+    assert analyze(raw, "h100").dtype == "bf16"  # the chip's default
+    with pytest.raises(LookupError, match="no dense fp8 peak"):
+        analyze(raw, "a100", dtype="fp8")
+
+
+def test_sparse_peaks_only_when_asked() -> None:
+    raw = Workload(flops=1e12, bytes=1.0, dtype="bf16")
+    assert analyze(raw, "h100", sparse=True).time == pytest.approx(
+        analyze(raw, "h100").time / 2, rel=1e-3)
+
+
+def test_capacity_check() -> None:
+    small = Workload(flops=1.0, bytes=1.0, footprint="70 GB")
+    large = Workload(flops=1.0, bytes=1.0, footprint="141 GB")
+    assert analyze(small, "h100").fits is True
+    assert analyze(large, "h100").fits is False
+    assert analyze(large, "h200").fits is True  # 141 GB of HBM3e
+
+
+def test_vectorized_sweep_returns_arrays() -> None:
+    batch = np.arange(1, 4097, dtype=float)
+    result = analyze(gemm(batch), "h100")
+    assert result.regime.shape == (4096,)
+    first_compute = int(batch[np.argmax(result.regime == "compute")])
+    assert first_compute == crossover(lambda b: gemm(b), "h100")
+    assert np.all(result.regime[: first_compute - 1] == "memory")
+    scalar = analyze(gemm(100), "h100")
+    assert result.time[99] == pytest.approx(scalar.time)
+
+
+def test_workload_composition() -> None:
+    a = Workload(flops=10.0, bytes=5.0, footprint=100.0, name="a")
+    b = Workload(flops=2.0, bytes=1.0, footprint=50.0, name="b")
+    both = a + b
+    assert (both.flops, both.bytes, both.footprint) == (12.0, 6.0, 150.0)
+    thrice = 3 * a
+    assert (thrice.flops, thrice.bytes, thrice.footprint) == (30.0, 15.0, 100.0)
+    assert Workload(flops="4.3 GFLOP", bytes="1 MB").flops == 4.3e9
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [({"flops": -1.0, "bytes": 1.0}, "flops: -1.0 is not allowed"),
+     ({"flops": float("nan"), "bytes": 1.0}, "flops: nan"),
+     ({"flops": "4 GB", "bytes": 1.0}, "not a FLOP count"),
+     ({"flops": 1.0, "bytes": "3 TFLOP"}, "not a data size"),
+     ({"flops": 1.0, "bytes": 1.0, "unit": "tensor"}, "unit must be 'matrix' or 'vector'"),
+     ({"flops": 1.0, "bytes": 1.0, "dtype": "bf61"}, "unknown precision 'bf61'"),
+     ({}, "is empty")],
+)
+def test_bad_workloads_are_refused_with_the_reason(kwargs: dict[str, object],
+                                                   fragment: str) -> None:
+    with pytest.raises(WorkloadError) as info:
+        Workload(**kwargs)  # type: ignore[arg-type]
+    assert fragment in str(info.value)
+
+
+def test_results_are_deterministic_and_immutable() -> None:
+    w = gemm(300)
+    first, second = analyze(w, "h100"), analyze(w, "h100")
+    assert first.to_dict() == second.to_dict()
+    with pytest.raises(AttributeError):
+        w.name = "x"  # type: ignore[misc]

@@ -1,0 +1,196 @@
+"""The hardware catalog: built-in specs, lookups, user files, and errors that say what is wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline import (
+    SpecError,
+    UnknownHardwareError,
+    UnsupportedPrecisionError,
+    get_hardware,
+    list_hardware,
+)
+from pytest_roofline.hardware import Catalog, builtin_spec_dir
+
+REQUIRED_CHIPS = [
+    "h100-sxm", "h100-pcie", "h200", "b200", "a100-80gb-sxm", "a100-40gb", "l4", "l40s", "t4",
+    "v100", "mi300x", "mi250x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e",
+]
+
+
+def test_at_least_the_required_chips_are_built_in() -> None:
+    names = list_hardware()
+    assert set(REQUIRED_CHIPS) <= set(names)
+    assert {"gaudi3", "trainium2"} & set(names)
+    assert len(names) >= 16
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in builtin_spec_dir().glob("*.yaml")))
+def test_every_builtin_spec_loads_and_cites_sources(name: str) -> None:
+    hw = get_hardware(name)
+    assert hw.name == name
+    assert hw.sources, "every spec cites its sources"
+    assert all("http" in text for text in hw.sources.values()), "sources are public URLs"
+    assert hw.bandwidth > 1e10 and hw.capacity > 1e9
+    # Dense peaks never exceed the sparse ones: the sparse table is the 2:4 figure.
+    for dtype, sparse in hw.matrix_sparse.items():
+        if dtype in hw.matrix:
+            assert hw.matrix[dtype] <= sparse
+
+
+@pytest.mark.parametrize(
+    ("alias", "canonical"),
+    [("h100", "h100-sxm"), ("H100", "h100-sxm"), ("a100", "a100-80gb-sxm"),
+     ("tpu-v5e", "tpu-v5e"), ("TPU-V6E", "tpu-v6e"), ("h200", "h200"), ("b200", "b200"),
+     ("mi300x", "mi300x")],
+)
+def test_names_are_case_insensitive_with_aliases(alias: str, canonical: str) -> None:
+    assert get_hardware(alias).name == canonical
+
+
+def test_h100_ridge_from_the_datasheet() -> None:
+    # 989.4 TFLOP/s bf16 dense (the datasheet's 1,979 is 2:4 sparse) over 3.35 TB/s HBM3.
+    hw = get_hardware("h100")
+    assert hw.peak("bf16") == pytest.approx(989.4e12, rel=1e-3)
+    assert hw.bandwidth == pytest.approx(3.35e12, rel=1e-3)
+    assert hw.ridge("bf16") == pytest.approx(295.3, rel=2e-3)
+    assert hw.peak("bf16", sparse=True) == pytest.approx(2 * hw.peak("bf16"), rel=1e-3)
+
+
+def test_tpu_v5e_ridge_from_the_scaling_book() -> None:
+    # Scaling book chip table: 1.97e14 bf16 FLOP/s over 8.2e11 B/s of HBM = ~240 FLOP/B.
+    hw = get_hardware("tpu-v5e")
+    assert hw.ridge("bf16") == pytest.approx(1.97e14 / 8.2e11, rel=1e-2)
+    assert hw.ridge("bf16") == pytest.approx(240, rel=1e-2)
+
+
+def test_vector_units_are_slower_than_matrix_units_on_h100() -> None:
+    # Whitepaper: 133.8 TFLOP/s bf16 on CUDA cores vs 989.4 on tensor cores.
+    hw = get_hardware("h100")
+    assert hw.peak("bf16", unit="vector") == pytest.approx(133.8e12, rel=1e-3)
+    assert hw.peak_key("fp8", unit="vector") == ("vector:fp32", hw.vector["fp32"])
+
+
+def test_unknown_name_lists_close_matches() -> None:
+    with pytest.raises(UnknownHardwareError, match=r"unknown hardware 'h10'.*'h100'") as info:
+        get_hardware("h10")
+    assert isinstance(info.value, LookupError)
+    assert "tpu-v5e" in str(info.value)  # the known chips are listed
+
+
+def test_missing_precision_is_an_error_never_a_fallback() -> None:
+    with pytest.raises(UnsupportedPrecisionError, match="t4 has no dense fp8 peak.*it has:"):
+        get_hardware("t4").peak("fp8")
+    with pytest.raises(UnsupportedPrecisionError, match="unknown precision 'bf61'"):
+        get_hardware("h100").peak("bf61")
+
+
+SPEC = """\
+name: {name}
+sources: {{ds: "Example datasheet, https://example.com/ds.pdf"}}
+memory: {{capacity: 16 GB, bandwidth: {bandwidth}, source: ds}}
+matrix: {{source: ds, bf16: 100 TFLOP/s}}
+"""
+
+
+def _catalog_with(tmp_path: Path, text: str, name: str = "chip.yaml") -> tuple[Catalog, Path]:
+    path = tmp_path / name
+    path.write_text(text)
+    return Catalog(), path
+
+
+def test_user_spec_file_by_path(tmp_path: Path) -> None:
+    catalog, path = _catalog_with(tmp_path, SPEC.format(name="mychip", bandwidth="1 TB/s"))
+    hw = catalog.get(str(path))
+    assert hw.name == "mychip" and hw.ridge("bf16") == pytest.approx(100.0)
+    assert catalog.get("MYCHIP") is hw  # registered by name once loaded
+
+
+@pytest.mark.parametrize(
+    ("bandwidth", "fragment"),
+    [("3 TFLOP/s", "not a bandwidth"), ("-1 TB/s", "greater than zero"),
+     ("0 TB/s", "greater than zero"), (".nan", "not a finite number")],
+)
+def test_spec_errors_name_file_field_and_value(tmp_path: Path, bandwidth: str,
+                                               fragment: str) -> None:
+    catalog, path = _catalog_with(tmp_path, SPEC.format(name="bad", bandwidth=bandwidth))
+    with pytest.raises(SpecError) as info:
+        catalog.get(str(path))
+    message = str(info.value)
+    assert str(path) in message and "memory.bandwidth" in message and fragment in message
+
+
+def test_spec_section_without_source_is_refused(tmp_path: Path) -> None:
+    text = SPEC.format(name="nosrc", bandwidth="1 TB/s").replace(", source: ds}}", "}}")
+    text = text.replace("matrix: {source: ds, ", "matrix: {")
+    catalog, path = _catalog_with(tmp_path, text)
+    with pytest.raises(SpecError, match=r"'matrix.source'.*keys of 'sources'|citing"):
+        catalog.get(str(path))
+
+
+def test_unknown_field_and_precision_keys(tmp_path: Path) -> None:
+    catalog, path = _catalog_with(tmp_path, SPEC.format(name="x", bandwidth="1 TB/s")
+                                  + "memroy: {}\n")
+    with pytest.raises(SpecError, match="unknown field 'memroy'.*Did you mean 'memory'"):
+        catalog.get(str(path))
+    catalog, path = _catalog_with(tmp_path, SPEC.format(name="y", bandwidth="1 TB/s")
+                                  .replace("bf16:", "bfloat:"))
+    with pytest.raises(SpecError, match="matrix.bfloat"):
+        catalog.get(str(path))
+
+
+def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
+    catalog, path = _catalog_with(tmp_path, "!!python/object/apply:os.system ['echo hi']\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        catalog.get(str(path))
+
+
+def test_extends_overrides_fields_of_a_builtin(tmp_path: Path) -> None:
+    text = """\
+name: h100-capped
+extends: h100
+description: H100 at a lower power cap
+sources: {lab: "Power-capped measurement, https://example.com/lab"}
+matrix:
+  bf16: {value: 800 TFLOP/s, source: lab}
+"""
+    catalog, path = _catalog_with(tmp_path, text)
+    hw = catalog.get(str(path))
+    base = catalog.get("h100")
+    assert hw.peak("bf16") == 800e12
+    assert hw.peak("fp8") == base.peak("fp8")  # inherited
+    assert hw.bandwidth == base.bandwidth
+    assert "lab" in hw.sources and "datasheet" in hw.sources
+    assert hw.aliases == ()  # the parent's aliases stay the parent's
+
+
+def test_extends_unknown_parent(tmp_path: Path) -> None:
+    text = "name: z\nextends: h1000\nsources: {a: 'https://x'}\n"
+    catalog, path = _catalog_with(tmp_path, text)
+    with pytest.raises(SpecError, match="extends.*'h1000'.*Did you mean"):
+        catalog.get(str(path))
+
+
+def test_missing_spec_file() -> None:
+    with pytest.raises(UnknownHardwareError, match="does not exist"):
+        get_hardware("/nowhere/chip.yaml")
+
+
+def test_register_a_folder_of_specs(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(SPEC.format(name="chip-a", bandwidth="1 TB/s"))
+    (tmp_path / "b.yml").write_text(SPEC.format(name="chip-b", bandwidth="2 TB/s"))
+    catalog = Catalog()
+    assert [hw.name for hw in catalog.register_path(tmp_path)] == ["chip-a", "chip-b"]
+    assert catalog.get("chip-b").ridge("bf16") == pytest.approx(50.0)
+
+
+def test_links_are_per_direction_times_count() -> None:
+    # NVLink 4 on H100: 18 links x 25 GB/s per direction = 450 GB/s (900 GB/s both ways).
+    hw = get_hardware("h100")
+    assert hw.link("nvlink").total == pytest.approx(450e9, rel=1e-3)
+    assert hw.link_bandwidth("nvlink", count=2) == pytest.approx(50e9, rel=1e-3)
+    with pytest.raises(UnknownHardwareError, match="no link 'ici'.*nvlink"):
+        hw.link("ici")
