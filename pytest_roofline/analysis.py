@@ -141,24 +141,21 @@ def _divide(num: Number, den: Number) -> Number:
     return num / den if den > 0 else float("inf")
 
 
-def _analyze_kernel(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool,
-                    scale: float, derate: float) -> KernelResult:
+def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool,
+                   scale: float, derate: float) -> list[Any]:
+    """[name, count, flops, bytes, link_bytes, peak, label, t_compute, t_memory, t_network]."""
     label, peak = hw.peak_key(kernel.dtype or dtype, kernel.unit,
                               sparse and kernel.unit == "matrix")
     count = kernel.count
     flops = kernel.flops * count * scale
     nbytes = kernel.bytes * count
     link_bytes = kernel.link_bytes * count
-    t_compute = flops / (peak * scale * derate)
-    t_memory = nbytes / (hw.memory_bandwidth * derate)
     if is_array(link_bytes) or link_bytes > 0:
         t_network = link_bytes / (hw.link_bandwidth(kernel.link, kernel.link_count) * derate)
     else:
         t_network = 0.0
-    time = _max3(t_compute, t_memory, t_network)
-    return KernelResult(kernel.name, count, flops, nbytes, link_bytes, _divide(flops, nbytes),
-                        peak * scale, label, t_compute, t_memory, t_network, time,
-                        _regime(t_compute, t_memory, t_network), 0.0)
+    return [kernel.name, count, flops, nbytes, link_bytes, peak * scale, label,
+            flops / (peak * scale * derate), nbytes / (hw.memory_bandwidth * derate), t_network]
 
 
 def analyze(
@@ -180,29 +177,30 @@ def analyze(
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
     _check_settings(flops_per_mac, derate)
     scale = flops_per_mac / 2.0
-    results = [_analyze_kernel(k, chip, dtype, sparse, scale, derate) for k in workload.kernels]
+    rows = [_kernel_bounds(k, chip, dtype, sparse, scale, derate) for k in workload.kernels]
+    for row in rows:
+        row.append(_max3(row[7], row[8], row[9]))          # time
+        row.append(_regime(row[7], row[8], row[9]))        # regime
 
-    if len(results) == 1:
-        only = results[0]
-        t_compute, t_memory, t_network, time = only.t_compute, only.t_memory, only.t_network, \
-            only.time
-        flops, nbytes, link_bytes = only.flops, only.bytes, only.link_bytes
-        regime = only.regime
-        shares = _shares(results, time)
-        results = [_with_share(only, time)]
+    flops = _total(row[2] for row in rows)
+    nbytes = _total(row[3] for row in rows)
+    time = _total(row[10] for row in rows)
+    if len(rows) == 1:
+        t_compute, t_memory, t_network, regime = rows[0][7], rows[0][8], rows[0][9], rows[0][11]
     else:
-        t_compute = _total(r.t_compute for r in results)
-        t_memory = _total(r.t_memory for r in results)
-        t_network = _total(r.t_network for r in results)
-        time = _total(r.time for r in results)
-        flops = _total(r.flops for r in results)
-        nbytes = _total(r.bytes for r in results)
-        link_bytes = _total(r.link_bytes for r in results)
-        shares = _shares(results, time)
-        regime = _program_regime(shares)
-        results = [_with_share(r, time) for r in results]
+        t_compute = _total(row[7] for row in rows)
+        t_memory = _total(row[8] for row in rows)
+        t_network = _total(row[9] for row in rows)
+    shares = _shares(rows, time)
+    if len(rows) > 1:
+        regime = _regime(shares["compute"], shares["memory"], shares["network"])
+    kernels = tuple(
+        KernelResult(name, count, k_flops, k_bytes, k_link, _divide(k_flops, k_bytes), peak,
+                     label, t_c, t_m, t_n, k_time, k_regime, _divide(k_time, time))
+        for name, count, k_flops, k_bytes, k_link, peak, label, t_c, t_m, t_n, k_time, k_regime
+        in rows)
 
-    ridge_dtype = dtype if dtype is not None else _main_dtype(workload, chip)
+    ridge_dtype = dtype if dtype is not None else _main_dtype(workload)
     ridge_label, ridge_peak = chip.peak_key(ridge_dtype, "matrix", sparse)
     ridge_peak *= scale
     footprint = workload.footprint
@@ -213,12 +211,12 @@ def analyze(
         fits = None if footprint == 0 else bool(footprint <= capacity)
     return Result(
         workload=workload.name, hw=chip.name, dtype=ridge_label.split(":")[1],
-        flops=flops, bytes=nbytes, link_bytes=link_bytes, intensity=_divide(flops, nbytes),
-        ridge=ridge_peak / chip.memory_bandwidth, peak=ridge_peak,
-        bandwidth=chip.memory_bandwidth, t_compute=t_compute, t_memory=t_memory,
-        t_network=t_network, time=time, regime=regime, attainable=_divide(flops, time),
-        footprint=footprint, capacity=capacity, fits=fits, shares=shares,
-        kernels=tuple(results), flops_per_mac=flops_per_mac, derate=float(derate))
+        flops=flops, bytes=nbytes, link_bytes=_total(row[4] for row in rows),
+        intensity=_divide(flops, nbytes), ridge=ridge_peak / chip.memory_bandwidth,
+        peak=ridge_peak, bandwidth=chip.memory_bandwidth, t_compute=t_compute,
+        t_memory=t_memory, t_network=t_network, time=time, regime=regime,
+        attainable=_divide(flops, time), footprint=footprint, capacity=capacity, fits=fits,
+        shares=shares, kernels=kernels, flops_per_mac=flops_per_mac, derate=float(derate))
 
 
 def _total(values: Any) -> Number:
@@ -228,33 +226,22 @@ def _total(values: Any) -> Number:
     return total
 
 
-def _shares(results: list[KernelResult], time: Number) -> dict[str, Number]:
-    shares: dict[str, Number] = {}
-    for name in REGIMES:
-        acc: Number = 0.0
-        for r in results:
-            if is_array(r.regime) or is_array(r.time):
-                import numpy as np
+def _shares(rows: list[list[Any]], time: Number) -> dict[str, Number]:
+    """Seconds of the program each resource bounds (each kernel counts for its regime)."""
+    shares: dict[str, Number] = {name: 0.0 for name in REGIMES}
+    for row in rows:
+        k_time, k_regime = row[10], row[11]
+        if is_array(k_regime):
+            import numpy as np
 
-                acc = acc + np.where(np.asarray(r.regime) == name, r.time, 0.0)
-            elif r.regime == name:
-                acc = acc + r.time
-        shares[name] = acc
+            for name in REGIMES:
+                shares[name] = shares[name] + np.where(k_regime == name, k_time, 0.0)
+        else:
+            shares[k_regime] = shares[k_regime] + k_time
     return shares
 
 
-def _program_regime(shares: dict[str, Number]) -> Any:
-    c, m, n = shares["compute"], shares["memory"], shares["network"]
-    return _regime(c, m, n)
-
-
-def _with_share(result: KernelResult, time: Number) -> KernelResult:
-    from dataclasses import replace
-
-    return replace(result, share=_divide(result.time, time))
-
-
-def _main_dtype(workload: Workload, chip: Hardware) -> str | None:
+def _main_dtype(workload: Workload) -> str | None:
     """The precision of the matrix kernel with the most FLOPs (the chip's default if none)."""
     best: tuple[float, str | None] = (-1.0, None)
     for kernel in workload.kernels:

@@ -45,6 +45,8 @@ def canonical(name: object) -> str:
     >>> canonical("torch.bfloat16"), canonical("float32"), canonical("FP8")
     ('bf16', 'fp32', 'fp8')
     """
+    if name in ITEMSIZE:  # the common case, already canonical
+        return name  # type: ignore[return-value]
     text = getattr(name, "name", None) if not isinstance(name, str) else name
     if not isinstance(text, str):
         text = str(name)
