@@ -1,0 +1,325 @@
+"""Model configurations: frozen, validated value objects, and their YAML form.
+
+The schema of ``specs/models/*.yaml`` is documented in ``specs/models/README.md``. A config
+built in Python validates the same way as one read from a file, and every error names the
+field and the value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import SpecError, did_you_mean
+
+_MLPS = ("gated", "plain")
+_NORMS = ("rmsnorm", "layernorm")
+_POSITIONS = ("rope", "learned", "none")
+_ARCHITECTURES = ("decoder", "encoder")
+_BLOCKS = ("bottleneck", "basic")
+
+
+def _whole(value: object, where: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SpecError(f"{where}: got {value!r}, expected a whole number >= {minimum}")
+    return value
+
+
+def _choice(value: object, where: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise SpecError(f"{where}: got {value!r}, expected one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _flag(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(f"{where}: got {value!r}, expected true or false")
+    return value
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """A transformer language model (decoder) or encoder, with the shapes of Hugging Face's
+    ``config.json`` under plain names.
+
+    ``kv_heads`` defaults to ``heads`` (multi-head attention), ``head_dim`` to
+    ``hidden // heads``. ``tie_embeddings`` is False unless the model says otherwise: most
+    large models (Llama, Mistral, Qwen2.5-7B) keep a separate lm_head. ``experts > 0`` makes
+    every MLP a mixture of experts with ``experts_per_token`` (top-k) routing, each expert a
+    gated MLP of ``moe_intermediate`` (default ``intermediate``), plus ``shared_experts``
+    always-on experts of the same size.
+    """
+
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+    intermediate: int
+    vocab: int
+    kv_heads: int | None = None
+    head_dim: int | None = None
+    architecture: str = "decoder"
+    mlp: str = "gated"
+    activation: str = "silu"
+    norm: str = "rmsnorm"
+    tie_embeddings: bool = False
+    position: str = "rope"
+    max_positions: int = 0
+    token_types: int = 0
+    embedding_norm: bool = False
+    pooler: bool = False
+    qkv_bias: bool = False
+    bias: bool = False
+    experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate: int | None = None
+    shared_experts: int = 0
+    aliases: tuple[str, ...] = ()
+    description: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    published_params: float | None = None
+    published_params_source: str = ""
+    origin: str = "<python>"
+
+    def __post_init__(self) -> None:
+        where = f"model {self.name!r}" if self.origin == "<python>" else (
+            f"{self.origin}: model {self.name!r}")
+        if not isinstance(self.name, str) or not self.name:
+            raise SpecError(f"{where}: field 'name': got {self.name!r}, expected a name")
+        for key in ("hidden", "layers", "heads", "intermediate", "vocab"):
+            _whole(getattr(self, key), f"{where}: field {key!r}")
+        set_ = object.__setattr__
+        set_(self, "kv_heads", self.heads if self.kv_heads is None else _whole(
+            self.kv_heads, f"{where}: field 'kv_heads'"))
+        assert self.kv_heads is not None
+        if self.heads % self.kv_heads:
+            raise SpecError(f"{where}: field 'kv_heads': got {self.kv_heads!r}, expected a "
+                            f"divisor of heads={self.heads} (grouped-query attention)")
+        if self.head_dim is None:
+            if self.hidden % self.heads:
+                raise SpecError(f"{where}: field 'head_dim' is needed: hidden={self.hidden} is "
+                                f"not a multiple of heads={self.heads}")
+            set_(self, "head_dim", self.hidden // self.heads)
+        else:
+            _whole(self.head_dim, f"{where}: field 'head_dim'")
+        _choice(self.architecture, f"{where}: field 'architecture'", _ARCHITECTURES)
+        _choice(self.mlp, f"{where}: field 'mlp'", _MLPS)
+        _choice(self.norm, f"{where}: field 'norm'", _NORMS)
+        _choice(self.position, f"{where}: field 'position'", _POSITIONS)
+        for key in ("tie_embeddings", "embedding_norm", "pooler", "qkv_bias", "bias"):
+            _flag(getattr(self, key), f"{where}: field {key!r}")
+        for key in ("max_positions", "token_types", "experts", "experts_per_token",
+                    "shared_experts"):
+            _whole(getattr(self, key), f"{where}: field {key!r}", minimum=0)
+        if self.position == "learned" and self.max_positions < 1:
+            raise SpecError(f"{where}: field 'max_positions': got {self.max_positions!r}, "
+                            f"expected the size of the learned position table (>= 1)")
+        if self.experts:
+            if not 1 <= self.experts_per_token <= self.experts:
+                raise SpecError(f"{where}: field 'experts_per_token': got "
+                                f"{self.experts_per_token!r}, expected top-k between 1 and "
+                                f"experts={self.experts}")
+            if self.mlp != "gated":
+                raise SpecError(f"{where}: field 'mlp': experts are gated MLPs, got "
+                                f"{self.mlp!r}")
+        elif self.experts_per_token or self.shared_experts:
+            raise SpecError(f"{where}: field 'experts_per_token'/'shared_experts' set but "
+                            f"experts is 0")
+        if self.moe_intermediate is not None:
+            _whole(self.moe_intermediate, f"{where}: field 'moe_intermediate'")
+        if self.published_params is not None and (
+                isinstance(self.published_params, bool)
+                or not isinstance(self.published_params, (int, float))
+                or self.published_params <= 0):
+            raise SpecError(f"{where}: field 'params.value': got {self.published_params!r}, "
+                            f"expected a number of parameters > 0")
+        set_(self, "aliases", tuple(str(a).lower() for a in self.aliases))
+        set_(self, "sources", MappingProxyType(dict(self.sources)))
+
+    @property
+    def family(self) -> str:
+        return "transformer"
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def expert_intermediate(self) -> int:
+        return self.intermediate if self.moe_intermediate is None else self.moe_intermediate
+
+
+@dataclass(frozen=True)
+class ResNetConfig:
+    """A ResNet: a 7x7/2 stem, a 3x3/2 max pool, four stages of residual blocks (the first
+    block of stages 2-4 downsampling by 2 in its 3x3 convolution, torchvision's "v1.5"), global
+    average pooling and a fully connected classifier."""
+
+    name: str
+    depths: tuple[int, ...]
+    widths: tuple[int, ...]
+    block: str = "bottleneck"
+    expansion: int = 4
+    stem_channels: int = 64
+    classes: int = 1000
+    image_size: int = 224
+    in_channels: int = 3
+    aliases: tuple[str, ...] = ()
+    description: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    published_params: float | None = None
+    published_params_source: str = ""
+    origin: str = "<python>"
+
+    def __post_init__(self) -> None:
+        where = f"model {self.name!r}" if self.origin == "<python>" else (
+            f"{self.origin}: model {self.name!r}")
+        set_ = object.__setattr__
+        for key in ("depths", "widths"):
+            value = getattr(self, key)
+            if not isinstance(value, (list, tuple)) or not value:
+                raise SpecError(f"{where}: field {key!r}: got {value!r}, expected a list of "
+                                f"whole numbers, one per stage")
+            set_(self, key, tuple(_whole(v, f"{where}: field {key!r}") for v in value))
+        if len(self.depths) != len(self.widths):
+            raise SpecError(f"{where}: fields 'depths' and 'widths' must have one entry per "
+                            f"stage, got {len(self.depths)} and {len(self.widths)}")
+        _choice(self.block, f"{where}: field 'block'", _BLOCKS)
+        for key in ("expansion", "stem_channels", "classes", "image_size", "in_channels"):
+            _whole(getattr(self, key), f"{where}: field {key!r}")
+        set_(self, "aliases", tuple(str(a).lower() for a in self.aliases))
+        set_(self, "sources", MappingProxyType(dict(self.sources)))
+
+    @property
+    def family(self) -> str:
+        return "resnet"
+
+
+ModelConfig = TransformerConfig | ResNetConfig
+
+_COMMON = {"name", "family", "aliases", "description", "sources", "params", "notes"}
+_REQUIRED = {
+    "transformer": ("hidden", "layers", "heads", "kv_heads", "intermediate", "vocab",
+                    "tie_embeddings"),
+    "resnet": ("depths", "widths"),
+}
+_CLASSES: dict[str, type[TransformerConfig] | type[ResNetConfig]] = {
+    "transformer": TransformerConfig, "resnet": ResNetConfig}
+_INFORMATIONAL = {"rope_theta", "context", "norm_eps", "hf_config"}
+
+
+def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> ModelConfig:
+    """A config from a model-file mapping (schema: ``specs/models/README.md``)."""
+    family = data.get("family")
+    if family not in _CLASSES:
+        raise SpecError(f"{origin}: field 'family': got {family!r}, expected one of "
+                        f"{', '.join(_CLASSES)}")
+    cls = _CLASSES[str(family)]
+    own = {f.name for f in fields(cls)} - {"aliases", "description", "sources",
+                                           "published_params", "published_params_source",
+                                           "origin", "name"}
+    allowed = own | _COMMON | _INFORMATIONAL
+    unknown = sorted(set(map(str, data)) - allowed)
+    if unknown:
+        raise SpecError(f"{origin}: unknown field {unknown[0]!r} for a {family} model."
+                        + did_you_mean(unknown[0], allowed)
+                        + f" Allowed fields: {', '.join(sorted(allowed))}")
+    for key in ("name", "sources", *_REQUIRED[str(family)]):
+        if key not in data:
+            raise SpecError(f"{origin}: missing field {key!r} (a {family} model needs "
+                            f"{', '.join(('name', 'sources', *_REQUIRED[str(family)]))})")
+    sources = data["sources"]
+    if not isinstance(sources, dict) or not sources:
+        raise SpecError(f"{origin}: field 'sources': got {sources!r}, expected a mapping of "
+                        f"citation keys to the model card or config file it comes from")
+    aliases = data.get("aliases") or []
+    if not isinstance(aliases, list):
+        raise SpecError(f"{origin}: field 'aliases': got {aliases!r}, expected a list")
+    published, published_source = _published(data.get("params"), sources, origin)
+    kwargs: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v)
+                              for k, v in data.items() if k in own}
+    return cls(name=str(data["name"]).lower(), aliases=tuple(aliases),
+               description=str(data.get("description", "")),
+               sources={str(k): str(v) for k, v in sources.items()},
+               published_params=published, published_params_source=published_source,
+               origin=origin, **kwargs)
+
+
+def _published(raw: object, sources: Mapping[str, Any], origin: str) -> tuple[float | None, str]:
+    if raw is None:
+        return None, ""
+    if not isinstance(raw, dict) or "value" not in raw:
+        raise SpecError(f"{origin}: field 'params': got {raw!r}, expected {{value: ..., "
+                        f"source: ...}}, the published parameter count and where it is "
+                        f"published")
+    source = raw.get("source")
+    if source is None or (str(source) not in sources and not str(source).startswith("http")):
+        raise SpecError(f"{origin}: field 'params.source': got {source!r}, expected one of "
+                        f"the keys of 'sources': {', '.join(map(str, sources))}")
+    value = raw["value"]
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise SpecError(f"{origin}: field 'params.value': got {value!r}, expected a "
+                            f"number such as 8.03e9") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise SpecError(f"{origin}: field 'params.value': got {value!r}, expected a number "
+                        f"of parameters > 0")
+    return float(value), str(sources.get(str(source), source))
+
+
+_HF_KEYS = {  # our field: the config.json keys that may hold it, first found wins
+    "hidden": ("hidden_size", "n_embd", "d_model"),
+    "layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "heads": ("num_attention_heads", "n_head"),
+    "kv_heads": ("num_key_value_heads",),
+    "head_dim": ("head_dim",),
+    "intermediate": ("intermediate_size", "n_inner", "ffn_dim"),
+    "vocab": ("vocab_size",),
+    "tie_embeddings": ("tie_word_embeddings",),
+    "max_positions": ("n_positions",),
+    "experts": ("num_local_experts", "num_experts", "n_routed_experts"),
+    "experts_per_token": ("num_experts_per_tok",),
+    "moe_intermediate": ("moe_intermediate_size",),
+    "shared_experts": ("n_shared_experts",),
+}
+
+
+def from_hf_config(config: Mapping[str, Any], name: str, **overrides: Any) -> TransformerConfig:
+    """A decoder config from a Hugging Face ``config.json`` mapping (Llama, Mistral, Mixtral,
+    Qwen2, GPT-2 style keys). *overrides* set or correct any field.
+
+    ``tie_word_embeddings`` must be in the mapping or in *overrides*: its absence is not
+    taken to mean either value. Architectures this mapping does not cover (multi-head latent
+    attention, sliding windows, alternating layers) need a hand-written config.
+    """
+    values: dict[str, Any] = {}
+    for ours, keys in _HF_KEYS.items():
+        for key in keys:
+            if config.get(key) is not None:
+                values[ours] = config[key]
+                break
+    model_type = str(config.get("model_type", ""))
+    if model_type == "gpt2":
+        values.update(mlp="plain", norm="layernorm", position="learned", bias=True,
+                      activation="gelu")
+        values.setdefault("intermediate", 4 * int(values.get("hidden", 0)))
+    if config.get("attention_bias"):
+        values["qkv_bias"] = True
+    if model_type.startswith("qwen2"):
+        values["qkv_bias"] = True
+    if "hidden_act" in config:
+        values["activation"] = str(config["hidden_act"])
+    values.update(overrides)
+    if "tie_embeddings" not in values:
+        raise SpecError(f"model {name!r}: config.json has no 'tie_word_embeddings'; pass "
+                        f"tie_embeddings=True or False (it is never assumed)")
+    missing = [key for key in ("hidden", "layers", "heads", "intermediate", "vocab")
+               if key not in values]
+    if missing:
+        raise SpecError(f"model {name!r}: config.json has no {missing[0]!r} (keys tried: "
+                        f"{', '.join(_HF_KEYS[missing[0]])}); pass {missing[0]}=...")
+    return TransformerConfig(name=name.lower(), **values)

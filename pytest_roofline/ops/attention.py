@@ -1,0 +1,166 @@
+"""Scaled dot-product attention, fused (FlashAttention-style) or unfused.
+
+Shapes: *batch* sequences, *q_len* queries and *kv_len* keys per sequence, *heads* query
+heads of size *head_dim*, *kv_heads* key/value heads (grouped-query attention: kv_heads divides
+heads; multi-query attention: kv_heads = 1). Queries are the last q_len positions of the
+kv_len-long sequence, so with ``causal=True`` query i sees kv_len - q_len + i + 1 keys.
+
+Formulas (per sequence and query head; P = scored (query, key) pairs):
+
+* P = q_len·kv_len; causal: P = q_len·(kv_len - q_len) + q_len·(q_len + 1)/2, about half
+  of q_len·kv_len in prefill (q_len = kv_len), all of it in decode (q_len = 1).
+* Matrix FLOPs: 2·P·head_dim for Q·Kᵀ plus 2·P·head_dim for P·V = 4·P·head_dim.
+* Softmax: 5 FLOPs per score (see ``ops.vector``), vector units.
+
+Fused (one pass, scores stay on chip) is modelled as two kernels that run in sequence: the
+two products on the matrix units, carrying all the off-chip traffic (Q read, K and V read with
+the **KV** head count, O written; each once, the ideal tiling), and the softmax on the vector
+units with no off-chip bytes. Keeping the softmax apart prices it at the vector peak rather
+than the tensor-core peak; summing the two times assumes no overlap between them.
+
+Unfused (three kernels): Q·Kᵀ writes the full score matrix, softmax reads and writes it, P·V
+reads it. The score matrix is materialized in full even when causal, so unfused FLOPs and
+bytes count every q_len x kv_len score. K and V are read with the KV head count.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes
+from ..errors import WorkloadError
+from ..workload import Kernel, Knob, Number, Workload
+from ._common import dtype_of, is_arraylike, is_sweep, precision, shape_of, show, size, sweep_size
+from .vector import SOFTMAX_FLOPS
+
+_LAYOUTS = {"bshd": (0, 1, 2, 3), "bhsd": (0, 2, 1, 3)}  # positions of (b, s, h, d)
+
+
+def scored_pairs(q_len: Number, kv_len: Number, causal: bool) -> Number:
+    """Scored (query, key) pairs per sequence and head."""
+    if causal:
+        return q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2.0
+    return q_len * kv_len
+
+
+def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number, heads: int,
+                      kv_heads: int, head_dim: int, causal: bool, fused: bool, dtype: str,
+                      kv_dtype: str, count: Number = 1.0) -> list[Kernel]:
+    """The kernels of one attention call (no checks; shared with the model builders)."""
+    item, kv_item = dtypes.ITEMSIZE[dtype], dtypes.ITEMSIZE[kv_dtype]
+    q_bytes = batch * q_len * heads * head_dim * item  # Q read, and O written
+    kv_bytes = 2.0 * batch * kv_len * kv_heads * head_dim * kv_item  # K and V, KV heads only
+    if fused:
+        pairs = batch * heads * scored_pairs(q_len, kv_len, causal)
+        return [
+            Kernel(prefix, 4.0 * pairs * head_dim, 2.0 * q_bytes + kv_bytes, 0.0, "matrix",
+                   dtype, None, None, count),
+            Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, 0.0, "vector", dtype,
+                   None, None, count),
+        ]
+    scores = batch * heads * q_len * kv_len
+    score_bytes = scores * item
+    return [
+        Kernel(f"{prefix}.qk", 2.0 * scores * head_dim, q_bytes + kv_bytes / 2.0 + score_bytes,
+               0.0, "matrix", dtype, None, None, count),
+        Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * scores, 2.0 * score_bytes, 0.0, "vector",
+               dtype, None, None, count),
+        Kernel(f"{prefix}.pv", 2.0 * scores * head_dim, score_bytes + kv_bytes / 2.0 + q_bytes,
+               0.0, "matrix", dtype, None, None, count),
+    ]
+
+
+def check_heads(heads: int, kv_heads: int, what: str) -> None:
+    if heads % kv_heads:
+        raise WorkloadError(f"{what}: kv_heads={kv_heads} must divide heads={heads} "
+                            f"(grouped-query attention shares each KV head among "
+                            f"heads / kv_heads query heads)")
+
+
+def attention(
+    batch: object,
+    q_len: object = None,
+    kv_len: object = None,
+    heads: object = None,
+    kv_heads: object = None,
+    head_dim: object = None,
+    *,
+    causal: bool = False,
+    fused: bool = True,
+    dtype: object = "bf16",
+    kv_dtype: object = None,
+    layout: str | None = None,
+) -> Workload:
+    """Attention of *batch* sequences (see the module docstring for every formula).
+
+    ``kv_heads`` defaults to ``heads`` (multi-head attention); ``kv_dtype`` (default *dtype*)
+    prices a quantized KV cache. The knob is q_len: one query (decode) reads all of K and V
+    for 4·heads/kv_heads FLOPs per KV element pair, prefill reuses them across queries.
+
+    Arrays: ``attention(q, k, v, layout="bshd")`` (flash-attn, JAX) or ``layout="bhsd"``
+    (``torch.nn.functional.scaled_dot_product_attention``); the layout must be named since
+    both are common.
+    """
+    for flag, value in (("causal", causal), ("fused", fused)):
+        if not isinstance(value, bool):
+            raise WorkloadError(f"attention: {flag} must be True or False, got {value!r}")
+    if is_arraylike(batch):
+        return _from_arrays(batch, q_len, kv_len, layout, causal, fused, kv_dtype)
+    if heads is None or head_dim is None or q_len is None or kv_len is None:
+        raise WorkloadError("attention needs batch, q_len, kv_len, heads, kv_heads and "
+                            "head_dim (or arrays: attention(q, k, v, layout=...))")
+    b = sweep_size(batch, "attention: batch")
+    q, kv = size(q_len, "attention: q_len"), size(kv_len, "attention: kv_len")
+    h, d = size(heads, "attention: heads"), size(head_dim, "attention: head_dim")
+    kvh = h if kv_heads is None else size(kv_heads, "attention: kv_heads")
+    p = precision(dtype, "dtype")
+    kvp = p if kv_dtype is None else precision(kv_dtype, "kv_dtype")
+    return _attention(b, q, kv, h, kvh, d, causal, fused, p, kvp)
+
+
+def _attention(b: Number, q: int, kv: int, h: int, kvh: int, d: int, causal: bool,
+               fused: bool, p: str, kvp: str) -> Workload:
+    check_heads(h, kvh, "attention")
+    if causal and q > kv:
+        raise WorkloadError(f"attention: causal attention needs q_len <= kv_len (queries are "
+                            f"the last q_len positions), got q_len={q}, kv_len={kv}")
+    flags = ", ".join(f for f, on in (("causal", causal), ("fused" if fused else "unfused",
+                                                           True)) if on)
+    kv_label = p if kvp == p else f"{p}, kv {kvp}"
+    name = (f"attention(b={show(b)}, q={q}, kv={kv}, heads={h}/{kvh}, d={d}, {flags}, "
+            f"{kv_label})")
+    kernels = attention_kernels(name, b, q, kv, h, kvh, d, causal, fused, p, kvp)
+    item, kv_item = dtypes.ITEMSIZE[p], dtypes.ITEMSIZE[kvp]
+    footprint = 2.0 * b * q * h * d * item + 2.0 * b * kv * kvh * d * kv_item
+    if not fused:
+        footprint = footprint + b * h * q * kv * item
+    knob = None if is_sweep(b) else Knob(
+        "q_len", q, lambda x: _attention(b, x, kv, h, kvh, d, causal, fused, p, kvp),
+        hi=kv if causal else 1 << 24)
+    return Workload(kernels, footprint=footprint, name=name, knob=knob)
+
+
+def _from_arrays(q: object, k: object, v: object, layout: str | None, causal: bool,
+                 fused: bool, kv_dtype: object) -> Workload:
+    if layout not in _LAYOUTS:
+        raise WorkloadError(f"attention(q, k, v) with arrays needs layout='bshd' (flash-attn, "
+                            f"JAX) or layout='bhsd' (torch scaled_dot_product_attention), got "
+                            f"layout={layout!r}")
+    where = _LAYOUTS[layout]
+    dims = {}
+    for label, array in (("q", q), ("k", k), ("v", v)):
+        if array is None or not is_arraylike(array):
+            raise WorkloadError(f"attention: {label} must be an array, got {array!r}")
+        shape = shape_of(array, f"attention: {label}")
+        if len(shape) != 4:
+            raise WorkloadError(f"attention: {label} must have 4 dimensions ({layout}), got "
+                                f"shape {shape}")
+        dims[label] = tuple(shape[i] for i in where)  # (b, s, h, d)
+    (bq, sq, hq, dq), (bk, sk, hk, dk) = dims["q"], dims["k"]
+    if dims["v"][:3] != dims["k"][:3] or bq != bk or dq != dk:
+        raise WorkloadError(f"attention: shapes do not match in layout {layout!r}: "
+                            f"q {shape_of(q, 'q')}, k {shape_of(k, 'k')}, v {shape_of(v, 'v')}")
+    p = dtype_of(q, "attention: q")
+    kvp = dtype_of(k, "attention: k") if kv_dtype is None else precision(kv_dtype, "kv_dtype")
+    return _attention(float(size(bq, "attention: batch")), size(sq, "attention: q_len"),
+                      size(sk, "attention: kv_len"), size(hq, "attention: heads"),
+                      size(hk, "attention: kv_heads"), size(dq, "attention: head_dim"),
+                      causal, fused, p, kvp)

@@ -1,0 +1,217 @@
+"""Collectives over a chip-to-chip link, and a matmul sharded over several chips.
+
+Every figure is per device. D = elements x bytes per element is the size of the full tensor,
+N the number of devices. Ring algorithms (bandwidth-optimal, what NCCL and XLA use for large
+messages):
+
+==============  ======================  ==========================  =====================
+collective      bytes each device sends FLOPs (vector adds)         input -> output held
+==============  ======================  ==========================  =====================
+all_reduce      2·(N-1)/N·D             (N-1)/N·elements            D -> D
+all_gather      (N-1)/N·D               0                           D/N -> D
+reduce_scatter  (N-1)/N·D               (N-1)/N·elements            D -> D/N
+all_to_all      (N-1)/N·D               0                           D -> D
+point_to_point  D                       0                           D -> (the peer)
+==============  ======================  ==========================  =====================
+
+all_to_all assumes a full-bisection fabric (a switch such as NVSwitch): each device sends its
+N-1 foreign chunks directly; on a ring or torus it costs more. Local memory traffic (the
+kernel's ``bytes``): the input read once, the output written once, and every byte sent read
+from memory and every byte received written to it (2 x the link bytes).
+
+Network time is the engine's: link bytes over the one-direction bandwidth of the named link
+(``link=None``: the chip's default link) times ``link_count`` links (None: every link of that
+kind on the chip). A pair of TPUs joined by one ICI link wants ``link_count=1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import dtypes
+from ..errors import WorkloadError
+from ..workload import Kernel, Knob, Number, Workload
+from ._common import dtype_of, is_arraylike, precision, shape_of, show, size, sweep_size
+from .matmul import matmul_kernel, precision_label, resolve_dtypes
+
+# kind -> (sent: fraction of D, adds: fraction of elements, input and output: fractions of D)
+_RING: dict[str, Callable[[int], tuple[float, float, float, float]]] = {
+    "all_reduce": lambda n: (2.0 * (n - 1) / n, (n - 1) / n, 1.0, 1.0),
+    "all_gather": lambda n: ((n - 1) / n, 0.0, 1.0 / n, 1.0),
+    "reduce_scatter": lambda n: ((n - 1) / n, (n - 1) / n, 1.0, 1.0 / n),
+    "all_to_all": lambda n: ((n - 1) / n, 0.0, 1.0, 1.0),
+    "point_to_point": lambda n: (1.0, 0.0, 1.0, 0.0),
+}
+
+
+def collective_kernel(kind: str, name: str, elements: Number, devices: int, dtype: str,
+                      link: str | None = None, link_count: int | None = None,
+                      count: Number = 1.0) -> Kernel:
+    """The per-device kernel of a collective (no checks; see the module table)."""
+    if devices == 1 and kind != "point_to_point":
+        return Kernel(name, 0.0, 0.0, 0.0, "vector", dtype, link, link_count, count)
+    sent, adds, held_in, held_out = _RING[kind](devices)
+    data = elements * dtypes.ITEMSIZE[dtype]
+    link_bytes = sent * data
+    return Kernel(name, adds * elements, (held_in + held_out) * data + 2.0 * link_bytes,
+                  link_bytes, "vector", dtype, link, link_count, count)
+
+
+def _collective(kind: str, elements: object, devices: object, dtype: object, link: object,
+                link_count: object) -> Workload:
+    if is_arraylike(elements):
+        count = 1
+        for dim in shape_of(elements, f"{kind}: data"):
+            count *= dim
+        n_el = float(size(count, f"{kind}: elements"))
+        p = dtype_of(elements, f"{kind}: data")
+    else:
+        n_el, p = float(size(elements, f"{kind}: elements")), precision(dtype, "dtype")
+    n = 2 if kind == "point_to_point" and devices is None else size(devices, f"{kind}: devices")
+    if link is not None and not isinstance(link, str):
+        raise WorkloadError(f"{kind}: link must be a link name such as 'nvlink' or 'ici', or "
+                            f"None for the chip's default link, got {link!r}")
+    lc = None if link_count is None else size(link_count, f"{kind}: link_count")
+    where = "" if link is None else f" over {link}"
+    name = f"{kind}({show(n_el)} x {p}, {n} devices{where})"
+    kernel = collective_kernel(kind, name, n_el, n, p, link, lc)
+    footprint = n_el * dtypes.ITEMSIZE[p]
+    return Workload((kernel,), footprint=footprint, name=name)
+
+
+def all_reduce(elements: object, devices: object, *, dtype: object = "bf16",
+               link: str | None = None, link_count: int | None = None) -> Workload:
+    """Ring all-reduce of a tensor of *elements* over *devices*: each sends 2·(N-1)/N of it.
+
+    *elements* may be an array-like (its size and dtype are used).
+    """
+    return _collective("all_reduce", elements, devices, dtype, link, link_count)
+
+
+def all_gather(elements: object, devices: object, *, dtype: object = "bf16",
+               link: str | None = None, link_count: int | None = None) -> Workload:
+    """Ring all-gather of a tensor of *elements* (the gathered size): each sends (N-1)/N."""
+    return _collective("all_gather", elements, devices, dtype, link, link_count)
+
+
+def reduce_scatter(elements: object, devices: object, *, dtype: object = "bf16",
+                   link: str | None = None, link_count: int | None = None) -> Workload:
+    """Ring reduce-scatter of a tensor of *elements* (the unreduced size): each sends (N-1)/N."""
+    return _collective("reduce_scatter", elements, devices, dtype, link, link_count)
+
+
+def all_to_all(elements: object, devices: object, *, dtype: object = "bf16",
+               link: str | None = None, link_count: int | None = None) -> Workload:
+    """All-to-all of the *elements* each device holds: each sends (N-1)/N of them."""
+    return _collective("all_to_all", elements, devices, dtype, link, link_count)
+
+
+def point_to_point(elements: object, *, dtype: object = "bf16", link: str | None = None,
+                   link_count: int | None = None) -> Workload:
+    """One device sends a tensor of *elements* to another: link bytes = its size."""
+    return _collective("point_to_point", elements, None, dtype, link, link_count)
+
+
+send = point_to_point
+
+
+def sharded_matmul(
+    m: object,
+    k: object,
+    n: object = None,
+    *,
+    shards: object,
+    split: str = "k",
+    dtype: object = "bf16",
+    a_dtype: object = None,
+    b_dtype: object = None,
+    out_dtype: object = None,
+    link: str | None = None,
+    link_count: int | None = None,
+    gather: bool = True,
+    overlap: bool = False,
+) -> Workload:
+    """``[m, k] @ [k, n]`` split over *shards* chips, per chip, with the collective it needs.
+
+    * ``split="k"`` (the contraction): each chip multiplies [m, k/N] @ [k/N, n] and the
+      partial sums [m, n] are all-reduced. Per chip T_math = 2·m·(k/N)·n / peak and
+      T_comms = 2·(N-1)/N·m·n·|out| / W, so the ratio is independent of m and the chip is
+      compute-bound only once k/N > (N-1)/N·|out|·peak / W: the per-chip contraction is the
+      knob (``k_per_chip``). For 2 chips in bf16: k > 2·peak/W (the scaling book's example).
+    * ``split="n"`` (the output columns): each chip computes [m, n/N]; with ``gather=True``
+      the output is all-gathered so every chip holds all of it (``gather=False``: left
+      sharded, no collective). The knob is k.
+
+    The matmul and the collective are two kernels run one after the other; ``overlap=True``
+    makes them one kernel whose time is the largest of compute, memory and network (a
+    collective matmul that hides the communication, the lower bound the book quotes).
+
+    ``sharded_matmul(a, b, shards=2)`` takes the full (unsharded) operands as array-likes,
+    a [..., m, k] (leading dimensions fold into m) and b [k, n].
+    """
+    if is_arraylike(m) and is_arraylike(k):
+        a_shape, b_shape = shape_of(m, "sharded_matmul: a"), shape_of(k, "sharded_matmul: b")
+        if len(a_shape) < 1 or len(b_shape) != 2 or a_shape[-1] != b_shape[0]:
+            raise WorkloadError(f"sharded_matmul: shapes {a_shape} and {b_shape} do not "
+                                f"contract as [..., m, k] @ [k, n]")
+        rows = 1
+        for dim in a_shape[:-1]:
+            rows *= dim
+        a_dtype = dtype_of(m, "sharded_matmul: a") if a_dtype is None else a_dtype
+        b_dtype = dtype_of(k, "sharded_matmul: b") if b_dtype is None else b_dtype
+        dtype = a_dtype
+        m, k, n = rows, b_shape[0], b_shape[1]
+    elif n is None:
+        raise WorkloadError("sharded_matmul needs m, k, n (or two arrays: "
+                            "sharded_matmul(a, b, shards=...))")
+    if split not in ("k", "n"):
+        raise WorkloadError(f"sharded_matmul: split must be 'k' (contraction, all-reduce) or "
+                            f"'n' (output columns, all-gather), got {split!r}")
+    for flag, value in (("gather", gather), ("overlap", overlap)):
+        if not isinstance(value, bool):
+            raise WorkloadError(f"sharded_matmul: {flag} must be True or False, got {value!r}")
+    m_ = sweep_size(m, "sharded_matmul: m")
+    k_, n_ = size(k, "sharded_matmul: k"), size(n, "sharded_matmul: n")
+    chips = size(shards, "sharded_matmul: shards")
+    split_dim = k_ if split == "k" else n_
+    if split_dim % chips:
+        raise WorkloadError(f"sharded_matmul: shards={chips} must divide {split}={split_dim}")
+    if link is not None and not isinstance(link, str):
+        raise WorkloadError(f"sharded_matmul: link must be a link name or None, got {link!r}")
+    lc = None if link_count is None else size(link_count, "sharded_matmul: link_count")
+    dts = resolve_dtypes(dtype, a_dtype, b_dtype, out_dtype)
+    return _sharded(m_, k_, n_, chips, split, dts, link, lc, gather, overlap)
+
+
+def _sharded(m: Number, k: int, n: int, chips: int, split: str,
+             dts: tuple[str, str, str, str], link: str | None, link_count: int | None,
+             gather: bool, overlap: bool) -> Workload:
+    a, b, out, compute = dts
+    name = (f"sharded_matmul({show(m)}x{k}x{n} over {chips} chips along {split}, "
+            f"{precision_label(a, b, out)})")
+    if split == "k":
+        local = matmul_kernel(f"{name}.matmul", m, k // chips, n, a, b, out, compute)
+        comm: Kernel | None = collective_kernel("all_reduce", f"{name}.all_reduce", m * n,
+                                                chips, out, link, link_count)
+    else:
+        local = matmul_kernel(f"{name}.matmul", m, k, n // chips, a, b, out, compute)
+        comm = collective_kernel("all_gather", f"{name}.all_gather", m * n, chips, out, link,
+                                 link_count) if gather else None
+    footprint = local.bytes + (m * n * dtypes.ITEMSIZE[out] if comm is not None else 0.0)
+    if comm is None:
+        kernels = [local]
+    elif overlap:
+        kernels = [Kernel(name, local.flops + comm.flops, local.bytes + comm.bytes,
+                          comm.link_bytes, "matrix", compute, link, link_count)]
+    else:
+        kernels = [local, comm]
+    knob: Knob | None
+    if split == "k":
+        knob = Knob("k_per_chip", k // chips, lambda x: _sharded(
+            m, x * chips, n, chips, split, dts, link, link_count, gather, overlap))
+    else:
+        knob = Knob("k", k, lambda x: _sharded(
+            m, x, n, chips, split, dts, link, link_count, gather, overlap))
+    if not isinstance(m, float):
+        knob = None  # a sweep over m
+    return Workload(kernels, footprint=footprint, name=name, knob=knob)

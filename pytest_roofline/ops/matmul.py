@@ -1,0 +1,174 @@
+"""Matrix products: ``matmul`` and ``batched_matmul``.
+
+Traffic model (shared by every matrix formula here): each operand crosses off-chip memory
+once and the output is written once, i.e. the tiles are large enough that no operand is
+re-read. This is the minimum traffic of the product, the figure the roofline literature uses
+("How to Scale Your Model", ch. 1). Real kernels re-read tiles when the operands outgrow the
+on-chip memory, which only adds bytes: the roofline time is a lower bound.
+
+Precisions: each operand is priced at its own width. The product runs in the wider of the two
+input precisions (int8 weights with bf16 activations are dequantized and multiplied in bf16;
+two int8 operands multiply in int8), and the output is written in ``out_dtype`` (default:
+``dtype``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtypes
+from ..errors import WorkloadError
+from ..workload import Kernel, Knob, Number, Workload
+from ._common import dtype_of, is_arraylike, is_sweep, precision, shape_of, show, size, sweep_size
+
+
+def resolve_dtypes(dtype: object, a_dtype: object, b_dtype: object,
+                   out_dtype: object) -> tuple[str, str, str, str]:
+    """``(a, b, out, compute)`` canonical precisions of a product (see the module docstring)."""
+    base = precision(dtype, "dtype")
+    a = base if a_dtype is None else precision(a_dtype, "a_dtype")
+    b = base if b_dtype is None else precision(b_dtype, "b_dtype")
+    out = base if out_dtype is None else precision(out_dtype, "out_dtype")
+    compute = b if dtypes.ITEMSIZE[b] > dtypes.ITEMSIZE[a] else a
+    return a, b, out, compute
+
+
+def precision_label(a: str, b: str, out: str) -> str:
+    """``"bf16"`` when every operand shares one precision, else ``"bf16 x int8 -> bf16"``."""
+    return a if a == b == out else f"{a} x {b} -> {out}"
+
+
+def matmul_kernel(name: str, m: Number, k: Number, n: Number, a: str, b: str, out: str,
+                  compute: str, count: Number = 1.0) -> Kernel:
+    """The kernel of ``[m, k] @ [k, n]`` (no checks: the formulas' common core).
+
+    FLOPs = 2·m·k·n (a multiply-accumulate counts 2). Bytes = m·k·|a| + k·n·|b| + m·n·|out|.
+    """
+    size_of = dtypes.ITEMSIZE
+    return Kernel(name, 2.0 * m * k * n,
+                  m * k * size_of[a] + k * n * size_of[b] + m * n * size_of[out],
+                  0.0, "matrix", compute, None, None, count)
+
+
+def matmul(
+    m: object,
+    k: object = None,
+    n: object = None,
+    *,
+    dtype: object = "bf16",
+    a_dtype: object = None,
+    b_dtype: object = None,
+    out_dtype: object = None,
+) -> Workload:
+    """``A[m, k] @ B[k, n] -> C[m, n]``: 2·m·k·n FLOPs on the matrix units.
+
+    Bytes: m·k·|a| + k·n·|b| + m·n·|out| with each operand at its own precision, so int8
+    weights (``b_dtype="int8"``) with bf16 activations move half the weight bytes for the same
+    FLOPs. With k, n >> m the intensity is about m (bf16) or 2·m (int8 weights): the token or
+    batch dimension m is the workload's knob. *m* may be a numpy array (a sweep).
+
+    Arrays work too: ``matmul(a, b)`` reads the shapes and precisions of two array-likes.
+    Leading dimensions of *a* fold into m when *b* is 2-D (shared weights); when *b* has batch
+    dimensions of its own, this is a batched product (see :func:`batched_matmul`).
+    """
+    if is_arraylike(k):
+        return _from_arrays(m, k, out_dtype)
+    if k is None or n is None:
+        raise WorkloadError("matmul needs the sizes m, k, n (or two arrays: matmul(a, b)); "
+                            f"got m={m!r}, k={k!r}, n={n!r}")
+    m_ = sweep_size(m, "matmul: m")
+    k_ = size(k, "matmul: k")
+    n_ = size(n, "matmul: n")
+    a, b, out, compute = resolve_dtypes(dtype, a_dtype, b_dtype, out_dtype)
+    return _matmul(m_, k_, n_, a, b, out, compute)
+
+
+def _matmul(m: Number, k: int, n: int, a: str, b: str, out: str, compute: str) -> Workload:
+    name = f"matmul({show(m)}x{k}x{n}, {precision_label(a, b, out)})"
+    kernel = matmul_kernel(name, m, k, n, a, b, out, compute)
+    knob = None if is_sweep(m) else Knob(
+        "m", int(m), lambda x: _matmul(float(x), k, n, a, b, out, compute))
+    return Workload((kernel,), footprint=kernel.bytes, name=name, knob=knob)
+
+
+def _from_arrays(x: object, w: object, out_dtype: object) -> Workload:
+    a_shape, b_shape = shape_of(x, "matmul: a"), shape_of(w, "matmul: b")
+    a, b = dtype_of(x, "matmul: a"), dtype_of(w, "matmul: b")
+    if not a_shape or not b_shape:
+        raise WorkloadError(f"matmul: operands must have at least one dimension, got shapes "
+                            f"{a_shape} and {b_shape}")
+    a_mat = a_shape if len(a_shape) >= 2 else (1, *a_shape)
+    b_mat = b_shape if len(b_shape) >= 2 else (*b_shape, 1)
+    if a_mat[-1] != b_mat[-2]:
+        raise WorkloadError(f"matmul: shapes {a_shape} and {b_shape} do not contract: a's last "
+                            f"dimension {a_mat[-1]} differs from b's contracted dimension "
+                            f"{b_mat[-2]}")
+    k, n = a_mat[-1], b_mat[-1]
+    _, _, out, compute = resolve_dtypes(a, a, b, out_dtype)
+    if out_dtype is None:
+        out = compute
+    b_batch = math.prod(b_mat[:-2])
+    if b_batch == 1:
+        m = math.prod(a_mat[:-1])
+        return _matmul(float(size(m, "matmul: m")), size(k, "matmul: k"), size(n, "matmul: n"),
+                       a, b, out, compute)
+    try:
+        import numpy as np
+
+        batch_shape = np.broadcast_shapes(a_mat[:-2], b_mat[:-2])
+    except ValueError:
+        raise WorkloadError(f"matmul: batch dimensions of {a_shape} and {b_shape} do not "
+                            f"broadcast") from None
+    return _batched(float(math.prod(batch_shape)), size(a_mat[-2], "matmul: m"),
+                    size(k, "matmul: k"), size(n, "matmul: n"), False, a, b, out, compute)
+
+
+def batched_matmul(
+    batch: object,
+    m: object,
+    k: object = None,
+    n: object = None,
+    *,
+    shared_weights: bool = False,
+    dtype: object = "bf16",
+    a_dtype: object = None,
+    b_dtype: object = None,
+    out_dtype: object = None,
+) -> Workload:
+    """*batch* independent products ``A[i][m, k] @ B[i][k, n]``: 2·batch·m·k·n FLOPs.
+
+    With per-batch weights (the default) every product reads its own B, so
+    bytes = batch·(m·k·|a| + k·n·|b| + m·n·|out|) and the intensity stays about 2·m·k·n /
+    (k·n·|b|) whatever the batch: about 2 for int8 matrix-vector products (m = 1), the scaling
+    book's batched example. ``shared_weights=True`` reads one B for the whole batch (the
+    same as ``matmul(batch·m, k, n)``). *batch* may be a numpy array (a sweep).
+
+    ``batched_matmul(a, b)`` takes two array-likes, [..., m, k] and [..., k, n] (see
+    :func:`matmul`): weights with batch dimensions of their own are per-batch.
+    """
+    if is_arraylike(batch) and is_arraylike(m):
+        return _from_arrays(batch, m, out_dtype)
+    if k is None or n is None:
+        raise WorkloadError("batched_matmul needs batch, m, k, n (or two arrays: "
+                            f"batched_matmul(a, b)); got k={k!r}, n={n!r}")
+    if not isinstance(shared_weights, bool):
+        raise WorkloadError(f"batched_matmul: shared_weights must be True or False, got "
+                            f"{shared_weights!r}")
+    batch_ = sweep_size(batch, "batched_matmul: batch")
+    m_, k_, n_ = (size(v, f"batched_matmul: {w}") for v, w in ((m, "m"), (k, "k"), (n, "n")))
+    a, b, out, compute = resolve_dtypes(dtype, a_dtype, b_dtype, out_dtype)
+    return _batched(batch_, m_, k_, n_, shared_weights, a, b, out, compute)
+
+
+def _batched(batch: Number, m: int, k: int, n: int, shared: bool, a: str, b: str, out: str,
+             compute: str) -> Workload:
+    kind = "shared weights" if shared else "per-batch weights"
+    name = (f"batched_matmul({show(batch)}x[{m}x{k}x{n}], {kind}, "
+            f"{precision_label(a, b, out)})")
+    if shared:
+        kernel = matmul_kernel(name, batch * m, k, n, a, b, out, compute)
+    else:
+        kernel = matmul_kernel(name, m, k, n, a, b, out, compute, count=batch)
+    knob = None if is_sweep(batch) else Knob(
+        "batch", int(batch), lambda x: _batched(float(x), m, k, n, shared, a, b, out, compute))
+    return Workload((kernel,), footprint=kernel.total_bytes, name=name, knob=knob)

@@ -1,0 +1,246 @@
+"""Kernels of the vector units: dot, elementwise, reduction, softmax, norms, embedding lookup.
+
+These run on the vector (SIMD, CUDA-core, VPU) units, never on the matrix units: their FLOPs
+are priced at the chip's vector peak. Each reads its inputs once and writes its outputs once.
+FLOPs per element (an exp or a divide counts as one operation, like an add):
+
+=============  =====  =====================================================================
+kernel         FLOPs  per element
+=============  =====  =====================================================================
+softmax        5      max, subtract, exp, sum, divide (one pass, online softmax)
+layernorm      7      mean (add), variance (subtract, square, add), normalize (multiply),
+                      affine (multiply, add); 5 without the affine scale and shift
+rmsnorm        4      square, add, normalize (multiply), scale (multiply); 3 without weight
+residual add   +1     a norm that also adds the residual stream (``residual=True``, the
+                      fused add-and-norm of inference engines) reads and writes it too
+=============  =====  =====================================================================
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtypes
+from ..errors import WorkloadError
+from ..workload import Kernel, Number, Workload
+from ._common import dtype_of, is_arraylike, precision, shape_of, size
+
+SOFTMAX_FLOPS = 5.0
+LAYERNORM_FLOPS = 7.0
+RMSNORM_FLOPS = 4.0
+
+
+# -- kernels (no checks; shared with the model builders) -------------------------------------
+
+
+def elementwise_kernel(name: str, n: Number, inputs: float, outputs: float, flops: float,
+                       dtype: str, count: Number = 1.0) -> Kernel:
+    """n elements: ``flops`` FLOPs each, ``inputs`` tensors read and ``outputs`` written."""
+    return Kernel(name, n * flops, n * (inputs + outputs) * dtypes.ITEMSIZE[dtype], 0.0,
+                  "vector", dtype, None, None, count)
+
+
+def norm_kernel(name: str, kind: str, rows: Number, hidden: int, dtype: str, *,
+                affine: bool = True, residual: bool = False, count: Number = 1.0) -> Kernel:
+    """A layernorm or rmsnorm of rows x hidden (see the module table)."""
+    if kind == "layernorm":
+        per, params = (LAYERNORM_FLOPS, 2.0) if affine else (LAYERNORM_FLOPS - 2.0, 0.0)
+    else:
+        per, params = (RMSNORM_FLOPS, 1.0) if affine else (RMSNORM_FLOPS - 1.0, 0.0)
+    streams = 2.0
+    if residual:
+        per += 1.0
+        streams = 4.0  # read x and the residual, write the new residual and the normalized x
+    elements = rows * hidden
+    item = dtypes.ITEMSIZE[dtype]
+    return Kernel(name, elements * per, (elements * streams + params * hidden) * item, 0.0,
+                  "vector", dtype, None, None, count)
+
+
+def softmax_kernel(name: str, rows: Number, cols: Number, dtype: str,
+                   count: Number = 1.0) -> Kernel:
+    elements = rows * cols
+    return Kernel(name, elements * SOFTMAX_FLOPS, 2.0 * elements * dtypes.ITEMSIZE[dtype], 0.0,
+                  "vector", dtype, None, None, count)
+
+
+def embedding_kernel(name: str, tokens: Number, hidden: int, dtype: str,
+                     count: Number = 1.0) -> Kernel:
+    """A gather of one table row per token: reads tokens rows, writes them; no FLOPs."""
+    return Kernel(name, 0.0, 2.0 * tokens * hidden * dtypes.ITEMSIZE[dtype], 0.0, "vector",
+                  dtype, None, None, count)
+
+
+def _one(kernel: Kernel, footprint: Number) -> Workload:
+    return Workload((kernel,), footprint=footprint, name=kernel.name)
+
+
+def _rows_cols(x: object, axis: object, what: str) -> tuple[int, int, str]:
+    """(rows, cols, dtype) of an array normalized or reduced along *axis*."""
+    shape = shape_of(x, what)
+    if not shape:
+        raise WorkloadError(f"{what}: needs an array of at least one dimension, got a scalar")
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise WorkloadError(f"{what}: axis must be a whole number, got {axis!r}")
+    try:
+        index = range(len(shape))[axis]
+    except IndexError:
+        raise WorkloadError(f"{what}: axis {axis!r} is out of range for shape {shape}") from None
+    cols = size(shape[index], f"{what}: dimension {index}")
+    return math.prod(shape) // cols, cols, dtype_of(x, what)
+
+
+# -- public formulas ---------------------------------------------------------------------------
+
+
+def dot(n: object, y: object = None, *, dtype: object = "bf16") -> Workload:
+    """``x · y`` of two length-n vectors: n multiplies and n - 1 adds = 2n - 1 FLOPs.
+
+    Bytes: both vectors read (2n elements) and one element written: (2n + 1)·|dtype|. The
+    intensity tends to 1/2 FLOP/B in bf16 however long the vectors (the scaling book's first
+    example): always memory-bound. ``dot(x, y)`` reads an array's size and dtype.
+    """
+    if is_arraylike(n):
+        p = dtype_of(n, "dot: x")
+        count = math.prod(shape_of(n, "dot: x"))
+        if y is not None and is_arraylike(y) and math.prod(shape_of(y, "dot: y")) != count:
+            raise WorkloadError(f"dot: x has {count} elements but y has "
+                                f"{math.prod(shape_of(y, 'dot: y'))}")
+        length = size(count, "dot: n")
+    else:
+        p, length = precision(dtype, "dtype"), size(n, "dot: n")
+    item = dtypes.ITEMSIZE[p]
+    kernel = Kernel(f"dot({length}, {p})", 2.0 * length - 1.0, (2.0 * length + 1.0) * item,
+                    unit="vector", dtype=p)
+    return _one(kernel, kernel.bytes)
+
+
+def elementwise(n: object, *, inputs: int = 1, outputs: int = 1, flops_per_element: float = 1.0,
+                dtype: object = "bf16", name: str = "elementwise") -> Workload:
+    """An elementwise op over n elements: n·flops_per_element FLOPs,
+    n·(inputs + outputs)·|dtype| bytes (each input read once, each output written once).
+
+    ``elementwise(x, ...)`` reads n and the precision from an array-like.
+    """
+    if is_arraylike(n):
+        p = dtype_of(n, f"{name}: x")
+        count = size(math.prod(shape_of(n, f"{name}: x")), f"{name}: n")
+    else:
+        p, count = precision(dtype, "dtype"), size(n, f"{name}: n")
+    ins = size(inputs, f"{name}: inputs", minimum=0)
+    outs = size(outputs, f"{name}: outputs", minimum=0)
+    if ins + outs == 0:
+        raise WorkloadError(f"{name}: inputs + outputs must be >= 1, got inputs={inputs!r}, "
+                            f"outputs={outputs!r}")
+    if isinstance(flops_per_element, bool) or not isinstance(flops_per_element, (int, float)) \
+            or not (0 <= flops_per_element < math.inf):
+        raise WorkloadError(f"{name}: flops_per_element must be a number >= 0, got "
+                            f"{flops_per_element!r}")
+    label = f"{name}({count}, {ins} in, {outs} out, {p})"
+    kernel = elementwise_kernel(label, float(count), ins, outs, float(flops_per_element), p)
+    return _one(kernel, kernel.bytes)
+
+
+def reduction(n: object, *, outputs: int = 1, axis: object = None,
+              dtype: object = "bf16") -> Workload:
+    """A sum of n elements into *outputs* results: n - outputs adds, (n + outputs)·|dtype| B.
+
+    ``reduction(x, axis=-1)`` reduces an array-like along *axis* (all axes when None).
+    """
+    if is_arraylike(n):
+        if axis is None:
+            p = dtype_of(n, "reduction: x")
+            total, outs = size(math.prod(shape_of(n, "reduction: x")), "reduction: n"), 1
+        else:
+            rows, cols, p = _rows_cols(n, axis, "reduction")
+            total, outs = rows * cols, rows
+    else:
+        p = precision(dtype, "dtype")
+        total, outs = size(n, "reduction: n"), size(outputs, "reduction: outputs")
+        if total % outs:
+            raise WorkloadError(f"reduction: outputs={outs} does not divide n={total}")
+    kernel = Kernel(f"reduction({total} -> {outs}, {p})", float(total - outs),
+                    float(total + outs) * dtypes.ITEMSIZE[p], unit="vector", dtype=p)
+    return _one(kernel, kernel.bytes)
+
+
+def softmax(rows: object, cols: object = None, *, axis: int = -1,
+            dtype: object = "bf16") -> Workload:
+    """Softmax over *cols* for each of *rows*: 5 FLOPs per element on the vector units,
+    one read and one write of rows·cols elements. ``softmax(x, axis=-1)`` takes an array-like.
+    """
+    if is_arraylike(rows):
+        r, c, p = _rows_cols(rows, axis, "softmax")
+    else:
+        if cols is None:
+            raise WorkloadError("softmax needs rows and cols (or an array: softmax(x))")
+        p, r, c = precision(dtype, "dtype"), size(rows, "softmax: rows"), size(cols,
+                                                                              "softmax: cols")
+    kernel = softmax_kernel(f"softmax({r}x{c}, {p})", float(r), float(c), p)
+    return _one(kernel, kernel.bytes)
+
+
+def _norm(kind: str, rows: object, hidden: object, dtype: object, affine: bool,
+          residual: bool) -> Workload:
+    for flag, value in (("affine", affine), ("residual", residual)):
+        if not isinstance(value, bool):
+            raise WorkloadError(f"{kind}: {flag} must be True or False, got {value!r}")
+    if is_arraylike(rows):
+        r, h, p = _rows_cols(rows, -1, kind)
+    else:
+        if hidden is None:
+            raise WorkloadError(f"{kind} needs rows and hidden (or an array: {kind}(x))")
+        p, r, h = precision(dtype, "dtype"), size(rows, f"{kind}: rows"), size(hidden,
+                                                                              f"{kind}: hidden")
+    extra = " + residual" if residual else ""
+    kernel = norm_kernel(f"{kind}({r}x{h}{extra}, {p})", kind, float(r), h, p, affine=affine,
+                         residual=residual)
+    return _one(kernel, kernel.bytes)
+
+
+def layernorm(rows: object, hidden: object = None, *, dtype: object = "bf16",
+              affine: bool = True, residual: bool = False) -> Workload:
+    """LayerNorm of rows x hidden: 7 FLOPs per element (5 without affine) on the vector units.
+
+    Bytes: x read and y written (2·rows·hidden elements) plus the scale and shift
+    (2·hidden); ``residual=True`` also reads and writes the residual stream (+1 FLOP and
+    +2 elements per element). ``layernorm(x)`` normalizes an array-like's last axis.
+    """
+    return _norm("layernorm", rows, hidden, dtype, affine, residual)
+
+
+def rmsnorm(rows: object, hidden: object = None, *, dtype: object = "bf16",
+            affine: bool = True, residual: bool = False) -> Workload:
+    """RMSNorm of rows x hidden: 4 FLOPs per element (3 without weight), vector units.
+
+    Bytes: x read and y written plus the weight (hidden elements); ``residual=True`` as for
+    :func:`layernorm`. ``rmsnorm(x)`` normalizes an array-like's last axis.
+    """
+    return _norm("rmsnorm", rows, hidden, dtype, affine, residual)
+
+
+def embedding(tokens: object, hidden: object = None, *, vocab: object = None,
+              dtype: object = "bf16") -> Workload:
+    """Embedding lookup: one table row gathered per token. No FLOPs; bytes = 2·tokens·hidden
+    elements (rows read, activations written). Only the gathered rows move: the table is never
+    read in full. The footprint includes the table when *vocab* is given.
+
+    ``embedding(ids, table)`` takes the token ids and the [vocab, hidden] table as arrays.
+    """
+    if is_arraylike(tokens) and is_arraylike(hidden):
+        table = shape_of(hidden, "embedding: table")
+        if len(table) != 2:
+            raise WorkloadError(f"embedding: table must be [vocab, hidden], got shape {table}")
+        n = size(math.prod(shape_of(tokens, "embedding: ids")), "embedding: tokens")
+        v, h, p = size(table[0], "embedding: vocab"), size(table[1], "embedding: hidden"), \
+            dtype_of(hidden, "embedding: table")
+    else:
+        if hidden is None:
+            raise WorkloadError("embedding needs tokens and hidden (or arrays: "
+                                "embedding(ids, table))")
+        n, h, p = size(tokens, "embedding: tokens"), size(hidden, "embedding: hidden"), \
+            precision(dtype, "dtype")
+        v = 0 if vocab is None else size(vocab, "embedding: vocab")
+    kernel = embedding_kernel(f"embedding({n} tokens x {h}, {p})", float(n), h, p)
+    return _one(kernel, kernel.bytes + float(v) * h * dtypes.ITEMSIZE[p])
+
