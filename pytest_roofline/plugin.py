@@ -1,3 +1,430 @@
-"""pytest hooks for pytest-roofline (filled in by the plugin work)."""
+"""pytest hooks of pytest-roofline: options, the ``roofline`` marker and fixture, verdicts,
+the terminal summary and the JSON report.
+
+Only wiring lives here; the work is done by pytest-free modules: ``settings`` (options),
+``marker`` (marker -> Expectation), ``fixture`` (the fixture's object), ``verdict``
+(Results -> pass/fail lines), ``session`` (records on the controller), ``table`` (summary).
+Tests without the marker or the fixture cost a marker lookup at setup and nothing more;
+pint, numpy and yaml are imported when the first roofline test is set up, not before.
+
+Where a test's records go: the call phase appends them to ``item.user_properties`` (so they
+reach the pytest-xdist controller and JUnit XML); the controller decodes them in
+``pytest_runtest_logreport`` into ``get_session(config).records``, the one list the summary,
+the JSON report and later consumers read.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from .fixture import Roofline
+    from .marker import Expectation
+    from .session import RooflineSession
+    from .settings import Settings
+
+# Baselines, compare rules, Markdown and plots are a plugin of their own, loaded with this one
+# (so -p no:roofline turns both off).
+pytest_plugins = ["pytest_roofline.gate"]
+
+SESSION_KEY = pytest.StashKey["RooflineSession"]()
+_ITEM_KEY = pytest.StashKey["_ItemState"]()
+_FAILED_KEY = pytest.StashKey[str]()
+
+
+class _ItemState:
+    """What the plugin knows of one roofline test while it runs."""
+
+    __slots__ = ("expectation", "handle")
+
+    def __init__(self, expectation: Expectation) -> None:
+        self.expectation = expectation
+        self.handle: Roofline | None = None
+
+
+def get_session(config: pytest.Config) -> RooflineSession:
+    """The session state: settings and (on the controller) every record of the run."""
+    return config.stash[SESSION_KEY]
+
+
+# -- hooks and options ---------------------------------------------------------------------
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+    # (command-line option, ini type, metavar, help)
+    ("--roofline-hw", "args", "NAME",
+     "default chip(s) for roofline tests whose marker names none: a name, alias or spec "
+     "path; repeat the option or separate with commas. The marker's hw= wins."),
+    ("--roofline-specs", "paths", "PATH",
+     "extra hardware spec file (*.yaml) or folder of them; repeatable."),
+    ("--roofline-flops-per-mac", "string", "{1,2}",
+     "FLOPs counted per multiply-accumulate: 2 (default, the vendors' convention) or 1; "
+     "halves intensities and ridges alike."),
+    ("--roofline-derate", "string", "FRACTION",
+     "fraction of every roof (compute, memory, links) taken as reachable, in (0, 1]; "
+     "default 1."),
+    ("--roofline-margin", "string", "FRACTION",
+     "default too-close-to-call band of regime assertions, e.g. 0.1 or 10%%; default 0."),
+    ("--roofline-json", "string", "PATH",
+     "write a JSON report of every roofline result to PATH (one file, by the controller)."),
+    ("--roofline-summary", "string", "MODE",
+     "terminal summary rows: auto (default: all rows up to 50, failures only beyond), all "
+     "(failures first), failed, none."),
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("roofline", "roofline analysis (pytest-roofline)")
+    for option, ini_type, metavar, text in _OPTIONS:
+        dest = option[2:].replace("-", "_")
+        repeat = ini_type in ("args", "paths")
+        group.addoption(option, dest=dest, metavar=metavar, default=None,
+                        action="append" if repeat else "store",
+                        help=f"{text} (ini: {dest})")
+        parser.addini(dest, help=text.replace("%%", "%"), type=ini_type,  # type: ignore[arg-type]
+                      default=[] if repeat else "")
+
+
+def _settings(config: pytest.Config) -> Settings:
+    """Options over ini values, checked; a bad value raises pytest.UsageError."""
+    from .errors import RooflineError
+    from .settings import (
+        Settings,
+        parse_derate,
+        parse_flops_per_mac,
+        parse_margin,
+        parse_specs,
+        parse_summary,
+        split_names,
+    )
+
+    cwd = config.invocation_params.dir
+    inidir = config.inipath.parent if config.inipath else config.rootpath
+
+    def pick(dest: str) -> tuple[Any, str, bool]:
+        cli = config.getoption(dest)
+        if cli not in (None, []):
+            return cli, "--" + dest.replace("_", "-"), True
+        return config.getini(dest), f"{dest} (ini)", False
+
+    try:
+        values: dict[str, Any] = {}
+        hw, _, _ = pick("roofline_hw")
+        values["hw"] = split_names(hw)
+        specs, name, from_cli = pick("roofline_specs")
+        values["specs"] = parse_specs([cwd / p for p in specs] if from_cli else list(specs),
+                                      name)
+        for key, parse in (("flops_per_mac", parse_flops_per_mac), ("derate", parse_derate),
+                           ("margin", parse_margin), ("summary", parse_summary)):
+            raw, name, _ = pick("roofline_" + key)
+            if raw not in (None, ""):
+                values[key] = parse(raw, name)
+        raw, _, from_cli = pick("roofline_json")
+        if raw:
+            values["json"] = (cwd if from_cli else inidir) / str(raw)
+        return Settings(**values)
+    except RooflineError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from .marker import HELP
+    from .session import RooflineSession
+
+    config.addinivalue_line("markers", HELP)
+    settings = _settings(config)
+    session = RooflineSession(settings, is_worker=hasattr(config, "workerinput"))
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(_SessionPlugin(config, session), "roofline-session")
+    if settings.specs or settings.hw or _has_hardware_hooks(config):
+        _prepare_hardware(config, session, at_configure=True)
+
+
+def _has_hardware_hooks(config: pytest.Config) -> bool:
+    return bool(config.hook.pytest_roofline_register_hardware.get_hookimpls())
+
+
+def _prepare_hardware(config: pytest.Config, session: RooflineSession,
+                      at_configure: bool = False) -> None:
+    """Register --roofline-specs files and hook-provided chips; check --roofline-hw names."""
+    import os
+    from collections.abc import Mapping
+
+    from .errors import RooflineError, did_you_mean
+    from .hardware import CATALOG, Hardware
+
+    try:
+        if not session.specs_registered:
+            session.specs_registered = True
+            for path in session.settings.specs:
+                CATALOG.register_path(path)
+    except RooflineError as exc:
+        raise pytest.UsageError(f"--roofline-specs / roofline_specs: {exc}") from None
+    impls = config.hook.pytest_roofline_register_hardware.get_hookimpls()
+    new = [i.plugin for i in impls if i.plugin not in session.hardware_plugins]
+    if new:
+        done = set(session.hardware_plugins)
+        session.hardware_plugins.update(new)
+        caller = config.pluginmanager.subset_hook_caller(
+            "pytest_roofline_register_hardware", remove_plugins=done)
+        try:
+            for specs in caller(config=config):
+                for spec in specs or ():
+                    if not isinstance(spec, (Hardware, Mapping, str, os.PathLike)):
+                        raise RooflineError(
+                            f"returned {spec!r}; expected a list of Hardware objects, spec "
+                            f"mappings or spec file paths")
+                    CATALOG.register(spec)
+        except RooflineError as exc:
+            message = f"pytest_roofline_register_hardware: {exc}"
+            if at_configure:
+                raise pytest.UsageError(message) from None
+            raise RooflineError(message) from None
+    if at_configure and session.settings.hw:
+        known = CATALOG.aliases()
+        for name in session.settings.hw:
+            is_path = name.endswith((".yaml", ".yml")) or "/" in name
+            if (is_path and not Path(name).is_file()) or (
+                    not is_path and name.lower() not in known):
+                raise pytest.UsageError(
+                    f"--roofline-hw / roofline_hw: unknown hardware {name!r}."
+                    + did_you_mean(name, known) + f" Known chips: {', '.join(CATALOG.names())}; "
+                    "a spec file path also works")
+
+
+# -- per test -----------------------------------------------------------------------------
+
+
+def _fail(item: pytest.Item, message: str) -> NoReturn:
+    item.stash[_FAILED_KEY] = message
+    pytest.fail(message, pytrace=False)
+
+
+def _expectation(item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
+    """The test's checked marker arguments (cached per marker objects); errors fail setup."""
+    from .errors import RooflineError
+    from .marker import merge, parse
+
+    session = get_session(item.config)
+    name = getattr(item, "originalname", item.name) if marks else ""
+    key = (tuple(id(m) for m in marks), name, item.path.parent)
+    cached = session.expectations.get(key)
+    if cached is None:
+        try:
+            _prepare_hardware(item.config, session)
+            settings = session.settings
+            expectation: Any = parse(
+                merge((m.args, m.kwargs) for m in marks), default_hw=settings.hw,
+                default_margin=settings.margin, name=name or "workload",
+                base=Path(item.path).parent)
+        except RooflineError as exc:
+            expectation = exc
+        cached = session.expectations[key] = (marks, expectation)
+    expectation = cached[1]
+    if isinstance(expectation, Exception):
+        _fail(item, f"roofline marker on {item.name}: {expectation}")
+    return expectation  # type: ignore[no-any-return]
+
+
+def _marks(item: pytest.Item) -> list[pytest.Mark]:
+    """The test's roofline markers, most specific first: a parameter's marks, then the
+    function's (outer decorators before inner ones), its class's, its module's."""
+    marks: list[pytest.Mark] = []
+    node_marks: list[pytest.Mark] = []
+    current = None
+    for node, mark in item.iter_markers_with_node("roofline"):
+        if node is not current:
+            marks.extend(reversed(node_marks))
+            node_marks, current = [], node
+        node_marks.append(mark)
+    marks.extend(reversed(node_marks))
+    return marks
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    get_session(item.config).current_item = item  # for the roofline fixture
+    marks = _marks(item)
+    uses_fixture = "roofline" in getattr(item, "fixturenames", ())
+    if not marks and not uses_fixture:
+        return
+    expectation = _expectation(item, marks)
+    if expectation.workload is None and not uses_fixture:
+        _fail(item, f"roofline marker on {item.name}: no workload: pass workload= "
+                    f"(from pytest_roofline.ops or models) or flops=/bytes= to the marker, or "
+                    f"request the roofline fixture and call roofline.add() in the test")
+    item.stash[_ITEM_KEY] = _ItemState(expectation)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    try:
+        yield  # the test body: its own failure propagates as the user's failure, never ours
+        state = item.stash.get(_ITEM_KEY, None)
+        if state is not None:
+            _verdict(item, state)
+    finally:
+        if _ITEM_KEY in item.stash:
+            del item.stash[_ITEM_KEY]  # the handle and its results are not needed any more
+
+
+def _verdict(item: pytest.Item, state: _ItemState) -> None:
+    from .session import plain, to_properties
+    from .verdict import Judgement, breakdown, judge
+
+    session = get_session(item.config)
+    settings = session.settings
+    expectation, handle = state.expectation, state.handle
+    if handle is None or handle.workload is expectation.workload:
+        # the marker's workload alone: judged once for all the tests sharing the marker
+        cached = session.verdicts.get(id(expectation))
+        if cached is None:
+            cached = session.verdicts[id(expectation)] = (expectation, judge(
+                expectation, expectation.workload, flops_per_mac=settings.flops_per_mac,
+                derate=settings.derate))
+        judgement: Judgement = cached[1]
+    else:
+        judgement = judge(expectation, handle.workload, flops_per_mac=settings.flops_per_mac,
+                          derate=settings.derate, analyzed=lambda: handle.results)
+    if judgement.error:
+        _fail(item, judgement.error)
+    hook = item.ihook.pytest_roofline_result
+    hooked = bool(hook.get_hookimpls())
+    failures: list[str] = []
+    records = []
+    for check, template, properties in zip(judgement.checks, judgement.records,
+                                           judgement.properties, strict=True):
+        failures.extend(check.failures)
+        record = {"nodeid": item.nodeid, **template}
+        if hooked:
+            extra = _hook_failures(hook(config=item.config, item=item, nodeid=item.nodeid,
+                                        result=check.result, record=record))
+            if extra:
+                failures.extend(extra)
+                record["outcome"] = "failed"
+                record["message"] = " ".join([*check.failures, *extra])
+            record = {key: plain(value) for key, value in record.items()}
+            properties = to_properties(record)
+        item.user_properties.extend(properties)
+        records.append(record)
+    if not session.is_worker:  # this process reports too: no need to decode the properties
+        session.local[item.nodeid] = records
+    if failures or item.config.get_verbosity() >= 2:
+        item.add_report_section("call", "roofline", breakdown(judgement.checks))
+    if failures:
+        _fail(item, "\n".join(f"roofline: {line}" for line in failures))
+
+
+def _hook_failures(answers: list[Any]) -> list[str]:
+    """Failure lines returned by pytest_roofline_result implementations (str or list)."""
+    lines: list[str] = []
+    for answer in answers:
+        if isinstance(answer, str):
+            lines.append(answer)
+        elif answer:
+            lines.extend(str(a) for a in answer)
+    return [line for line in lines if line]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> pytest.TestReport | None:
+    message = item.stash.get(_FAILED_KEY, None)
+    if message is None or call.excinfo is None or str(call.excinfo.value) != message:
+        return None  # pytest makes the report
+    report = pytest.TestReport.from_item_and_call(item, call)
+    report.longrepr = message  # our one-line verdict, without a traceback
+    return report
+
+
+# -- the controller: summary and JSON report -------------------------------------------------
+
+
+class _SessionPlugin:
+    """The fixture and the hooks bound to one session's state (registered at configure as
+    'roofline-session')."""
+
+    def __init__(self, config: pytest.Config, session: RooflineSession) -> None:
+        self.config = config
+        self.session = session
+
+    @pytest.fixture
+    def roofline(self) -> Roofline:
+        """Declare the test's workload with ``roofline.add(workload)`` (several calls add
+        up) and read its roofline with ``roofline.results`` / ``roofline.result("h100")``.
+        After the test body passes, the ``roofline`` marker's expectations are checked."""
+        # The item comes from pytest_runtest_setup rather than the `request` fixture, which
+        # costs pytest a signature inspection per use.
+        from .fixture import Roofline
+
+        item = self.session.current_item
+        state = item.stash.get(_ITEM_KEY, None)
+        if state is None:  # requested through request.getfixturevalue()
+            state = item.stash[_ITEM_KEY] = _ItemState(_expectation(item, []))
+        settings = self.session.settings
+        handle = Roofline(state.expectation, flops_per_mac=settings.flops_per_mac,
+                          derate=settings.derate, name=item.name)
+        state.handle = handle
+        return handle
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return self.session.records
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call" or not report.user_properties or self.session.is_worker:
+            return
+        note = "xfail" if hasattr(report, "wasxfail") else None
+        local = self.session.local.pop(report.nodeid, None)
+        if local is not None:  # analyzed in this process
+            self.session.add(report.nodeid, local, note)
+        else:  # analyzed by a pytest-xdist worker
+            self.session.collect(report.nodeid, report.user_properties, note)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        path = self.session.settings.json
+        if self.session.is_worker or path is None:
+            return
+        from .records import write_report
+
+        report = self.session.report()
+        self.config.hook.pytest_roofline_json(config=self.config, report=report)
+        try:
+            write_report(path, report)
+            self.session.json_path = str(path)
+        except OSError as exc:
+            self.session.json_error = (f"--roofline-json: cannot write {str(path)!r} "
+                                       f"({exc.strerror or exc})")
+        except (TypeError, ValueError) as exc:  # a value added by a hook that JSON cannot hold
+            self.session.json_error = f"--roofline-json: cannot write {str(path)!r}: {exc}"
+        if self.session.json_error and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        session = self.session
+        if session.is_worker:
+            return
+        width = self.config.get_terminal_writer().fullwidth
+        lines = session.summary_lines(width=width)
+        if not (lines or session.json_path or session.json_error):
+            return
+        terminalreporter.write_sep("=", "roofline")
+        terminalreporter.write_line(session.settings.convention())
+        for line in lines:
+            terminalreporter.write_line(line, red=line.endswith("FAIL"))
+        if session.json_path:
+            terminalreporter.write_line(f"JSON report: {session.json_path} "
+                                        f"({len(session.records)} results)")
+        if session.json_error:
+            terminalreporter.write_line(session.json_error, red=True, bold=True)

@@ -1,0 +1,177 @@
+"""What the pytest plugin costs, measured side by side in one run.
+
+    python benchmarks/bench_plugin.py [--tests 2000] [--repeat 7] [--autoload]
+
+1. Installed but unused: a suite without roofline tests, run with the plugin and without it
+   (``-p no:roofline``); and which of pint, numpy and yaml the plugin imported.
+2. 2,000 parametrized tests, unmarked and marked with a workload in the marker
+   (``flops=..., bytes="1 GB"``). The target is at most 1.2x the unmarked wall time.
+3. The same tests each declaring a matmul of their own through the fixture, against
+   unmarked tests that build the same matmul (the plugin's share of the cost alone).
+
+Each configuration runs --repeat times, interleaved so that drift on a busy machine hits all
+alike; the table shows the median and the spread (min-max) of wall times. By default other
+plugins are not auto-loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, the plugin is loaded with
+``-p roofline``), so the figures are the plugin's alone; --autoload runs with every installed
+plugin instead, as a user's environment would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+UNUSED = """
+import sys
+
+def test_{i}():
+    pass
+
+def test_heavy_modules():
+    with open("heavy.txt", "w") as handle:
+        handle.write(" ".join(m for m in ("pint", "numpy", "yaml") if m in sys.modules))
+"""
+
+PLAIN = """
+import pytest
+
+@pytest.mark.parametrize("i", range({n}))
+def test_kernel(i):
+    pass
+"""
+
+MARKED = """
+import pytest
+
+@pytest.mark.parametrize("i", range({n}))
+@pytest.mark.roofline(hw="h100", regime="memory", flops=1e9, bytes="1 GB")
+def test_kernel(i):
+    pass
+"""
+
+PLAIN_MATMUL = """
+import pytest
+from pytest_roofline import ops
+
+@pytest.mark.parametrize("i", range({n}))
+def test_kernel(i):
+    ops.matmul(i + 1, 4096, 4096)
+"""
+
+FIXTURE = """
+import pytest
+from pytest_roofline import ops
+
+@pytest.mark.parametrize("i", range({n}))
+@pytest.mark.roofline(hw="h100", regime=["compute", "memory"])
+def test_kernel(i, roofline):
+    roofline.add(ops.matmul(i + 1, 4096, 4096))
+"""
+
+
+def write_suites(root: Path, n: int) -> dict[str, Path]:
+    suites = {}
+    unused = root / "unused"
+    unused.mkdir()
+    (unused / "test_unused.py").write_text(
+        "\n".join(UNUSED.format(i=i) if i == 0 else f"def test_{i}():\n    pass\n"
+                  for i in range(200)))
+    suites["unused"] = unused
+    for name, source in (("plain", PLAIN), ("marked", MARKED), ("plain_matmul", PLAIN_MATMUL),
+                         ("fixture", FIXTURE)):
+        folder = root / name
+        folder.mkdir()
+        (folder / "test_suite.py").write_text(textwrap.dedent(source.format(n=n)))
+        suites[name] = folder
+    return suites
+
+
+def run(folder: Path, args: list[str], env: dict[str, str]) -> float:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, "."]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed in {folder}:\n{done.stdout[-2000:]}"
+                         f"{done.stderr[-2000:]}")
+    return elapsed
+
+
+def measure(configs: dict[str, tuple[Path, list[str]]], env: dict[str, str],
+            repeat: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in configs}
+    for folder, args in configs.values():  # warm-up: bytecode caches, disk cache
+        run(folder, args, env)
+    for _ in range(repeat):
+        for name, (folder, args) in configs.items():
+            times[name].append(run(folder, args, env))
+    return times
+
+
+def show(times: dict[str, list[float]], baseline: str, title: str) -> None:
+    base = statistics.median(times[baseline])
+    width = max(len(name) for name in times) + 2
+    print(f"\n{title}")
+    print(f"  {'configuration':<{width}}{'median':>9}{'min - max':>17}{'ratio':>8}{'diff':>9}")
+    for name, values in times.items():
+        median = statistics.median(values)
+        spread = f"{min(values):.3f} - {max(values):.3f}"
+        diff = f"{(median - base) * 1e3:+.0f} ms"
+        print(f"  {name:<{width}}{median:>8.3f}s{spread:>17}{median / base:>7.2f}x{diff:>9}")
+    print(f"  (ratio and diff: median against the median of '{baseline}')")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tests", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--autoload", action="store_true",
+                        help="auto-load every installed plugin, as a user's environment would")
+    options = parser.parse_args()
+    env = dict(os.environ)
+    # Bytecode is cached as in a user's environment, under a temporary prefix (nothing is
+    # written next to the sources); without it every run would compile every module anew.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if options.autoload:
+        with_plugin: list[str] = []
+        without_plugin = ["-p", "no:roofline"]
+    else:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        with_plugin, without_plugin = ["-p", "roofline"], []
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, repeat {options.repeat}, "
+          f"plugins {'auto-loaded' if options.autoload else 'not auto-loaded'}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
+        suites = write_suites(Path(tmp), options.tests)
+        unused = measure({
+            "200 tests, plugin installed": (suites["unused"], with_plugin),
+            "200 tests, without the plugin": (suites["unused"], without_plugin),
+        }, env, options.repeat)
+        show(unused, "200 tests, without the plugin", "1. Installed but unused")
+        heavy = (suites["unused"] / "heavy.txt").read_text().split()
+        print(f"  heavy modules imported in the run with the plugin: {heavy or 'none'}")
+
+        n = options.tests
+        marked = measure({
+            f"{n} tests, unmarked": (suites["plain"], with_plugin),
+            f"{n} tests, marker with the workload": (suites["marked"], with_plugin),
+        }, env, options.repeat)
+        show(marked, f"{n} tests, unmarked", f"2. {n} parametrized tests (target <= 1.2x)")
+        fixture = measure({
+            f"{n} tests, unmarked, building a matmul": (suites["plain_matmul"], with_plugin),
+            f"{n} tests, marker + roofline.add(matmul)": (suites["fixture"], with_plugin),
+        }, env, options.repeat)
+        show(fixture, f"{n} tests, unmarked, building a matmul",
+             f"3. {n} parametrized tests declaring a matmul each")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""What the ``roofline`` fixture gives a test: declare workloads, read their results.
+
+::
+
+    @pytest.mark.roofline(hw=["h100", "a100"], regime="memory")
+    def test_decode(roofline):
+        roofline.add(models.load("llama-3-8b").decode(batch=8, context=4096))
+        assert roofline.result("h100").time < 5e-3       # the test's own assertion
+
+After the test body passes, the plugin checks the marker's expectations against the same
+workload (the marker's, plus everything added here) on every chip.
+"""
+
+from __future__ import annotations
+
+from .analysis import Result
+from .errors import WorkloadError
+from .hardware import Hardware
+from .marker import Expectation, MarkerError, _check_scalar
+from .workload import Knob, Workload, total
+
+
+class Roofline:
+    """Workloads declared by one test, and their roofline on the test's chips."""
+
+    def __init__(self, expectation: Expectation, *, flops_per_mac: int = 2,
+                 derate: float = 1.0, name: str = "test") -> None:
+        self._expectation = expectation
+        self._flops_per_mac = flops_per_mac
+        self._derate = derate
+        self._name = name
+        self._added: list[Workload] = []
+        self._results: tuple[Result, ...] | None = None
+
+    def __repr__(self) -> str:
+        chips = ", ".join(c.name for c in self.hardware)
+        return f"<roofline fixture: {len(self._added)} workload(s) added; hw: {chips}>"
+
+    @property
+    def expectation(self) -> Expectation:
+        """The test's checked marker arguments (chips, regimes, limits)."""
+        return self._expectation
+
+    @property
+    def hardware(self) -> tuple[Hardware, ...]:
+        """The chips the workload is analyzed on, in order."""
+        return self._expectation.hw
+
+    def add(self, workload: Workload | None = None, /, *, flops: object = None,
+            bytes: object = None, link_bytes: object = None,
+            footprint: object = None, name: str | None = None) -> Workload:
+        """Declare (part of) the test's workload; several calls add up.
+
+        Pass a Workload (from ``ops`` or ``models``), or ``flops=``/``bytes=``/``link_bytes=``
+        as numbers or strings with units (``"4 GB"``). Returns the workload added.
+        """
+        raw = {"flops": flops, "bytes": bytes, "link_bytes": link_bytes}
+        if workload is not None:
+            if any(v is not None for v in raw.values()):
+                raise WorkloadError("roofline.add(): give a Workload or flops=/bytes=, not both")
+            if not isinstance(workload, Workload):
+                raise WorkloadError(f"roofline.add() takes a Workload (from pytest_roofline.ops "
+                                    f"or models), got {type(workload).__name__}: {workload!r}")
+            if footprint is not None or name is not None:
+                workload = workload.with_(footprint=footprint, name=name)
+        else:
+            if all(v is None for v in raw.values()):
+                raise WorkloadError("roofline.add() needs a Workload, or flops=/bytes= (numbers "
+                                    "or strings such as '4 GB')")
+            workload = Workload(flops=flops, bytes=bytes, link_bytes=link_bytes,
+                                footprint=0.0 if footprint is None else footprint,
+                                name=name or self._name)
+        try:
+            _check_scalar(workload, "roofline.add()")
+        except MarkerError as exc:
+            raise WorkloadError(str(exc)) from None
+        self._added.append(workload)
+        self._results = None
+        return workload
+
+    @property
+    def workload(self) -> Workload | None:
+        """Everything declared so far (the marker's workload plus added ones), or None."""
+        parts = ([self._expectation.workload] if self._expectation.workload is not None
+                 else []) + self._added
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        name = " + ".join(w.name for w in parts)
+        program = total(parts, name=name)
+        with_knob = [i for i, w in enumerate(parts) if w.knob is not None]
+        if len(with_knob) != 1:
+            return program
+        # One part has a size knob: the program's knob rebuilds that part and keeps the rest.
+        index = with_knob[0]
+        knob = parts[index].knob
+        assert knob is not None
+        rest = parts[:index] + parts[index + 1:]
+
+        def build(x: int) -> Workload:
+            return total([knob.build(x), *rest], name=name)
+
+        return program.with_(knob=Knob(knob.name, knob.value, build, knob.lo, knob.hi))
+
+    @property
+    def results(self) -> tuple[Result, ...]:
+        """The declared workload analyzed on each chip, in the order of :attr:`hardware`."""
+        if self._results is None:
+            from .verdict import analyze_all
+
+            workload = self.workload
+            if workload is None:
+                raise WorkloadError("no workload declared yet: call roofline.add(...) first, or "
+                                    "give workload= or flops=/bytes= to the marker")
+            self._results = analyze_all(self._expectation, workload,
+                                        flops_per_mac=self._flops_per_mac, derate=self._derate)
+        return self._results
+
+    def result(self, hw: str | None = None) -> Result:
+        """The Result on one chip (the first one when *hw* is None); names and aliases work."""
+        results = self.results
+        if hw is None:
+            return results[0]
+        wanted = hw.lower()
+        for chip, result in zip(self.hardware, results, strict=True):
+            if wanted == chip.name or wanted in chip.aliases:
+                return result
+        raise LookupError(f"roofline.result({hw!r}): the test is analyzed on "
+                          f"{', '.join(c.name for c in self.hardware)} only")
+
+    def __getitem__(self, hw: str) -> Result:
+        return self.result(hw)

@@ -1,0 +1,358 @@
+"""The ``roofline`` marker: its signature, and its arguments checked into an Expectation.
+
+:func:`roofline` only documents the signature (``pytest --markers`` shows it);
+:func:`parse` turns the arguments of one test's marker(s) into a frozen :class:`Expectation`,
+or raises :class:`MarkerError` naming the key, the bad value and what is allowed.
+
+Importing this module is cheap (the plugin builds the marker's help from it at startup): the
+engine modules are imported when a marker is first parsed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import RooflineError, did_you_mean
+
+if TYPE_CHECKING:
+    from .hardware import Hardware
+    from .workload import Workload
+
+
+class MarkerError(RooflineError, ValueError):
+    """A ``roofline`` marker argument that cannot be used."""
+
+
+def roofline(
+    hw: object = None,
+    regime: object = None,
+    *,
+    workload: Workload | None = None,
+    flops: object = None,
+    bytes: object = None,
+    link_bytes: object = None,
+    footprint: object = None,
+    dtype: str | None = None,
+    sparse: bool = False,
+    min_intensity: float | None = None,
+    max_intensity: float | None = None,
+    max_time: object = None,
+    fits: bool | None = None,
+    margin: float | None = None,
+) -> None:
+    """Analyze the test's workload on each chip in hw and check the expectations given."""
+
+
+SIGNATURE = inspect.signature(roofline)
+KEYS = tuple(SIGNATURE.parameters)
+POSITIONAL = ("hw", "regime")
+
+
+
+def _signature_text() -> str:
+    """``(hw=None, regime=None, *, workload=None, ...)``: the signature without annotations."""
+    parts: list[str] = []
+    for param in SIGNATURE.parameters.values():
+        if param.kind is inspect.Parameter.KEYWORD_ONLY and "*" not in parts:
+            parts.append("*")
+        parts.append(f"{param.name}={param.default!r}")
+    return f"({', '.join(parts)})"
+
+
+HELP = (
+    f"roofline{_signature_text()}: analyze the test's workload "
+    "(workload=, flops=/bytes=, or roofline.add() through the fixture) on each chip in hw "
+    "(default: --roofline-hw) after the test body passes, and fail the test when an "
+    "expectation does not hold: regime ('compute', 'memory', 'network' or a list of allowed "
+    "ones), min_intensity/max_intensity (FLOP/B), max_time (roofline time bound, e.g. "
+    "'2 ms'), fits (the footprint fits the chip's memory), margin (relative band around the "
+    "ridge where a regime assertion is too close to call). Without expectations the figures "
+    "are only reported."
+)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What one test asks of the roofline: on which chips, with which checks.
+
+    ``regime`` is the tuple of allowed regimes (None: any). ``workload`` is the marker's
+    workload (None when the test declares it through the fixture).
+    """
+
+    hw: tuple[Hardware, ...]
+    regime: tuple[str, ...] | None = None
+    workload: Workload | None = None
+    dtype: str | None = None
+    sparse: bool = False
+    min_intensity: float | None = None
+    max_intensity: float | None = None
+    max_time: float | None = None
+    fits: bool | None = None
+    margin: float = 0.0
+
+    @property
+    def checks(self) -> bool:
+        """True when at least one expectation is set (otherwise the figures are reported)."""
+        return (self.regime is not None or self.min_intensity is not None
+                or self.max_intensity is not None or self.max_time is not None
+                or self.fits is not None)
+
+    @property
+    def expected(self) -> list[str] | None:
+        """The allowed regimes as the JSON report lists them."""
+        return None if self.regime is None else list(self.regime)
+
+    def describe(self) -> str:
+        """A short label of the checks, for the summary table: ``compute, t<=2 ms, fits``."""
+        parts: list[str] = []
+        if self.regime is not None:
+            parts.append("|".join(self.regime))
+        if self.min_intensity is not None:
+            parts.append(f"I>={_num(self.min_intensity)}")
+        if self.max_intensity is not None:
+            parts.append(f"I<={_num(self.max_intensity)}")
+        if self.max_time is not None:
+            from .units import format_time
+
+            parts.append(f"t<={format_time(self.max_time)}")
+        if self.fits is not None:
+            parts.append("fits" if self.fits else "no fit")
+        return ", ".join(parts) if parts else "-"
+
+
+def _num(x: float) -> str:
+    return f"{x:.1f}" if x >= 10 else f"{x:.3g}"
+
+
+def merge(marks: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]) -> dict[str, Any]:
+    """Arguments of several markers (closest first: function, class, module), closest wins."""
+    merged: dict[str, Any] = {}
+    for args, kwargs in marks:
+        if len(args) > len(POSITIONAL):
+            raise MarkerError(f"takes at most {len(POSITIONAL)} positional arguments "
+                              f"(hw, regime), got {len(args)}: {tuple(args)!r}")
+        named = dict(zip(POSITIONAL, args, strict=False))
+        for key in named:
+            if key in kwargs:
+                raise MarkerError(f"{key} given both by position and as {key}=")
+        named.update(kwargs)
+        for key, value in named.items():
+            merged.setdefault(key, value)
+    return merged
+
+
+def parse(
+    kwargs: Mapping[str, Any],
+    *,
+    default_hw: Sequence[str] = (),
+    default_margin: float = 0.0,
+    name: str = "workload",
+    base: Path | None = None,
+) -> Expectation:
+    """Check a marker's arguments (merged with :func:`merge`) into an :class:`Expectation`.
+
+    *default_hw* applies when the marker names no chip; *name* names a workload built from
+    ``flops=``/``bytes=``; *base* is the folder that relative spec paths in ``hw`` start from
+    (the test file's) before the current directory.
+    """
+    unknown = [k for k in kwargs if k not in KEYS]
+    if unknown:
+        key = unknown[0]
+        raise MarkerError(f"unknown argument {key}={kwargs[key]!r}; allowed: "
+                          f"{', '.join(KEYS)}." + did_you_mean(key, KEYS))
+    hw_value = kwargs.get("hw")
+    from_option = hw_value is None
+    if from_option and not default_hw:
+        raise MarkerError("no hardware to analyze on: pass hw= to the marker (a name such as "
+                          "'h100', a list of them, or a spec file path), or set --roofline-hw "
+                          "or roofline_hw in the ini file")
+    hardware = _hardware(default_hw if from_option else hw_value, base, from_option)
+    dtype = _dtype(kwargs.get("dtype"), hardware, bool(kwargs.get("sparse", False)))
+    regime = _regime(kwargs.get("regime"))
+    min_i = _intensity(kwargs.get("min_intensity"), "min_intensity")
+    max_i = _intensity(kwargs.get("max_intensity"), "max_intensity")
+    if min_i is not None and max_i is not None and min_i > max_i:
+        raise MarkerError(f"min_intensity={min_i!r} is above max_intensity={max_i!r}; no "
+                          f"workload can satisfy both")
+    max_time = None
+    if kwargs.get("max_time") is not None:
+        max_time = _quantity(kwargs["max_time"], "max_time", "time", allow_zero=False)
+    fits = kwargs.get("fits")
+    if fits is not None and not isinstance(fits, bool):
+        raise MarkerError(f"fits={fits!r} is not allowed; expected True (the footprint must "
+                          f"fit the chip's memory), False (it must not) or None")
+    margin = default_margin
+    if kwargs.get("margin") is not None:
+        if regime is None:
+            raise MarkerError(f"margin={kwargs['margin']!r} needs regime=: the margin is a band "
+                              f"around the ridge inside which a regime assertion fails")
+        margin = _margin(kwargs["margin"])
+    sparse = kwargs.get("sparse", False)
+    if not isinstance(sparse, bool):
+        raise MarkerError(f"sparse={sparse!r} is not allowed; expected True or False")
+    return Expectation(
+        hw=hardware, regime=regime, workload=_workload(kwargs, name), dtype=dtype,
+        sparse=sparse, min_intensity=min_i, max_intensity=max_i, max_time=max_time,
+        fits=fits, margin=margin)
+
+
+def _hardware(value: object, base: Path | None, from_option: bool) -> tuple[Hardware, ...]:
+    from .hardware import Hardware
+
+    key = "--roofline-hw" if from_option else "hw"
+    items = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
+    if not items:
+        raise MarkerError(f"{key}={value!r} names no chip; expected a name such as 'h100', a "
+                          f"list of names, or a spec file path")
+    chips: list[Hardware] = []
+    for item in items:
+        if isinstance(item, Hardware):
+            chip = item
+        elif isinstance(item, (str, os.PathLike)):
+            chip = _lookup(item, base, key)
+        else:
+            raise MarkerError(f"{key}={item!r} is a {type(item).__name__}; expected a chip "
+                              f"name such as 'h100', a spec file path, or a list of them")
+        if all(c.name != chip.name for c in chips):
+            chips.append(chip)
+    return tuple(chips)
+
+
+def _lookup(item: str | os.PathLike[str], base: Path | None, key: str) -> Hardware:
+    from .hardware import get_hardware
+
+    text = os.fspath(item)
+    if base is not None and text.endswith((".yaml", ".yml")) and not os.path.isabs(text):
+        local = base / text
+        if local.is_file():
+            text = str(local)
+    try:
+        return get_hardware(text)
+    except RooflineError as exc:
+        raise MarkerError(f"{key}={os.fspath(item)!r}: {exc}") from None
+
+
+def _dtype(value: object, hardware: Sequence[Hardware], sparse: bool) -> str | None:
+    if value is None:
+        return None
+    from .dtypes import canonical
+
+    try:
+        name = canonical(value)
+    except RooflineError as exc:
+        raise MarkerError(f"dtype={value!r}: {exc}") from None
+    for chip in hardware:
+        try:
+            chip.peak(name, "matrix", sparse)
+        except RooflineError as exc:
+            raise MarkerError(f"dtype={value!r}: {exc}") from None
+    return name
+
+
+def _regime(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    from .analysis import REGIMES
+
+    items = [value] if isinstance(value, str) else value
+    allowed = f"allowed: {', '.join(map(repr, REGIMES))} or a list of them"
+    if not isinstance(items, (list, tuple, set, frozenset)) or not items:
+        raise MarkerError(f"regime={value!r} is not allowed; {allowed}")
+    chosen = set()
+    for item in items:
+        text = item.strip().lower() if isinstance(item, str) else item
+        if isinstance(text, str) and text.endswith("-bound"):
+            text = text[: -len("-bound")]
+        if text not in REGIMES:
+            raise MarkerError(f"regime={item!r} is not a regime; {allowed}."
+                              + (did_you_mean(item, REGIMES) if isinstance(item, str) else ""))
+        chosen.add(text)
+    return tuple(r for r in REGIMES if r in chosen)
+
+
+def _intensity(value: object, key: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0 <= value < float("inf")):
+        raise MarkerError(f"{key}={value!r} is not allowed; expected a number of FLOP/B >= 0")
+    return float(value)
+
+
+def _margin(value: object) -> float:
+    text = value.strip() if isinstance(value, str) else value
+    try:
+        if isinstance(text, str):
+            number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        elif isinstance(text, (int, float)) and not isinstance(text, bool):
+            number = float(text)
+        else:
+            number = float("nan")
+    except ValueError:
+        number = float("nan")
+    if not (0 <= number < 1):
+        raise MarkerError(f"margin={value!r} is not allowed; expected a relative band in "
+                          f"[0, 1) such as 0.1 or '10%'")
+    return number
+
+
+def _quantity(value: object, key: str, dimension: str, allow_zero: bool = True) -> float:
+    from . import units
+    from .workload import is_array
+
+    if is_array(value):
+        raise MarkerError(f"{key}= is an array; the marker takes one value (analyze() takes "
+                          f"sweeps)")
+    try:
+        return units.parse(value, dimension, what=key, allow_zero=allow_zero)
+    except ValueError as exc:
+        raise MarkerError(str(exc)) from None
+
+
+def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
+    from .workload import Workload
+
+    raw = {k: kwargs.get(k) for k in ("flops", "bytes", "link_bytes")}
+    given = {k: v for k, v in raw.items() if v is not None}
+    workload = kwargs.get("workload")
+    footprint = kwargs.get("footprint")
+    if workload is not None and given:
+        raise MarkerError(f"give either workload= or flops=/bytes=, not both (got workload= "
+                          f"and {', '.join(f'{k}=' for k in given)})")
+    if workload is not None:
+        if isinstance(workload, (list, tuple)) and workload and all(
+                isinstance(w, Workload) for w in workload):
+            from .workload import total
+
+            workload = total(workload, name=" + ".join(w.name for w in workload))
+        if not isinstance(workload, Workload):
+            raise MarkerError(f"workload={workload!r} is a {type(workload).__name__}; expected "
+                              f"a Workload (from pytest_roofline.ops or models, or "
+                              f"Workload(flops=..., bytes=...))")
+        _check_scalar(workload, "workload")
+    elif given:
+        dimensions = {"flops": "flop", "bytes": "byte", "link_bytes": "byte"}
+        values = {k: _quantity(v, k, dimensions[k]) for k, v in given.items()}
+        workload = Workload(flops=values.get("flops", 0.0), bytes=values.get("bytes", 0.0),
+                            link_bytes=values.get("link_bytes", 0.0), name=name)
+    if footprint is not None:
+        if workload is None:
+            raise MarkerError(f"footprint={footprint!r} needs a workload in the marker "
+                              f"(workload= or flops=/bytes=)")
+        workload = workload.with_(footprint=_quantity(footprint, "footprint", "byte"))
+    return workload
+
+
+def _check_scalar(workload: Workload, key: str) -> None:
+    from .workload import is_array
+
+    for kernel in workload.kernels:
+        if any(is_array(v) for v in (kernel.flops, kernel.bytes, kernel.link_bytes,
+                                     kernel.count)) or is_array(workload.footprint):
+            raise MarkerError(f"{key}={workload.name!r} holds arrays (a sweep); a test checks "
+                              f"one workload at a time: analyze() and crossover() take sweeps")

@@ -1,0 +1,135 @@
+"""Session settings of the pytest plugin, validated from option and ini values.
+
+Every option has a command-line spelling (``--roofline-derate``) and an ini twin
+(``roofline_derate``); the command line wins. Values arrive as raw strings (or lists of
+strings) and are checked here, so a bad value is refused once, before any test runs, with a
+message that names the option, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import RooflineError
+
+SUMMARY_MODES = ("auto", "all", "failed", "none")
+#: In ``auto`` mode the summary shows every row up to this many, and only failures beyond.
+AUTO_SUMMARY_ROWS = 50
+
+
+class SettingsError(RooflineError, ValueError):
+    """An option or ini value that cannot be used (the plugin turns it into a usage error)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the options of one pytest session ask for.
+
+    ``hw``: default chips for tests whose marker names none (names, aliases or spec paths).
+    ``specs``: extra spec files or folders to register. ``flops_per_mac``: 2 (vendor
+    convention) or 1. ``derate``: fraction of every roof (compute, memory, links) taken as
+    reachable. ``json``: where to write the JSON report. ``summary``: which rows the terminal
+    summary shows. ``margin``: default too-close-to-call band of regime assertions.
+    """
+
+    hw: tuple[str, ...] = ()
+    specs: tuple[Path, ...] = ()
+    flops_per_mac: int = 2
+    derate: float = 1.0
+    json: Path | None = None
+    summary: str = "auto"
+    margin: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.flops_per_mac not in (1, 2) or isinstance(self.flops_per_mac, bool):
+            raise SettingsError(f"flops_per_mac must be 1 or 2, got {self.flops_per_mac!r}")
+        if not (0 < self.derate <= 1):
+            raise SettingsError(f"derate must be in (0, 1], got {self.derate!r}")
+        if self.summary not in SUMMARY_MODES:
+            raise SettingsError(f"summary must be one of {', '.join(SUMMARY_MODES)}, "
+                                f"got {self.summary!r}")
+        if not (0 <= self.margin < 1):
+            raise SettingsError(f"margin must be in [0, 1), got {self.margin!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as they go into the JSON report."""
+        return {
+            "flops_per_mac": self.flops_per_mac,
+            "derate": self.derate,
+            "hw": list(self.hw),
+            "margin": self.margin,
+        }
+
+    def convention(self) -> str:
+        """One line stating the conventions in force, for the summary header."""
+        mac = ("2 FLOPs per multiply-accumulate (vendor convention)" if self.flops_per_mac == 2
+               else "1 FLOP per multiply-accumulate (intensities and ridges are half the "
+                    "vendor-convention figures)")
+        roofs = ("roofs at 100% of peak" if self.derate == 1.0
+                 else f"roofs derated to {self.derate:.0%} of peak")
+        return f"{mac}; {roofs}"
+
+
+def split_names(values: Iterable[str]) -> tuple[str, ...]:
+    """``["h100,a100", "tpu-v5e"]`` -> ``("h100", "a100", "tpu-v5e")``, duplicates dropped."""
+    names: list[str] = []
+    for value in values:
+        for part in re.split(r"[,\s]+", value.strip()):
+            if part and part not in names:
+                names.append(part)
+    return tuple(names)
+
+
+def parse_flops_per_mac(value: str, option: str) -> int:
+    text = str(value).strip()
+    if text not in ("1", "2"):
+        raise SettingsError(f"{option}: {value!r} is not allowed; expected 1 or 2 (FLOPs "
+                            f"counted per multiply-accumulate; 2 is the vendors' convention)")
+    return int(text)
+
+
+def parse_derate(value: str, option: str) -> float:
+    text = str(value).strip()
+    try:
+        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        number = math.nan
+    if not (0 < number <= 1):
+        raise SettingsError(f"{option}: {value!r} is not allowed; expected a fraction of "
+                            f"peak in (0, 1] such as 0.7 or '70%'")
+    return number
+
+
+def parse_margin(value: object, option: str) -> float:
+    text = str(value).strip()
+    try:
+        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        number = math.nan
+    if isinstance(value, bool) or not (0 <= number < 1):
+        raise SettingsError(f"{option}: {value!r} is not allowed; expected a relative band "
+                            f"in [0, 1) such as 0.1 or '10%'")
+    return number
+
+
+def parse_summary(value: str, option: str) -> str:
+    text = str(value).strip().lower()
+    if text not in SUMMARY_MODES:
+        raise SettingsError(f"{option}: {value!r} is not allowed; expected one of "
+                            f"{', '.join(SUMMARY_MODES)}")
+    return text
+
+
+def parse_specs(values: Sequence[Path], option: str) -> tuple[Path, ...]:
+    paths = []
+    for path in values:
+        if not path.exists():
+            raise SettingsError(f"{option}: {str(path)!r} does not exist; expected a hardware "
+                                f"spec file (*.yaml) or a folder of them")
+        paths.append(path)
+    return tuple(paths)

@@ -1,0 +1,275 @@
+"""Verdicts: an Expectation and the analysis Results of a workload -> pass, fail, and why.
+
+A failure is one line that states what was expected, what came out and why, e.g.::
+
+    expected compute-bound on h100-sxm (bf16), but intensity 31.8 FLOP/B < ridge 295.2 FLOP/B:
+    memory-bound. Compute-bound from m >= 319.
+
+The regime margin: with ``margin=0.1`` a regime assertion passes only when the winning
+resource needs at least 10% more time than the strongest resource outside the allowed
+regimes. For one kernel those are the kernel's compute, memory and link times (so
+compute-bound needs intensity >= 1.1 x ridge, memory-bound intensity <= ridge / 1.1); for a
+program of several kernels they are the shares of time each resource bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import units
+from .analysis import REGIMES, Result, analyze, knob_hint
+from .errors import RooflineError
+from .marker import Expectation
+from .table import render
+from .workload import Workload, is_array
+
+
+@dataclass(frozen=True)
+class Check:
+    """The verdict on one chip: its Result and the failed expectations (one line each)."""
+
+    result: Result
+    failures: tuple[str, ...]
+    checked: bool
+
+    @property
+    def outcome(self) -> str:
+        """``failed``, ``passed``, or ``report`` when nothing was asserted."""
+        if self.failures:
+            return "failed"
+        return "passed" if self.checked else "report"
+
+    @property
+    def message(self) -> str:
+        return " ".join(self.failures)
+
+
+class Judgement:
+    """A workload's verdict on every chip, with its JSON records (without ``nodeid``) and
+    their encoding as test-report properties; *error* instead when nothing could be judged.
+    Every test sharing a marker and its workload shares one Judgement."""
+
+    __slots__ = ("checks", "error", "properties", "records")
+
+    def __init__(self, error: str | None = None, checks: tuple[Check, ...] = (),
+                 records: list[dict[str, Any]] | None = None) -> None:
+        from .session import to_properties
+
+        self.error = error
+        self.checks = checks
+        self.records = records or []
+        self.properties = [to_properties(r) for r in self.records]
+
+
+def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac: int = 2,
+          derate: float = 1.0,
+          analyzed: Callable[[], Sequence[Result]] | None = None) -> Judgement:
+    """Analyze *workload* on the expectation's chips (or take *analyzed*'s results) and
+    judge it. Problems that stop the analysis become :attr:`Judgement.error`."""
+    from .records import make_record
+
+    if workload is None:
+        return Judgement("roofline: the test declared no workload: call roofline.add(...) in "
+                         "the test, or pass workload= or flops=/bytes= to the marker")
+    try:
+        results = analyzed() if analyzed is not None else analyze_all(
+            expectation, workload, flops_per_mac=flops_per_mac, derate=derate)
+    except RooflineError as exc:
+        return Judgement(f"roofline: {exc}")
+    checks = evaluate(expectation, workload, results, flops_per_mac=flops_per_mac,
+                      derate=derate)
+    records = []
+    for check in checks:
+        record = make_record("", check.result, expectation.expected, check.outcome,
+                             check.message)
+        del record["nodeid"]
+        record["expectation"] = expectation.describe()
+        records.append(record)
+    return Judgement(None, checks, records)
+
+
+def num(value: Any) -> str:
+    """A FLOP/B figure for messages: ``31.8``, ``295.2``, ``0.25``."""
+    x = float(value)
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
+
+
+def analyze_all(expectation: Expectation, workload: Workload, *, flops_per_mac: int = 2,
+                derate: float = 1.0) -> tuple[Result, ...]:
+    """The workload analyzed on every chip of the expectation, in order."""
+    results = []
+    for chip in expectation.hw:
+        try:
+            result = analyze(workload, chip, expectation.dtype, flops_per_mac=flops_per_mac,
+                             derate=derate, sparse=expectation.sparse)
+        except RooflineError as exc:
+            raise RooflineError(f"cannot analyze {workload.name!r} on {chip.name}: {exc}") \
+                from None
+        if is_array(result.time):
+            raise RooflineError(f"workload {workload.name!r} holds arrays (a sweep); a test "
+                                f"checks one workload at a time: analyze() takes sweeps")
+        results.append(result)
+    return tuple(results)
+
+
+def evaluate(expectation: Expectation, workload: Workload, results: Sequence[Result], *,
+             flops_per_mac: int = 2, derate: float = 1.0) -> tuple[Check, ...]:
+    """One :class:`Check` per Result, each listing the expectations that do not hold."""
+    return tuple(
+        Check(r, tuple(_failures(expectation, workload, r, flops_per_mac, derate)),
+              expectation.checks)
+        for r in results)
+
+
+def _failures(exp: Expectation, workload: Workload, r: Result, flops_per_mac: int,
+              derate: float) -> list[str]:
+    where = f"on {r.hw} ({r.dtype})"
+    out: list[str] = []
+    if exp.regime is not None:
+        line = _regime_failure(exp, workload, r, where, flops_per_mac, derate)
+        if line:
+            out.append(line)
+    if exp.min_intensity is not None and not r.intensity >= exp.min_intensity:
+        out.append(f"expected intensity >= {num(exp.min_intensity)} FLOP/B {where}, but it "
+                   f"is {num(r.intensity)} FLOP/B.")
+    if exp.max_intensity is not None and not r.intensity <= exp.max_intensity:
+        out.append(f"expected intensity <= {num(exp.max_intensity)} FLOP/B {where}, but it "
+                   f"is {num(r.intensity)} FLOP/B.")
+    if exp.max_time is not None and not r.time <= exp.max_time:
+        out.append(f"expected a roofline time bound <= {units.format_time(exp.max_time)} "
+                   f"{where}, but it is {units.format_time(float(r.time))} ({r.regime}-bound).")
+    if exp.fits is not None:
+        line = _fits_failure(exp.fits, r)
+        if line:
+            out.append(line)
+    return out
+
+
+def _want(regimes: Sequence[str]) -> str:
+    if len(regimes) == 1:
+        return f"{regimes[0]}-bound"
+    return " or ".join(f"{x}-" for x in regimes[:-1]) + f" or {regimes[-1]}-bound"
+
+
+def measures(r: Result) -> dict[str, float]:
+    """What decides the regime: a kernel's resource times, or a program's shares of time."""
+    if len(r.kernels) == 1:
+        return {k: float(v) for k, v in r.bound_times.items()}
+    return {k: float(v) for k, v in r.shares.items()}
+
+
+def _by_intensity(r: Result, regimes: Sequence[str]) -> bool:
+    """True when "intensity vs ridge" explains the regime exactly (one matrix kernel)."""
+    if len(r.kernels) != 1 or not set(regimes) <= {"compute", "memory"}:
+        return False
+    kernel = r.kernels[0]
+    return kernel.peak_label.startswith(("matrix", "sparse")) and kernel.peak == r.peak \
+        and r.t_network == 0
+
+
+def _why(r: Result, wanted: Sequence[str]) -> str:
+    got = r.regime
+    if _by_intensity(r, [*wanted, got]):
+        sign = "<" if got == "memory" else ">="
+        return f"intensity {num(r.intensity)} FLOP/B {sign} ridge {num(r.ridge)} FLOP/B"
+    fmt = units.format_time
+    m = measures(r)
+    if len(r.kernels) == 1:
+        others = [x for x in REGIMES if x != got and (m[x] > 0 or x in wanted)]
+        return f"{got} time {fmt(m[got])} > " + " and ".join(f"{x} {fmt(m[x])}" for x in others)
+    total = float(r.time) or 1.0
+    rest = ", ".join(f"{x} {m[x] / total:.0%}" for x in wanted)
+    return (f"{got}-bound kernels take {m[got] / total:.0%} of the {fmt(float(r.time))} time bound "
+            f"({rest})")
+
+
+def _regime_failure(exp: Expectation, workload: Workload, r: Result, where: str,
+                    flops_per_mac: int, derate: float) -> str | None:
+    allowed = exp.regime or REGIMES
+    want = _want(allowed)
+    if r.regime not in allowed:
+        line = f"expected {want} {where}, but {_why(r, allowed)}: {r.regime}-bound."
+        hint = _hint(workload, r, allowed, exp, flops_per_mac, derate)
+        return f"{line} {hint[0].upper()}{hint[1:]}." if hint else line
+    rivals = [x for x in REGIMES if x not in allowed]
+    if exp.margin <= 0 or not rivals:
+        return None
+    m = measures(r)
+    rival = max(rivals, key=lambda x: m[x])
+    won, lost = m[r.regime], m[rival]
+    if lost <= 0 or won >= lost * (1 + exp.margin):
+        return None
+    band = f"{exp.margin:.0%}"
+    if _by_intensity(r, [r.regime, rival]):
+        detail = (f"intensity {num(r.intensity)} FLOP/B is within {band} of ridge "
+                  f"{num(r.ridge)} FLOP/B")
+    elif len(r.kernels) == 1:
+        fmt = units.format_time
+        detail = (f"{r.regime} time {fmt(won)} is within {band} of {rival} time {fmt(lost)}")
+    else:
+        total = float(r.time) or 1.0
+        detail = (f"{r.regime}-bound kernels take {won / total:.0%} of the time and "
+                  f"{rival}-bound ones {lost / total:.0%}, within {band}")
+    return f"expected {want} {where}, but {detail}: too close to call (margin={band})."
+
+
+def _hint(workload: Workload, r: Result, allowed: Sequence[str], exp: Expectation,
+          flops_per_mac: int, derate: float) -> str | None:
+    if workload.knob is None:
+        return None
+    chip = next((c for c in exp.hw if c.name == r.hw), r.hw)
+    for regime in allowed:
+        hint = knob_hint(workload, chip, regime, exp.dtype, flops_per_mac=flops_per_mac,
+                         derate=derate, sparse=exp.sparse)
+        if hint:
+            return hint
+    return None
+
+
+def _fits_failure(wanted: bool, r: Result) -> str | None:
+    if r.fits is None:
+        return (f"expected the footprint {'' if wanted else 'not '}to fit in {r.hw} memory, "
+                f"but the workload declares no footprint (footprint= in the marker, or a "
+                f"model workload).")
+    if bool(r.fits) == wanted:
+        return None
+    need = f"it needs {units.si(float(r.footprint), 'B')} of {units.si(r.capacity, 'B')}"
+    return f"expected the footprint {'' if wanted else 'not '}to fit in {r.hw} memory, " \
+           f"but {need}."
+
+
+def breakdown(checks: Sequence[Check]) -> str:
+    """The figures behind the verdicts, for the test's report section."""
+    fmt, si = units.format_time, units.si
+    blocks = []
+    for check in checks:
+        r = check.result
+        network = float(r.link_bytes) > 0
+        links = f", links {si(float(r.link_bytes), 'B')}" if network else ""
+        lines = [
+            f"{r.hw} ({r.dtype}), workload {r.workload!r}: {check.outcome}",
+            f"  FLOPs {si(float(r.flops), 'FLOP')}, memory {si(float(r.bytes), 'B')}{links}; "
+            f"intensity {num(r.intensity)} FLOP/B, ridge {num(r.ridge)} FLOP/B "
+            f"({r.flops_per_mac} FLOPs/MAC, derate {r.derate:g})",
+            f"  time bound {fmt(float(r.time))} ({r.regime}-bound): compute "
+            f"{fmt(float(r.t_compute))}, memory {fmt(float(r.t_memory))}"
+            + (f", network {fmt(float(r.t_network))}" if network else ""),
+        ]
+        if r.fits is not None:
+            lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
+                         f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
+        if len(r.kernels) > 1:
+            rows = [[k.name, f"{float(k.count):g}", si(float(k.flops), "FLOP"),
+                     si(float(k.bytes), "B"), num(float(k.intensity)), k.peak_label,
+                     fmt(float(k.time)), str(k.regime), f"{float(k.share):.1%}"]
+                    for k in sorted(r.kernels, key=lambda k: -float(k.time))]
+            table = render(["kernel", "count", "FLOPs", "bytes", "FLOP/B", "peak", "time",
+                            "regime", "share"], rows, align="lrrrrlrlr")
+            lines.extend("  " + line for line in table)
+        lines.extend(f"  FAIL: {f}" for f in check.failures)
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"

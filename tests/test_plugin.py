@@ -1,0 +1,676 @@
+"""The pytest plugin end to end, through pytester (in-process runs unless stated).
+
+Most suites run on "toychip", a spec file with round numbers so every figure can be derived
+by hand: 100 TFLOP/s bf16, 1 TB/s (ridge 100 FLOP/B), 80 GB, two 10 GB/s links.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from importlib.metadata import entry_points
+
+import pytest
+
+import pytest_roofline.plugin  # noqa: F401 - imported here, kept across in-process runs
+from pytest_roofline.records import REQUIRED, load_report
+
+pytest_plugins = ("pytester",)
+
+# In-process pytester runs drop the modules they import when they end; yaml's C extension
+# does not survive being imported twice. Import what the plugin loads lazily up front.
+pytest.importorskip("yaml")
+pytest.importorskip("pint")
+
+TOY_SPEC = """\
+name: toychip
+aliases: [toy]
+description: a made-up chip with round numbers
+sources: {made-up: "round numbers for tests"}
+memory: {capacity: 80 GB, bandwidth: 1 TB/s, source: made-up}
+matrix: {bf16: 100 TFLOP/s, int8: 200 TOP/s, source: made-up}
+vector: {fp32: 10 TFLOP/s, source: made-up}
+links:
+  link: {bandwidth: 10 GB/s, count: 2, source: made-up}
+"""
+
+
+def plugin_args() -> list[str]:
+    """Load the plugin by module when the package is importable but not installed."""
+    installed = any(ep.value == "pytest_roofline.plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "pytest_roofline.plugin"]
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester folder that knows toychip through the roofline_specs ini option."""
+    pytester.makefile(".yaml", toychip=TOY_SPEC)
+    pytester.makeini("[pytest]\nroofline_specs = toychip.yaml\n")
+    return pytester
+
+
+#: Other plugins of this environment stay out of the inner runs (hypothesis's summary hook
+#: imports all of hypothesis on every run).
+ISOLATE = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_inprocess(*plugin_args(), *ISOLATE, *args)
+
+
+def call_reports(result: pytest.RunResult) -> dict[str, pytest.TestReport]:
+    reports = result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+    return {r.nodeid.split("::")[-1]: r for r in reports if r.when == "call"}
+
+
+# -- verdicts -------------------------------------------------------------------------------
+
+
+def test_a_failed_expectation_is_one_line_in_the_call_phase(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_v="""
+        import pytest
+
+        @pytest.mark.roofline(hw="toychip", regime="compute", flops=1e12, bytes=1e9)
+        def test_big():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", regime="compute", flops="1 GFLOP", bytes="100 MB")
+        def test_small():
+            pass
+    """)
+    result = run(suite)
+    result.assert_outcomes(passed=1, failed=1)
+    # 1 GFLOP / 100 MB = 10 FLOP/B, ridge 100 TFLOP/s / 1 TB/s = 100 FLOP/B
+    result.stdout.fnmatch_lines([
+        "*_ test_small _*",
+        "roofline: expected compute-bound on toychip (bf16), but intensity 10.0 FLOP/B < "
+        "ridge 100.0 FLOP/B: memory-bound.",
+        "*Captured roofline call*",
+        "toychip (bf16), workload 'test_small': failed",
+        "FAILED test_v.py::test_small - roofline: expected compute-bound*",
+    ])
+    result.stdout.no_fnmatch_line("*def test_small*")  # no traceback into the plugin
+    result.stdout.no_fnmatch_line("*Failed: *")
+    reports = call_reports(result)
+    assert reports["test_small"].failed and reports["test_big"].passed
+
+
+def test_knob_of_an_op_says_which_size_crosses_the_ridge(suite: pytest.Pytester) -> None:
+    # matmul(64, 4096, 4096) bf16 on toychip: compute-bound from m = 106
+    # (4096·m / (2·m + 4096) >= 100, derived in test_plugin_parts.py); at m = 64 the
+    # intensity is 64·4096 / (128 + 4096) = 62.1 FLOP/B
+    suite.makepyfile("""
+        import pytest
+        from pytest_roofline import ops
+
+        @pytest.mark.roofline(hw="toy", regime="compute", workload=ops.matmul(64, 4096, 4096))
+        def test_gemm():
+            pass
+    """)
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["roofline: expected compute-bound on toychip (bf16), but "
+                                 "intensity 62.1 FLOP/B < ridge 100.0 FLOP/B: memory-bound. "
+                                 "Compute-bound from m >= 106."])
+
+
+def test_the_test_body_failing_is_the_users_failure(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="toychip", regime="compute", flops=1, bytes=1e9)
+        def test_body_fails():
+            assert 1 + 1 == 3
+
+        @pytest.mark.roofline(hw="toychip", regime="compute", flops=1, bytes=1e9)
+        def test_body_skips():
+            pytest.skip("not today")
+    """)
+    result = run(suite)
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*assert (1 + 1) == 3*"])
+    result.stdout.no_fnmatch_line("*roofline: expected*")
+    result.stdout.no_fnmatch_line("*= roofline =*")  # nothing analyzed, no summary
+
+
+def test_all_expectations_and_several_chips(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        # 1 GFLOP and 1 GB: 1 FLOP/B, 1 ms memory-bound on toychip
+        W = dict(flops=1e9, bytes=1e9)
+
+        @pytest.mark.roofline(hw=["toychip", "h100"], regime="memory", **W)
+        def test_two_chips():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", max_time="0.5 ms", **W)
+        def test_time():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", min_intensity=2, **W)
+        def test_min_intensity():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", fits=True, footprint="100 GB", **W)
+        def test_fits():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", regime="compute", margin="10%", flops=1.05e9,
+                              bytes=1e7)
+        def test_margin():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", regime="network", flops=1e9, bytes=1e6,
+                              link_bytes="1 GB")
+        def test_network():
+            pass
+    """)
+    result = run(suite)
+    result.assert_outcomes(passed=2, failed=4)
+    result.stdout.fnmatch_lines_random([
+        "roofline: expected a roofline time bound <= 500 us on toychip (bf16), but it is 1 ms "
+        "(memory-bound).",
+        "roofline: expected intensity >= 2 FLOP/B on toychip (bf16), but it is 1 FLOP/B.",
+        "roofline: expected the footprint to fit in toychip memory, but it needs 100 GB of "
+        "80 GB.",
+        "roofline: expected compute-bound on toychip (bf16), but intensity 105.0 FLOP/B is "
+        "within 10% of ridge 100.0 FLOP/B: too close to call (margin=10%).",
+    ])
+    reports = call_reports(result)
+    assert reports["test_two_chips"].passed and reports["test_network"].passed
+    chips = [n.split(":")[1] for n, _ in reports["test_two_chips"].user_properties
+             if n.endswith(":regime")]
+    assert chips == ["toychip", "h100-sxm"]
+
+
+def test_xfail_shows_what_a_failure_looks_like(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.xfail(reason="decode is memory-bound", strict=True)
+        @pytest.mark.roofline(hw="toychip", regime="compute", flops=1e9, bytes=1e9)
+        def test_decode():
+            pass
+    """)
+    result = run(suite, "-rx")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["*test_decode*toychip*memory*compute*FAIL (xfail)"])
+
+
+# -- bad markers ----------------------------------------------------------------------------
+
+
+def test_bad_marker_arguments_error_that_test_alone(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="toychip", flops=1, bytes=1)
+        def test_fine():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", regime="computee", flops=1, bytes=1)
+        def test_unknown_regime():
+            pass
+
+        @pytest.mark.roofline(hw="toychp", flops=1, bytes=1)
+        def test_unknown_chip():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", flops=1, bytes="4 GFLOP")
+        def test_wrong_unit():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", flops=-5, bytes=1)
+        def test_negative_flops():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", flops=1, bytes=1, max_tme="1 ms")
+        def test_unknown_key():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", regime="memory")
+        def test_no_workload():
+            pass
+    """)
+    result = run(suite)
+    result.assert_outcomes(passed=1, errors=6)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    result.stdout.fnmatch_lines_random([
+        "roofline marker on test_unknown_regime: regime='computee' is not a regime; allowed: "
+        "'compute', 'memory', 'network' or a list of them. Did you mean 'compute'?",
+        "roofline marker on test_unknown_chip: hw='toychp': unknown hardware 'toychp'. "
+        "Did you mean 'toychip'*",
+        "roofline marker on test_wrong_unit: bytes: '4 GFLOP' has units of *, which are not a "
+        "data size; expected a data size such as '80 GB' or '16 GiB'",
+        "roofline marker on test_negative_flops: flops: -5.0 is not allowed, it must be zero "
+        "or more",
+        "roofline marker on test_unknown_key: unknown argument max_tme='1 ms'; allowed: *"
+        "Did you mean 'max_time'*",
+        "roofline marker on test_no_workload: no workload: pass workload=*",
+    ])
+    for name in ("test_unknown_regime", "test_unknown_chip"):
+        result.stdout.fnmatch_lines([f"*ERROR at setup of {name}*"])
+
+
+def test_no_hardware_anywhere_is_a_clear_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(regime="memory", flops=1, bytes=1)
+        def test_where():
+            pass
+    """)
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["roofline marker on test_where: no hardware to analyze on: "
+                                 "pass hw= to the marker*--roofline-hw or roofline_hw*"])
+
+
+# -- fixture --------------------------------------------------------------------------------
+
+
+def test_fixture_declares_workloads_and_gives_results(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+        from pytest_roofline import ops
+
+        @pytest.mark.roofline(hw=["toychip", "h100"], regime="memory")
+        def test_adds_compose(roofline):
+            roofline.add(flops=1e9, bytes="1 GB")
+            roofline.add(ops.layernorm(1024, 4096))
+            toy = roofline.result("toy")
+            assert toy.flops > 1e9 and len(toy.kernels) == 2
+            assert roofline["h100"].hw == "h100-sxm"
+            assert [r.hw for r in roofline.results] == ["toychip", "h100-sxm"]
+
+        def test_without_marker(roofline):
+            roofline.add(flops=1e12, bytes=1e9)
+            assert roofline.result().regime == "compute"
+
+        def test_dynamic(request):
+            handle = request.getfixturevalue("roofline")
+            handle.add(flops=1, bytes=1)
+
+        @pytest.mark.roofline(hw="toychip", regime="compute")
+        def test_fails_after_body(roofline):
+            roofline.add(flops=1e9, bytes=1e9)
+
+        def test_forgot_to_add(roofline):
+            pass
+
+        def test_bad_add(roofline):
+            roofline.add(42)
+    """)
+    result = run(suite, "--roofline-hw=toychip", "--roofline-summary=all")
+    result.assert_outcomes(passed=3, failed=3)
+    result.stdout.fnmatch_lines_random([
+        "roofline: expected compute-bound on toychip (bf16), but intensity 1 FLOP/B < ridge "
+        "100.0 FLOP/B: memory-bound.",
+        "roofline: the test declared no workload: call roofline.add(...)*",
+        "*roofline.add() takes a Workload*got int: 42",
+        "*::test_without_marker *toychip*compute*-*",
+    ])
+
+
+def test_fixture_without_any_hardware_errors(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_needs_hw(roofline):
+            pass
+    """)
+    run(pytester).assert_outcomes(errors=1)
+
+
+# -- output ---------------------------------------------------------------------------------
+
+MANY = """
+    import pytest
+
+    @pytest.mark.parametrize("i", range({n}))
+    @pytest.mark.roofline(hw="toychip", regime="memory", flops=1e9, bytes=1e9)
+    def test_many(i):
+        pass
+
+    @pytest.mark.roofline(hw="toychip", regime="compute", flops=1e9, bytes=1e9)
+    def test_wrong():
+        pass
+
+    def test_unmarked():
+        pass
+"""
+
+
+def test_summary_table(suite: pytest.Pytester) -> None:
+    suite.makepyfile(MANY.format(n=2))
+    result = run(suite)
+    result.stdout.fnmatch_lines([
+        "*= roofline =*",
+        "2 FLOPs per multiply-accumulate (vendor convention); roofs at 100% of peak",
+        "test*hw*dtype*FLOPs*bytes*FLOP/B*ridge*regime*time*expected*verdict",
+        "*test_wrong*toychip*bf16*1 G*1 GB*1*100.0*memory*1 ms*compute*FAIL",
+        "*test_many?0?*toychip*bf16*1 G*1 GB*1*100.0*memory*1 ms*memory*ok",
+        "*test_many?1?*ok",
+    ])
+    result.stdout.no_fnmatch_line("*test_unmarked*toychip*")
+
+
+@pytest.mark.parametrize(("mode", "rows", "note"), [
+    ("auto", 1, "61 rows, 1 failed; 60 not shown (--roofline-summary=all lists every row)"),
+    ("failed", 1, "61 rows, 1 failed; 60 not shown*"),
+    ("all", 61, None),
+])
+def test_summary_modes_keep_large_suites_readable(suite: pytest.Pytester, mode: str, rows: int,
+                                                  note: str | None) -> None:
+    suite.makepyfile(MANY.format(n=60))
+    result = run(suite, f"--roofline-summary={mode}")
+    table = [line for line in result.outlines if line.endswith(("FAIL", " ok"))]
+    assert len(table) == rows
+    assert "test_wrong" in table[0]  # failures first
+    if note:
+        result.stdout.fnmatch_lines([note])
+
+
+def test_summary_none_and_ini(suite: pytest.Pytester) -> None:
+    suite.makepyfile(MANY.format(n=1))
+    suite.makeini("[pytest]\nroofline_specs = toychip.yaml\nroofline_summary = none\n")
+    result = run(suite)
+    result.stdout.no_fnmatch_line("*= roofline =*")
+    result = run(suite, "--roofline-summary=all")  # the command line beats the ini
+    result.stdout.fnmatch_lines(["*= roofline =*"])
+
+
+def test_json_report(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw=["toychip", "h100"], regime="memory", flops=1e9, bytes=1e9)
+        def test_a():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", regime="compute", flops=1e9, bytes=1e9)
+        def test_b():
+            pass
+
+        def test_unmarked():
+            pass
+    """)
+    result = run(suite, "--roofline-json=out/report.json")
+    result.stdout.fnmatch_lines(["JSON report: *report.json (3 results)"])
+    report = load_report(suite.path / "out" / "report.json")
+    assert report["version"] == 1 and report["format"] == "pytest-roofline"
+    assert {"datetime", "pytest_roofline_version", "machine", "settings"} <= set(report)
+    assert report["settings"]["flops_per_mac"] == 2
+    records = {(r["nodeid"].split("::")[1], r["hw"]): r for r in report["results"]}
+    assert set(records) == {("test_a", "toychip"), ("test_a", "h100-sxm"),
+                            ("test_b", "toychip")}
+    for record in records.values():
+        assert set(REQUIRED) | {"expected"} <= set(record)
+    b = records["test_b", "toychip"]
+    assert b["outcome"] == "failed" and b["expected"] == ["compute"]
+    assert b["intensity"] == pytest.approx(1.0) and b["ridge"] == pytest.approx(100.0)
+    assert b["time_s"] == pytest.approx(1e-3) and b["regime"] == "memory"
+    assert b["message"].startswith("expected compute-bound on toychip")
+    assert records["test_a", "toychip"]["outcome"] == "passed"
+
+
+def test_junit_xml_carries_the_figures(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="toychip", regime="memory", flops=1e9, bytes=1e9)
+        def test_a():
+            pass
+    """)
+    run(suite, "--junitxml=junit.xml")
+    import xml.etree.ElementTree as ET
+
+    case = ET.parse(suite.path / "junit.xml").getroot().find(".//testcase")
+    assert case is not None
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["roofline:toychip:regime"] == "memory"
+    assert float(props["roofline:toychip:intensity"] or 0) == pytest.approx(1.0)
+    assert float(props["roofline:toychip:ridge"] or 0) == pytest.approx(100.0)
+    assert props["roofline:toychip:expected"] == "memory"
+    assert props["roofline:toychip:outcome"] == "passed"
+
+
+def test_unwritable_json_path_is_reported_and_fails_the_session(suite: pytest.Pytester
+                                                                 ) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="toychip", flops=1, bytes=1)
+        def test_a():
+            pass
+    """)
+    (suite.path / "blocker").write_text("a file, not a folder")
+    result = run(suite, "--roofline-json=blocker/report.json")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["--roofline-json: cannot write '*blocker*report.json' (*)"])
+
+
+def test_very_verbose_runs_attach_the_breakdown_to_passing_tests(suite: pytest.Pytester
+                                                                 ) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="toychip", regime="memory", flops=1e9, bytes=1e9)
+        def test_a():
+            pass
+    """)
+    result = run(suite, "-vv", "-rP")
+    result.stdout.fnmatch_lines(["*Captured roofline call*",
+                                 "toychip (bf16), workload 'test_a': passed"])
+    run(suite, "-rP").stdout.no_fnmatch_line("*Captured roofline call*")
+
+
+def test_several_default_chips(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(flops=1, bytes=1)
+        def test_a():
+            pass
+    """)
+    result = run(suite, "--roofline-hw=toychip,h100", "--roofline-hw", "a100",
+                 "--roofline-summary=all")
+    result.stdout.fnmatch_lines_random(["*test_a*toychip*", "*test_a*h100-sxm*",
+                                        "*test_a*a100-80gb-sxm*"])
+
+
+# -- configuration --------------------------------------------------------------------------
+
+
+def test_conventions_and_command_line_over_ini(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(regime="memory", flops=1e9, bytes=1e9)
+        def test_a():
+            pass
+    """)
+    suite.makeini("[pytest]\nroofline_specs = toychip.yaml\nroofline_hw = h100\n"
+                  "roofline_derate = 0.9\n")
+    result = run(suite, "--roofline-hw", "toychip", "--roofline-derate=50%",
+                 "--roofline-flops-per-mac=1", "--roofline-json=r.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["1 FLOP per multiply-accumulate*; roofs derated to 50% of "
+                                 "peak"])
+    (record,) = json.loads((suite.path / "r.json").read_text())["results"]
+    # the CLI's chip and derate: 1 GB at 0.5 TB/s = 2 ms; one FLOP per MAC halves the ridge
+    assert record["hw"] == "toychip" and record["time_s"] == pytest.approx(2e-3)
+    assert record["ridge"] == pytest.approx(50.0) and record["intensity"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("args", "ini", "message"), [
+    (["--roofline-derate=1.5"], "", "ERROR: --roofline-derate: '1.5' is not allowed*"),
+    (["--roofline-flops-per-mac=3"], "", "ERROR: --roofline-flops-per-mac: '3' is not allowed*"),
+    (["--roofline-summary=some"], "", "ERROR: --roofline-summary: 'some' is not allowed*"),
+    (["--roofline-margin=2"], "", "ERROR: --roofline-margin: '2' is not allowed*"),
+    (["--roofline-hw=h1000"], "", "ERROR: --roofline-hw / roofline_hw: unknown hardware "
+                                  "'h1000'. Did you mean 'h100'*"),
+    (["--roofline-specs=missing.yaml"], "", "ERROR: --roofline-specs: '*missing.yaml' does "
+                                            "not exist*"),
+    ([], "roofline_derate = lots", "ERROR: roofline_derate (ini): 'lots' is not allowed*"),
+    ([], "roofline_specs = nothing/", "ERROR: roofline_specs (ini): '*nothing' does not "
+                                      "exist*"),
+])
+def test_bad_option_values_are_usage_errors(pytester: pytest.Pytester, args: list[str],
+                                            ini: str, message: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile("def test_a(): pass")
+    result = run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_a_broken_spec_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", broken="name: broken\nsources: {a: b}\nmemory: {}\n")
+    pytester.makepyfile("def test_a(): pass")
+    result = run(pytester, "--roofline-specs=broken.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --roofline-specs / roofline_specs: *broken.yaml*"])
+
+
+def test_markers_help(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.roofline(hw=None, regime=None, *, "
+                                 "workload=None, flops=None, bytes=None, *): analyze*"])
+
+
+# -- hooks ----------------------------------------------------------------------------------
+
+
+def test_hooks_register_hardware_see_results_and_amend_the_json(pytester: pytest.Pytester
+                                                                ) -> None:
+    pytester.makeconftest("""
+        def pytest_roofline_register_hardware(config):
+            return [{
+                "name": "hookchip", "sources": {"s": "made up"},
+                "memory": {"capacity": "16 GB", "bandwidth": "2 TB/s", "source": "s"},
+                "matrix": {"bf16": "400 TFLOP/s", "source": "s"},
+            }]
+
+        def pytest_roofline_result(config, item, nodeid, result, record):
+            record["team"] = "kernels"
+            if result.time > 1e-3:
+                return f"slower than 1 ms on {result.hw}"
+
+        def pytest_roofline_json(config, report):
+            report["ci"] = {"job": 7}
+    """)
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="hookchip", flops=1e9, bytes="1 GB")
+        def test_fast():      # 0.5 ms at 2 TB/s
+            pass
+
+        @pytest.mark.roofline(hw="hookchip", flops=1e9, bytes="4 GB")
+        def test_slow():      # 2 ms
+            pass
+    """)
+    result = run(pytester, "--roofline-json=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["roofline: slower than 1 ms on hookchip"])
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["ci"] == {"job": 7}
+    assert {r["team"] for r in report["results"]} == {"kernels"}
+    outcomes = {r["nodeid"].split("::")[1]: r["outcome"] for r in report["results"]}
+    assert outcomes == {"test_fast": "report", "test_slow": "failed"}
+
+
+def test_a_bad_hardware_hook_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+        def pytest_roofline_register_hardware(config):
+            return [5]
+    """)
+    pytester.makepyfile("def test_a(): pass")
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest_roofline_register_hardware: returned 5; "
+                                 "expected a list of Hardware objects*"])
+
+
+def test_marker_on_a_class_merges_with_the_function_marker(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline("toychip", "memory")
+        class TestKernels:
+            @pytest.mark.roofline(flops=1e9, bytes=1e9)
+            def test_copy(self):
+                pass
+
+            @pytest.mark.roofline(regime="compute", flops=1e12, bytes=1e9)
+            def test_gemm(self):
+                pass
+    """)
+    run(suite).assert_outcomes(passed=2)
+
+
+def test_a_parameter_marker_wins_over_the_function_marker(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+        from pytest_roofline import ops
+
+        @pytest.mark.parametrize("m", [
+            pytest.param(64, marks=pytest.mark.roofline(regime="memory")),
+            pytest.param(106, marks=pytest.mark.roofline(regime="compute")),
+            pytest.param(105, marks=pytest.mark.roofline(regime="compute")),
+        ])
+        @pytest.mark.roofline(hw="toychip", regime="network")
+        def test_gemm(m, roofline):
+            roofline.add(ops.matmul(m, 4096, 4096))
+    """)
+    result = run(suite)
+    result.assert_outcomes(passed=2, failed=1)  # m = 105 is just below the crossover at 106
+    result.stdout.fnmatch_lines(["*memory-bound. Compute-bound from m >= 106."])
+
+
+# -- cost when unused ----------------------------------------------------------------------
+
+
+def test_plugin_imports_no_heavy_module(pytester: pytest.Pytester) -> None:
+    """A run without roofline tests imports neither pint, numpy nor yaml (subprocess)."""
+    pytester.makepyfile("""
+        import sys
+
+        def test_light():
+            heavy = sorted(m for m in ("pint", "numpy", "yaml") if m in sys.modules)
+            assert heavy == []
+            assert "pytest_roofline.plugin" in sys.modules
+    """)
+    result = pytester.runpytest_subprocess(*plugin_args(), *ISOLATE, "-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+
+
+def test_plugin_module_imports_light() -> None:
+    import subprocess
+
+    code = ("import sys, pytest_roofline.plugin; "
+            "print(sorted(m for m in ('pint', 'numpy', 'yaml') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_docs_example_runs(suite: pytest.Pytester) -> None:
+    """The hook example of the plugin docs, as a conftest."""
+    suite.makeconftest(textwrap.dedent("""
+        def pytest_roofline_result(config, item, nodeid, result, record):
+            record["attainable_tflops"] = result.attainable / 1e12
+    """))
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="toychip", flops=1e9, bytes=1e9)
+        def test_a():
+            pass
+    """)
+    run(suite, "--roofline-json=r.json").assert_outcomes(passed=1)
+    (record,) = json.loads((suite.path / "r.json").read_text())["results"]
+    assert record["attainable_tflops"] == pytest.approx(1.0)  # 1 GFLOP in 1 ms
