@@ -1,0 +1,138 @@
+"""A roofline chart in characters, for terminals and CI logs (no dependency).
+
+One chart per chip on a fixed grid (72 x 20 cells by default), both axes logarithmic with a
+tick per decade. The roof of each precision the records use is drawn with ``/`` along the
+bandwidth slope and ``-`` along the compute peak; ``^`` under the x axis marks the ridge. Each
+record is a letter (``A``, ``B``, ... then ``a``, ``b``, ... then digits), explained in a
+legend below the chart; ``*`` marks a cell that holds several records, ``.`` records past the
+62nd. Records that cannot be placed (no FLOPs or no bytes) are listed after the legend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .compare import Comparison
+from .plot import Chart, bounds, charts
+from .rules import format_number
+from .units import si
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_VERDICT = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "report": "report"}
+_Y_LABEL = 6  # characters of the y tick labels
+
+
+def _power(exponent: int, unit: str = "") -> str:
+    """A decade as a short label: 10**15 -> "1P", 10**-2 -> "0.01"."""
+    if exponent < 0:
+        return f"{10.0 ** exponent:g}" + unit
+    return si(10.0 ** exponent, unit, digits=3).replace(" ", "")
+
+
+def _column(value: float, lo: float, hi: float, width: int) -> int:
+    position = (math.log10(value) - lo) / (hi - lo) * width
+    return min(width - 1, max(0, int(position)))
+
+
+def _row(value: float, lo: float, hi: float, height: int) -> int:
+    position = (hi - math.log10(value)) / (hi - lo) * height
+    return min(height - 1, max(0, int(position)))
+
+
+def _header(chart: Chart) -> str:
+    used = [r for r in chart.roofs if r.used] or ([chart.top] if chart.top else [])
+    roofs = ", ".join(f"{r.label} roof {si(r.peak, 'FLOP/s')}" for r in used if r is not None)
+    parts = [f"roofline: {chart.hw}"]
+    if roofs:
+        parts.append(roofs)
+    if chart.bandwidth:
+        parts.append(f"memory {si(chart.bandwidth, 'B/s')}")
+        top = chart.top
+        if top is not None:
+            parts.append(f"ridge {format_number(top.peak / chart.bandwidth)} FLOP/B (^)")
+    return "  ".join([parts[0], ", ".join(parts[1:])]).rstrip(", ")
+
+
+def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
+    """One chip's chart and legend as text lines joined by newlines."""
+    if width < 20 or height < 6:
+        raise ValueError(f"an ASCII roofline needs at least 20 x 6 cells, got {width} x {height}")
+    (x_lo, x_hi), (y_lo, y_hi) = bounds(chart, whole=False)
+    grid = [[" "] * width for _ in range(height)]
+    roofs = [r for r in chart.roofs if r.used] or ([chart.top] if chart.top else [])
+    for roof in roofs:
+        if roof is None:
+            continue
+        previous: int | None = None
+        for col in range(width):
+            x = 10 ** (x_lo + (col + 0.5) / width * (x_hi - x_lo))
+            y = chart.roof_at(x, roof)
+            row = _row(y, y_lo, y_hi, height)
+            flat = chart.bandwidth is None or y >= roof.peak
+            grid[row][col] = "-" if flat else "/"
+            if previous is not None and not flat and previous - row > 1:
+                for fill in range(row + 1, previous):  # a steep stretch: no gaps in the slope
+                    grid[fill][col] = "/"
+            previous = row
+
+    legend: list[str] = []
+    cells: dict[tuple[int, int], str] = {}
+    for i, point in enumerate(chart.points):
+        letter = LETTERS[i] if i < len(LETTERS) else "."
+        where = (_row(point.performance, y_lo, y_hi, height),
+                 _column(point.intensity, x_lo, x_hi, width))
+        cells[where] = "*" if where in cells else letter
+        verdict = _VERDICT.get(point.outcome, point.outcome)
+        if point.regressed:
+            verdict += ", REGRESSED"
+        if i < len(LETTERS):
+            legend.append(f"  {letter}  {point.name:<32} {point.regime:<8} "
+                          f"{format_number(point.intensity):>9} FLOP/B  {verdict}")
+    for (row, col), mark in cells.items():
+        grid[row][col] = mark
+
+    lines = [_header(chart)]
+    decade_rows = {_row(10.0 ** e, y_lo, y_hi, height): e
+                   for e in range(math.ceil(y_lo), math.floor(y_hi) + 1)}
+    for row in range(height):
+        label = _power(decade_rows[row]) if row in decade_rows else ""
+        lines.append(f"{label:>{_Y_LABEL}} |" + "".join(grid[row]).rstrip())
+    axis = ["-"] * width
+    ticks = [" "] * (width + 8)
+    for exponent in range(math.ceil(x_lo), math.floor(x_hi) + 1):
+        col = _column(10.0 ** exponent, x_lo, x_hi, width)
+        if col > 0:  # a tick in the first column is the corner's
+            axis[col] = "+"
+        text = _power(exponent)
+        start = max(0, min(col - len(text) // 2, width + 8 - len(text)))
+        if all(c == " " for c in ticks[max(0, start - 1): start + len(text) + 1]):
+            ticks[start: start + len(text)] = list(text)
+    top = chart.top
+    if chart.bandwidth and top is not None:
+        ridge = top.peak / chart.bandwidth
+        if 10 ** x_lo <= ridge <= 10 ** x_hi:
+            axis[_column(ridge, x_lo, x_hi, width)] = "^"
+    lines.append(" " * _Y_LABEL + " +" + "".join(axis))
+    lines.append(" " * (_Y_LABEL + 2) + "".join(ticks).rstrip() + "   FLOP/B")
+    lines.append(" " * _Y_LABEL + "   (y: attainable FLOP/s)")
+    lines.extend(legend)
+    hidden = len(chart.points) - len(LETTERS)
+    if hidden > 0:
+        lines.append(f"  ... and {hidden} more results, drawn as '.'")
+    if any(mark == "*" for mark in cells.values()):
+        lines.append("  * several results in one cell")
+    if chart.skipped:
+        lines.append(f"  not placed (no FLOPs or no bytes): {', '.join(chart.skipped)}")
+    return "\n".join(lines)
+
+
+def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+           comparison: Comparison | None = None, *, width: int = 72, height: int = 20) -> str:
+    """Every chip's chart of *report* (a report or a list of records), separated by blank
+    lines; a short note when there is nothing to draw."""
+    chart_list = charts(report, comparison)
+    if not chart_list:
+        return "roofline: no results to plot"
+    return "\n\n".join(render_chart(c, width=width, height=height) for c in chart_list)

@@ -1,0 +1,317 @@
+"""Compare two reports: which results regressed, which are new, which vanished.
+
+The figures in a report are analytic (FLOPs, bytes and peaks from formulas and spec sheets,
+never timings), so a compare is exact and gives the same answer on any machine: a regime
+change needs no noise threshold, and ``time:0%`` is a meaningful rule. Floats round-trip
+through JSON exactly, so a report compared with itself shows no change at all.
+
+Records are matched by :func:`pytest_roofline.records.key`: ``(nodeid, hw, dtype)``. When one
+report holds several records with the same key (a test that adds two workloads on one chip),
+they are matched in order, the second being keyed ``"nodeid #2"`` and so on.
+
+Checks, in the order they are reported for each record (see :mod:`pytest_roofline.rules`):
+the regime (always), the memory fit (always), then each rule given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import records as records_mod
+from .errors import BaselineError
+from .rules import Rule, format_number, parse_rules
+
+Key = tuple[str, str, str]
+Record = Mapping[str, Any]
+
+REGIMES = ("compute", "memory", "network")
+#: Figures that make a record "changed" when they differ (and "unchanged" when none does).
+FIGURES = ("regime", "flops", "bytes", "link_bytes", "intensity", "ridge", "time_s",
+           "footprint_B", "fits")
+
+
+def records_of(report: Mapping[str, Any] | Sequence[Record]) -> list[Record]:
+    """The records of a report (a report mapping, or already a list of records)."""
+    if isinstance(report, Mapping):
+        results = report.get("results")
+        if not isinstance(results, list):
+            raise BaselineError("a roofline report needs a 'results' list of records")
+        return list(results)
+    return list(report)
+
+
+def index(records: Iterable[Record]) -> dict[Key, Record]:
+    """Records by key; repeated keys get ``" #2"``, ``" #3"`` ... appended to the nodeid."""
+    out: dict[Key, Record] = {}
+    seen: dict[Key, int] = {}
+    for record in records:
+        key = records_mod.key(record)
+        count = seen.get(key, 0) + 1
+        seen[key] = count
+        if count > 1:
+            key = (f"{key[0]} #{count}", key[1], key[2])
+        out[key] = record
+    return out
+
+
+def where(key: Key) -> str:
+    """``"h100-sxm (bf16)"``: the chip and precision of a key."""
+    return f"{key[1]} ({key[2]})"
+
+
+def label(key: Key) -> str:
+    """``"tests/test_x.py::test_gemm on h100-sxm (bf16)"``."""
+    return f"{key[0]} on {where(key)}"
+
+
+@dataclass(frozen=True)
+class Regression:
+    """One broken check on one record: the baseline value, the new value and the rule."""
+
+    key: Key
+    rule: str  # "regime", "fits" or a rule as written, e.g. "intensity:10%"
+    base: Any
+    new: Any
+    message: str  # starts with the chip and precision: "h100-sxm (bf16): ..."
+
+    @property
+    def nodeid(self) -> str:
+        return self.key[0]
+
+    @property
+    def line(self) -> str:
+        """The message with the test named: ``"tests/test_x.py::test_a: h100-sxm ..."``."""
+        return f"{self.nodeid}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodeid": self.key[0], "hw": self.key[1], "dtype": self.key[2],
+                "rule": self.rule, "base": self.base, "new": self.new,
+                "message": self.message}
+
+
+def _regime(record: Record) -> str | None:
+    value = record.get("regime")
+    return value if isinstance(value, str) and value in REGIMES else None
+
+
+def _number(record: Record, name: str) -> float | None:
+    value = record.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _bytes(value: float | None) -> str:
+    from .units import si
+
+    return "unknown" if value is None else si(value, "B", digits=4)
+
+
+def check_pair(key: Key, base: Record, new: Record,
+               rules: Sequence[Rule]) -> list[Regression]:
+    """Every check that *new* breaks against *base* (both records of *key*)."""
+    found: list[Regression] = []
+    prefix = f"{where(key)}: "
+    old_regime, new_regime = _regime(base), _regime(new)
+    if old_regime and new_regime and old_regime != new_regime:
+        detail = ""
+        old_i, new_i = _number(base, "intensity"), _number(new, "intensity")
+        ridge = _number(new, "ridge")
+        if old_i is not None and new_i is not None and ridge is not None:
+            detail = (f"; intensity {format_number(old_i)} -> {format_number(new_i)} FLOP/B, "
+                      f"ridge {format_number(ridge)} FLOP/B")
+        found.append(Regression(
+            key, "regime", old_regime, new_regime,
+            f"{prefix}regime changed from {old_regime} to {new_regime}{detail} "
+            f"(rule regime: a change of bottleneck always counts)"))
+    if base.get("fits") is True and new.get("fits") is False:
+        old_f, new_f = _number(base, "footprint_B"), _number(new, "footprint_B")
+        found.append(Regression(
+            key, "fits", True, False,
+            f"{prefix}no longer fits in memory: footprint {_bytes(old_f)} -> {_bytes(new_f)}, "
+            f"capacity {_bytes(_number(new, 'capacity_B'))} (rule fits)"))
+    for rule in rules:
+        message = rule.check(base, new)
+        if message is not None:
+            spec = rule.spec
+            found.append(Regression(key, str(rule), spec.value(base), spec.value(new),
+                                    prefix + message))
+    return found
+
+
+def check_record(baseline: Mapping[Key, Record], record: Record,
+                 rules: Sequence[Rule] | Iterable[str] = ()) -> list[str]:
+    """Failure messages of one new *record* against the baseline's records by key.
+
+    For the pytest plugin, per test and chip: an empty list when the record passes or has no
+    baseline (a new test is listed, never failed). *rules* may be Rule objects or strings.
+    """
+    key = records_mod.key(record)
+    base = baseline.get(key)
+    if base is None:
+        return []
+    return [r.message for r in check_pair(key, base, record, _rules(rules))]
+
+
+def _rules(rules: Sequence[Rule] | Iterable[str]) -> tuple[Rule, ...]:
+    items = list(rules)
+    if all(isinstance(r, Rule) for r in items):
+        return tuple(items)  # type: ignore[arg-type]
+    return parse_rules(items)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of comparing a new report with a baseline."""
+
+    rules: tuple[Rule, ...]
+    regressions: tuple[Regression, ...]
+    new: tuple[Key, ...]
+    vanished: tuple[Key, ...]
+    unchanged: tuple[Key, ...]  # compared, every figure identical
+    changed: tuple[Key, ...]  # compared, some figure differs, no check broken
+    warnings: tuple[str, ...] = ()
+    base: str = ""  # what the baseline was (a name or a path), for messages
+    regressed: tuple[Key, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        keys = dict.fromkeys(r.key for r in self.regressions)
+        object.__setattr__(self, "regressed", tuple(keys))
+
+    @property
+    def failed(self) -> bool:
+        """True when at least one record regressed."""
+        return bool(self.regressions)
+
+    @property
+    def compared(self) -> int:
+        """How many records were found in both reports."""
+        return len(self.regressed) + len(self.unchanged) + len(self.changed)
+
+    def for_test(self, nodeid: str) -> tuple[Regression, ...]:
+        """The regressions of one test (every chip and precision)."""
+        return tuple(r for r in self.regressions if r.key[0] == nodeid)
+
+    def summary(self) -> str:
+        """One line: ``"2 regressions in 1 of 10 results compared; 7 unchanged, ..."``."""
+        n = len(self.regressions)
+        head = (f"{n} regression{'s' if n != 1 else ''} in {len(self.regressed)} of "
+                f"{self.compared} results compared" if n else
+                f"no regression in {self.compared} results compared")
+        return (f"{head}; {len(self.unchanged)} unchanged, {len(self.changed)} changed within "
+                f"the rules; {len(self.new)} new, {len(self.vanished)} vanished")
+
+    def lines(self, limit: int | None = None) -> list[str]:
+        """A human report: regressions, warnings, new and vanished results, the summary.
+
+        *limit* caps the new and vanished lists (regressions are always listed in full).
+        """
+        out: list[str] = []
+        if self.regressions:
+            out.append(f"Regressions ({len(self.regressions)}):")
+            out.extend(f"  {r.line}" for r in self.regressions)
+        if self.warnings:
+            out.append(f"Warnings ({len(self.warnings)}):")
+            out.extend(f"  {w}" for w in self.warnings)
+        for title, keys in (("New since the baseline, not compared", self.new),
+                            ("Vanished since the baseline", self.vanished)):
+            if not keys:
+                continue
+            out.append(f"{title} ({len(keys)}):")
+            shown = keys if limit is None else keys[:limit]
+            out.extend(f"  {label(k)}" for k in shown)
+            if len(shown) < len(keys):
+                out.append(f"  ... and {len(keys) - len(shown)} more")
+        out.append(self.summary())
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        def keys(items: Iterable[Key]) -> list[dict[str, str]]:
+            return [{"nodeid": k[0], "hw": k[1], "dtype": k[2]} for k in items]
+
+        return {
+            "base": self.base,
+            "rules": [str(r) for r in self.rules],
+            "checks": ["regime", "fits", *(str(r) for r in self.rules)],
+            "failed": self.failed,
+            "regressions": [r.to_dict() for r in self.regressions],
+            "new": keys(self.new), "vanished": keys(self.vanished),
+            "unchanged": keys(self.unchanged), "changed": keys(self.changed),
+            "warnings": list(self.warnings),
+            "summary": self.summary(),
+        }
+
+
+def _setting(record: Record, report: Mapping[str, Any] | None, name: str,
+             default: float) -> float:
+    value = record.get(name)
+    if value is None and report is not None:
+        value = (report.get("settings") or {}).get(name)
+    return float(value) if isinstance(value, (int, float)) else default
+
+
+def _warnings(pairs: Sequence[tuple[Key, Record, Record]], base_report: Any,
+              new_report: Any) -> list[str]:
+    base_rep = base_report if isinstance(base_report, Mapping) else None
+    new_rep = new_report if isinstance(new_report, Mapping) else None
+    out: list[str] = []
+    for name, what in (("flops_per_mac", "FLOPs per multiply-accumulate"),
+                       ("derate", "derate")):
+        olds = {_setting(b, base_rep, name, 2.0 if name == "flops_per_mac" else 1.0)
+                for _, b, _n in pairs}
+        news = {_setting(n, new_rep, name, 2.0 if name == "flops_per_mac" else 1.0)
+                for _, _b, n in pairs}
+        if olds != news:
+            out.append(f"the baseline used {what} {', '.join(f'{v:g}' for v in sorted(olds))}, "
+                       f"this run {', '.join(f'{v:g}' for v in sorted(news))}: figures that "
+                       f"depend on it are not like for like")
+    ridges: dict[tuple[str, str], tuple[float, float]] = {}
+    for key, base, new in pairs:
+        old_r, new_r = _number(base, "ridge"), _number(new, "ridge")
+        if old_r is not None and new_r is not None and old_r != new_r:
+            ridges.setdefault((key[1], key[2]), (old_r, new_r))
+    for (hw, dtype), (old_r, new_r) in sorted(ridges.items()):
+        out.append(f"the ridge of {hw} ({dtype}) moved from {format_number(old_r)} to "
+                   f"{format_number(new_r)} FLOP/B: the chip's spec differs between the runs")
+    return out
+
+
+def compare(base_report: Mapping[str, Any] | Sequence[Record],
+            new_report: Mapping[str, Any] | Sequence[Record],
+            rules: Sequence[Rule] | Iterable[str] = (), *, base: str = "") -> Comparison:
+    """Compare *new_report* against *base_report* (reports, or lists of records).
+
+    *rules* are Rule objects or rule strings (``"intensity:10%"``); the regime and memory-fit
+    checks always apply. *base* names the baseline in messages.
+    """
+    rule_objs = _rules(rules)
+    old = index(records_of(base_report))
+    current = index(records_of(new_report))
+    regressions: list[Regression] = []
+    unchanged: list[Key] = []
+    changed: list[Key] = []
+    pairs: list[tuple[Key, Record, Record]] = []
+    for key, record in current.items():
+        if key not in old:
+            continue
+        base_record = old[key]
+        pairs.append((key, base_record, record))
+        found = check_pair(key, base_record, record, rule_objs)
+        if found:
+            regressions.extend(found)
+        elif all(base_record.get(f) == record.get(f) for f in FIGURES):
+            unchanged.append(key)
+        else:
+            changed.append(key)
+    return Comparison(
+        rules=rule_objs,
+        regressions=tuple(regressions),
+        new=tuple(k for k in current if k not in old),
+        vanished=tuple(k for k in old if k not in current),
+        unchanged=tuple(unchanged),
+        changed=tuple(changed),
+        warnings=tuple(_warnings(pairs, base_report, new_report)),
+        base=base,
+    )

@@ -1,0 +1,331 @@
+"""pytest options for baselines and reports: save, compare, Markdown, plots.
+
+A pytest plugin of its own, built on the hooks of :mod:`pytest_roofline.plugin` (it needs
+that plugin loaded): ``pytest_roofline_result`` fails a test whose figures regressed against
+the baseline, and the session's records (``plugin.get_session(config).records``, complete on
+the controller, under pytest-xdist too) feed the summary, the saved baseline, the Markdown
+file and the plot. Everything is decided at configure time, before any test runs: bad rules,
+a bad baseline name, a corrupt baseline, a missing baseline (a warning, or an error with
+``--roofline-compare-missing=error``), a plot format or a missing matplotlib.
+
+Files are written once, by the controller, atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import baseline, rules
+from .errors import RooflineError
+
+MISSING_MODES = ("warn", "error")
+LIST_LIMIT = 20  # new / vanished results listed in the terminal before "... and N more"
+
+
+class RooflineBaselineWarning(pytest.PytestWarning):
+    """The baseline asked for with --roofline-compare does not exist (yet)."""
+
+
+@dataclass
+class GateState:
+    """What this session compares against and writes."""
+
+    rules: tuple[rules.Rule, ...] = ()
+    storage: Path = Path(baseline.DEFAULT_FOLDER)
+    save_name: str | None = None
+    compare_name: str | None = None
+    compare_path: Path | None = None
+    base_report: dict[str, Any] | None = None
+    base_index: dict[Any, Any] = field(default_factory=dict)
+    missing: str | None = None  # the missing-baseline message, when it is missing
+    md: Path | None = None
+    github_summary: bool = False
+    plot: str | None = None  # "term" or a file path
+    is_worker: bool = False
+    notes: list[tuple[str, bool]] = field(default_factory=list)  # (line, is_error) to print
+    comparison: Any = None
+
+    @property
+    def label(self) -> str:
+        return repr(self.compare_name) if self.compare_name else "the baseline"
+
+
+_STATE = pytest.StashKey[GateState]()
+
+_OPTIONS: tuple[tuple[str, dict[str, Any], str, str], ...] = (
+    # (option, argparse keywords, ini type, help)
+    ("--roofline-save", {"nargs": "?", "const": baseline.DEFAULT_NAME, "metavar": "NAME"},
+     "string", f"save this run's roofline results as baseline NAME (default "
+               f"{baseline.DEFAULT_NAME!r}) in the storage folder, atomically."),
+    ("--roofline-compare", {"nargs": "?", "const": baseline.DEFAULT_NAME, "metavar": "NAME"},
+     "string", "compare this run against baseline NAME (default "
+               f"{baseline.DEFAULT_NAME!r}) or a report file PATH.json; a regression fails "
+               "its test."),
+    ("--roofline-compare-fail", {"action": "append", "metavar": "RULE"}, "args", rules.HELP),
+    ("--roofline-compare-missing", {"metavar": "{warn,error}"}, "string",
+     "what a missing baseline does: warn (default) or error (before any test runs)."),
+    ("--roofline-storage", {"metavar": "DIR"}, "string",
+     f"folder of named baselines (default: {baseline.DEFAULT_FOLDER} in the rootdir)."),
+    ("--roofline-md", {"metavar": "PATH"}, "string",
+     "write a Markdown summary (regressions first, then the table) to PATH."),
+    ("--roofline-github-summary", {"action": "store_true", "default": None}, "bool",
+     "append the Markdown summary to the file named by $GITHUB_STEP_SUMMARY, when set."),
+    ("--roofline-plot", {"metavar": "PATH|term"}, "string",
+     "draw the roofline chart: PATH.png / PATH.svg / PATH.pdf (needs the plot extra), or "
+     "'term' for a chart in characters in the terminal summary."),
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("roofline", "roofline analysis (pytest-roofline)")
+    for option, keywords, ini_type, text in _OPTIONS:
+        dest = option[2:].replace("-", "_")
+        group.addoption(option, dest=dest, **{"default": None, **keywords},
+                        help=f"{text} (ini: {dest})".replace("%", "%%"))
+        parser.addini(dest, help=text, type=ini_type,  # type: ignore[arg-type]
+                      default=[] if ini_type == "args" else (False if ini_type == "bool"
+                                                             else ""))
+
+
+def _pick(config: pytest.Config, dest: str) -> tuple[Any, bool]:
+    """(value, came from the command line): the option wins over its ini twin."""
+    value = config.getoption(dest)
+    if value not in (None, []):
+        return value, True
+    return config.getini(dest), False
+
+
+def _path(config: pytest.Config, raw: str, from_cli: bool) -> Path:
+    """A path option: relative to the invocation folder (command line) or the ini file."""
+    base = config.invocation_params.dir if from_cli else (
+        config.inipath.parent if config.inipath else config.rootpath)
+    path = Path(os.path.expanduser(raw))
+    return path if path.is_absolute() else base / path
+
+
+def _state(config: pytest.Config) -> GateState:
+    try:
+        return _build_state(config)
+    except RooflineError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _build_state(config: pytest.Config) -> GateState:
+    state = GateState(is_worker=hasattr(config, "workerinput"))
+    raw_rules, _ = _pick(config, "roofline_compare_fail")
+    try:
+        state.rules = rules.parse_rules(raw_rules or [])
+    except RooflineError as exc:
+        raise RooflineError(f"--roofline-compare-fail: {exc}") from None
+    storage, from_cli = _pick(config, "roofline_storage")
+    state.storage = (_path(config, storage, from_cli) if storage
+                     else baseline.storage_folder(config.rootpath))
+    save, _ = _pick(config, "roofline_save")
+    if save:
+        try:
+            state.save_name = baseline.check_name(str(save))
+        except RooflineError as exc:
+            raise RooflineError(f"--roofline-save: {exc}. Write --roofline-save=NAME (with "
+                                f"'='), or put the option after the test paths") from None
+    compare, from_cli = _pick(config, "roofline_compare")
+    if compare:
+        _prepare_compare(config, state, str(compare), from_cli)
+    md, from_cli = _pick(config, "roofline_md")
+    state.md = _path(config, md, from_cli) if md else None
+    summary, _ = _pick(config, "roofline_github_summary")
+    state.github_summary = bool(summary)
+    plot, from_cli = _pick(config, "roofline_plot")
+    if plot:
+        state.plot = "term" if plot == "term" else str(_check_plot(_path(config, plot,
+                                                                            from_cli)))
+    return state
+
+
+def _prepare_compare(config: pytest.Config, state: GateState, name: str,
+                     from_cli: bool) -> None:
+    mode, _ = _pick(config, "roofline_compare_missing")
+    mode = mode or "warn"
+    if mode not in MISSING_MODES:
+        raise RooflineError(f"--roofline-compare-missing: got {mode!r}, expected one of "
+                            f"{', '.join(MISSING_MODES)}")
+    worker_path = getattr(config, "workerinput", {}).get("roofline_baseline")
+    if worker_path is not None:  # the controller resolved it; the worker reads the same file
+        path: Path | None = Path(worker_path) if worker_path else None
+    elif baseline.is_path(name):
+        path = _path(config, name, from_cli)
+        if path.is_dir():
+            raise RooflineError(f"--roofline-compare: {str(path)!r} is a folder; write "
+                                f"--roofline-compare=NAME (with '='), or a report PATH.json")
+    else:
+        path = baseline.locate(state.storage, name)
+    state.compare_name = name
+    state.compare_path = path
+    if path is None:
+        return
+    by_name = worker_path is None and not baseline.is_path(name)
+    try:
+        state.base_report = baseline.load(state.storage, name if by_name else str(path))
+    except baseline.MissingBaselineError as exc:
+        if mode == "error":
+            raise RooflineError(f"--roofline-compare: {exc}") from None
+        state.missing = f"roofline: no baseline to compare against: {exc}"
+        state.compare_path = None
+        return
+    from .compare import index, records_of
+
+    state.base_index = index(records_of(state.base_report))
+
+
+def _check_plot(path: Path) -> Path:
+    import importlib.util
+
+    from . import plot
+
+    plot.check_path(path)
+    if importlib.util.find_spec("matplotlib") is None:
+        raise RooflineError(f"--roofline-plot {str(path)!r} needs matplotlib, which is not "
+                            f"installed; install the plot extra: {plot.INSTALL} (or use "
+                            f"--roofline-plot=term)")
+    return path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    state = _state(config)
+    config.stash[_STATE] = state
+    if state.missing and not state.is_worker:
+        config.issue_config_time_warning(RooflineBaselineWarning(state.missing), stacklevel=2)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: tell each worker which file the controller compares against."""
+    state = node.config.stash.get(_STATE, None)
+    if state is not None and state.compare_name:
+        node.workerinput["roofline_baseline"] = str(state.compare_path or "")
+
+
+def pytest_roofline_result(config: pytest.Config, item: pytest.Item, nodeid: str,
+                           result: Any, record: dict[str, Any]) -> list[str] | None:
+    """Fail the test when its record regressed against the baseline."""
+    from .compare import check_record
+
+    state = config.stash.get(_STATE, None)
+    if state is None or not state.base_index:
+        return None
+    messages = check_record(state.base_index, record, state.rules)
+    return [f"regression against baseline {state.label}: {m}" for m in messages] or None
+
+
+def _records(config: pytest.Config) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from .plugin import get_session
+
+    session = get_session(config)
+    return session.records, session.report()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    state = config.stash.get(_STATE, None)
+    if state is None or state.is_worker:
+        return
+    records, report = _records(config)
+    if state.base_report is not None:
+        from .compare import compare
+
+        state.comparison = compare(state.base_report, report, state.rules,
+                                   base=state.compare_name or "")
+    if state.save_name:
+        _save(state, report, records, exitstatus)
+    if state.md or state.github_summary:
+        _markdown(state, report)
+    if state.plot and state.plot != "term":
+        _plot(state, report)
+
+
+def _save(state: GateState, report: dict[str, Any], records: list[Any], exitstatus: int) -> None:
+    assert state.save_name is not None
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        state.notes.append((f"roofline: baseline {state.save_name!r} not saved: the run was "
+                            f"interrupted and its results are incomplete", True))
+        return
+    if not records:
+        state.notes.append((f"roofline: baseline {state.save_name!r} not saved: the run "
+                            f"produced no roofline results", True))
+        return
+    try:
+        path = baseline.save(state.storage, state.save_name, report)
+    except (RooflineError, OSError) as exc:
+        state.notes.append((f"roofline: cannot save baseline {state.save_name!r}: {exc}", True))
+        return
+    state.notes.append((f"roofline: saved baseline {state.save_name!r} to {path} "
+                        f"({len(records)} results)", False))
+
+
+def _markdown(state: GateState, report: dict[str, Any]) -> None:
+    from . import markdown
+
+    text = markdown.render(report, state.comparison)
+    try:
+        if state.md:
+            markdown.write(state.md, text)
+            state.notes.append((f"roofline: Markdown summary written to {state.md}", False))
+        if state.github_summary:
+            written = markdown.append_step_summary(text)
+            state.notes.append((f"roofline: Markdown summary appended to {written}", False)
+                               if written else
+                               (f"roofline: ${markdown.STEP_SUMMARY} is not set; no job "
+                                f"summary written", False))
+    except OSError as exc:
+        state.notes.append((f"roofline: cannot write the Markdown summary: {exc}", True))
+
+
+def _plot(state: GateState, report: dict[str, Any]) -> None:
+    from . import plot
+
+    assert state.plot is not None
+    if not report["results"]:
+        state.notes.append(("roofline: no plot drawn: the run produced no roofline results",
+                            False))
+        return
+    try:
+        path = plot.write(report, state.plot, state.comparison)
+    except (RooflineError, OSError) as exc:
+        state.notes.append((f"roofline: cannot draw the plot: {exc}", True))
+        return
+    state.notes.append((f"roofline: plot written to {path}", False))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    config = terminalreporter.config
+    state = config.stash.get(_STATE, None)
+    if state is None or state.is_worker:
+        return
+    lines: list[tuple[str, bool]] = []
+    if state.missing:
+        lines.append((state.missing, True))
+    comparison = state.comparison
+    if comparison is not None:
+        lines.append((f"compared against baseline {state.label} ({state.compare_path}); "
+                      f"checks: {rules.describe(state.rules)}", False))
+        regressions = {f"  {r.line}" for r in comparison.regressions}
+        lines.extend((line, line in regressions) for line in comparison.lines(LIST_LIMIT))
+    if state.plot == "term":
+        from . import ascii_plot
+
+        records, report = _records(config)
+        if records:
+            lines.extend((line, False) for line in ascii_plot.render(
+                report, comparison).splitlines())
+    lines.extend(state.notes)
+    if not lines:
+        return
+    terminalreporter.write_sep("=", "roofline baseline and reports")
+    for line, red in lines:
+        terminalreporter.write_line(line, red=red)

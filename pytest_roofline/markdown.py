@@ -1,0 +1,185 @@
+"""A Markdown summary of a report, for pull requests and CI job pages.
+
+``render(report, comparison)`` gives: a headline, the regressions against the baseline
+(each with the baseline value, the new value and the rule), failed expectations, then the
+table of every result with failures and regressions first, and finally the results new or
+vanished since the baseline. ``append_step_summary`` adds it to GitHub's job summary file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .compare import Comparison, Key, index, records_of, where
+from .rules import METRICS, format_number
+from .units import format_time, si
+
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+_STATUS = {"passed": "ok", "failed": "**FAIL**", "error": "**ERROR**", "report": "report"}
+_COLUMNS = ("", "test", "chip", "dtype", "FLOPs", "bytes", "FLOP/B", "ridge", "regime",
+            "time", "expected")
+
+
+def cell(text: object) -> str:
+    """Text made safe for a table cell: pipes escaped, newlines flattened."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def code(text: object) -> str:
+    """Inline code that survives backticks inside it."""
+    value = str(text).replace("\n", " ")
+    fence = "``" if "`" in value else "`"
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def _number(record: Mapping[str, Any], name: str) -> float | None:
+    value = record.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _fmt(value: float | None, how: str) -> str:
+    if value is None:
+        return "-"
+    if how == "time":
+        return format_time(value)
+    if how == "plain":
+        return format_number(value)
+    return si(value, how)
+
+
+def _row(key: Key, record: Mapping[str, Any], regressed: bool) -> str:
+    outcome = str(record.get("outcome", ""))
+    status = _STATUS.get(outcome, cell(outcome))
+    if regressed:
+        status = f"{status}, **REGRESSED**" if outcome in ("failed", "error") else "**REGRESSED**"
+    expected = record.get("expected")
+    exp = " or ".join(map(str, expected)) if isinstance(expected, list) and expected else "-"
+    cells = [status, code(cell(key[0])), cell(key[1]), cell(key[2]),
+             _fmt(_number(record, "flops"), "FLOP"), _fmt(_number(record, "bytes"), "B"),
+             _fmt(_number(record, "intensity"), "plain"), _fmt(_number(record, "ridge"), "plain"),
+             cell(record.get("regime", "-")), _fmt(_number(record, "time_s"), "time"), cell(exp)]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _rank(item: tuple[Key, Mapping[str, Any]], regressed: set[Key]) -> tuple[int, Key]:
+    key, record = item
+    outcome = record.get("outcome")
+    if outcome in ("failed", "error"):
+        return (0, key)
+    return (1 if key in regressed else 2, key)
+
+
+def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+           comparison: Comparison | None = None, *, title: str = "Roofline report",
+           max_rows: int | None = 500) -> str:
+    """The Markdown summary of *report* (a report or a list of records).
+
+    *max_rows* caps the results table (the rest is counted, not listed); None lists all.
+    """
+    items = list(index(records_of(report)).items())
+    regressed = set(comparison.regressed) if comparison else set()
+    failed = [(k, r) for k, r in items if r.get("outcome") in ("failed", "error")]
+    # a regressed record's failure is its regressions, listed in their own section
+    own = [(k, r) for k, r in failed if k not in regressed]
+    chips = sorted({k[1] for k, _ in items})
+    lines = [f"## {title}", ""]
+    facts = [f"{len(items)} result{'s' if len(items) != 1 else ''} on "
+             f"{len(chips)} chip{'s' if len(chips) != 1 else ''}",
+             f"{len(failed)} failed"]
+    if comparison is not None:
+        against = f" against {code(comparison.base)}" if comparison.base else ""
+        n = len(comparison.regressions)
+        facts.insert(0, f"**{n} regression{'s' if n != 1 else ''}**{against}" if n
+                     else f"no regression{against}")
+    lines += [" · ".join(facts), ""]
+
+    if comparison is not None and comparison.regressions:
+        lines += ["### Regressions", "", "| test | chip | rule | baseline | new | message |",
+                  "|---|---|---|---|---|---|"]
+        for reg in comparison.regressions:
+            message = reg.message.removeprefix(f"{where(reg.key)}: ")
+            lines.append(f"| {code(cell(reg.nodeid))} | {cell(where(reg.key))} | "
+                         f"{code(cell(reg.rule))} | {cell(_value(reg.rule, reg.base))} | "
+                         f"{cell(_value(reg.rule, reg.new))} | {cell(message)} |")
+        lines.append("")
+    if own:
+        lines += ["### Failures", ""]
+        for key, record in own:
+            message = str(record.get("message") or record.get("outcome"))
+            lines.append(f"- {code(key[0])} on {cell(where(key))}: {cell(message)}")
+        lines.append("")
+    if comparison is not None and comparison.warnings:
+        lines += ["### Warnings", ""]
+        lines += [f"- {cell(w)}" for w in comparison.warnings]
+        lines.append("")
+
+    lines += ["### Results", ""]
+    if items:
+        lines += ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
+        ordered = sorted(items, key=lambda item: _rank(item, regressed))
+        shown = ordered if max_rows is None else ordered[:max_rows]
+        lines += [_row(k, r, k in regressed) for k, r in shown]
+        if len(shown) < len(ordered):
+            lines += ["", f"... and {len(ordered) - len(shown)} more results (all passed or "
+                          f"report-only; see the JSON report)."]
+    else:
+        lines.append("No roofline results.")
+    lines.append("")
+
+    if comparison is not None:
+        for heading, keys in (("New since the baseline (not compared)", comparison.new),
+                              ("Vanished since the baseline", comparison.vanished)):
+            if keys:
+                lines += [f"<details><summary>{heading}: {len(keys)}</summary>", ""]
+                lines += [f"- {code(k[0])} on {cell(where(k))}" for k in keys]
+                lines += ["", "</details>", ""]
+        lines += [f"Checks: {code(', '.join(['regime', 'fits', *map(str, comparison.rules)]))}."
+                  f" {comparison.summary().capitalize()}.", ""]
+    return "\n".join(lines)
+
+
+def _value(rule: str, value: Any) -> str:
+    """A regression's baseline or new value, in the unit of the rule's metric."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return str(value)
+    metric = METRICS.get(rule.split(":", 1)[0])
+    if isinstance(value, (int, float)):
+        return metric.show(float(value)) if metric else format_number(float(value))
+    return str(value)
+
+
+def write(path: str | os.PathLike[str], text: str) -> Path:
+    """Write *text* to *path* (folders created), atomically."""
+    import tempfile
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def append_step_summary(text: str, path: str | os.PathLike[str] | None = None) -> Path | None:
+    """Append *text* to GitHub's job summary (``$GITHUB_STEP_SUMMARY``, or *path*).
+
+    Returns the file written, or None when no path is given and the variable is unset.
+    """
+    target = path if path is not None else os.environ.get(STEP_SUMMARY)
+    if not target:
+        return None
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(text if text.endswith("\n") else text + "\n")
+        handle.write("\n")
+    return Path(target)

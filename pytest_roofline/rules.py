@@ -1,0 +1,254 @@
+"""Compare rules: when does a result count as a regression against its baseline?
+
+Two checks are built in and always apply:
+
+* ``regime``: the bottleneck changed (compute, memory or network), in either direction;
+* ``fits``: the workload fitted in the chip's memory in the baseline and no longer does.
+
+Further rules are written ``METRIC:LIMIT`` and parsed into :class:`Rule` objects::
+
+    intensity:10%    intensity (FLOP/B) fell by more than 10% of the baseline value
+    intensity:5      intensity fell by more than 5 FLOP/B
+    time:5%          the bound time rose by more than 5%
+    time:2us         the bound time rose by more than 2 us (any time unit: ns, us, ms, s)
+    flops:1%         FLOPs rose by more than 1%; absolute: flops:1GFLOP
+    bytes:10%        memory traffic rose by more than 10%; absolute: bytes:64MB, bytes:1GiB
+    footprint:5%     resident memory rose by more than 5%; absolute: footprint:1GB
+
+"More than" is strict: ``intensity:10%`` accepts a fall of exactly 10%, and ``time:0%``
+fails on any rise at all. Plain numbers are in the metric's SI unit (FLOP/B, s, FLOP, B).
+Several rules may be given; each one applies. A value may also hold several rules
+separated by commas (``intensity:10%,time:5%``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import units
+from .errors import RuleError, did_you_mean
+
+#: The checks that always apply, in the order they are reported.
+BUILTIN = ("regime", "fits")
+
+GRAMMAR = ("A rule is METRIC:LIMIT, where METRIC is one of intensity, time, flops, bytes, "
+           "footprint and LIMIT is a percentage of the baseline value ('intensity:10%', "
+           "'time:5%') or an amount in the metric's unit ('intensity:5' FLOP/B, 'time:2us', "
+           "'flops:1GFLOP', 'bytes:64MB').")
+
+#: One-line help text shared by the command line and the pytest option.
+HELP = ("fail when METRIC worsens by more than LIMIT against the baseline: intensity:10% "
+        "(intensity fell by more than 10%), time:5% (bound time rose by more than 5%), "
+        "intensity:5 (FLOP/B), time:2us, flops:1%, bytes:10%, footprint:5%. May be repeated, "
+        "or comma-separated; every rule applies. A regime change always fails.")
+
+_EPSILON = 1e-9  # relative slack so that a limit met exactly (10.000000000000002%) passes
+
+
+def format_number(value: float, unit: str = "") -> str:
+    """A figure as people read it: 1365.3, 0.0123, 4.2e+09 (with *unit* appended)."""
+    if value != value:
+        text = "nan"
+    elif math.isinf(value):
+        text = "inf" if value > 0 else "-inf"
+    elif value == 0 or 0.01 <= abs(value) < 1e6:
+        text = f"{value:.1f}" if abs(value) >= 10 else f"{value:.4g}"
+    else:
+        text = f"{value:.4g}"
+    return f"{text} {unit}".rstrip()
+
+
+def _si(unit: str) -> Callable[[float], str]:
+    return lambda value: units.si(value, unit, digits=4)
+
+
+def _time(value: float) -> str:
+    magnitude = abs(value)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if magnitude >= scale:
+            return f"{value / scale:.4g} {unit}"
+    return f"{value / 1e-9:.4g} ns"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A figure of a record that a rule can watch."""
+
+    name: str
+    field: str  # the record field holding the figure
+    label: str  # how messages name it
+    worse: str  # "fall" or "rise": the direction that counts as a regression
+    dimension: str | None  # units.parse dimension of absolute limits; None: a plain number
+    show: Callable[[float], str]  # formats a value with its unit
+
+    def value(self, record: Any) -> float | None:
+        """The figure in *record*, or None when the record has no usable number."""
+        raw = record.get(self.field) if hasattr(record, "get") else None
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw != raw:
+            return None
+        return float(raw)
+
+
+METRICS: dict[str, Metric] = {
+    "intensity": Metric("intensity", "intensity", "intensity", "fall", None,
+                        lambda v: format_number(v, "FLOP/B")),
+    "time": Metric("time", "time_s", "time bound", "rise", "time", _time),
+    "flops": Metric("flops", "flops", "FLOPs", "rise", "flop", _si("FLOP")),
+    "bytes": Metric("bytes", "bytes", "memory traffic", "rise", "byte", _si("B")),
+    "footprint": Metric("footprint", "footprint_B", "footprint", "rise", "byte", _si("B")),
+}
+
+
+def relative_change(base: float, new: float) -> float:
+    """``(new - base) / base`` in percent, with the limits spelt out: 0 -> x is +inf%."""
+    if base == new:
+        return 0.0
+    if math.isinf(base):
+        return -100.0 if new < base else 100.0
+    if base == 0:
+        return math.inf if new > 0 else -math.inf
+    return (new - base) / abs(base) * 100.0
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``METRIC:LIMIT``: *threshold* is in percent when *relative*, else in the metric's SI
+    unit (FLOP/B, s, FLOP, B). Build one with :func:`parse_rule`."""
+
+    metric: str
+    threshold: float
+    relative: bool
+    text: str = field(default="", compare=False)  # as the user wrote it, for messages
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise RuleError(f"unknown rule metric {self.metric!r}; "
+                            f"expected one of {', '.join(METRICS)}"
+                            + did_you_mean(str(self.metric), METRICS))
+        if (isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float))
+                or not math.isfinite(self.threshold) or self.threshold < 0):
+            raise RuleError(f"rule {self.metric}: the limit must be a finite number >= 0, "
+                            f"got {self.threshold!r}")
+        if not isinstance(self.relative, bool):
+            raise RuleError(f"rule {self.metric}: relative must be True or False, "
+                            f"got {self.relative!r}")
+        object.__setattr__(self, "threshold", float(self.threshold))
+
+    @property
+    def spec(self) -> Metric:
+        return METRICS[self.metric]
+
+    @property
+    def limit(self) -> str:
+        """The limit as written in messages: ``10%``, ``2 us``, ``5.0 FLOP/B``."""
+        if self.relative:
+            return f"{self.threshold:g}%"
+        return self.spec.show(self.threshold)
+
+    def __str__(self) -> str:
+        if self.text:
+            return self.text
+        if self.relative:
+            return f"{self.metric}:{self.threshold:g}%"
+        if self.spec.dimension is None:
+            return f"{self.metric}:{self.threshold:g}"
+        return f"{self.metric}:{self.limit.replace(' ', '')}"
+
+    def check(self, base: Any, new: Any) -> str | None:
+        """The failure message when *new* breaks the rule against *base*, else None.
+
+        *base* and *new* are records (mappings); a record without a number for the
+        metric (e.g. a test whose marker was wrong) is not checked.
+        """
+        spec = self.spec
+        old_value, new_value = spec.value(base), spec.value(new)
+        if old_value is None or new_value is None:
+            return None
+        worsening = old_value - new_value if spec.worse == "fall" else new_value - old_value
+        if not worsening > 0:
+            return None
+        change = relative_change(old_value, new_value)
+        if self.relative:
+            amount = abs(change)
+        else:
+            amount = worsening if math.isfinite(worsening) else math.inf
+        if not amount - self.threshold > _EPSILON * max(1.0, self.threshold):
+            return None
+        verb = "fell" if spec.worse == "fall" else "rose"
+        return (f"{spec.label} {verb} from {spec.show(old_value)} to {spec.show(new_value)} "
+                f"({change:+.1f}%), over the limit of {self.limit} (rule {self})")
+
+
+_RULE = re.compile(r"^\s*([A-Za-z_]+)\s*:\s*(.+?)\s*$")
+_PERCENT = re.compile(r"^([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*%$")
+_PLAIN = re.compile(r"^([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(?:FLOP/B|flop/b)?$")
+
+
+def parse_rule(text: str) -> Rule:
+    """``"intensity:10%"`` -> ``Rule("intensity", 10.0, relative=True)``; errors name the
+    rule and the grammar."""
+    if not isinstance(text, str):
+        raise RuleError(f"bad compare rule {text!r}: expected a string. {GRAMMAR}")
+    match = _RULE.match(text)
+    if not match:
+        raise RuleError(f"bad compare rule {text!r}: no METRIC:LIMIT in it. {GRAMMAR}")
+    name, limit = match.group(1).lower(), match.group(2)
+    written = f"{name}:{limit.replace(' ', '')}"
+    if name not in METRICS:
+        hint = did_you_mean(name, METRICS)
+        if name in BUILTIN:
+            hint = f" {name!r} is always checked and takes no limit."
+        raise RuleError(f"bad compare rule {text!r}: unknown metric {name!r}.{hint} {GRAMMAR}")
+    if limit.startswith("-"):
+        raise RuleError(f"bad compare rule {text!r}: the limit must be >= 0 (the direction is "
+                        f"the metric's: intensity falls, the others rise). {GRAMMAR}")
+    percent = _PERCENT.match(limit)
+    if percent:
+        return Rule(name, float(percent.group(1)), relative=True, text=written)
+    dimension = METRICS[name].dimension
+    if dimension is None:
+        plain = _PLAIN.match(limit)
+        if not plain:
+            raise RuleError(f"bad compare rule {text!r}: limit {limit!r} is neither a "
+                            f"percentage nor a number of FLOP/B. {GRAMMAR}")
+        return Rule(name, float(plain.group(1)), relative=False, text=written)
+    try:
+        amount = units.parse(limit, dimension, what="the limit", allow_zero=True)
+    except ValueError as exc:
+        raise RuleError(f"bad compare rule {text!r}: {exc}. {GRAMMAR}") from None
+    return Rule(name, amount, relative=False, text=written)
+
+
+def parse_rules(values: Iterable[str] | str | None) -> tuple[Rule, ...]:
+    """Every rule of *values* (strings, each possibly comma-separated), in order, once each.
+
+    Shared by the command line and the pytest option, so a repeated option keeps every rule.
+    """
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    rules: list[Rule] = []
+    for value in values:
+        if isinstance(value, Rule):
+            pieces: list[Any] = [value]
+        else:
+            if not isinstance(value, str):
+                raise RuleError(f"bad compare rule {value!r}: expected a string. {GRAMMAR}")
+            pieces = [p for p in value.split(",") if p.strip()]
+            if not pieces:
+                raise RuleError(f"bad compare rule {value!r}: no rule in it. {GRAMMAR}")
+        for piece in pieces:
+            rule = piece if isinstance(piece, Rule) else parse_rule(piece)
+            if rule not in rules:
+                rules.append(rule)
+    return tuple(rules)
+
+
+def describe(rules: Iterable[Rule]) -> str:
+    """The checks in force, as one line: ``regime, fits, intensity:10%, time:5%``."""
+    return ", ".join([*BUILTIN, *(str(r) for r in rules)])

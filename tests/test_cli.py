@@ -1,0 +1,199 @@
+"""The command line, driven as a subprocess: ``python -m pytest_roofline ...``.
+
+Figures checked here: matmul(m, 8192, 8192) in bf16 has intensity m*8192 / (8192 + 2m)
+FLOP/B (see tests/test_compare.py); the h100-sxm ridge is 989.4 TFLOP/s / 3.35 TB/s =
+295.3 FLOP/B, so m = 319 is the first compute-bound size; the a100-80gb-sxm ridge is
+312 TFLOP/s / 2.039 TB/s = 153.0 FLOP/B, so m >= 159 (m*8192 / (8192 + 2m) >= 153.0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_roofline import analyze, ops
+from pytest_roofline.records import make_record, make_report, write_report
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "pytest_roofline", *args], cwd=cwd or REPO,
+                          env=environ, capture_output=True, text=True, timeout=120)
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pytest-roofline: error: "), result.stderr
+    return lines[0]
+
+
+def write(path: Path, *ms: int, names: tuple[str, ...] = ("t.py::test_a", "t.py::test_b"),
+          ) -> Path:
+    records: list[dict[str, Any]] = []
+    for name, m in zip(names, ms, strict=True):
+        records.append(make_record(name, analyze(ops.matmul(m, 8192, 8192), "h100"),
+                                   None, "report"))
+    write_report(path, make_report(records))
+    return path
+
+
+# -- hw ---------------------------------------------------------------------------------------
+
+
+def test_hw_list_and_show() -> None:
+    listing = cli("hw", "list")
+    assert listing.returncode == 0 and "h100-sxm" in listing.stdout and "tpu-v5e" in listing.stdout
+    shown = cli("hw", "show", "h100")
+    assert shown.returncode == 0
+    bf16 = next(line for line in shown.stdout.splitlines() if line.startswith("bf16"))
+    assert bf16.split()[1:] == ["989", "TFLOP/s", "1.98", "PFLOP/s", "134", "TFLOP/s", "295.3"]
+    assert "whitepaper:" in shown.stdout
+    data = json.loads(cli("hw", "show", "tpu-v5e", "--json").stdout)
+    assert data["name"] == "tpu-v5e" and data["ridge_flop_per_byte"]["bf16"] > 0
+
+
+def test_an_unknown_chip_is_one_line_with_a_suggestion() -> None:
+    line = one_line_error(cli("hw", "show", "h1000"))
+    assert "unknown hardware 'h1000'" in line and "Did you mean" in line
+
+
+# -- analyze and sweep ------------------------------------------------------------------------
+
+
+def test_analyze_an_op_on_several_chips() -> None:
+    result = cli("analyze", "matmul", "--m", "32", "--k", "8192", "--n", "8192",
+                 "--hw", "h100,tpu-v5e")
+    assert result.returncode == 0, result.stderr
+    assert "h100-sxm: memory-bound; compute-bound from m >= 319" in result.stdout
+    assert "tpu-v5e" in result.stdout
+    data = json.loads(cli("analyze", "matmul", "--m", "32", "--k", "8192", "--n", "8192",
+                          "--hw", "h100", "--json").stdout)
+    (only,) = data["results"]
+    assert only["intensity"] == pytest.approx(32 * 8192 / (8192 + 64), rel=1e-12)
+    assert (only["regime"], only["hint"]) == ("memory", "compute-bound from m >= 319")
+
+
+def test_analyze_a_model_phase_with_a_breakdown() -> None:
+    result = cli("analyze", "model", "llama-3-8b", "--phase", "decode", "--batch", "8",
+                 "--context", "4096", "--hw", "h100", "--json")
+    assert result.returncode == 0, result.stderr
+    (only,) = json.loads(result.stdout)["results"]
+    kernels = only["kernels"]
+    assert len(kernels) > 3
+    assert sum(k["share"] for k in kernels) == pytest.approx(1.0)
+    human = cli("analyze", "model", "llama-3-8b", "--batch", "8", "--context", "4096",
+                "--hw", "h100")
+    assert "breakdown on h100-sxm (bf16):" in human.stdout and "share" in human.stdout
+
+
+def test_analyze_help_lists_an_ops_options_from_its_signature() -> None:
+    result = cli("analyze", "attention", "--help")
+    assert result.returncode == 0
+    assert "--kv-heads" in result.stdout and "--causal, --no-causal" in result.stdout
+
+
+def test_analyze_input_errors_exit_2_without_traceback() -> None:
+    assert "unknown op 'matmull'" in one_line_error(cli("analyze", "matmull", "--hw", "h100"))
+    missing = cli("analyze", "matmul", "--k", "4", "--n", "4", "--hw", "h100")
+    assert missing.returncode == 2 and "--m" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    assert "matmul: m must be a whole number >= 1, got -3" in one_line_error(
+        cli("analyze", "matmul", "--m", "-3", "--k", "4", "--n", "4", "--hw", "h100"))
+
+
+def test_sweep_reports_where_the_regime_changes() -> None:
+    result = cli("sweep", "matmul", "--param", "m", "--range", "1:4096", "--k", "8192",
+                 "--n", "8192", "--hw", "h100,a100", "--json")
+    assert result.returncode == 0, result.stderr
+    h100, a100 = json.loads(result.stdout)["results"]
+    assert h100["changes"] == [{"at": 319, "from": "memory", "to": "compute"}]
+    assert a100["changes"] == [{"at": 159, "from": "memory", "to": "compute"}]
+    assert h100["segments"][0] == {"from": 1, "to": 318, "regime": "memory"}
+    text = cli("sweep", "matmul", "--param", "m", "--range", "1:4096", "--k", "8192", "--n",
+               "8192", "--hw", "h100").stdout
+    assert "regime changes at m = 319 (memory -> compute)" in text
+    assert "--range '9:1'" in one_line_error(cli("sweep", "matmul", "--param", "m", "--range",
+                                                 "9:1", "--k", "8", "--n", "8", "--hw", "h100"))
+
+
+# -- compare, plot, markdown, baselines -------------------------------------------------------
+
+
+def test_compare_exit_codes_follow_regressions(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", 4096, 4096)
+    same = write(tmp_path / "same.json", 4096, 4096)
+    moved = write(tmp_path / "new.json", 4096, 32)  # test_b slides under the ridge
+    ok = cli("compare", str(base), str(same))
+    assert ok.returncode == 0 and "no regression in 2 results compared" in ok.stdout
+    bad = cli("compare", str(base), str(moved), "--fail", "intensity:10%")
+    assert bad.returncode == 1
+    assert ("t.py::test_b: h100-sxm (bf16): regime changed from compute to memory"
+            in bad.stdout)
+    assert "rule intensity:10%" in bad.stdout
+    data = json.loads(cli("compare", str(base), str(moved), "--json").stdout)
+    assert data["failed"] and [r["rule"] for r in data["regressions"]] == ["regime"]
+
+
+def test_compare_takes_baseline_names_from_the_storage_folder(tmp_path: Path) -> None:
+    write(tmp_path / ".roofline" / "main.json", 4096, 4096)
+    write(tmp_path / "new.json", 4096, 4096)
+    assert cli("compare", "main", "new.json", cwd=tmp_path).returncode == 0
+    line = one_line_error(cli("compare", "feature", "new.json", cwd=tmp_path))
+    assert "no baseline 'feature'" in line and "saved baselines there: main" in line
+    listing = cli("baselines", cwd=tmp_path)
+    assert listing.returncode == 0 and listing.stdout.splitlines()[1].startswith("main ")
+
+
+def test_compare_input_errors_exit_2_naming_the_problem(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", 4096, 4096)
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text('{"format": "pytest-roofline", "results": [')
+    assert str(corrupt) in one_line_error(cli("compare", str(base), str(corrupt)))
+    assert "bad compare rule 'speed:5%'" in one_line_error(
+        cli("compare", str(base), str(base), "--fail", "speed:5%"))
+
+
+def test_compare_writes_markdown_and_the_github_summary(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", 4096, 4096)
+    new = write(tmp_path / "new.json", 4096, 32)
+    summary = tmp_path / "summary.md"
+    result = cli("compare", str(base), str(new), "--md", str(tmp_path / "out.md"),
+                 "--github-summary", env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert result.returncode == 1
+    for path in (tmp_path / "out.md", summary):
+        text = path.read_text()
+        assert text.startswith("## Roofline report") and "### Regressions" in text
+    printed = cli("markdown", str(new), "--compare", str(base))
+    assert printed.returncode == 0 and "**1 regression** against" in printed.stdout
+
+
+def test_plot_writes_an_image_or_draws_in_characters(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    report = write(tmp_path / "r.json", 4096, 32)
+    result = cli("plot", str(report), "-o", str(tmp_path / "chart.png"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
+    term = cli("plot", str(report))
+    assert term.returncode == 0 and term.stdout.startswith("roofline: h100-sxm")
+    assert "must end in .png" in one_line_error(cli("plot", str(report), "-o", "x.gif"))
+
+
+def test_usage_without_a_command_and_the_script_entry_point() -> None:
+    from importlib.metadata import entry_points
+
+    assert cli().returncode == 2
+    assert cli("--help").returncode == 0
+    scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
+    assert scripts.get("pytest-roofline", "pytest_roofline.cli:main") == \
+        "pytest_roofline.cli:main"

@@ -1,0 +1,222 @@
+"""The baseline gate in pytest runs (pytester): save, compare, rules, reports, xdist.
+
+The inner suites run ``ops.matmul(M, 8192, 8192)`` on h100: intensity M*8192 / (8192 + 2M)
+FLOP/B against a ridge of 989.4 TFLOP/s / 3.35 TB/s = 295.3 FLOP/B, so M = 4096 is
+compute-bound (2048.0 FLOP/B) and M = 32 memory-bound (31.8 FLOP/B): changing M moves the
+test across the ridge. M = 2048 stays compute-bound at 1365.3 FLOP/B (-33.3% from 4096).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+import pytest_roofline.gate
+import pytest_roofline.plugin  # noqa: F401 - imported here, kept across in-process runs
+from pytest_roofline.records import load_report
+
+pytest_plugins = ("pytester",)
+# In-process runs drop the modules they import; what the plugins import lazily is imported
+# up front so that nothing is imported twice (yaml's C extension and matplotlib break).
+pytest.importorskip("yaml")
+pytest.importorskip("pint")
+try:
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure
+    import matplotlib.image  # noqa: F401
+except ImportError:  # pragma: no cover - the plot extra is optional
+    pass
+
+ISOLATE = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
+
+
+def plugin_args() -> list[str]:
+    installed = any(ep.value == "pytest_roofline.plugin" for ep in entry_points(group="pytest11"))
+    return [*([] if installed else ["-p", "pytest_roofline.plugin"]),
+            "-p", "pytest_roofline.gate", *ISOLATE]
+
+
+def suite(pytester: pytest.Pytester, m: int, *, extra: str = "") -> None:
+    pytester.makepyfile(test_k=textwrap.dedent(f"""
+        import pytest
+        from pytest_roofline import ops
+
+        @pytest.mark.roofline(hw="h100", regime="compute",
+                              workload=ops.matmul(4096, 8192, 8192))
+        def test_steady():
+            pass
+
+        @pytest.mark.roofline(hw="h100", workload=ops.matmul({m}, 8192, 8192))
+        def test_moving():
+            pass
+    """) + "\n" + extra)
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_inprocess(*plugin_args(), *args)
+
+
+def test_a_parameter_change_across_the_ridge_fails_the_test(pytester: pytest.Pytester) -> None:
+    suite(pytester, 4096)
+    run(pytester, "--roofline-save").assert_outcomes(passed=2)
+    saved = load_report(pytester.path / ".roofline" / "baseline.json")
+    assert [r["regime"] for r in saved["results"]] == ["compute", "compute"]
+
+    suite(pytester, 32)
+    result = run(pytester, "--roofline-compare")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*_ test_moving _*",
+        "roofline: regression against baseline 'baseline': h100-sxm (bf16): regime changed "
+        "from compute to memory; intensity 2048.0 -> 31.8 FLOP/B, ridge 295.3 FLOP/B (rule "
+        "regime: a change of bottleneck always counts)",
+        "*= roofline baseline and reports =*",
+        "compared against baseline 'baseline' (*baseline.json); checks: regime, fits",
+        "Regressions (1):",
+        "  test_k.py::test_moving: h100-sxm (bf16): regime changed from compute to memory*",
+        "1 regression in 1 of 2 results compared; 1 unchanged, 0 changed within the rules; "
+        "0 new, 0 vanished",
+        "FAILED test_k.py::test_moving - roofline: regression against baseline*",
+    ])
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*def test_moving*")
+
+
+def test_every_rule_given_applies(pytester: pytest.Pytester) -> None:
+    suite(pytester, 4096)
+    run(pytester, "--roofline-save=main").assert_outcomes(passed=2)
+    suite(pytester, 2048)  # still compute-bound; intensity -33.3%, time halves
+    run(pytester, "--roofline-compare=main").assert_outcomes(passed=2)
+    run(pytester, "--roofline-compare=main", "--roofline-compare-fail=intensity:40%"
+        ).assert_outcomes(passed=2)
+    # the first of two options must not be lost to the second
+    result = run(pytester, "--roofline-compare=main", "--roofline-compare-fail=intensity:10%",
+                 "--roofline-compare-fail=time:5%")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "roofline: regression against baseline 'main': h100-sxm (bf16): intensity fell from "
+        "2048.0 FLOP/B to 1365.3 FLOP/B (-33.3%), over the limit of 10% (rule intensity:10%)",
+        "*checks: regime, fits, intensity:10%, time:5%",
+    ])
+
+
+def test_rules_and_baseline_from_the_ini_file(pytester: pytest.Pytester) -> None:
+    suite(pytester, 4096)
+    pytester.makeini("[pytest]\nroofline_storage = ci-store\n")
+    run(pytester, "--roofline-save=main").assert_outcomes(passed=2)
+    assert (pytester.path / "ci-store" / "main.json").is_file()
+    suite(pytester, 2048)
+    pytester.makeini("[pytest]\nroofline_storage = ci-store\nroofline_compare = main\n"
+                     "roofline_compare_fail = intensity:10% time:5%\n")
+    run(pytester).assert_outcomes(passed=1, failed=1)
+
+
+def test_new_and_vanished_tests_are_listed_not_failed(pytester: pytest.Pytester) -> None:
+    suite(pytester, 4096, extra=textwrap.dedent("""
+        @pytest.mark.roofline(hw="h100", workload=ops.matmul(8, 8, 8))
+        def test_old():
+            pass
+    """))
+    run(pytester, "--roofline-save").assert_outcomes(passed=3)
+    suite(pytester, 4096, extra=textwrap.dedent("""
+        @pytest.mark.roofline(hw="h100", workload=ops.matmul(8, 8, 8))
+        def test_renamed():
+            pass
+    """))
+    result = run(pytester, "--roofline-compare")
+    result.assert_outcomes(passed=3)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "New since the baseline, not compared (1):",
+        "  test_k.py::test_renamed on h100-sxm (bf16)",
+        "Vanished since the baseline (1):",
+        "  test_k.py::test_old on h100-sxm (bf16)",
+    ])
+
+
+def test_a_missing_baseline_warns_or_errors_before_any_test(pytester: pytest.Pytester) -> None:
+    suite(pytester, 4096)
+    warned = run(pytester, "--roofline-compare=main")
+    warned.assert_outcomes(passed=2, warnings=1)
+    warned.stdout.fnmatch_lines(["*RooflineBaselineWarning: roofline: no baseline to compare "
+                                 "against: *main.json: no baseline 'main'*"])
+    refused = run(pytester, "--roofline-compare=main", "--roofline-compare-missing=error")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: --roofline-compare: *main.json: no baseline 'main'*"])
+    refused.stdout.no_fnmatch_line("*passed*")
+
+
+def test_a_corrupt_baseline_or_bad_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    suite(pytester, 4096)
+    store = pytester.path / ".roofline"
+    store.mkdir()
+    (store / "main.json").write_text('{"format": "pytest-roofline", "version": 1, "resu')
+    result = run(pytester, "--roofline-compare=main")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: *main.json: not valid JSON*"])
+    for args, says in [(("--roofline-compare-fail=speed:5%",), "*bad compare rule 'speed:5%'*"),
+                       (("--roofline-save", "../x"), "*baseline name '../x' is not allowed*"),
+                       (("--roofline-plot=chart.gif",), "*must end in .png, .svg, .pdf*"),
+                       (("--roofline-compare", "--roofline-compare-missing=maybe"), "*maybe*")]:
+        bad = run(pytester, *args)
+        assert bad.ret == pytest.ExitCode.USAGE_ERROR, args
+        bad.stderr.fnmatch_lines([says])
+        assert "Traceback" not in bad.stderr.str()
+
+
+def test_an_interrupted_run_saves_no_baseline(pytester: pytest.Pytester) -> None:
+    suite(pytester, 4096, extra="def test_stop():\n    pytest.exit(\"stopped by the user\")\n")
+    result = run(pytester, "--roofline-save")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*baseline 'baseline' not saved: the run was interrupted*"])
+    assert not (pytester.path / ".roofline").exists()
+
+
+def test_markdown_file_and_github_summary(pytester: pytest.Pytester,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    suite(pytester, 4096)
+    run(pytester, "--roofline-save").assert_outcomes(passed=2)
+    suite(pytester, 32)
+    summary = pytester.path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    run(pytester, "--roofline-compare", "--roofline-md=out/report.md",
+        "--roofline-github-summary").assert_outcomes(passed=1, failed=1)
+    for path in (pytester.path / "out" / "report.md", summary):
+        text = path.read_text()
+        assert text.startswith("## Roofline report")
+        assert text.index("### Regressions") < text.index("### Results")
+        assert "| `test_k.py::test_moving` | h100-sxm (bf16) | `regime` |" in text
+
+
+def test_plots_as_a_file_and_in_the_terminal(pytester: pytest.Pytester) -> None:
+    image = pytest.importorskip("matplotlib.image")
+    suite(pytester, 32)
+    result = run(pytester, "--roofline-plot=chart.png")
+    result.stdout.fnmatch_lines(["roofline: plot written to *chart.png"])
+    assert image.imread(pytester.path / "chart.png").shape[:2] == (480, 640)
+    term = run(pytester, "--roofline-plot=term")
+    term.stdout.fnmatch_lines(["roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s*",
+                               "  A  test_moving * memory * 31.8 FLOP/B  report",
+                               "  B  test_steady * compute * 2048.0 FLOP/B  ok"])
+
+
+def test_the_gate_works_the_same_under_xdist(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    suite(pytester, 4096)
+    args = (*plugin_args(), "-n", "2")
+    saved = pytester.runpytest_subprocess(*args, "--roofline-save=main")
+    saved.assert_outcomes(passed=2)
+    assert len(json.loads((pytester.path / ".roofline" / "main.json").read_text())
+               ["results"]) == 2
+    suite(pytester, 32)
+    result = pytester.runpytest_subprocess(*args, "--roofline-compare=main")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*roofline: regression against baseline 'main': h100-sxm (bf16): regime changed*",
+        "Regressions (1):",
+    ])
+    assert Path(pytester.path / ".roofline" / "main.json").is_file()

@@ -1,0 +1,162 @@
+"""Roofline charts: the chart model, a PNG/SVG written and read back, the character chart."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_roofline import analyze, ascii_plot, ops, plot
+from pytest_roofline.compare import compare
+from pytest_roofline.errors import RooflineError
+from pytest_roofline.records import make_record, make_report
+
+H100_BF16 = 989.4e12  # FLOP/s, dense, specs/hardware/h100-sxm.yaml (whitepaper)
+H100_BW = 3.35e12  # B/s
+
+
+def rec(nodeid: str, m: int, hw: str = "h100", outcome: str = "passed") -> dict[str, Any]:
+    expected = None if outcome == "report" else ("compute",)
+    return make_record(nodeid, analyze(ops.matmul(m, 8192, 8192), hw), expected, outcome)
+
+
+def sample() -> dict[str, Any]:
+    # m = 4096 is compute-bound on h100 (intensity 2048 > ridge 295.3), m = 32 memory-bound
+    return make_report([rec("t.py::test_big", 4096), rec("t.py::test_small", 32, "h100", "failed"),
+                        rec("t.py::test_side", 64, "h100", "report"),
+                        rec("t.py::test_big", 4096, "a100")])
+
+
+# -- the chart model ---------------------------------------------------------------------------
+
+
+def test_a_chart_per_chip_with_the_chips_roofs_and_the_records_as_points() -> None:
+    charts = plot.charts(sample())
+    assert [c.hw for c in charts] == ["a100-80gb-sxm", "h100-sxm"]
+    h100 = charts[1]
+    assert h100.bandwidth == pytest.approx(H100_BW)
+    used = [r for r in h100.roofs if r.used]
+    assert [r.dtypes for r in used] == [("bf16", "fp16")]
+    assert used[0].peak == pytest.approx(H100_BF16)
+    assert {"fp8", "int8"} <= set(h100.roofs[0].dtypes)  # highest roof first, unused
+    big = next(p for p in h100.points if p.name == "test_big")
+    # compute-bound: the point sits on the flat roof, at the peak
+    assert big.performance == pytest.approx(H100_BF16, rel=1e-9)
+    small = next(p for p in h100.points if p.name == "test_small")
+    # memory-bound: on the slope, bandwidth x intensity
+    assert small.performance == pytest.approx(H100_BW * small.intensity, rel=1e-9)
+    assert h100.roof_at(small.intensity, used[0]) == pytest.approx(small.performance)
+
+
+def test_an_unknown_chip_gets_the_roof_its_records_imply() -> None:
+    record = rec("t::x", 64)
+    record["hw"] = "lab-chip-not-in-catalog"
+    (chart,) = plot.charts([record])
+    assert chart.bandwidth == pytest.approx(H100_BW, rel=1e-12)  # bytes / memory time
+    assert chart.roofs[0].peak == pytest.approx(H100_BF16, rel=1e-12)  # ridge x bandwidth
+
+
+def test_records_that_cannot_be_placed_are_listed_not_drawn() -> None:
+    record = rec("t::x", 64)
+    record.update(intensity=float("inf"), bytes=0.0)
+    (chart,) = plot.charts([record])
+    assert chart.points == () and chart.skipped == ("t::x",)
+
+
+def test_regressions_are_marked() -> None:
+    base = make_report([rec("t.py::test_big", 4096)])
+    new = make_report([rec("t.py::test_big", 32)])
+    (chart,) = plot.charts(new, compare(base, new))
+    assert chart.points[0].regressed
+
+
+# -- matplotlib -------------------------------------------------------------------------------
+
+
+def test_a_png_is_written_and_reads_back_at_the_documented_size(tmp_path: Path) -> None:
+    np = pytest.importorskip("numpy")
+    image = pytest.importorskip("matplotlib.image")
+    path = plot.write(sample(), tmp_path / "out" / "chart.png")
+    pixels = image.imread(path)
+    # two chips side by side, each subplot 6.4 x 4.8 inches at 100 dpi
+    assert pixels.shape[:2] == (480, 1280)
+    colours = np.unique((pixels[..., :3] * 255).round().reshape(-1, 3), axis=0)
+    assert len(colours) > 50  # not blank: axes, roofs, text, points
+    failed_red = np.array([0xD6, 0x27, 0x28])
+    assert np.any(np.all(np.abs(pixels[..., :3] * 255 - failed_red) < 2, axis=-1))
+    assert [p.name for p in path.parent.iterdir()] == ["chart.png"]  # no temporary left
+
+
+def test_one_chip_is_one_subplot(tmp_path: Path) -> None:
+    image = pytest.importorskip("matplotlib.image")
+    path = plot.write([rec("t::a", 64)], tmp_path / "one.png", title="one chip")
+    assert image.imread(path).shape[:2] == (480, 640)
+
+
+def test_svg_and_pdf_are_written_too(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    svg = plot.write(sample(), tmp_path / "chart.svg").read_text()
+    assert "<svg" in svg and "test_small" in svg
+    assert plot.write(sample(), tmp_path / "chart.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_an_unknown_format_or_nothing_to_plot_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(RooflineError, match=r"must end in \.png, \.svg, \.pdf"):
+        plot.write(sample(), tmp_path / "chart.gif")
+    with pytest.raises(RooflineError, match="nothing to plot"):
+        plot.write(make_report([]), tmp_path / "chart.png")
+
+
+def test_without_matplotlib_the_error_names_the_extra(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    with pytest.raises(plot.MissingExtraError) as info:
+        plot.write(sample(), tmp_path / "chart.png")
+    assert 'pip install "pytest-roofline[plot]"' in str(info.value)
+    assert isinstance(info.value, ImportError)
+    assert not (tmp_path / "chart.png").exists()
+
+
+# -- characters -------------------------------------------------------------------------------
+
+
+def grid_of(text: str) -> list[str]:
+    """The plot rows of a one-chip chart (between the header and the x axis)."""
+    lines = text.splitlines()
+    axis = next(i for i, line in enumerate(lines) if line.lstrip().startswith("+"))
+    return lines[1:axis]
+
+
+def test_the_character_chart_has_the_asked_size_and_a_legend() -> None:
+    report = make_report([rec("t.py::test_big", 4096), rec("t.py::test_small", 32)])
+    text = ascii_plot.render(report, width=60, height=15)
+    rows = grid_of(text)
+    assert len(rows) == 15
+    assert all(len(row) <= 6 + 2 + 60 for row in rows)
+    assert text.splitlines()[0].startswith("roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s")
+    assert "  A  test_big" in text and "compute" in text
+    assert "  B  test_small" in text and "memory" in text
+
+
+def test_points_sit_on_the_roof_characters() -> None:
+    report = make_report([rec("t.py::test_big", 4096), rec("t.py::test_small", 32)])
+    rows = grid_of(ascii_plot.render(report))
+    row_a = next(r for r in rows if "A" in r)
+    row_b = next(r for r in rows if "B" in r)
+    assert "-" in row_a and "/" not in row_a.split("A")[1]  # compute-bound: the flat roof
+    assert "/" in row_b  # memory-bound: the bandwidth slope
+    assert rows.index(row_a) < rows.index(row_b)  # higher performance is higher up
+
+
+def test_the_character_chart_marks_verdicts_and_regressions() -> None:
+    base = make_report([rec("t.py::test_big", 4096)])
+    new = make_report([rec("t.py::test_big", 32, outcome="failed")])
+    text = ascii_plot.render(new, compare(base, new))
+    assert "FAIL, REGRESSED" in text
+    assert ascii_plot.render(make_report([])) == "roofline: no results to plot"
+    with pytest.raises(ValueError, match="at least 20 x 6"):
+        ascii_plot.render(new, width=10)
