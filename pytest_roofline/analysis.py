@@ -285,14 +285,19 @@ def crossover(
         return lo
     if not holds(hi):
         return None
-    low, high = lo, hi  # holds(low) is False, holds(high) is True
+    return last_true(lambda x: not holds(x), lo, hi) + 1
+
+
+def last_true(predicate: Callable[[int], bool], low: int, high: int) -> int:
+    """The last x in [low, high) with *predicate* true, given it holds at *low* and not at
+    *high* and changes once in between (bisection: log2(high - low) calls)."""
     while high - low > 1:
         mid = (low + high) // 2
-        if holds(mid):
-            high = mid
-        else:
+        if predicate(mid):
             low = mid
-    return high
+        else:
+            high = mid
+    return low
 
 
 def knob_hint(workload: Workload, hw: Hardware | str, regime: str,
@@ -316,14 +321,8 @@ def knob_hint(workload: Workload, hw: Hardware | str, regime: str,
                            dtype=dtype, **settings)
             return None if at is None else f"{regime}-bound from {knob.name} >= {at}"
         if regime_at(knob.lo) == regime:
-            low, high = knob.lo, knob.value  # regime holds at low, not at high
-            while high - low > 1:
-                mid = (low + high) // 2
-                if regime_at(mid) == regime:
-                    low = mid
-                else:
-                    high = mid
-            return f"{regime}-bound up to {knob.name} <= {low}"
+            last = last_true(lambda x: regime_at(x) == regime, knob.lo, knob.value)
+            return f"{regime}-bound up to {knob.name} <= {last}"
     except RooflineError:
         return None
     return None

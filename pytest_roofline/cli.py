@@ -446,6 +446,8 @@ def regime_segments(regime_at: Callable[[int], str], lo: int, hi: int,
     Samples the range (every value when it is small, else geometrically), then finds each
     change exactly by bisection between the samples that straddle it.
     """
+    from .analysis import last_true
+
     if hi - lo + 1 <= samples:
         points = list(range(lo, hi + 1))
     else:
@@ -458,13 +460,12 @@ def regime_segments(regime_at: Callable[[int], str], lo: int, hi: int,
     for i in range(1, len(points)):
         low = points[i - 1]
         while current != regimes[i]:
-            high = points[i]  # invariant: current holds at low, not at high
-            while high - low > 1:
-                mid = (low + high) // 2
-                if regime_at(mid) == current:
-                    low = mid
-                else:
-                    high = mid
+            # current holds at low, not at points[i]: find where it stops
+            def holds(x: int, now: str = current) -> bool:
+                return regime_at(x) == now
+
+            low = last_true(holds, low, points[i])
+            high = low + 1
             segments.append((start, low, current))
             start, current, low = high, regime_at(high), high  # maybe another change follows
     segments.append((start, hi, current))

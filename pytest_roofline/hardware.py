@@ -17,6 +17,7 @@ from typing import Any
 
 from . import dtypes, units
 from .errors import SpecError, UnknownHardwareError, UnsupportedPrecisionError, did_you_mean
+from .specfiles import builtin_dir, load_yaml
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _TOP_KEYS = frozenset({
@@ -222,24 +223,6 @@ class Hardware:
 # -- spec parsing ----------------------------------------------------------------------------
 
 
-def _load_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read spec file ({exc.strerror or exc})") from None
-    try:
-        data = yaml.load(text, Loader=loader)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: a spec file must be a mapping of fields, "
-                        f"got {type(data).__name__}")
-    return data
-
-
 class _Reader:
     """Reads one raw spec mapping, naming the file and field in every error."""
 
@@ -416,12 +399,7 @@ def _merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any
 
 def builtin_spec_dir() -> Path:
     """The folder of the built-in hardware specs (inside the installed package)."""
-    from importlib import resources
-
-    try:
-        return Path(str(resources.files("pytest_roofline.specs"))) / "hardware"
-    except ModuleNotFoundError:  # pragma: no cover - a source checkout without install
-        return Path(__file__).resolve().parent.parent / "specs" / "hardware"
+    return builtin_dir("hardware")
 
 
 class Catalog:
@@ -442,7 +420,7 @@ class Catalog:
         self._scanned = True
         folder = builtin_spec_dir()
         for path in sorted(folder.glob("*.yaml")):
-            self._add_raw(_load_yaml(path), str(path), builtin=True)
+            self._add_raw(load_yaml(path), str(path), builtin=True)
 
     def _add_raw(self, data: dict[str, Any], origin: str, builtin: bool = False) -> str:
         name = data.get("name")
@@ -482,7 +460,7 @@ class Catalog:
             key = self._add_raw(dict(spec), "<registered>")
         else:
             path = Path(spec)
-            key = self._add_raw(_load_yaml(path), str(path))
+            key = self._add_raw(load_yaml(path), str(path))
         return self.get(key)
 
     def register_path(self, path: str | os.PathLike[str]) -> list[Hardware]:

@@ -67,11 +67,7 @@ def _si(unit: str) -> Callable[[float], str]:
 
 
 def _time(value: float) -> str:
-    magnitude = abs(value)
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if magnitude >= scale:
-            return f"{value / scale:.4g} {unit}"
-    return f"{value / 1e-9:.4g} ns"
+    return units.format_time(value, digits=4)
 
 
 @dataclass(frozen=True)

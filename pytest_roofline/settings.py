@@ -93,12 +93,19 @@ def parse_flops_per_mac(value: str, option: str) -> int:
     return int(text)
 
 
-def parse_derate(value: str, option: str) -> float:
+def _fraction(value: object) -> float:
+    """``0.7`` or ``"70%"`` as 0.7; NaN for anything that is not a number."""
     text = str(value).strip()
+    if isinstance(value, bool):
+        return math.nan
     try:
-        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
-        number = math.nan
+        return math.nan
+
+
+def parse_derate(value: str, option: str) -> float:
+    number = _fraction(value)
     if not (0 < number <= 1):
         raise SettingsError(f"{option}: {value!r} is not allowed; expected a fraction of "
                             f"peak in (0, 1] such as 0.7 or '70%'")
@@ -106,12 +113,8 @@ def parse_derate(value: str, option: str) -> float:
 
 
 def parse_margin(value: object, option: str) -> float:
-    text = str(value).strip()
-    try:
-        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        number = math.nan
-    if isinstance(value, bool) or not (0 <= number < 1):
+    number = _fraction(value)
+    if not (0 <= number < 1):
         raise SettingsError(f"{option}: {value!r} is not allowed; expected a relative band "
                             f"in [0, 1) such as 0.1 or '10%'")
     return number

@@ -183,10 +183,10 @@ def si(value: float, unit: str = "", digits: int = 3) -> str:
     return f"{value:.{digits}g} {unit}".rstrip()
 
 
-def format_time(seconds: float) -> str:
+def format_time(seconds: float, digits: int = 3) -> str:
     """Format a duration with a readable unit: ``format_time(1.39e-4) == "139 us"``."""
     magnitude = abs(seconds)
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
         if magnitude >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+            return f"{seconds / scale:.{digits}g} {unit}"
+    return f"{seconds / 1e-9:.{digits}g} ns"

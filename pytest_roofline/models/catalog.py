@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, UnknownModelError, did_you_mean
+from ..specfiles import builtin_dir, load_yaml
 from .cnn import ResNet
 from .config import ModelConfig, ResNetConfig, TransformerConfig, from_dict
 from .transformer import Transformer
@@ -20,30 +21,7 @@ Model = Transformer | ResNet
 
 def builtin_model_dir() -> Path:
     """The folder of the built-in model files (inside the installed package)."""
-    from importlib import resources
-
-    try:
-        return Path(str(resources.files("pytest_roofline.specs"))) / "models"
-    except ModuleNotFoundError:  # pragma: no cover - a source checkout without install
-        return Path(__file__).resolve().parents[2] / "specs" / "models"
-
-
-def _load_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read model file ({exc.strerror or exc})") from None
-    try:
-        data = yaml.load(text, Loader=loader)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: a model file must be a mapping of fields, got "
-                        f"{type(data).__name__}")
-    return data
+    return builtin_dir("models")
 
 
 def build(config: ModelConfig) -> Model:
@@ -69,7 +47,7 @@ class Catalog:
             return
         self._scanned = True
         for path in sorted(builtin_model_dir().glob("*.yaml")):
-            self._add_raw(_load_yaml(path), str(path), builtin=True)
+            self._add_raw(load_yaml(path, "model file"), str(path), builtin=True)
 
     def _add_raw(self, data: dict[str, Any], origin: str, builtin: bool = False) -> str:
         name = data.get("name")
@@ -104,7 +82,7 @@ class Catalog:
         if isinstance(spec, Mapping):
             key = self._add_raw(dict(spec), "<registered>")
         else:
-            key = self._add_raw(_load_yaml(Path(spec)), os.fspath(spec))
+            key = self._add_raw(load_yaml(Path(spec), "model file"), os.fspath(spec))
         return self.get(key)
 
     def config(self, name: str | os.PathLike[str]) -> ModelConfig:
@@ -113,7 +91,7 @@ class Catalog:
             path = Path(text)
             if not path.is_file():
                 raise UnknownModelError(f"model file {text!r} does not exist")
-            return from_dict(_load_yaml(path), str(path))
+            return from_dict(load_yaml(path, "model file"), str(path))
         self._scan()
         key = self._alias.get(text.lower())
         if key is None:
