@@ -45,7 +45,8 @@ class GateState:
     missing: str | None = None  # the missing-baseline message, when it is missing
     md: Path | None = None
     github_summary: bool = False
-    plot: str | None = None  # "term" or a file path
+    plots: tuple[str, ...] = ()  # chart files to write
+    plot_term: bool = False  # a chart in characters in the terminal summary
     is_worker: bool = False
     notes: list[tuple[str, bool]] = field(default_factory=list)  # (line, is_error) to print
     comparison: Any = None
@@ -75,9 +76,10 @@ _OPTIONS: tuple[tuple[str, dict[str, Any], str, str], ...] = (
      "write a Markdown summary (regressions first, then the table) to PATH."),
     ("--roofline-github-summary", {"action": "store_true", "default": None}, "bool",
      "append the Markdown summary to the file named by $GITHUB_STEP_SUMMARY, when set."),
-    ("--roofline-plot", {"metavar": "PATH|term"}, "string",
+    ("--roofline-plot", {"action": "append", "metavar": "PATH|term"}, "args",
      "draw the roofline chart: PATH.png / PATH.svg / PATH.pdf (needs the plot extra), or "
-     "'term' for a chart in characters in the terminal summary."),
+     "'term' for a chart in characters in the terminal summary; repeatable, every value "
+     "applies."),
 )
 
 
@@ -139,10 +141,12 @@ def _build_state(config: pytest.Config) -> GateState:
     state.md = _path(config, md, from_cli) if md else None
     summary, _ = _pick(config, "roofline_github_summary")
     state.github_summary = bool(summary)
-    plot, from_cli = _pick(config, "roofline_plot")
-    if plot:
-        state.plot = "term" if plot == "term" else str(_check_plot(_path(config, plot,
-                                                                            from_cli)))
+    plots, from_cli = _pick(config, "roofline_plot")
+    for value in plots or ():
+        if value == "term":
+            state.plot_term = True
+        else:
+            state.plots += (str(_check_plot(_path(config, value, from_cli))),)
     return state
 
 
@@ -244,8 +248,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _save(state, report, records, exitstatus)
     if state.md or state.github_summary:
         _markdown(state, report)
-    if state.plot and state.plot != "term":
-        _plot(state, report)
+    for path in state.plots:
+        _plot(state, report, path)
 
 
 def _save(state: GateState, report: dict[str, Any], records: list[Any], exitstatus: int) -> None:
@@ -285,16 +289,15 @@ def _markdown(state: GateState, report: dict[str, Any]) -> None:
         state.notes.append((f"roofline: cannot write the Markdown summary: {exc}", True))
 
 
-def _plot(state: GateState, report: dict[str, Any]) -> None:
+def _plot(state: GateState, report: dict[str, Any], target: str) -> None:
     from . import plot
 
-    assert state.plot is not None
     if not report["results"]:
         state.notes.append(("roofline: no plot drawn: the run produced no roofline results",
                             False))
         return
     try:
-        path = plot.write(report, state.plot, state.comparison)
+        path = plot.write(report, target, state.comparison)
     except (RooflineError, OSError) as exc:
         state.notes.append((f"roofline: cannot draw the plot: {exc}", True))
         return
@@ -316,7 +319,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                       f"checks: {rules.describe(state.rules)}", False))
         regressions = {f"  {r.line}" for r in comparison.regressions}
         lines.extend((line, line in regressions) for line in comparison.lines(LIST_LIMIT))
-    if state.plot == "term":
+    if state.plot_term:
         from . import ascii_plot
 
         records, report = _records(config)

@@ -156,19 +156,9 @@ def _value(rule: str, value: Any) -> str:
 
 def write(path: str | os.PathLike[str], text: str) -> Path:
     """Write *text* to *path* (folders created), atomically."""
-    import tempfile
+    from .atomic import write_text
 
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_text(path, text)
 
 
 def append_step_summary(text: str, path: str | os.PathLike[str] | None = None) -> Path | None:

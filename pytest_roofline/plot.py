@@ -338,18 +338,9 @@ def write(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
           path: str | os.PathLike[str], comparison: Comparison | None = None, *,
           title: str | None = None) -> Path:
     """Draw *report* and write it to *path* (.png, .svg or .pdf), atomically."""
-    import tempfile
+    from .atomic import write_with
 
     target = check_path(path)
     fig = figure(report, comparison, title=title)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix,
-                               dir=target.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=target.suffix.lower()[1:], dpi=DPI)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_with(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lower()[1:],
+                                                      dpi=DPI))

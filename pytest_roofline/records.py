@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -84,17 +83,9 @@ def make_report(records: Iterable[Mapping[str, Any]],
 
 def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> None:
     """Write atomically: a temporary file in the same folder, then a rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2, sort_keys=False, allow_nan=True)
-            handle.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from .atomic import write_text
+
+    write_text(path, json.dumps(report, indent=2, allow_nan=True) + "\n")
 
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -90,11 +90,12 @@ def test_an_interrupted_save_leaves_the_previous_baseline_whole(
     baseline.save(tmp_path, "main", a_report(2))
     before = (tmp_path / "main.json").read_bytes()
 
-    def half_then_die(obj: Any, handle: Any, **kwargs: Any) -> None:
-        handle.write(json.dumps(obj)[:40])  # half a file reaches the disk, then the run dies
+    def half_then_die(self: Path, text: str, **kwargs: Any) -> int:
+        with open(self, "w", encoding="utf-8") as handle:
+            handle.write(text[:40])  # half a file reaches the disk, then the run dies
         raise interruption()
 
-    monkeypatch.setattr(json, "dump", half_then_die)
+    monkeypatch.setattr(Path, "write_text", half_then_die)
     with pytest.raises(interruption):
         baseline.save(tmp_path, "main", a_report(5))
     monkeypatch.undo()
@@ -121,3 +122,15 @@ def test_list_baselines_shows_names_sizes_and_broken_files(tmp_path: Path) -> No
     assert found["main"].error is None and found["main"].datetime
     assert found["broken"].results is None and "not valid JSON" in str(found["broken"].error)
     assert found["main"].to_dict()["path"] == str(tmp_path / "main.json")
+
+
+def test_saved_files_get_the_permissions_of_a_plain_write(tmp_path: Path) -> None:
+    # The temporary file behind an atomic write is private (0600); the result must not be.
+    import os
+
+    mask = os.umask(0o022)
+    try:
+        path = baseline.save(tmp_path, "main", a_report(1))
+    finally:
+        os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o644

@@ -202,6 +202,13 @@ def test_plots_as_a_file_and_in_the_terminal(pytester: pytest.Pytester) -> None:
     term.stdout.fnmatch_lines(["roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s*",
                                "  A  test_moving * memory * 31.8 FLOP/B  report",
                                "  B  test_steady * compute * 2048.0 FLOP/B  ok"])
+    # A repeated option keeps every value: both charts, and a second file.
+    both = run(pytester, "--roofline-plot=term", "--roofline-plot=chart.svg",
+               "--roofline-plot=again.png")
+    both.stdout.fnmatch_lines(["roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s*",
+                               "roofline: plot written to *chart.svg",
+                               "roofline: plot written to *again.png"])
+    assert (pytester.path / "chart.svg").read_text().lstrip().startswith("<?xml")
 
 
 def test_the_gate_works_the_same_under_xdist(pytester: pytest.Pytester) -> None:
