@@ -7,22 +7,36 @@ cheap: pint, numpy and yaml are imported only when a spec or a quantity is first
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .analysis import KernelResult, Result, analyze, crossover, knob_hint
-from .errors import (
-    BaselineError,
-    RooflineError,
-    RuleError,
-    SpecError,
-    UnitError,
-    UnknownHardwareError,
-    UnknownModelError,
-    UnsupportedPrecisionError,
-    WorkloadError,
-)
-from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
-from .workload import Kernel, Knob, Workload
+if TYPE_CHECKING:
+    from . import models, ops
+    from .analysis import KernelResult, Result, analyze, crossover, knob_hint
+    from .errors import (
+        BaselineError,
+        RooflineError,
+        RuleError,
+        SpecError,
+        UnitError,
+        UnknownHardwareError,
+        UnknownModelError,
+        UnsupportedPrecisionError,
+        WorkloadError,
+    )
+    from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
+    from .workload import Kernel, Knob, Workload
+
+# Public name -> the module that defines it. Imported on first use, so that loading the pytest
+# plugin (which imports this package) costs nothing for a suite that never uses it.
+_WHERE = {
+    **dict.fromkeys(("KernelResult", "Result", "analyze", "crossover", "knob_hint"), "analysis"),
+    **dict.fromkeys(("BaselineError", "RooflineError", "RuleError", "SpecError", "UnitError",
+                     "UnknownHardwareError", "UnknownModelError", "UnsupportedPrecisionError",
+                     "WorkloadError"), "errors"),
+    **dict.fromkeys(("Hardware", "Link", "get_hardware", "list_hardware", "register_hardware"),
+                    "hardware"),
+    **dict.fromkeys(("Kernel", "Knob", "Workload"), "workload"),
+}
 
 __version__ = "0.1.0"
 
@@ -56,11 +70,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # ops and models are imported on first use, keeping `import pytest_roofline` light.
-    if name in ("ops", "models"):
-        import importlib
+    import importlib
 
-        module = importlib.import_module(f".{name}", __name__)
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in ("ops", "models"):
+        value: Any = importlib.import_module(f".{name}", __name__)
+    elif name in _WHERE:
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
