@@ -1,0 +1,379 @@
+"""``analyze`` and ``sweep``: ops and model phases from the command line.
+
+The options of an op are built from its function's signature, so every op is reachable
+without a table to keep in step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import re
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import rules
+from ..errors import RooflineError
+from .common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    PHASES,
+    PROG,
+    UsageError,
+    analysis_options,
+    analysis_settings,
+    chips,
+    common_options,
+    echo,
+    print_json,
+    register_specs,
+    render_table,
+)
+
+# -- analyze and sweep: options from function signatures ------------------------------------
+
+
+_SHAPE = re.compile(r"^\d+(?:[x,]\d+)+$")
+_INT = re.compile(r"^[+-]?\d+$")
+_RESERVED = {"hw", "json", "spec", "flops_per_mac", "derate", "sparse", "phase", "param",
+             "range", "help"}
+
+
+def convert(text: str) -> Any:
+    """A command-line value as the ops take it: 32 -> int, 0.5 -> float, 3x3 -> (3, 3),
+    anything else (bf16, '4 GB') stays a string."""
+    value = text.strip()
+    if _INT.match(value):
+        return int(value)
+    if _SHAPE.match(value):
+        return tuple(int(v) for v in re.split(r"[x,]", value))
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return int(number) if number.is_integer() and "e" in value.lower() else number
+
+
+def _is_flag(param: inspect.Parameter) -> bool:
+    return param.annotation in ("bool", bool) or isinstance(param.default, bool)
+
+
+def add_signature_options(parser: argparse.ArgumentParser, func: Callable[..., Any],
+                          skip: Sequence[str] = ()) -> list[str]:
+    """One option per parameter of *func*; returns the names added."""
+    added: list[str] = []
+    for name, param in inspect.signature(func).parameters.items():
+        if name in skip or name in _RESERVED or param.kind is param.VAR_KEYWORD:
+            continue
+        flags = [f"--{name.replace('_', '-')}"] + ([f"--{name}"] if "_" in name else [])
+        if param.kind is param.VAR_POSITIONAL:
+            parser.add_argument(*flags, dest=name, nargs="+", type=convert,
+                                default=argparse.SUPPRESS, metavar="VALUE",
+                                help="one or more values (shapes as 32x8192)")
+        elif _is_flag(param):
+            parser.add_argument(*flags, dest=name, action=argparse.BooleanOptionalAction,
+                                default=argparse.SUPPRESS,
+                                help=f"(default: {param.default})".replace("%", "%%"))
+        else:
+            required = param.default is inspect.Parameter.empty
+            text = "required" if required else f"optional (default: {param.default})"
+            parser.add_argument(*flags, dest=name, type=convert, default=argparse.SUPPRESS,
+                                required=required, metavar="VALUE",
+                                help=text.replace("%", "%%"))
+        added.append(name)
+    return added
+
+
+def call_with(func: Callable[..., Any], values: dict[str, Any]) -> Any:
+    """Call *func* with the options given (parameters not given keep their defaults)."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for name, param in inspect.signature(func).parameters.items():
+        if name not in values:
+            continue
+        if param.kind is param.VAR_POSITIONAL:
+            args.extend(values[name])
+        elif param.kind is param.POSITIONAL_ONLY:
+            args.append(values[name])
+        else:
+            kwargs[name] = values[name]
+    return func(*args, **kwargs)
+
+
+def _op_names() -> list[str]:
+    from .. import ops
+
+    names = getattr(ops, "__all__", None) or [
+        n for n, f in vars(ops).items() if inspect.isfunction(f) and not n.startswith("_")]
+    return sorted(str(n) for n in names)
+
+
+def _op(name: str) -> Callable[..., Any]:
+    from .. import ops
+    from ..errors import did_you_mean
+
+    names = _op_names()
+    if name not in names:
+        raise UsageError(f"unknown op {name!r}." + did_you_mean(name, names)
+                         + f" Ops: {', '.join(names)}; or 'model NAME'.")
+    func: Callable[..., Any] = getattr(ops, name)
+    return func
+
+
+def _model(name: str) -> Any:
+    from .. import models
+
+    load = getattr(models, "load", None)
+    if load is None:  # pragma: no cover - a package without the models catalog
+        raise UsageError("this installation has no model catalog")
+    return load(name)
+
+
+def _model_names() -> list[str]:
+    try:
+        from .. import models
+
+        names = getattr(models, "list_models", None)
+        return list(names()) if callable(names) else []
+    except Exception:  # pragma: no cover - listing is only a hint in help text
+        return []
+
+
+class _Target:
+    """What `analyze`/`sweep` works on: an op, or a model phase, and its parameters."""
+
+    def __init__(self, command: str, argv: Sequence[str]) -> None:
+        if not argv or argv[0] in ("-h", "--help"):
+            self._usage(command, full=bool(argv))
+        self.kind = argv[0]
+        rest = list(argv[1:])
+        if self.kind == "model":
+            if not rest or rest[0].startswith("-"):
+                raise UsageError(f"{command} model needs a model name: `{PROG} {command} model "
+                                 f"llama-3-8b --phase decode --batch 8 --context 4096 --hw "
+                                 f"h100`")
+            self.title = rest.pop(0)
+            model = _model(self.title)
+            phases = [p for p in PHASES if callable(getattr(model, p, None))]
+            pre = argparse.ArgumentParser(add_help=False)
+            pre.add_argument("--phase", choices=phases, default=phases[0] if phases else None)
+            known, _ = pre.parse_known_args(rest)
+            self.phase = known.phase
+            self.func: Callable[..., Any] = getattr(model, self.phase)
+            self.label = f"{self.title} {self.phase}"
+        else:
+            self.func = _op(self.kind)
+            self.title = self.kind
+            self.phase = None
+            self.label = self.kind
+        self.rest = rest
+
+    @staticmethod
+    def _usage(command: str, full: bool) -> None:
+        example = ("analyze matmul --m 32 --k 8192 --n 8192 --hw h100,tpu-v5e" if command ==
+                   "analyze" else "sweep matmul --param m --range 1:4096 --k 8192 --n 8192 "
+                                  "--hw h100")
+        models = _model_names()
+        text = (f"usage: {PROG} {command} OP [--ARG VALUE ...] --hw CHIPS\n"
+                f"       {PROG} {command} model NAME [--phase PHASE] [--ARG VALUE ...] "
+                f"--hw CHIPS\n\n"
+                f"ops: {', '.join(_op_names())}\n"
+                + (f"models: {', '.join(models)}\n" if models else "")
+                + f"phases: {', '.join(PHASES)} (as the model offers)\n\n"
+                f"`{PROG} {command} OP --help` lists the op's options. Example:\n"
+                f"  {PROG} {example}")
+        print(text, file=sys.stdout if full else sys.stderr)
+        raise SystemExit(EXIT_OK if full else EXIT_USAGE)
+
+    def parser(self, command: str, skip: Sequence[str] = ()) -> argparse.ArgumentParser:
+        doc = inspect.getdoc(self.func) or ""
+        parser = argparse.ArgumentParser(
+            prog=f"{PROG} {command} {self.kind}" + (f" {self.title}" if self.phase else ""),
+            description=doc.split("\n\n")[0], parents=[common_options()])
+        if self.phase is not None:
+            parser.add_argument("--phase", default=self.phase, help="the model phase")
+        analysis_options(parser)
+        self.params = add_signature_options(parser, self.func, skip)
+        return parser
+
+
+def _verdict_hint(workload: Any, chip: Any, regime: str, settings: dict[str, Any]) -> str | None:
+    from ..analysis import knob_hint
+
+    other = "compute" if regime != "compute" else "memory"
+    try:
+        return knob_hint(workload, chip, other, **settings)
+    except RooflineError:
+        return None
+
+
+def _fmt(value: Any, unit: str) -> str:
+    from ..units import format_time, si
+
+    if not isinstance(value, (int, float)):
+        return "-"
+    if unit == "s":
+        return format_time(float(value))
+    if unit == "FLOP/B":
+        return rules.format_number(float(value))
+    return si(float(value), unit)
+
+
+def _fits(value: Any) -> str:
+    return "-" if value is None else ("yes" if value else "NO")
+
+
+def cmd_analyze(argv: Sequence[str]) -> int:
+    from ..analysis import analyze
+
+    target = _Target("analyze", argv)
+    args = target.parser("analyze").parse_args(target.rest)
+    register_specs(args.spec)
+    values = {n: getattr(args, n) for n in target.params if hasattr(args, n)}
+    workload = call_with(target.func, values)
+    settings = analysis_settings(args)
+    results = [(chip, analyze(workload, chip, **settings)) for chip in chips(args.hw)]
+    hints = {r.hw: _verdict_hint(workload, chip, r.regime, settings) for chip, r in results}
+    if args.json:
+        out = []
+        for _, r in results:
+            item = r.to_dict()
+            item["hint"] = hints[r.hw]
+            item["shares_s"] = dict(r.shares)
+            item["kernels"] = [_kernel_dict(k) for k in r.kernels]
+            out.append(item)
+        print_json({"target": target.label, "workload": workload.name, "results": out})
+        return EXIT_OK
+    echo(f"{workload.name}: {_fmt(workload.flops, 'FLOP')}, {_fmt(workload.bytes, 'B')}, "
+          f"intensity {_fmt(workload.intensity, 'FLOP/B')} FLOP/B"
+          + (f", footprint {_fmt(workload.footprint, 'B')}" if workload.footprint else ""))
+    echo()
+    rows = [[r.hw, r.dtype, _fmt(r.intensity, "FLOP/B"), _fmt(r.ridge, "FLOP/B"), r.regime,
+             _fmt(r.time, "s"), _fmt(r.attainable, "FLOP/s"), _fits(r.fits)]
+            for _, r in results]
+    echo(render_table(["chip", "dtype", "FLOP/B", "ridge", "regime", "time", "attainable",
+                  "fits"], rows, align="llrrlrrl"))
+    for _, r in results:
+        if hints[r.hw]:
+            echo(f"  {r.hw}: {r.regime}-bound; {hints[r.hw]}")
+    for _, r in results:
+        if len(r.kernels) > 1:
+            echo(f"\nbreakdown on {r.hw} ({r.dtype}):")
+            kernel_rows = [[k.name, f"{float(k.count):g}", _fmt(k.flops, "FLOP"),
+                            _fmt(k.bytes, "B"), _fmt(k.intensity, "FLOP/B"), str(k.regime),
+                            _fmt(k.time, "s"), f"{100 * float(k.share):.1f}%"]
+                           for k in r.kernels]
+            echo(render_table(["kernel", "count", "FLOPs", "bytes", "FLOP/B", "regime", "time",
+                          "share"], kernel_rows, align="lrrrrlrr"))
+    return EXIT_OK
+
+
+def _kernel_dict(kernel: Any) -> dict[str, Any]:
+    return {"name": kernel.name, "count": kernel.count, "flops": kernel.flops,
+            "bytes": kernel.bytes, "link_bytes": kernel.link_bytes,
+            "intensity": kernel.intensity, "peak": kernel.peak_label, "regime": kernel.regime,
+            "time_s": kernel.time, "share": kernel.share}
+
+
+def parse_range(text: str) -> tuple[int, int]:
+    """``"1:4096"`` -> ``(1, 4096)``: whole numbers, low <= high, both inclusive."""
+    match = re.match(r"^\s*(\d+)\s*:\s*(\d+)\s*$", text)
+    if not match or int(match.group(1)) > int(match.group(2)):
+        raise UsageError(f"--range {text!r}: expected LOW:HIGH, whole numbers with "
+                         f"LOW <= HIGH, e.g. 1:4096")
+    return int(match.group(1)), int(match.group(2))
+
+
+def regime_segments(regime_at: Callable[[int], str], lo: int, hi: int,
+                    samples: int = 257) -> list[tuple[int, int, str]]:
+    """``[(first, last, regime), ...]`` covering [lo, hi]: where the regime holds.
+
+    Samples the range (every value when it is small, else geometrically), then finds each
+    change exactly by bisection between the samples that straddle it.
+    """
+    from ..analysis import last_true
+
+    if hi - lo + 1 <= samples:
+        points = list(range(lo, hi + 1))
+    else:
+        ratio = (hi / max(lo, 1)) ** (1 / (samples - 1))
+        points = sorted({lo, hi, *(min(hi, max(lo, round(max(lo, 1) * ratio ** i)))
+                                   for i in range(samples))})
+    regimes = [regime_at(x) for x in points]
+    segments: list[tuple[int, int, str]] = []
+    start, current = lo, regimes[0]
+    for i in range(1, len(points)):
+        low = points[i - 1]
+        while current != regimes[i]:
+            # current holds at low, not at points[i]: find where it stops
+            def holds(x: int, now: str = current) -> bool:
+                return regime_at(x) == now
+
+            low = last_true(holds, low, points[i])
+            high = low + 1
+            segments.append((start, low, current))
+            start, current, low = high, regime_at(high), high  # maybe another change follows
+    segments.append((start, hi, current))
+    return segments
+
+
+def cmd_sweep(argv: Sequence[str]) -> int:
+    from ..analysis import analyze
+
+    target = _Target("sweep", argv)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--param")
+    known, _ = pre.parse_known_args(target.rest)
+    parser = target.parser("sweep", skip=())
+    for action in parser._actions:  # the swept parameter takes its values from --range
+        if known.param and action.dest == known.param:
+            action.required = False
+    parser.add_argument("--param", required=True, help="the parameter to sweep")
+    parser.add_argument("--range", dest="span", required=True, metavar="LOW:HIGH",
+                        help="inclusive range of whole numbers, e.g. 1:4096")
+    args = parser.parse_args(target.rest)
+    register_specs(args.spec)
+    if args.param not in target.params:
+        from ..errors import did_you_mean
+
+        raise UsageError(f"--param {args.param!r}: {target.label} has no such parameter."
+                         + did_you_mean(args.param, target.params)
+                         + f" Parameters: {', '.join(target.params)}")
+    lo, hi = parse_range(args.span)
+    values = {n: getattr(args, n) for n in target.params if hasattr(args, n)}
+    settings = analysis_settings(args)
+    report = []
+    for chip in chips(args.hw):
+        def regime_at(x: int, chip: Any = chip) -> str:
+            workload = call_with(target.func, {**values, args.param: x})
+            return str(analyze(workload, chip, **settings).regime)
+
+        segments = regime_segments(regime_at, lo, hi)
+        sample = analyze(call_with(target.func, {**values, args.param: lo}), chip, **settings)
+        report.append({
+            "hw": chip.name, "dtype": sample.dtype, "ridge": sample.ridge,
+            "param": args.param, "range": [lo, hi],
+            "segments": [{"from": a, "to": b, "regime": r} for a, b, r in segments],
+            "changes": [{"at": segments[i + 1][0], "from": segments[i][2],
+                         "to": segments[i + 1][2]} for i in range(len(segments) - 1)],
+        })
+    if args.json:
+        print_json({"target": target.label, "results": report})
+        return EXIT_OK
+    fixed = ", ".join(f"{k}={v}" for k, v in values.items() if k != args.param)
+    echo(f"{target.label}({args.param}={lo}..{hi}" + (f", {fixed}" if fixed else "") + ")")
+    for item in report:
+        echo(f"\n{item['hw']} ({item['dtype']}, ridge {rules.format_number(item['ridge'])} "
+              f"FLOP/B):")
+        for seg in item["segments"]:
+            echo(f"  {args.param} {seg['from']}..{seg['to']}: {seg['regime']}-bound")
+        if item["changes"]:
+            for change in item["changes"]:
+                echo(f"  regime changes at {args.param} = {change['at']} "
+                      f"({change['from']} -> {change['to']})")
+        else:
+            echo(f"  no regime change in {args.param} {lo}..{hi}")
+    return EXIT_OK
+
+

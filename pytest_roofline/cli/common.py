@@ -1,0 +1,108 @@
+"""What the subcommands share: exit codes, common options, output helpers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import baseline, rules
+from ..errors import RooflineError
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_USAGE = 2
+PROG = "pytest-roofline"
+PHASES = ("decode", "prefill", "forward", "train_step")
+
+
+class UsageError(RooflineError, ValueError):
+    """A command line that cannot be run as written."""
+
+
+# -- shared option definitions ---------------------------------------------------------------
+
+
+def add_rule_option(parser: argparse.ArgumentParser, *flags: str) -> None:
+    """The compare-rule option (repeatable, every value kept), as the plugin defines it."""
+    parser.add_argument(*(flags or ("--fail",)), dest="rules", action="append", default=[],
+                        metavar="RULE", help=rules.HELP.replace("%", "%%"))
+
+
+def add_storage_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--storage", metavar="DIR", default=baseline.DEFAULT_FOLDER,
+                        help=f"folder of named baselines (default: {baseline.DEFAULT_FOLDER} "
+                             f"in the current directory)")
+
+
+def common_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parent.add_argument("--spec", "--specs", dest="spec", action="append", default=[],
+                        metavar="PATH",
+                        help="a hardware spec file or folder of them to know (repeatable)")
+    return parent
+
+
+def analysis_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--hw", required=True, metavar="CHIPS",
+                        help="chips, comma-separated (names, aliases or spec files)")
+    parser.add_argument("--flops-per-mac", type=int, choices=(1, 2), default=2,
+                        help="FLOPs counted per multiply-accumulate (default 2)")
+    parser.add_argument("--derate", type=float, default=1.0,
+                        help="fraction of every roof reached, in (0, 1] (default 1)")
+    parser.add_argument("--sparse", action="store_true",
+                        help="use the structured-sparse matrix peaks")
+
+
+def analysis_settings(args: argparse.Namespace) -> dict[str, Any]:
+    return {"flops_per_mac": args.flops_per_mac, "derate": args.derate, "sparse": args.sparse}
+
+
+def register_specs(paths: Sequence[str]) -> None:
+    from ..hardware import CATALOG
+
+    for path in paths:
+        CATALOG.register_path(path)
+
+
+def chips(text: str) -> list[Any]:
+    from ..hardware import get_hardware
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageError(f"--hw needs at least one chip name, got {text!r}")
+    return [get_hardware(n) for n in names]
+
+
+def echo(text: str = "") -> None:
+    """Print to stdout; a closed pipe (``| head``) silences the rest instead of failing."""
+    try:
+        print(text)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def print_json(data: Any) -> None:
+    echo(json.dumps(data, indent=2, default=jsonable, allow_nan=True))
+
+
+def jsonable(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> str:
+    from ..table import render
+
+    return "\n".join(render(headers, rows, align=align))
+
+

@@ -1,0 +1,66 @@
+"""``hw list`` and ``hw show``: the chips, their peaks, bandwidths, ridges and sources."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import EXIT_OK, PROG, echo, print_json, render_table
+
+# -- hw --------------------------------------------------------------------------------------
+
+
+def cmd_hw_list(args: argparse.Namespace) -> int:
+    from ..hardware import get_hardware, list_hardware
+    from ..units import si
+
+    chips = [get_hardware(n) for n in list_hardware()]
+    if args.json:
+        print_json([c.summary() for c in chips])
+        return EXIT_OK
+    rows = [[c.name, ", ".join(c.aliases) or "-", c.vendor or "-",
+             si(c.memory_capacity, "B"), si(c.memory_bandwidth, "B/s"), c.default_dtype,
+             si(c.peak(), "FLOP/s"), f"{c.ridge():.1f}"] for c in chips]
+    echo(render_table(["chip", "aliases", "vendor", "memory", "bandwidth", "dtype", "peak",
+                  "ridge FLOP/B"], rows, align="llllrlrr"))
+    echo(f"\n{len(chips)} chips; peaks are dense matrix peaks in the chip's default precision."
+          f" `{PROG} hw show NAME` lists every precision.")
+    return EXIT_OK
+
+
+def cmd_hw_show(args: argparse.Namespace) -> int:
+    from ..hardware import get_hardware
+    from ..units import si
+
+    chip = get_hardware(args.name)
+    if args.json:
+        print_json(chip.summary())
+        return EXIT_OK
+    aliases = f" (aliases: {', '.join(chip.aliases)})" if chip.aliases else ""
+    echo(f"{chip.name}{aliases}: {chip.description or chip.vendor}")
+    echo(f"memory: {si(chip.memory_capacity, 'B')} at {si(chip.memory_bandwidth, 'B/s')}; "
+          f"default precision {chip.default_dtype}\n")
+    names = list(dict.fromkeys([*chip.matrix, *chip.matrix_sparse, *chip.vector]))
+
+    def peak(table: Any, name: str) -> str:
+        return si(table[name], "FLOP/s") if name in table else "-"
+
+    rows = [[n, peak(chip.matrix, n), peak(chip.matrix_sparse, n), peak(chip.vector, n),
+             f"{chip.ridge(n):.1f}" if n in chip.matrix else "-"] for n in names]
+    echo(render_table(["precision", "matrix (dense)", "matrix (sparse)", "vector",
+                  "ridge FLOP/B"], rows, align="lrrrr"))
+    if chip.links:
+        echo("\nlinks (one direction):")
+        for link in chip.links.values():
+            echo(f"  {link.name}: {link.count} x {si(link.bandwidth, 'B/s')} = "
+                  f"{si(link.total, 'B/s')}" + (f"  ({link.note})" if link.note else ""))
+    if chip.onchip:
+        echo("\non-chip memory: " + ", ".join(
+            f"{lv.name} {si(lv.capacity, 'B')}" for lv in chip.onchip))
+    echo("\nsources:")
+    for key, text in chip.sources.items():
+        echo(f"  {key}: {text}")
+    echo(f"\nspec: {chip.origin}")
+    return EXIT_OK
+
+

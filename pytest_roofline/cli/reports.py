@@ -1,0 +1,108 @@
+"""``compare``, ``plot``, ``markdown`` and ``baselines``: the CI gate from report files."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import baseline, rules
+from .common import EXIT_OK, EXIT_REGRESSION, PROG, echo, print_json, render_table
+
+# -- reports: compare, plot, markdown, baselines --------------------------------------------
+
+
+def _load(storage: str, name: str) -> tuple[dict[str, Any], str]:
+    """A report by path, or a baseline by name in *storage*."""
+    if not baseline.is_path(name) and not baseline.exists(storage, name) and Path(name).is_file():
+        name = os.path.join(".", name)  # an existing file written without a folder
+    return baseline.load(storage, name), name
+
+
+def _comparison(args: argparse.Namespace, new: dict[str, Any]) -> Any:
+    from ..compare import compare
+
+    if not getattr(args, "compare", None):
+        return None
+    base, label = _load(args.storage, args.compare)
+    return compare(base, new, rules.parse_rules(args.rules), base=label)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..compare import compare
+
+    rule_objs = rules.parse_rules(args.rules)
+    base, base_label = _load(args.storage, args.base)
+    new, _ = _load(args.storage, args.new)
+    result = compare(base, new, rule_objs, base=base_label)
+    _write_markdown(args, new, result)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        echo(f"comparing {args.new} against {base_label} (checks: "
+              f"{rules.describe(rule_objs)})")
+        echo("\n".join(result.lines()))
+    return EXIT_REGRESSION if result.failed else EXIT_OK
+
+
+def _write_markdown(args: argparse.Namespace, report: dict[str, Any], comparison: Any) -> None:
+    from .. import markdown
+
+    if not (getattr(args, "md", None) or getattr(args, "github_summary", False)):
+        return
+    text = markdown.render(report, comparison)
+    if args.md:
+        markdown.write(args.md, text)
+    if args.github_summary and markdown.append_step_summary(text) is None:
+        print(f"{PROG}: note: {markdown.STEP_SUMMARY} is not set; no job summary written",
+              file=sys.stderr)
+
+
+def cmd_markdown(args: argparse.Namespace) -> int:
+    from .. import markdown
+
+    report, _ = _load(args.storage, args.report)
+    comparison = _comparison(args, report)
+    if args.md or args.github_summary:
+        _write_markdown(args, report, comparison)
+    else:
+        echo(markdown.render(report, comparison))
+    return EXIT_OK
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .. import ascii_plot, plot
+
+    report, _ = _load(args.storage, args.report)
+    comparison = _comparison(args, report)
+    if args.output in (None, "term", "-"):
+        text = ascii_plot.render(report, comparison, width=args.width, height=args.height)
+        if args.json:
+            print_json({"chart": text})
+        else:
+            echo(text)
+        return EXIT_OK
+    path = plot.write(report, args.output, comparison, title=args.title)
+    if args.json:
+        print_json({"written": str(path)})
+    else:
+        echo(f"wrote {path}")
+    return EXIT_OK
+
+
+def cmd_baselines(args: argparse.Namespace) -> int:
+    found = baseline.list_baselines(args.storage)
+    if args.json:
+        print_json([b.to_dict() for b in found])
+        return EXIT_OK
+    if not found:
+        echo(f"no baselines in {args.storage}")
+        return EXIT_OK
+    rows = [[b.name, b.datetime or "-", "-" if b.results is None else str(b.results),
+             b.error or str(b.path)] for b in found]
+    echo(render_table(["name", "saved", "results", "file"], rows, align="llrl"))
+    return EXIT_OK
+
+
