@@ -194,3 +194,16 @@ def test_links_are_per_direction_times_count() -> None:
     assert hw.link_bandwidth("nvlink", count=2) == pytest.approx(50e9, rel=1e-3)
     with pytest.raises(UnknownHardwareError, match="no link 'ici'.*nvlink"):
         hw.link("ici")
+
+
+@pytest.mark.parametrize("chip", ["tpu-v4", "tpu-v6e"])
+def test_chips_without_a_published_vector_peak_bound_it_by_the_matrix_peak(chip: str) -> None:
+    # Neither Google table publishes a VPU peak; the spec says vector_fallback: matrix, so a
+    # whole model (norms, softmax) can be analyzed, with the peak used named in the result.
+    hw = get_hardware(chip)
+    assert not hw.vector
+    assert hw.peak_key("bf16", unit="vector") == ("matrix:bf16", hw.matrix["bf16"])
+    # Where a chip has neither a vector peak nor the fallback, it is an error, not a guess.
+    bare = hw.replace(name="bare", vector_fallback="fp32")
+    with pytest.raises(UnsupportedPrecisionError, match="no vector-unit peak"):
+        bare.peak("bf16", unit="vector")
