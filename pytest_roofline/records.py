@@ -12,22 +12,26 @@ A report is a JSON object::
       "results": [RECORD, ...]
     }
 
-and each RECORD is the roofline of one test on one chip::
+and each RECORD is the roofline of one test on one chip (figures in SI units)::
 
     {
       "nodeid": "tests/test_x.py::test_gemm",  "hw": "h100-sxm",  "dtype": "bf16",
-      "workload": "matmul(4096x4096x4096)",
-      "flops": 1.37e11, "bytes": 1.0e8, "link_bytes": 0.0,      # FLOP, B, B
-      "intensity": 1365.3, "ridge": 295.3,                      # FLOP/B
-      "regime": "compute",                                      # compute | memory | network
+      "workload": "matmul(4096x4096x4096, bf16)",
+      "flops": 1.37e11, "bytes": 1.0e8, "link_bytes": 0.0,       # FLOP, B, B
+      "intensity": 1365.3, "ridge": 295.3,                       # FLOP/B
+      "regime": "compute",                                       # compute | memory | network
       "time_s": 1.39e-4, "t_compute_s": ..., "t_memory_s": ..., "t_network_s": ...,
+      "attainable_flops": 9.89e14,                               # FLOP/s
       "footprint_B": 1.0e8, "capacity_B": 8.0e10, "fits": true,  # fits: null when unknown
-      "expected": ["compute"],                                  # null: report only
-      "outcome": "passed",          # passed | failed | error (a bad marker) | report
-      "message": ""                 # the failure line, if any
+      "flops_per_mac": 2, "derate": 1.0,                         # the conventions in force
+      "expected": ["compute"],         # allowed regimes; null: no regime asserted
+      "expectation": "compute",        # the summary's label of every check
+      "outcome": "passed",             # passed | failed | report (nothing asserted)
+      "message": ""                    # the failure lines, if any
     }
 
-Records are keyed by ``(nodeid, hw, dtype)`` when compared against a baseline.
+Fields added by a ``pytest_roofline_result`` hook travel with the record. Records are keyed
+by ``(nodeid, hw, dtype)`` when compared against a baseline.
 """
 
 from __future__ import annotations
@@ -44,7 +48,6 @@ from .errors import BaselineError
 
 FORMAT = "pytest-roofline"
 VERSION = 1
-OUTCOMES = ("passed", "failed", "error", "report")
 REQUIRED = ("nodeid", "hw", "dtype", "flops", "bytes", "intensity", "ridge", "regime",
             "time_s", "outcome")
 
