@@ -7,7 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from pytest_roofline import Kernel, RooflineError, Workload, WorkloadError, analyze, crossover
+from pytest_roofline import (
+    Kernel,
+    RooflineError,
+    Workload,
+    WorkloadError,
+    analyze,
+    crossover,
+    list_hardware,
+)
 from pytest_roofline import get_hardware as hw
 
 
@@ -46,7 +54,10 @@ def test_single_kernel_figures() -> None:
     assert result.fits is None  # no footprint declared
 
 
-@pytest.mark.parametrize("chip", ["h100", "a100", "tpu-v5e", "tpu-v6e", "h200", "mi300x"])
+BF16_CHIPS = [n for n in list_hardware() if "bf16" in hw(n).matrix]
+
+
+@pytest.mark.parametrize("chip", BF16_CHIPS)
 def test_batch_at_which_a_bf16_matmul_turns_compute_bound(chip: str) -> None:
     # Intensity BDF/(BD+DF+BF) = R (the ridge) solves to B* = R*D*F / (D*F - R*(D+F)); the
     # first whole batch at or above it is compute-bound.
