@@ -405,3 +405,33 @@ def test_config_from_a_hugging_face_config_json():
         models.from_hf_config(gpt2, "my-gpt2")
     config = models.from_hf_config(gpt2, "my-gpt2", tie_embeddings=True)
     assert models.load(config).params == 124_439_808
+
+
+def test_mistral_decode_reads_at_most_its_sliding_window() -> None:
+    # Mistral 7B v0.1 config.json: sliding_window 4096. Beyond 4096 tokens of context a decode
+    # step reads, and the rolling cache keeps, 4096 positions: 32 layers x 2 (K, V) x 8 KV
+    # heads x 128 x 2 B = 131072 B per position.
+    mistral = models.load("mistral-7b")
+    at_4k = mistral.decode(1, 4096)
+    at_32k = mistral.decode(1, 32768)
+    assert at_32k.bytes == pytest.approx(at_4k.bytes)
+    assert at_32k.footprint == pytest.approx(at_4k.footprint)
+    kv_per_position = 32 * 2 * 8 * 128 * 2
+    assert mistral.decode(1, 2048).bytes == pytest.approx(at_4k.bytes - 2048 * kv_per_position,
+                                                          rel=1e-3)
+    # Llama 3 8B has no window: its KV reads keep growing with the context.
+    llama = models.load("llama-3-8b")
+    assert llama.decode(1, 32768).bytes > llama.decode(1, 4096).bytes
+
+
+def test_hf_config_window_only_when_used() -> None:
+    # Qwen2 config.json files list "sliding_window": 131072 with "use_sliding_window": false;
+    # Mistral v0.1's lists 4096 and uses it.
+    base = {"hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 1000,
+            "tie_word_embeddings": False}
+    qwen = models.from_hf_config({**base, "sliding_window": 131072,
+                                  "use_sliding_window": False}, "tiny-qwen")
+    mistral = models.from_hf_config({**base, "sliding_window": 4096}, "tiny-mistral")
+    assert qwen.sliding_window is None
+    assert mistral.sliding_window == 4096

@@ -416,3 +416,24 @@ def test_sharded_matmul_over_k_needs_an_all_reduce():
 def test_bad_input_names_the_argument_and_the_value(call, message):
     with pytest.raises(WorkloadError, match=message):
         call()
+
+
+def test_sliding_window_attention_counts_only_the_window() -> None:
+    # Decode with a 4096-key window over a 32768-token context (Mistral 7B v0.1): one query
+    # scores W keys and reads the last W positions of K and V (32 heads, 8 KV heads, d=128,
+    # bf16): FLOPs 4*32*4096*128, bytes Q+O 2*32*128*2 plus K,V 2*4096*8*128*2.
+    w = ops.attention(1, 1, 32768, 32, 8, 128, causal=True, window=4096)
+    assert w.flops == pytest.approx(4 * 32 * 4096 * 128 + 5 * 32 * 4096)  # + softmax
+    assert w.bytes == pytest.approx(2 * 32 * 128 * 2 + 2 * 4096 * 8 * 128 * 2)
+    # 8 queries at the end of a 10-key context, window 4: the first query (position 3 of 10)
+    # sees 3 keys, the other 7 see 4 each: 31 pairs; K, V are read for min(10, 8 - 1 + 4).
+    from pytest_roofline.ops.attention import keys_read, scored_pairs
+
+    assert scored_pairs(8, 10, True, 4) == 3 + 7 * 4
+    assert keys_read(8, 10, 4) == 10
+    # Full prefill of 6 tokens with a window of 3: counts 1, 2, 3, 3, 3, 3 = 15 pairs.
+    assert scored_pairs(6, 6, True, 3) == 15
+    # A window wider than the context changes nothing.
+    assert scored_pairs(6, 6, True, 100) == scored_pairs(6, 6, True)
+    with pytest.raises(WorkloadError, match="window=16 needs causal=True"):
+        ops.attention(1, 1, 64, 4, 4, 8, window=16)

@@ -76,6 +76,7 @@ class TransformerConfig:
     experts_per_token: int = 0
     moe_intermediate: int | None = None
     shared_experts: int = 0
+    sliding_window: int | None = None
     aliases: tuple[str, ...] = ()
     description: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -129,6 +130,8 @@ class TransformerConfig:
                             f"experts is 0")
         if self.moe_intermediate is not None:
             _whole(self.moe_intermediate, f"{where}: field 'moe_intermediate'")
+        if self.sliding_window is not None:
+            _whole(self.sliding_window, f"{where}: field 'sliding_window'")
         if self.published_params is not None and (
                 isinstance(self.published_params, bool)
                 or not isinstance(self.published_params, (int, float))
@@ -285,6 +288,7 @@ _HF_KEYS = {  # our field: the config.json keys that may hold it, first found wi
     "experts_per_token": ("num_experts_per_tok",),
     "moe_intermediate": ("moe_intermediate_size",),
     "shared_experts": ("n_shared_experts",),
+    "sliding_window": ("sliding_window",),
 }
 
 
@@ -294,7 +298,7 @@ def from_hf_config(config: Mapping[str, Any], name: str, **overrides: Any) -> Tr
 
     ``tie_word_embeddings`` must be in the mapping or in *overrides*: its absence is not
     taken to mean either value. Architectures this mapping does not cover (multi-head latent
-    attention, sliding windows, alternating layers) need a hand-written config.
+    attention, windows on some layers only) need a hand-written config.
     """
     values: dict[str, Any] = {}
     for ours, keys in _HF_KEYS.items():
@@ -307,6 +311,8 @@ def from_hf_config(config: Mapping[str, Any], name: str, **overrides: Any) -> Tr
         values.update(mlp="plain", norm="layernorm", position="learned", bias=True,
                       activation="gelu")
         values.setdefault("intermediate", 4 * int(values.get("hidden", 0)))
+    if config.get("use_sliding_window") is False:  # Qwen2 lists a window it does not use
+        values.pop("sliding_window", None)
     if config.get("attention_bias"):
         values["qkv_bias"] = True
     if model_type.startswith("qwen2"):

@@ -7,7 +7,8 @@ has a few dozen kernels whatever its depth. What each phase reads (per chip):
   never read in full, only the rows of the step's tokens (a gather); the lm_head reads its
   whole [hidden, vocab] matrix (for tied embeddings, that matrix is the table).
 * **KV cache**: decode reads ``context`` positions of K and V per sequence, with the KV head
-  count, in ``kv_dtype``; prefill reads the K and V it has just written.
+  count, in ``kv_dtype`` (with a sliding window of W, the last min(context, W), and the cache
+  keeps only those); prefill reads the K and V it has just written.
 * **Activations**: each kernel reads its inputs and writes its outputs once (see ``ops``).
 
 Fusion assumed (what inference engines do): the residual add is fused into the next norm,
@@ -310,7 +311,9 @@ class Transformer:
         weights = linear * dtypes.ITEMSIZE[plan.weight] + (per_chip - linear) * act
         kv_cache: Number = 0.0
         if phase in ("decode", "prefill"):
-            kv_cache = b * ctx * c.layers * 2.0 * plan.kv_heads * hd * dtypes.ITEMSIZE[plan.kv]
+            # a sliding window keeps a rolling cache of its last W positions
+            kept = ctx if c.sliding_window is None else min(ctx, float(c.sliding_window))
+            kv_cache = b * kept * c.layers * 2.0 * plan.kv_heads * hd * dtypes.ITEMSIZE[plan.kv]
         qkv = (plan.heads + 2 * plan.kv_heads) * hd
         if c.is_moe:
             k = c.experts_per_token + c.shared_experts
@@ -410,7 +413,8 @@ class Transformer:
             norm_kernel("attn_norm", c.norm, tokens, h, act, residual=True, count=L),
             _Linear("qkv_proj", tokens, h, (plan.heads + 2 * plan.kv_heads) * hd, L, True),
             *attention_kernels("attention", batch, q_len, kv_len, plan.heads, plan.kv_heads,
-                               hd, causal, plan.fused, act, plan.kv, count=L),
+                               hd, causal, plan.fused, act, plan.kv, count=L,
+                               window=c.sliding_window if causal else None),
             _Linear("o_proj", tokens, plan.heads * hd, h, L, True),
             *self._all_reduce("attn.all_reduce", tokens, L, plan),
             norm_kernel("mlp_norm", c.norm, tokens, h, act, residual=True, count=L),

@@ -9,6 +9,9 @@ Formulas (per sequence and query head; P = scored (query, key) pairs):
 
 * P = q_len·kv_len; causal: P = q_len·(kv_len - q_len) + q_len·(q_len + 1)/2, about half
   of q_len·kv_len in prefill (q_len = kv_len), all of it in decode (q_len = 1).
+* Sliding window of W keys (causal, as in Mistral 7B v0.1): query i sees
+  min(kv_len - q_len + i + 1, W) keys, so P = sum of those counts, and only the last
+  min(kv_len, q_len - 1 + W) positions of K and V are read: a decode step reads min(context, W).
 * Matrix FLOPs: 2·P·head_dim for Q·Kᵀ plus 2·P·head_dim for P·V = 4·P·head_dim.
 * Softmax: 5 FLOPs per score (see ``ops.vector``), vector units.
 
@@ -34,22 +37,36 @@ from .vector import SOFTMAX_FLOPS
 _LAYOUTS = {"bshd": (0, 1, 2, 3), "bhsd": (0, 2, 1, 3)}  # positions of (b, s, h, d)
 
 
-def scored_pairs(q_len: Number, kv_len: Number, causal: bool) -> Number:
-    """Scored (query, key) pairs per sequence and head."""
-    if causal:
+def scored_pairs(q_len: Number, kv_len: Number, causal: bool,
+                 window: int | None = None) -> Number:
+    """Scored (query, key) pairs per sequence and head (see the module docstring)."""
+    if not causal:
+        return q_len * kv_len
+    if window is None or window >= kv_len:
         return q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2.0
-    return q_len * kv_len
+    first = kv_len - q_len + 1  # keys the first query would see without a window
+    if first >= window:
+        return q_len * float(window)
+    # counts first, first + 1, ..., window, then window for every later query
+    return (window * (window + 1) - (first - 1) * first) / 2.0 + (kv_len - window) * window
+
+
+def keys_read(q_len: int, kv_len: int, window: int | None) -> int:
+    """Positions of K and V a call reads: all of them, or the span the window reaches."""
+    return kv_len if window is None else min(kv_len, q_len - 1 + window)
 
 
 def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number, heads: int,
                       kv_heads: int, head_dim: int, causal: bool, fused: bool, dtype: str,
-                      kv_dtype: str, count: Number = 1.0) -> list[Kernel]:
+                      kv_dtype: str, count: Number = 1.0,
+                      window: int | None = None) -> list[Kernel]:
     """The kernels of one attention call (no checks; shared with the model builders)."""
     item, kv_item = dtypes.ITEMSIZE[dtype], dtypes.ITEMSIZE[kv_dtype]
     q_bytes = batch * q_len * heads * head_dim * item  # Q read, and O written
-    kv_bytes = 2.0 * batch * kv_len * kv_heads * head_dim * kv_item  # K and V, KV heads only
+    read = kv_len if window is None else keys_read(int(q_len), int(kv_len), window)
+    kv_bytes = 2.0 * batch * read * kv_heads * head_dim * kv_item  # K and V, KV heads only
     if fused:
-        pairs = batch * heads * scored_pairs(q_len, kv_len, causal)
+        pairs = batch * heads * scored_pairs(q_len, kv_len, causal, window)
         return [
             Kernel(prefix, 4.0 * pairs * head_dim, 2.0 * q_bytes + kv_bytes, 0.0, "matrix",
                    dtype, None, None, count),
@@ -88,12 +105,14 @@ def attention(
     dtype: object = "bf16",
     kv_dtype: object = None,
     layout: str | None = None,
+    window: object = None,
 ) -> Workload:
     """Attention of *batch* sequences (see the module docstring for every formula).
 
     ``kv_heads`` defaults to ``heads`` (multi-head attention); ``kv_dtype`` (default *dtype*)
-    prices a quantized KV cache. The knob is q_len: one query (decode) reads all of K and V
-    for 4·heads/kv_heads FLOPs per KV element pair, prefill reuses them across queries.
+    prices a quantized KV cache; ``window`` (causal only) is a sliding window of that many
+    keys. The knob is q_len: one query (decode) reads all of K and V for 4·heads/kv_heads
+    FLOPs per KV element pair, prefill reuses them across queries.
 
     Arrays: ``attention(q, k, v, layout="bshd")`` (flash-attn, JAX) or ``layout="bhsd"``
     (``torch.nn.functional.scaled_dot_product_attention``); the layout must be named since
@@ -102,8 +121,12 @@ def attention(
     for flag, value in (("causal", causal), ("fused", fused)):
         if not isinstance(value, bool):
             raise WorkloadError(f"attention: {flag} must be True or False, got {value!r}")
+    span = None if window is None else size(window, "attention: window")
+    if span is not None and not causal:
+        raise WorkloadError(f"attention: window={span} needs causal=True (a sliding window "
+                            f"looks back from each query)")
     if is_arraylike(batch):
-        return _from_arrays(batch, q_len, kv_len, layout, causal, fused, kv_dtype)
+        return _from_arrays(batch, q_len, kv_len, layout, causal, fused, kv_dtype, span)
     if heads is None or head_dim is None or q_len is None or kv_len is None:
         raise WorkloadError("attention needs batch, q_len, kv_len, heads, kv_heads and "
                             "head_dim (or arrays: attention(q, k, v, layout=...))")
@@ -113,33 +136,34 @@ def attention(
     kvh = h if kv_heads is None else size(kv_heads, "attention: kv_heads")
     p = precision(dtype, "dtype")
     kvp = p if kv_dtype is None else precision(kv_dtype, "kv_dtype")
-    return _attention(b, q, kv, h, kvh, d, causal, fused, p, kvp)
+    return _attention(b, q, kv, h, kvh, d, causal, fused, p, kvp, span)
 
 
 def _attention(b: Number, q: int, kv: int, h: int, kvh: int, d: int, causal: bool,
-               fused: bool, p: str, kvp: str) -> Workload:
+               fused: bool, p: str, kvp: str, window: int | None = None) -> Workload:
     check_heads(h, kvh, "attention")
     if causal and q > kv:
         raise WorkloadError(f"attention: causal attention needs q_len <= kv_len (queries are "
                             f"the last q_len positions), got q_len={q}, kv_len={kv}")
-    flags = ", ".join(f for f, on in (("causal", causal), ("fused" if fused else "unfused",
-                                                           True)) if on)
+    flags = ", ".join(f for f, on in (("causal", causal), (f"window={window}", window),
+                                      ("fused" if fused else "unfused", True)) if on)
     kv_label = p if kvp == p else f"{p}, kv {kvp}"
     name = (f"attention(b={show(b)}, q={q}, kv={kv}, heads={h}/{kvh}, d={d}, {flags}, "
             f"{kv_label})")
-    kernels = attention_kernels(name, b, q, kv, h, kvh, d, causal, fused, p, kvp)
+    kernels = attention_kernels(name, b, q, kv, h, kvh, d, causal, fused, p, kvp,
+                                window=window)
     item, kv_item = dtypes.ITEMSIZE[p], dtypes.ITEMSIZE[kvp]
     footprint = 2.0 * b * q * h * d * item + 2.0 * b * kv * kvh * d * kv_item
     if not fused:
         footprint = footprint + b * h * q * kv * item
     knob = None if is_sweep(b) else Knob(
-        "q_len", q, lambda x: _attention(b, x, kv, h, kvh, d, causal, fused, p, kvp),
+        "q_len", q, lambda x: _attention(b, x, kv, h, kvh, d, causal, fused, p, kvp, window),
         hi=kv if causal else 1 << 24)
     return Workload(kernels, footprint=footprint, name=name, knob=knob)
 
 
 def _from_arrays(q: object, k: object, v: object, layout: str | None, causal: bool,
-                 fused: bool, kv_dtype: object) -> Workload:
+                 fused: bool, kv_dtype: object, window: int | None) -> Workload:
     if layout not in _LAYOUTS:
         raise WorkloadError(f"attention(q, k, v) with arrays needs layout='bshd' (flash-attn, "
                             f"JAX) or layout='bhsd' (torch scaled_dot_product_attention), got "
@@ -163,4 +187,4 @@ def _from_arrays(q: object, k: object, v: object, layout: str | None, causal: bo
     return _attention(float(size(bq, "attention: batch")), size(sq, "attention: q_len"),
                       size(sk, "attention: kv_len"), size(hq, "attention: heads"),
                       size(hk, "attention: kv_heads"), size(dq, "attention: head_dim"),
-                      causal, fused, p, kvp)
+                      causal, fused, p, kvp, window)
