@@ -201,6 +201,8 @@ def _check_plot(path: Path) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     state = _state(config)
     config.stash[_STATE] = state
+    if state.base_index:
+        config.pluginmanager.register(_Comparer(state), "roofline-comparer")
     if state.missing and not state.is_worker:
         config.issue_config_time_warning(RooflineBaselineWarning(state.missing), stacklevel=2)
 
@@ -213,16 +215,20 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput["roofline_baseline"] = str(state.compare_path or "")
 
 
-def pytest_roofline_result(config: pytest.Config, item: pytest.Item, nodeid: str,
-                           result: Any, record: dict[str, Any]) -> list[str] | None:
-    """Fail the test when its record regressed against the baseline."""
-    from .compare import check_record
+class _Comparer:
+    """Fails a test whose record regressed against the baseline. Registered only when a
+    baseline is compared against, so that other runs pay nothing per test."""
 
-    state = config.stash.get(_STATE, None)
-    if state is None or not state.base_index:
-        return None
-    messages = check_record(state.base_index, record, state.rules)
-    return [f"regression against baseline {state.label}: {m}" for m in messages] or None
+    def __init__(self, state: GateState) -> None:
+        self.state = state
+
+    def pytest_roofline_result(self, config: pytest.Config, item: pytest.Item, nodeid: str,
+                               result: Any, record: dict[str, Any]) -> list[str] | None:
+        from .compare import check_record
+
+        messages = check_record(self.state.base_index, record, self.state.rules)
+        return [f"regression against baseline {self.state.label}: {m}"
+                for m in messages] or None
 
 
 def _records(config: pytest.Config) -> tuple[list[dict[str, Any]], dict[str, Any]]:
