@@ -242,7 +242,9 @@ def _records(config: pytest.Config) -> tuple[list[dict[str, Any]], dict[str, Any
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash.get(_STATE, None)
-    if state is None or state.is_worker:
+    if state is None or state.is_worker or not (
+            state.base_report is not None or state.save_name or state.md
+            or state.github_summary or state.plots):
         return
     records, report = _records(config)
     if state.base_report is not None:
