@@ -21,9 +21,10 @@ from typing import Any
 
 from . import records
 from .errors import BaselineError
+from .settings import BASELINE_FOLDER, BASELINE_NAME
 
-DEFAULT_FOLDER = ".roofline"
-DEFAULT_NAME = "baseline"
+DEFAULT_FOLDER = BASELINE_FOLDER
+DEFAULT_NAME = BASELINE_NAME
 SUFFIX = ".json"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -44,6 +43,8 @@ class RuleError(RooflineError, ValueError):
 
 def close_matches(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Known names that look like *word*, best first (for "did you mean" hints)."""
+    import difflib
+
     choices = list(choices)
     lowered = {c.lower(): c for c in choices}
     hits = difflib.get_close_matches(word.lower(), list(lowered), n=n, cutoff=0.5)

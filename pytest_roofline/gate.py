@@ -16,12 +16,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import baseline, rules
 from .errors import RooflineError
+from .settings import BASELINE_FOLDER, BASELINE_NAME, RULES_HELP
+
+if TYPE_CHECKING:
+    from .rules import Rule
 
 MISSING_MODES = ("warn", "error")
 LIST_LIMIT = 20  # new / vanished results listed in the terminal before "... and N more"
@@ -35,8 +38,8 @@ class RooflineBaselineWarning(pytest.PytestWarning):
 class GateState:
     """What this session compares against and writes."""
 
-    rules: tuple[rules.Rule, ...] = ()
-    storage: Path = Path(baseline.DEFAULT_FOLDER)
+    rules: tuple[Rule, ...] = ()
+    storage: Path = Path(BASELINE_FOLDER)
     save_name: str | None = None
     compare_name: str | None = None
     compare_path: Path | None = None
@@ -60,18 +63,18 @@ _STATE = pytest.StashKey[GateState]()
 
 _OPTIONS: tuple[tuple[str, dict[str, Any], str, str], ...] = (
     # (option, argparse keywords, ini type, help)
-    ("--roofline-save", {"nargs": "?", "const": baseline.DEFAULT_NAME, "metavar": "NAME"},
+    ("--roofline-save", {"nargs": "?", "const": BASELINE_NAME, "metavar": "NAME"},
      "string", f"save this run's roofline results as baseline NAME (default "
-               f"{baseline.DEFAULT_NAME!r}) in the storage folder, atomically."),
-    ("--roofline-compare", {"nargs": "?", "const": baseline.DEFAULT_NAME, "metavar": "NAME"},
+               f"{BASELINE_NAME!r}) in the storage folder, atomically."),
+    ("--roofline-compare", {"nargs": "?", "const": BASELINE_NAME, "metavar": "NAME"},
      "string", "compare this run against baseline NAME (default "
-               f"{baseline.DEFAULT_NAME!r}) or a report file PATH.json; a regression fails "
+               f"{BASELINE_NAME!r}) or a report file PATH.json; a regression fails "
                "its test."),
-    ("--roofline-compare-fail", {"action": "append", "metavar": "RULE"}, "args", rules.HELP),
+    ("--roofline-compare-fail", {"action": "append", "metavar": "RULE"}, "args", RULES_HELP),
     ("--roofline-compare-missing", {"metavar": "{warn,error}"}, "string",
      "what a missing baseline does: warn (default) or error (before any test runs)."),
     ("--roofline-storage", {"metavar": "DIR"}, "string",
-     f"folder of named baselines (default: {baseline.DEFAULT_FOLDER} in the rootdir)."),
+     f"folder of named baselines (default: {BASELINE_FOLDER} in the rootdir)."),
     ("--roofline-md", {"metavar": "PATH"}, "string",
      "write a Markdown summary (regressions first, then the table) to PATH."),
     ("--roofline-github-summary", {"action": "store_true", "default": None}, "bool",
@@ -120,15 +123,20 @@ def _state(config: pytest.Config) -> GateState:
 def _build_state(config: pytest.Config) -> GateState:
     state = GateState(is_worker=hasattr(config, "workerinput"))
     raw_rules, _ = _pick(config, "roofline_compare_fail")
-    try:
-        state.rules = rules.parse_rules(raw_rules or [])
-    except RooflineError as exc:
-        raise RooflineError(f"--roofline-compare-fail: {exc}") from None
+    if raw_rules:
+        from . import rules
+
+        try:
+            state.rules = rules.parse_rules(raw_rules)
+        except RooflineError as exc:
+            raise RooflineError(f"--roofline-compare-fail: {exc}") from None
     storage, from_cli = _pick(config, "roofline_storage")
     state.storage = (_path(config, storage, from_cli) if storage
-                     else baseline.storage_folder(config.rootpath))
+                     else config.rootpath / BASELINE_FOLDER)
     save, _ = _pick(config, "roofline_save")
     if save:
+        from . import baseline
+
         try:
             state.save_name = baseline.check_name(str(save))
         except RooflineError as exc:
@@ -152,6 +160,8 @@ def _build_state(config: pytest.Config) -> GateState:
 
 def _prepare_compare(config: pytest.Config, state: GateState, name: str,
                      from_cli: bool) -> None:
+    from . import baseline
+
     mode, _ = _pick(config, "roofline_compare_missing")
     mode = mode or "warn"
     if mode not in MISSING_MODES:
@@ -271,6 +281,8 @@ def _save(state: GateState, report: dict[str, Any], records: list[Any], exitstat
                             f"produced no roofline results", True))
         return
     try:
+        from . import baseline
+
         path = baseline.save(state.storage, state.save_name, report)
     except (RooflineError, OSError) as exc:
         state.notes.append((f"roofline: cannot save baseline {state.save_name!r}: {exc}", True))
@@ -323,6 +335,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         lines.append((state.missing, True))
     comparison = state.comparison
     if comparison is not None:
+        from . import rules
+
         lines.append((f"compared against baseline {state.label} ({state.compare_path}); "
                       f"checks: {rules.describe(state.rules)}", False))
         regressions = {f"  {r.line}" for r in comparison.regressions}

@@ -31,6 +31,7 @@ from typing import Any
 
 from . import units
 from .errors import RuleError, did_you_mean
+from .settings import RULES_HELP
 
 #: The checks that always apply, in the order they are reported.
 BUILTIN = ("regime", "fits")
@@ -41,10 +42,7 @@ GRAMMAR = ("A rule is METRIC:LIMIT, where METRIC is one of intensity, time, flop
            "'flops:1GFLOP', 'bytes:64MB').")
 
 #: One-line help text shared by the command line and the pytest option.
-HELP = ("fail when METRIC worsens by more than LIMIT against the baseline: intensity:10% "
-        "(intensity fell by more than 10%), time:5% (bound time rose by more than 5%), "
-        "intensity:5 (FLOP/B), time:2us, flops:1%, bytes:10%, footprint:5%. May be repeated, "
-        "or comma-separated; every rule applies. A regime change always fails.")
+HELP = RULES_HELP
 
 _EPSILON = 1e-9  # relative slack so that a limit met exactly (10.000000000000002%) passes
 
