@@ -17,7 +17,7 @@ from typing import Any
 
 from . import dtypes, units
 from .errors import SpecError, UnknownHardwareError, UnsupportedPrecisionError, did_you_mean
-from .specfiles import builtin_dir, load_yaml
+from .specfiles import SpecIndex, builtin_dir, is_path, load_yaml
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _TOP_KEYS = frozenset({
@@ -402,59 +402,27 @@ def builtin_spec_dir() -> Path:
     return builtin_dir("hardware")
 
 
-class Catalog:
+class Catalog(SpecIndex):
     """Chips by name and alias: the built-in specs, plus user files and registered objects.
 
     Raw YAML is read once to learn names; units are parsed only for chips actually used.
     """
 
+    KIND, WHAT, NOUN = "hardware", "spec file", "chip"
+
     def __init__(self) -> None:
-        self._raw: dict[str, tuple[dict[str, Any], str]] = {}   # canonical -> (data, origin)
-        self._alias: dict[str, str] = {}                        # any name -> canonical
+        super().__init__()
         self._built: dict[str, Hardware] = {}
-        self._scanned = False
 
-    def _scan(self) -> None:
-        if self._scanned:
-            return
-        self._scanned = True
-        folder = builtin_spec_dir()
-        for path in sorted(folder.glob("*.yaml")):
-            self._add_raw(load_yaml(path), str(path), builtin=True)
-
-    def _add_raw(self, data: dict[str, Any], origin: str, builtin: bool = False) -> str:
-        name = data.get("name")
-        if not isinstance(name, str) or not name:
-            raise SpecError(f"{origin}: field 'name': got {name!r}, expected the chip's name")
-        key = name.lower()
-        aliases = data.get("aliases") or []
-        if not isinstance(aliases, list):
-            raise SpecError(f"{origin}: field 'aliases': got {aliases!r}, expected a list")
-        self._raw[key] = (data, origin)
+    def _forget(self, key: str) -> None:
         self._built.pop(key, None)
-        for alias in [key, *(str(a).lower() for a in aliases)]:
-            owner = self._alias.get(alias)
-            if builtin and owner is not None and owner != key:
-                raise SpecError(f"{origin}: name {alias!r} is already used by {owner!r}")
-            self._alias[alias] = key
-        return key
-
-    def names(self) -> list[str]:
-        self._scan()
-        return sorted(self._raw)
-
-    def aliases(self) -> dict[str, str]:
-        self._scan()
-        return dict(self._alias)
 
     def register(self, spec: Hardware | Mapping[str, Any] | str | os.PathLike[str]) -> Hardware:
         """Add a chip (a Hardware, a spec mapping or a spec file); later names win."""
         self._scan()
         if isinstance(spec, Hardware):
-            self._raw[spec.name] = ({}, spec.origin)
+            self._add_object(spec.name, spec.aliases, spec.origin)
             self._built[spec.name] = spec
-            for alias in (spec.name, *spec.aliases):
-                self._alias[alias] = spec.name
             return spec
         if isinstance(spec, Mapping):
             key = self._add_raw(dict(spec), "<registered>")
@@ -500,7 +468,7 @@ class Catalog:
         key = self._alias.get(text.lower()) if self._scanned else None
         if key is not None and key in self._built:
             return self._built[key]
-        if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
+        if is_path(text):
             path = Path(text)
             if not path.is_file():
                 raise UnknownHardwareError(f"hardware spec file {text!r} does not exist")

@@ -225,9 +225,10 @@ def _hardware(value: object, base: Path | None, from_option: bool) -> tuple[Hard
 
 def _lookup(item: str | os.PathLike[str], base: Path | None, key: str) -> Hardware:
     from .hardware import get_hardware
+    from .specfiles import is_path
 
     text = os.fspath(item)
-    if base is not None and text.endswith((".yaml", ".yml")) and not os.path.isabs(text):
+    if base is not None and is_path(text) and not os.path.isabs(text):
         local = base / text
         if local.is_file():
             text = str(local)

@@ -163,6 +163,7 @@ def _prepare_hardware(config: pytest.Config, session: RooflineSession,
 
     from .errors import RooflineError, did_you_mean
     from .hardware import CATALOG, Hardware
+    from .specfiles import is_path
 
     try:
         if not session.specs_registered:
@@ -194,9 +195,9 @@ def _prepare_hardware(config: pytest.Config, session: RooflineSession,
     if at_configure and session.settings.hw:
         known = CATALOG.aliases()
         for name in session.settings.hw:
-            is_path = name.endswith((".yaml", ".yml")) or "/" in name
-            if (is_path and not Path(name).is_file()) or (
-                    not is_path and name.lower() not in known):
+            a_file = is_path(name)
+            if (a_file and not Path(name).is_file()) or (
+                    not a_file and name.lower() not in known):
                 raise pytest.UsageError(
                     f"--roofline-hw / roofline_hw: unknown hardware {name!r}."
                     + did_you_mean(name, known) + f" Known chips: {', '.join(CATALOG.names())}; "

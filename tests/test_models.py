@@ -135,8 +135,8 @@ def test_decode_turns_compute_bound_where_the_weight_matmuls_cross_the_ridge(lla
               (H, VOCAB)]
     thresholds = [r * k * n / (k * n - r * (k + n)) for k, n in shapes]
     batch = crossover(lambda b: llama8b.decode(b, 128), hw, hi=1 << 16)
-    assert batch is not None
-    assert math.ceil(min(thresholds)) <= batch <= math.ceil(max(thresholds))
+    assert batch is not None and math.ceil(min(thresholds)) <= batch <= math.ceil(
+        max(thresholds))
     w = llama8b.decode(8, 128)
     assert knob_hint(w, hw, "compute") == f"compute-bound from batch >= {batch}"
 

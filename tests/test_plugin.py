@@ -426,9 +426,9 @@ def test_junit_xml_carries_the_figures(suite: pytest.Pytester) -> None:
     run(suite, "--junitxml=junit.xml")
     import xml.etree.ElementTree as ET
 
-    case = ET.parse(suite.path / "junit.xml").getroot().find(".//testcase")
-    assert case is not None
-    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    cases = ET.parse(suite.path / "junit.xml").getroot().findall(".//testcase")
+    assert [c.get("name") for c in cases] == ["test_a"]
+    props = {p.get("name"): p.get("value") for p in cases[0].iter("property")}
     assert props["roofline:toychip:regime"] == "memory"
     assert float(props["roofline:toychip:intensity"] or 0) == pytest.approx(1.0)
     assert float(props["roofline:toychip:ridge"] or 0) == pytest.approx(100.0)
