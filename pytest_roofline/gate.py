@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import RooflineError
+from .options import Option, add_options, pick
 from .settings import BASELINE_FOLDER, BASELINE_NAME, RULES_HELP
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class GateState:
 
 _STATE = pytest.StashKey[GateState]()
 
-_OPTIONS: tuple[tuple[str, dict[str, Any], str, str], ...] = (
+_OPTIONS: tuple[Option, ...] = (
     # (option, argparse keywords, ini type, help)
     ("--roofline-save", {"nargs": "?", "const": BASELINE_NAME, "metavar": "NAME"},
      "string", f"save this run's roofline results as baseline NAME (default "
@@ -87,22 +88,7 @@ _OPTIONS: tuple[tuple[str, dict[str, Any], str, str], ...] = (
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("roofline", "roofline analysis (pytest-roofline)")
-    for option, keywords, ini_type, text in _OPTIONS:
-        dest = option[2:].replace("-", "_")
-        group.addoption(option, dest=dest, **{"default": None, **keywords},
-                        help=f"{text} (ini: {dest})".replace("%", "%%"))
-        parser.addini(dest, help=text, type=ini_type,  # type: ignore[arg-type]
-                      default=[] if ini_type == "args" else (False if ini_type == "bool"
-                                                             else ""))
-
-
-def _pick(config: pytest.Config, dest: str) -> tuple[Any, bool]:
-    """(value, came from the command line): the option wins over its ini twin."""
-    value = config.getoption(dest)
-    if value not in (None, []):
-        return value, True
-    return config.getini(dest), False
+    add_options(parser, _OPTIONS)
 
 
 def _path(config: pytest.Config, raw: str, from_cli: bool) -> Path:
@@ -122,7 +108,7 @@ def _state(config: pytest.Config) -> GateState:
 
 def _build_state(config: pytest.Config) -> GateState:
     state = GateState(is_worker=hasattr(config, "workerinput"))
-    raw_rules, _ = _pick(config, "roofline_compare_fail")
+    raw_rules, _ = pick(config, "roofline_compare_fail")
     if raw_rules:
         from . import rules
 
@@ -130,10 +116,10 @@ def _build_state(config: pytest.Config) -> GateState:
             state.rules = rules.parse_rules(raw_rules)
         except RooflineError as exc:
             raise RooflineError(f"--roofline-compare-fail: {exc}") from None
-    storage, from_cli = _pick(config, "roofline_storage")
+    storage, from_cli = pick(config, "roofline_storage")
     state.storage = (_path(config, storage, from_cli) if storage
                      else config.rootpath / BASELINE_FOLDER)
-    save, _ = _pick(config, "roofline_save")
+    save, _ = pick(config, "roofline_save")
     if save:
         from . import baseline
 
@@ -142,14 +128,14 @@ def _build_state(config: pytest.Config) -> GateState:
         except RooflineError as exc:
             raise RooflineError(f"--roofline-save: {exc}. Write --roofline-save=NAME (with "
                                 f"'='), or put the option after the test paths") from None
-    compare, from_cli = _pick(config, "roofline_compare")
+    compare, from_cli = pick(config, "roofline_compare")
     if compare:
         _prepare_compare(config, state, str(compare), from_cli)
-    md, from_cli = _pick(config, "roofline_md")
+    md, from_cli = pick(config, "roofline_md")
     state.md = _path(config, md, from_cli) if md else None
-    summary, _ = _pick(config, "roofline_github_summary")
+    summary, _ = pick(config, "roofline_github_summary")
     state.github_summary = bool(summary)
-    plots, from_cli = _pick(config, "roofline_plot")
+    plots, from_cli = pick(config, "roofline_plot")
     for value in plots or ():
         if value == "term":
             state.plot_term = True
@@ -162,7 +148,7 @@ def _prepare_compare(config: pytest.Config, state: GateState, name: str,
                      from_cli: bool) -> None:
     from . import baseline
 
-    mode, _ = _pick(config, "roofline_compare_missing")
+    mode, _ = pick(config, "roofline_compare_missing")
     mode = mode or "warn"
     if mode not in MISSING_MODES:
         raise RooflineError(f"--roofline-compare-missing: got {mode!r}, expected one of "

@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
+from .options import Option, add_options
+from .options import pick as pick_option
+
 if TYPE_CHECKING:
     from collections.abc import Generator
 
@@ -61,39 +64,31 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
-    # (command-line option, ini type, metavar, help)
-    ("--roofline-hw", "args", "NAME",
+_OPTIONS: tuple[Option, ...] = (
+    # (option, argparse keywords, ini type, help)
+    ("--roofline-hw", {"metavar": "NAME", "action": "append"}, "args",
      "default chip(s) for roofline tests whose marker names none: a name, alias or spec "
      "path; repeat the option or separate with commas. The marker's hw= wins."),
-    ("--roofline-specs", "paths", "PATH",
+    ("--roofline-specs", {"metavar": "PATH", "action": "append"}, "paths",
      "extra hardware spec file (*.yaml) or folder of them; repeatable."),
-    ("--roofline-flops-per-mac", "string", "{1,2}",
+    ("--roofline-flops-per-mac", {"metavar": "{1,2}"}, "string",
      "FLOPs counted per multiply-accumulate: 2 (default, the vendors' convention) or 1; "
      "halves intensities and ridges alike."),
-    ("--roofline-derate", "string", "FRACTION",
+    ("--roofline-derate", {"metavar": "FRACTION"}, "string",
      "fraction of every roof (compute, memory, links) taken as reachable, in (0, 1]; "
      "default 1."),
-    ("--roofline-margin", "string", "FRACTION",
-     "default too-close-to-call band of regime assertions, e.g. 0.1 or 10%%; default 0."),
-    ("--roofline-json", "string", "PATH",
+    ("--roofline-margin", {"metavar": "FRACTION"}, "string",
+     "default too-close-to-call band of regime assertions, e.g. 0.1 or 10%; default 0."),
+    ("--roofline-json", {"metavar": "PATH"}, "string",
      "write a JSON report of every roofline result to PATH (one file, by the controller)."),
-    ("--roofline-summary", "string", "MODE",
+    ("--roofline-summary", {"metavar": "MODE"}, "string",
      "terminal summary rows: auto (default: all rows up to 50, failures only beyond), all "
      "(failures first), failed, none."),
 )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("roofline", "roofline analysis (pytest-roofline)")
-    for option, ini_type, metavar, text in _OPTIONS:
-        dest = option[2:].replace("-", "_")
-        repeat = ini_type in ("args", "paths")
-        group.addoption(option, dest=dest, metavar=metavar, default=None,
-                        action="append" if repeat else "store",
-                        help=f"{text} (ini: {dest})")
-        parser.addini(dest, help=text.replace("%%", "%"), type=ini_type,  # type: ignore[arg-type]
-                      default=[] if repeat else "")
+    add_options(parser, _OPTIONS)
 
 
 def _settings(config: pytest.Config) -> Settings:
@@ -112,11 +107,9 @@ def _settings(config: pytest.Config) -> Settings:
     cwd = config.invocation_params.dir
     inidir = config.inipath.parent if config.inipath else config.rootpath
 
-    def pick(dest: str) -> tuple[Any, str, bool]:
-        cli = config.getoption(dest)
-        if cli not in (None, []):
-            return cli, "--" + dest.replace("_", "-"), True
-        return config.getini(dest), f"{dest} (ini)", False
+    def pick(name: str) -> tuple[Any, str, bool]:
+        value, from_cli = pick_option(config, name)
+        return value, ("--" + name.replace("_", "-")) if from_cli else f"{name} (ini)", from_cli
 
     try:
         values: dict[str, Any] = {}
