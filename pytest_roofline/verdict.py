@@ -20,9 +20,9 @@ from typing import Any
 
 from . import units
 from .analysis import REGIMES, Result, analyze, knob_hint
+from .breakdown import format_breakdown
 from .errors import RooflineError
 from .marker import Expectation
-from .table import render
 from .workload import Workload, is_array
 
 
@@ -263,13 +263,7 @@ def breakdown(checks: Sequence[Check]) -> str:
             lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
         if len(r.kernels) > 1:
-            rows = [[k.name, f"{float(k.count):g}", si(float(k.flops), "FLOP"),
-                     si(float(k.bytes), "B"), num(float(k.intensity)), k.peak_label,
-                     fmt(float(k.time)), str(k.regime), f"{float(k.share):.1%}"]
-                    for k in sorted(r.kernels, key=lambda k: -float(k.time))]
-            table = render(["kernel", "count", "FLOPs", "bytes", "FLOP/B", "peak", "time",
-                            "regime", "share"], rows, align="lrrrrlrlr")
-            lines.extend("  " + line for line in table)
+            lines.extend("  " + line for line in format_breakdown(r))
         lines.extend(f"  FAIL: {f}" for f in check.failures)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"

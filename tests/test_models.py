@@ -315,9 +315,12 @@ def test_breakdown_rows(llama8b):
     assert rows[0].name == "gate_up_proj"  # the largest weights
     assert sum(r.share for r in rows) == pytest.approx(1.0)
     softmax = next(r for r in rows if r.name == "attention.softmax")
-    assert softmax.peak == "vector:bf16"
-    text = models.format_breakdown(result)
-    assert "lm_head" in text and "share" in text.splitlines()[0]
+    assert softmax.peak_label == "vector:bf16"
+    lines = models.format_breakdown(result)
+    assert lines[0].split() == ["kernel", "count", "FLOPs", "bytes", "FLOP/B", "peak", "time",
+                                "regime", "share"]
+    assert lines[1].startswith("gate_up_proj") and any(" lm_head " in f" {line} "
+                                                       for line in lines)
     assert models.breakdown(llama8b.decode(1, 2048), "h100")[0].name == "embedding"
 
 

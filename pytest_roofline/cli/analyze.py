@@ -226,6 +226,7 @@ def _fits(value: Any) -> str:
 
 def cmd_analyze(argv: Sequence[str]) -> int:
     from ..analysis import analyze
+    from ..breakdown import format_breakdown
 
     target = _Target("analyze", argv)
     args = target.parser("analyze").parse_args(target.rest)
@@ -260,12 +261,7 @@ def cmd_analyze(argv: Sequence[str]) -> int:
     for _, r in results:
         if len(r.kernels) > 1:
             echo(f"\nbreakdown on {r.hw} ({r.dtype}):")
-            kernel_rows = [[k.name, f"{float(k.count):g}", _fmt(k.flops, "FLOP"),
-                            _fmt(k.bytes, "B"), _fmt(k.intensity, "FLOP/B"), str(k.regime),
-                            _fmt(k.time, "s"), f"{100 * float(k.share):.1f}%"]
-                           for k in r.kernels]
-            echo(render_table(["kernel", "count", "FLOPs", "bytes", "FLOP/B", "regime", "time",
-                          "share"], kernel_rows, align="lrrrrlrr"))
+            echo("\n".join(format_breakdown(r, sort=False)))
     return EXIT_OK
 
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .breakdown import Row, breakdown, format_breakdown
+from ..breakdown import breakdown, format_breakdown
 from .catalog import CATALOG, Model, builtin_model_dir
 from .cnn import ResNet
 from .config import ModelConfig, ResNetConfig, TransformerConfig, from_hf_config
@@ -27,7 +27,6 @@ __all__ = [
     "ModelConfig",
     "ResNet",
     "ResNetConfig",
-    "Row",
     "Transformer",
     "TransformerConfig",
     "breakdown",

@@ -1,0 +1,52 @@
+"""Per-kernel breakdown of an analyzed workload: where the time goes and why.
+
+One table, used by the command line, the plugin's report section and anyone with a Result:
+name, count, FLOPs, bytes, intensity, the peak that priced the FLOPs, time, regime, share.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import units
+from .analysis import KernelResult, Result, analyze
+from .errors import WorkloadError
+from .hardware import Hardware
+from .table import render
+from .workload import Workload, is_array
+
+HEADERS = ("kernel", "count", "FLOPs", "bytes", "FLOP/B", "peak", "time", "regime", "share")
+
+
+def breakdown(result: Result | Workload, hw: Hardware | str | os.PathLike[str] | None = None,
+              dtype: str | None = None, *, sort: bool = False,
+              **settings: Any) -> list[KernelResult]:
+    """The kernels of a Result (or of a Workload analyzed on *hw*), each with its totals over
+    its repetitions, its regime and its share of the time. ``sort=True`` puts the largest
+    share first."""
+    if isinstance(result, Workload):
+        if hw is None:
+            raise WorkloadError("breakdown(workload) needs the hardware: breakdown(w, 'h100')")
+        result = analyze(result, hw, dtype, **settings)
+    if not isinstance(result, Result):
+        raise WorkloadError(f"breakdown needs a Result or a Workload, got "
+                            f"{type(result).__name__}")
+    rows = list(result.kernels)
+    if sort:
+        if any(is_array(k.share) for k in rows):
+            raise WorkloadError("breakdown(sort=True) needs a single workload, not a sweep")
+        rows.sort(key=lambda k: -float(k.share))
+    return rows
+
+
+def format_breakdown(result: Result, *, sort: bool = True) -> list[str]:
+    """The breakdown as table lines (largest share of the time first by default)."""
+    kernels = breakdown(result, sort=sort)
+    if any(is_array(k.time) for k in kernels):
+        raise WorkloadError("format_breakdown needs a single workload, not a sweep")
+    si, fmt = units.si, units.format_time
+    rows = [[k.name, f"{float(k.count):g}", si(float(k.flops), "FLOP"), si(float(k.bytes), "B"),
+             f"{float(k.intensity):.4g}", k.peak_label, fmt(float(k.time)), str(k.regime),
+             f"{float(k.share):.1%}"] for k in kernels]
+    return render(HEADERS, rows, align="lrrrrlrlr")
