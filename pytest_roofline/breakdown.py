@@ -13,7 +13,7 @@ from . import units
 from .analysis import KernelResult, Result, analyze
 from .errors import WorkloadError
 from .hardware import Hardware
-from .table import render
+from .text_table import render
 from .workload import Workload, is_array
 
 HEADERS = ("kernel", "count", "FLOPs", "bytes", "FLOP/B", "peak", "time", "regime", "share")

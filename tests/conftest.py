@@ -12,9 +12,9 @@ import pint  # noqa: F401
 import yaml  # noqa: F401
 
 import pytest_roofline.analysis
-import pytest_roofline.compare
 import pytest_roofline.hardware
-import pytest_roofline.markdown
 import pytest_roofline.models
 import pytest_roofline.ops
+import pytest_roofline.report.compare
+import pytest_roofline.report.markdown
 import pytest_roofline.workload  # noqa: F401

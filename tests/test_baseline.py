@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline import baseline
 from pytest_roofline.errors import BaselineError
-from pytest_roofline.records import make_report
+from pytest_roofline.report import baseline
+from pytest_roofline.report.records import make_report
 
 
 def a_report(n: int = 2) -> dict[str, Any]:

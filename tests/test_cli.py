@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline import analyze, ops
-from pytest_roofline.records import make_record, make_report, write_report
+from pytest_roofline.report.records import make_record, make_report, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from pytest_roofline import analyze, ops
-from pytest_roofline.compare import Comparison, check_record, compare, index
-from pytest_roofline.records import key, load_report, make_record, make_report, write_report
-from pytest_roofline.rules import parse_rules
+from pytest_roofline.report.compare import Comparison, check_record, compare, index
+from pytest_roofline.report.records import key, load_report, make_record, make_report, write_report
+from pytest_roofline.report.rules import parse_rules
 
 
 def record(nodeid: str, m: int, hw: str = "h100", expected: tuple[str, ...] | None = None,

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import pytest_roofline.gate
-import pytest_roofline.plugin  # noqa: F401 - imported here, kept across in-process runs
-from pytest_roofline.records import load_report
+import pytest_roofline.plugin.gate
+import pytest_roofline.plugin.hooks  # noqa: F401 - imported here, kept across in-process runs
+from pytest_roofline.report.records import load_report
 
 pytest_plugins = ("pytester",)
 # In-process runs drop the modules they import; what the plugins import lazily is imported
@@ -35,9 +35,10 @@ ISOLATE = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benc
 
 
 def plugin_args() -> list[str]:
-    installed = any(ep.value == "pytest_roofline.plugin" for ep in entry_points(group="pytest11"))
-    return [*([] if installed else ["-p", "pytest_roofline.plugin"]),
-            "-p", "pytest_roofline.gate", *ISOLATE]
+    installed = any(ep.value == "pytest_roofline.plugin.hooks"
+                    for ep in entry_points(group="pytest11"))
+    return [*([] if installed else ["-p", "pytest_roofline.plugin.hooks"]),
+            "-p", "pytest_roofline.plugin.gate", *ISOLATE]
 
 
 def suite(pytester: pytest.Pytester, m: int, *, extra: str = "") -> None:

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline import analyze, markdown, ops
-from pytest_roofline.compare import compare
-from pytest_roofline.records import make_record, make_report
+from pytest_roofline import analyze, ops
+from pytest_roofline.report import markdown
+from pytest_roofline.report.compare import compare
+from pytest_roofline.report.records import make_record, make_report
 
 
 def rec(nodeid: str, m: int, outcome: str = "passed", message: str = "") -> dict[str, Any]:

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline import analyze, ascii_plot, ops, plot
-from pytest_roofline.compare import compare
+from pytest_roofline import analyze, ops
 from pytest_roofline.errors import RooflineError
-from pytest_roofline.records import make_record, make_report
+from pytest_roofline.report import ascii_plot, plot
+from pytest_roofline.report.compare import compare
+from pytest_roofline.report.records import make_record, make_report
 
 H100_BF16 = 989.4e12  # FLOP/s, dense, specs/hardware/h100-sxm.yaml (whitepaper)
 H100_BW = 3.35e12  # B/s

@@ -13,8 +13,8 @@ from importlib.metadata import entry_points
 
 import pytest
 
-import pytest_roofline.plugin  # noqa: F401 - imported here, kept across in-process runs
-from pytest_roofline.records import REQUIRED, load_report
+import pytest_roofline.plugin.hooks  # noqa: F401 - imported here, kept across in-process runs
+from pytest_roofline.report.records import REQUIRED, load_report
 
 pytest_plugins = ("pytester",)
 
@@ -38,8 +38,9 @@ links:
 
 def plugin_args() -> list[str]:
     """Load the plugin by module when the package is importable but not installed."""
-    installed = any(ep.value == "pytest_roofline.plugin" for ep in entry_points(group="pytest11"))
-    return [] if installed else ["-p", "pytest_roofline.plugin"]
+    installed = any(ep.value == "pytest_roofline.plugin.hooks"
+                    for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "pytest_roofline.plugin.hooks"]
 
 
 @pytest.fixture
@@ -642,7 +643,7 @@ def test_plugin_imports_no_heavy_module(pytester: pytest.Pytester) -> None:
         def test_light():
             heavy = sorted(m for m in ("pint", "numpy", "yaml") if m in sys.modules)
             assert heavy == []
-            assert "pytest_roofline.plugin" in sys.modules
+            assert "pytest_roofline.plugin.hooks" in sys.modules
     """)
     result = pytester.runpytest_subprocess(*plugin_args(), *ISOLATE, "-p", "no:xdist")
     result.assert_outcomes(passed=1)
@@ -651,7 +652,7 @@ def test_plugin_imports_no_heavy_module(pytester: pytest.Pytester) -> None:
 def test_plugin_module_imports_light() -> None:
     import subprocess
 
-    code = ("import sys, pytest_roofline.plugin; "
+    code = ("import sys, pytest_roofline.plugin.hooks; "
             "print(sorted(m for m in ('pint', 'numpy', 'yaml') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from pytest_roofline import Hardware, Link, Workload, analyze, ops
-from pytest_roofline.marker import HELP, KEYS, Expectation, MarkerError, merge, parse
-from pytest_roofline.session import RooflineSession, from_properties, to_properties
-from pytest_roofline.settings import (
+from pytest_roofline.plugin.marker import HELP, KEYS, Expectation, MarkerError, merge, parse
+from pytest_roofline.plugin.session import RooflineSession, from_properties, to_properties
+from pytest_roofline.plugin.settings import (
     Settings,
     SettingsError,
     parse_derate,
@@ -26,8 +26,9 @@ from pytest_roofline.settings import (
     parse_summary,
     split_names,
 )
-from pytest_roofline.table import render, summary
-from pytest_roofline.verdict import analyze_all, breakdown, evaluate
+from pytest_roofline.plugin.verdict import analyze_all, breakdown, evaluate
+from pytest_roofline.report.table import summary
+from pytest_roofline.text_table import render
 
 TOY = Hardware(
     name="toy", memory_bandwidth=1e12, memory_capacity=80e9, matrix={"bf16": 100e12},
@@ -264,7 +265,7 @@ def test_settings_state_the_convention() -> None:
 def _record(nodeid: str, hw: str = "toy", outcome: str = "passed",
             **extra: Any) -> dict[str, Any]:
     result = analyze(Workload(flops=1e9, bytes=1e8, name="w"), TOY)
-    from pytest_roofline.records import make_record
+    from pytest_roofline.report.records import make_record
 
     record = make_record(nodeid, result, ["compute"], outcome)
     record["hw"] = hw

@@ -23,8 +23,9 @@ ISOLATE = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benc
 
 
 def plugin_args() -> list[str]:
-    installed = any(ep.value == "pytest_roofline.plugin" for ep in entry_points(group="pytest11"))
-    return [] if installed else ["-p", "pytest_roofline.plugin"]
+    installed = any(ep.value == "pytest_roofline.plugin.hooks"
+                    for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "pytest_roofline.plugin.hooks"]
 
 
 def test_two_workers_one_summary_and_one_json(pytester: pytest.Pytester) -> None:

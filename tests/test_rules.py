@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_roofline.errors import RooflineError, RuleError
-from pytest_roofline.rules import (
+from pytest_roofline.report.rules import (
     GRAMMAR,
     METRICS,
     Rule,
@@ -160,7 +160,7 @@ def test_relative_change_spells_out_its_limits() -> None:
 
 
 def test_every_metric_reads_a_field_that_records_have() -> None:
-    from pytest_roofline.records import REQUIRED
+    from pytest_roofline.report.records import REQUIRED
 
     fields = {m.field for m in METRICS.values()}
     assert fields - {"footprint_B"} <= set(REQUIRED)

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import rules
 from ..errors import RooflineError
+from ..report import rules
 from .common import (
     EXIT_OK,
     EXIT_USAGE,

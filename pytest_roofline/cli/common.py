@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import baseline, rules
 from ..errors import RooflineError
+from ..report import baseline, rules
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -101,7 +101,7 @@ def jsonable(value: Any) -> Any:
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> str:
-    from ..table import render
+    from ..text_table import render
 
     return "\n".join(render(headers, rows, align=align))
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import baseline, rules
+from ..report import baseline, rules
 from .common import EXIT_OK, EXIT_REGRESSION, PROG, echo, print_json, render_table
 
 # -- reports: compare, plot, markdown, baselines --------------------------------------------
@@ -22,7 +22,7 @@ def _load(storage: str, name: str) -> tuple[dict[str, Any], str]:
 
 
 def _comparison(args: argparse.Namespace, new: dict[str, Any]) -> Any:
-    from ..compare import compare
+    from ..report.compare import compare
 
     if not getattr(args, "compare", None):
         return None
@@ -31,7 +31,7 @@ def _comparison(args: argparse.Namespace, new: dict[str, Any]) -> Any:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..compare import compare
+    from ..report.compare import compare
 
     rule_objs = rules.parse_rules(args.rules)
     base, base_label = _load(args.storage, args.base)
@@ -48,7 +48,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _write_markdown(args: argparse.Namespace, report: dict[str, Any], comparison: Any) -> None:
-    from .. import markdown
+    from ..report import markdown
 
     if not (getattr(args, "md", None) or getattr(args, "github_summary", False)):
         return
@@ -61,7 +61,7 @@ def _write_markdown(args: argparse.Namespace, report: dict[str, Any], comparison
 
 
 def cmd_markdown(args: argparse.Namespace) -> int:
-    from .. import markdown
+    from ..report import markdown
 
     report, _ = _load(args.storage, args.report)
     comparison = _comparison(args, report)
@@ -73,7 +73,7 @@ def cmd_markdown(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from .. import ascii_plot, plot
+    from ..report import ascii_plot, plot
 
     report, _ = _load(args.storage, args.report)
     comparison = _comparison(args, report)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 # Baselines, compare rules, Markdown and plots are a plugin of their own, loaded with this one
 # (so -p no:roofline turns both off).
-pytest_plugins = ["pytest_roofline.gate"]
+pytest_plugins = ["pytest_roofline.plugin.gate"]
 
 SESSION_KEY = pytest.StashKey["RooflineSession"]()
 _ITEM_KEY = pytest.StashKey["_ItemState"]()
@@ -93,7 +93,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _settings(config: pytest.Config) -> Settings:
     """Options over ini values, checked; a bad value raises pytest.UsageError."""
-    from .errors import RooflineError
+    from ..errors import RooflineError
     from .settings import (
         Settings,
         parse_derate,
@@ -154,9 +154,9 @@ def _prepare_hardware(config: pytest.Config, session: RooflineSession,
     import os
     from collections.abc import Mapping
 
-    from .errors import RooflineError, did_you_mean
-    from .hardware import CATALOG, Hardware
-    from .specfiles import is_path
+    from ..errors import RooflineError, did_you_mean
+    from ..hardware import CATALOG, Hardware
+    from ..specfiles import is_path
 
     try:
         if not session.specs_registered:
@@ -207,7 +207,7 @@ def _fail(item: pytest.Item, message: str) -> NoReturn:
 
 def _expectation(item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
     """The test's checked marker arguments (cached per marker objects); errors fail setup."""
-    from .errors import RooflineError
+    from ..errors import RooflineError
     from .marker import merge, parse
 
     session = get_session(item.config)
@@ -390,7 +390,7 @@ class _SessionPlugin:
         path = self.session.settings.json
         if self.session.is_worker or path is None:
             return
-        from .records import write_report
+        from ..report.records import write_report
 
         report = self.session.report()
         self.config.hook.pytest_roofline_json(config=self.config, report=report)

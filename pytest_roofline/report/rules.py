@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import units
-from .errors import RuleError, did_you_mean
-from .settings import RULES_HELP
+from .. import units
+from ..errors import RuleError, did_you_mean
+from .defaults import RULES_HELP
 
 #: The checks that always apply, in the order they are reported.
 BUILTIN = ("regime", "fits")

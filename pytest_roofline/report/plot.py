@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import RooflineError
 from .compare import Comparison, index, records_of
-from .errors import RooflineError
 
 FORMATS = (".png", ".svg", ".pdf")
 SUBPLOT_INCHES = (6.4, 4.8)
@@ -113,7 +113,7 @@ def _scale(records: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
 
 
 def _catalog_roofs(hw: str, scale: float, derate: float) -> tuple[float, dict[str, float]] | None:
-    from .hardware import get_hardware
+    from ..hardware import get_hardware
 
     try:
         chip = get_hardware(hw)
@@ -253,7 +253,7 @@ def _matplotlib() -> tuple[Any, Any]:
 def _draw(ax: Any, chart: Chart) -> None:
     import numpy as np
 
-    from .units import si
+    from ..units import si
 
     (x_lo, x_hi), (y_lo, y_hi) = bounds(chart)
     xs = np.logspace(x_lo, x_hi, 512)

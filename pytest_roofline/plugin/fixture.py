@@ -13,11 +13,11 @@ workload (the marker's, plus everything added here) on every chip.
 
 from __future__ import annotations
 
-from .analysis import Result
-from .errors import WorkloadError
-from .hardware import Hardware
+from ..analysis import Result
+from ..errors import WorkloadError
+from ..hardware import Hardware
+from ..workload import Knob, Workload, total
 from .marker import Expectation, MarkerError, _check_scalar
-from .workload import Knob, Workload, total
 
 
 class Roofline:

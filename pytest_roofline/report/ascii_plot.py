@@ -14,10 +14,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..units import si
 from .compare import Comparison
 from .plot import Chart, bounds, charts
 from .rules import format_number
-from .units import si
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _VERDICT = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "report": "report"}

@@ -1,4 +1,4 @@
-"""Plain-text tables: the terminal summary of roofline records, and a generic renderer.
+"""The terminal summary of roofline records, as plain-text lines.
 
 No pytest here: the summary is a list of lines that the plugin writes under its section
 header, and that anything else (a CLI, a notebook) can print.
@@ -10,44 +10,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from . import units
+from .. import units
+from ..text_table import render
 
 Column = tuple[str, Callable[[Mapping[str, Any]], str]]
 
 VERDICTS = {"passed": "ok", "failed": "FAIL", "report": "-", "error": "ERROR"}
-
-
-def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "",
-           width: int | None = None, shrink: int = 0) -> list[str]:
-    """Columns padded to their widest cell; *align* holds ``l``/``r`` per column.
-
-    When the lines would exceed *width*, column *shrink* loses its head (a test id keeps
-    its function name and parameters) if 32 characters or more of it are left so that the
-    lines fit; otherwise nothing is cut (the lines wrap anyway).
-    """
-    widths = [len(h) for h in headers]
-    for row in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    if width is not None:
-        excess = sum(widths) + 2 * (len(widths) - 1) - width
-        if 0 < excess <= widths[shrink] - 32:  # cut only when the lines then fit
-            widths[shrink] -= excess
-    align = align.ljust(len(headers), "l")
-
-    def line(cells: Sequence[str]) -> str:
-        out = []
-        for i, (cell, w) in enumerate(zip(cells, widths, strict=True)):
-            cell = _cut(cell, w) if i == shrink else cell
-            out.append(cell.rjust(w) if align[i] == "r" else cell.ljust(w))
-        return "  ".join(out).rstrip()
-
-    return [line(headers), *(line(r) for r in rows)]
-
-
-def _cut(text: str, width: int) -> str:
-    if len(text) <= width:
-        return text
-    return "..." + text[len(text) - (width - 3):]
 
 
 def _figure(record: Mapping[str, Any], key: str, unit: str) -> str:

@@ -18,12 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import units
-from .analysis import REGIMES, Result, analyze, knob_hint
-from .breakdown import format_breakdown
-from .errors import RooflineError
+from .. import units
+from ..analysis import REGIMES, Result, analyze, knob_hint
+from ..breakdown import format_breakdown
+from ..errors import RooflineError
+from ..workload import Workload, is_array
 from .marker import Expectation
-from .workload import Workload, is_array
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
           analyzed: Callable[[], Sequence[Result]] | None = None) -> Judgement:
     """Analyze *workload* on the expectation's chips (or take *analyzed*'s results) and
     judge it. Problems that stop the analysis become :attr:`Judgement.error`."""
-    from .records import make_record
+    from ..report.records import make_record
 
     if workload is None:
         return Judgement("roofline: the test declared no workload: call roofline.add(...) in "

@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .errors import BaselineError
+from ..errors import BaselineError
 
 FORMAT = "pytest-roofline"
 VERSION = 1
@@ -70,7 +70,7 @@ def key(record: Mapping[str, Any]) -> tuple[str, str, str]:
 
 def make_report(records: Iterable[Mapping[str, Any]],
                 settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    from . import __version__
+    from .. import __version__
 
     return {
         "format": FORMAT,

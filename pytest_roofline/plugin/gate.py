@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import RooflineError
+from ..errors import RooflineError
+from ..report.defaults import BASELINE_FOLDER, BASELINE_NAME, RULES_HELP
 from .options import Option, add_options, pick
-from .settings import BASELINE_FOLDER, BASELINE_NAME, RULES_HELP
 
 if TYPE_CHECKING:
-    from .rules import Rule
+    from ..report.rules import Rule
 
 MISSING_MODES = ("warn", "error")
 LIST_LIMIT = 20  # new / vanished results listed in the terminal before "... and N more"
@@ -110,7 +110,7 @@ def _build_state(config: pytest.Config) -> GateState:
     state = GateState(is_worker=hasattr(config, "workerinput"))
     raw_rules, _ = pick(config, "roofline_compare_fail")
     if raw_rules:
-        from . import rules
+        from ..report import rules
 
         try:
             state.rules = rules.parse_rules(raw_rules)
@@ -121,7 +121,7 @@ def _build_state(config: pytest.Config) -> GateState:
                      else config.rootpath / BASELINE_FOLDER)
     save, _ = pick(config, "roofline_save")
     if save:
-        from . import baseline
+        from ..report import baseline
 
         try:
             state.save_name = baseline.check_name(str(save))
@@ -146,7 +146,7 @@ def _build_state(config: pytest.Config) -> GateState:
 
 def _prepare_compare(config: pytest.Config, state: GateState, name: str,
                      from_cli: bool) -> None:
-    from . import baseline
+    from ..report import baseline
 
     mode, _ = pick(config, "roofline_compare_missing")
     mode = mode or "warn"
@@ -176,7 +176,7 @@ def _prepare_compare(config: pytest.Config, state: GateState, name: str,
         state.missing = f"roofline: no baseline to compare against: {exc}"
         state.compare_path = None
         return
-    from .compare import index, records_of
+    from ..report.compare import index, records_of
 
     state.base_index = index(records_of(state.base_report))
 
@@ -184,7 +184,7 @@ def _prepare_compare(config: pytest.Config, state: GateState, name: str,
 def _check_plot(path: Path) -> Path:
     import importlib.util
 
-    from . import plot
+    from ..report import plot
 
     plot.check_path(path)
     if importlib.util.find_spec("matplotlib") is None:
@@ -220,7 +220,7 @@ class _Comparer:
 
     def pytest_roofline_result(self, config: pytest.Config, item: pytest.Item, nodeid: str,
                                result: Any, record: dict[str, Any]) -> list[str] | None:
-        from .compare import check_record
+        from ..report.compare import check_record
 
         messages = check_record(self.state.base_index, record, self.state.rules)
         return [f"regression against baseline {self.state.label}: {m}"
@@ -228,7 +228,7 @@ class _Comparer:
 
 
 def _records(config: pytest.Config) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from .plugin import get_session
+    from .hooks import get_session
 
     session = get_session(config)
     return session.records, session.report()
@@ -244,7 +244,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     records, report = _records(config)
     if state.base_report is not None:
-        from .compare import compare
+        from ..report.compare import compare
 
         state.comparison = compare(state.base_report, report, state.rules,
                                    base=state.compare_name or "")
@@ -267,7 +267,7 @@ def _save(state: GateState, report: dict[str, Any], records: list[Any], exitstat
                             f"produced no roofline results", True))
         return
     try:
-        from . import baseline
+        from ..report import baseline
 
         path = baseline.save(state.storage, state.save_name, report)
     except (RooflineError, OSError) as exc:
@@ -278,7 +278,7 @@ def _save(state: GateState, report: dict[str, Any], records: list[Any], exitstat
 
 
 def _markdown(state: GateState, report: dict[str, Any]) -> None:
-    from . import markdown
+    from ..report import markdown
 
     text = markdown.render(report, state.comparison)
     try:
@@ -296,7 +296,7 @@ def _markdown(state: GateState, report: dict[str, Any]) -> None:
 
 
 def _plot(state: GateState, report: dict[str, Any], target: str) -> None:
-    from . import plot
+    from ..report import plot
 
     if not report["results"]:
         state.notes.append(("roofline: no plot drawn: the run produced no roofline results",
@@ -321,14 +321,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         lines.append((state.missing, True))
     comparison = state.comparison
     if comparison is not None:
-        from . import rules
+        from ..report import rules
 
         lines.append((f"compared against baseline {state.label} ({state.compare_path}); "
                       f"checks: {rules.describe(state.rules)}", False))
         regressions = {f"  {r.line}" for r in comparison.regressions}
         lines.extend((line, line in regressions) for line in comparison.lines(LIST_LIMIT))
     if state.plot_term:
-        from . import ascii_plot
+        from ..report import ascii_plot
 
         records, report = _records(config)
         if records:

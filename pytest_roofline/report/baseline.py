@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import BaselineError
 from . import records
-from .errors import BaselineError
-from .settings import BASELINE_FOLDER, BASELINE_NAME
+from .defaults import BASELINE_FOLDER, BASELINE_NAME
 
 DEFAULT_FOLDER = BASELINE_FOLDER
 DEFAULT_NAME = BASELINE_NAME

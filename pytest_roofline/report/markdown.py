@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..units import format_time, si
 from .compare import Comparison, Key, index, records_of, where
 from .rules import METRICS, format_number
-from .units import format_time, si
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 _STATUS = {"passed": "ok", "failed": "**FAIL**", "error": "**ERROR**", "report": "report"}

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import BaselineError
 from . import records as records_mod
-from .errors import BaselineError
 from .rules import Rule, format_number, parse_rules
 
 Key = tuple[str, str, str]
@@ -104,7 +104,7 @@ def _number(record: Record, name: str) -> float | None:
 
 
 def _bytes(value: float | None) -> str:
-    from .units import si
+    from ..units import si
 
     return "unknown" if value is None else si(value, "B", digits=4)
 

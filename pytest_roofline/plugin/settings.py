@@ -15,20 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import RooflineError
+from ..errors import RooflineError
 
 SUMMARY_MODES = ("auto", "all", "failed", "none")
 
-# Definitions the pytest options and the command line share (kept here, in a module that
-# loads fast, so that registering the options imports nothing else).
-#: Where named baselines are stored, under the rootdir, and the name used when none is given.
-BASELINE_FOLDER = ".roofline"
-BASELINE_NAME = "baseline"
-#: One-line help text of the compare-rule option (pytest's and the command line's).
-RULES_HELP = ("fail when METRIC worsens by more than LIMIT against the baseline: intensity:10% "
-              "(intensity fell by more than 10%), time:5% (bound time rose by more than 5%), "
-              "intensity:5 (FLOP/B), time:2us, flops:1%, bytes:10%, footprint:5%. May be "
-              "repeated, or comma-separated; every rule applies. A regime change always fails.")
 #: In ``auto`` mode the summary shows every row up to this many, and only failures beyond.
 AUTO_SUMMARY_ROWS = 50
 

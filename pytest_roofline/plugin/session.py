@@ -111,13 +111,13 @@ class RooflineSession:
     def summary_lines(self, width: int | None = None, mode: str | None = None) -> list[str]:
         if not self.records:
             return []
-        from .table import summary
+        from ..report.table import summary
 
         return summary(self.records, mode=mode or self.settings.summary, width=width,
                        auto_rows=AUTO_SUMMARY_ROWS, notes=self.notes)
 
     def report(self) -> dict[str, Any]:
         """The JSON report of the run (see :mod:`pytest_roofline.records`)."""
-        from .records import make_report
+        from ..report.records import make_report
 
         return make_report(self.records, self.settings.to_dict())

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import RooflineError, did_you_mean
+from ..errors import RooflineError, did_you_mean
 
 if TYPE_CHECKING:
-    from .hardware import Hardware
-    from .workload import Workload
+    from ..hardware import Hardware
+    from ..workload import Workload
 
 
 class MarkerError(RooflineError, ValueError):
@@ -117,7 +117,7 @@ class Expectation:
         if self.max_intensity is not None:
             parts.append(f"I<={_num(self.max_intensity)}")
         if self.max_time is not None:
-            from .units import format_time
+            from ..units import format_time
 
             parts.append(f"t<={format_time(self.max_time)}")
         if self.fits is not None:
@@ -202,7 +202,7 @@ def parse(
 
 
 def _hardware(value: object, base: Path | None, from_option: bool) -> tuple[Hardware, ...]:
-    from .hardware import Hardware
+    from ..hardware import Hardware
 
     key = "--roofline-hw" if from_option else "hw"
     items = list(value) if isinstance(value, (list, tuple, set, frozenset)) else [value]
@@ -224,8 +224,8 @@ def _hardware(value: object, base: Path | None, from_option: bool) -> tuple[Hard
 
 
 def _lookup(item: str | os.PathLike[str], base: Path | None, key: str) -> Hardware:
-    from .hardware import get_hardware
-    from .specfiles import is_path
+    from ..hardware import get_hardware
+    from ..specfiles import is_path
 
     text = os.fspath(item)
     if base is not None and is_path(text) and not os.path.isabs(text):
@@ -241,7 +241,7 @@ def _lookup(item: str | os.PathLike[str], base: Path | None, key: str) -> Hardwa
 def _dtype(value: object, hardware: Sequence[Hardware], sparse: bool) -> str | None:
     if value is None:
         return None
-    from .dtypes import canonical
+    from ..dtypes import canonical
 
     try:
         name = canonical(value)
@@ -258,7 +258,7 @@ def _dtype(value: object, hardware: Sequence[Hardware], sparse: bool) -> str | N
 def _regime(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
-    from .analysis import REGIMES
+    from ..analysis import REGIMES
 
     items = [value] if isinstance(value, str) else value
     allowed = f"allowed: {', '.join(map(repr, REGIMES))} or a list of them"
@@ -303,8 +303,8 @@ def _margin(value: object) -> float:
 
 
 def _quantity(value: object, key: str, dimension: str, allow_zero: bool = True) -> float:
-    from . import units
-    from .workload import is_array
+    from .. import units
+    from ..workload import is_array
 
     if is_array(value):
         raise MarkerError(f"{key}= is an array; the marker takes one value (analyze() takes "
@@ -316,7 +316,7 @@ def _quantity(value: object, key: str, dimension: str, allow_zero: bool = True) 
 
 
 def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
-    from .workload import Workload
+    from ..workload import Workload
 
     raw = {k: kwargs.get(k) for k in ("flops", "bytes", "link_bytes")}
     given = {k: v for k, v in raw.items() if v is not None}
@@ -328,7 +328,7 @@ def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
     if workload is not None:
         if isinstance(workload, (list, tuple)) and workload and all(
                 isinstance(w, Workload) for w in workload):
-            from .workload import total
+            from ..workload import total
 
             workload = total(workload, name=" + ".join(w.name for w in workload))
         if not isinstance(workload, Workload):
@@ -350,7 +350,7 @@ def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
 
 
 def _check_scalar(workload: Workload, key: str) -> None:
-    from .workload import is_array
+    from ..workload import is_array
 
     for kernel in workload.kernels:
         if any(is_array(v) for v in (kernel.flops, kernel.bytes, kernel.link_bytes,

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .analysis import Result
-    from .hardware import Hardware
+    from ..analysis import Result
+    from ..hardware import Hardware
 
 
 @pytest.hookspec

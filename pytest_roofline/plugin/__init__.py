@@ -1,0 +1,24 @@
+"""The pytest layer: hooks, the ``roofline`` marker and fixture, verdicts, session state and the
+CI gate. Everything here may import pytest; nothing below it (the engine, the reports) does.
+
+The pytest11 entry point ``roofline`` names :mod:`pytest_roofline.plugin.hooks`, which only
+wires hooks; the work is done by the modules beside it. Importing this package registers
+nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .hooks import get_session
+
+__all__ = ["get_session"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "get_session":
+        from .hooks import get_session
+
+        return get_session
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
