@@ -413,6 +413,7 @@ class Catalog(SpecIndex):
     def __init__(self) -> None:
         super().__init__()
         self._built: dict[str, Hardware] = {}
+        self._by_path: dict[str, Hardware] = {}  # chips read from files named by path
 
     def _forget(self, key: str) -> None:
         self._built.pop(key, None)
@@ -443,6 +444,11 @@ class Catalog(SpecIndex):
 
     def _resolve(self, key: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         data, origin = self._raw[key]
+        return self._extend(data, origin, (*seen, key))
+
+    def _extend(self, data: dict[str, Any], origin: str,
+                seen: tuple[str, ...]) -> dict[str, Any]:
+        """*data* merged over the spec it ``extends`` (*seen*: the specs being resolved)."""
         parent = data.get("extends")
         if parent is None:
             return data
@@ -450,12 +456,12 @@ class Catalog(SpecIndex):
         if parent_key is None:
             raise SpecError(f"{origin}: field 'extends': unknown chip {parent!r}."
                             + did_you_mean(str(parent), self._alias))
-        if parent_key in seen or parent_key == key:
+        if parent_key in seen:
             raise SpecError(f"{origin}: field 'extends': {parent!r} extends itself in a loop")
         if not self._raw[parent_key][0]:  # a registered Hardware object: no raw data
             raise SpecError(f"{origin}: field 'extends': {parent!r} was registered as an object "
                             f"and cannot be extended; extend a spec file instead")
-        base = self._resolve(parent_key, (*seen, key))
+        base = self._resolve(parent_key, seen)
         merged = _merge(base, {k: v for k, v in data.items() if k != "extends"})
         if "aliases" not in data:
             merged["aliases"] = []
@@ -469,10 +475,7 @@ class Catalog(SpecIndex):
         if key is not None and key in self._built:
             return self._built[key]
         if is_path(text):
-            path = Path(text)
-            if not path.is_file():
-                raise UnknownHardwareError(f"hardware spec file {text!r} does not exist")
-            return self.register(path)
+            return self._from_file(Path(text))
         self._scan()
         key = self._alias.get(text.lower())
         if key is None:
@@ -482,6 +485,20 @@ class Catalog(SpecIndex):
         if key not in self._built:
             self._built[key] = from_dict(self._resolve(key), self._raw[key][1])
         return self._built[key]
+
+    def _from_file(self, path: Path) -> Hardware:
+        """A chip read from a spec file named by path. It is known by that path only: its name
+        is not registered, so whether a name is known never depends on which test happened to
+        load a file first (register_path / --roofline-specs make a file's names known)."""
+        if not path.is_file():
+            raise UnknownHardwareError(f"hardware spec file {str(path)!r} does not exist")
+        where = str(path.resolve())
+        chip = self._by_path.get(where)
+        if chip is None:
+            self._scan()
+            data = load_yaml(path)
+            chip = self._by_path[where] = from_dict(self._extend(data, str(path), ()), str(path))
+        return chip
 
     def __iter__(self) -> Iterator[Hardware]:
         return (self.get(n) for n in self.names())

@@ -169,6 +169,42 @@ def test_a_corrupt_baseline_or_bad_option_is_a_usage_error(pytester: pytest.Pyte
         assert "Traceback" not in bad.stderr.str()
 
 
+def test_a_test_path_taken_as_a_baseline_name_is_a_usage_error(
+        pytester: pytest.Pytester) -> None:
+    # `--roofline-compare tests` reads `tests` as the (optional) value: pytest would then run
+    # the whole rootdir and compare against a baseline that does not exist, and CI would pass.
+    suite(pytester, 4096)
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "notes.txt").write_text("not a report")
+    for args, kind in [(("--roofline-compare", "tests"), "folder"),
+                       (("--roofline-save", "tests"), "folder"),
+                       (("--roofline-compare", "notes.txt"), "file")]:
+        result = run(pytester, *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, args
+        result.stderr.fnmatch_lines([f"ERROR: {args[0]}: '{args[1]}' is taken as a baseline "
+                                     f"name, but it is an existing {kind} (*); write "
+                                     f"{args[0]}=NAME (with '=')*"])
+    assert not (pytester.path / ".roofline").exists()
+    # the bare option still means the default baseline; a report path still works
+    run(pytester, "--roofline-save").assert_outcomes(passed=2)
+    run(pytester, "--roofline-compare", ".roofline/baseline.json").assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize("option", ["--roofline-md=blocker/report.md",
+                                    "--roofline-storage=blocker/store",
+                                    "--roofline-plot=blocker/chart.svg"])
+def test_a_file_that_cannot_be_written_fails_the_run(pytester: pytest.Pytester,
+                                                      option: str) -> None:
+    pytest.importorskip("matplotlib")
+    suite(pytester, 4096)
+    (pytester.path / "blocker").write_text("a file where a folder is needed")
+    result = run(pytester, option, "--roofline-save=main")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["roofline: * *blocker*: *blocker is a file, not a folder"])
+    result.stdout.no_fnmatch_line("*File exists*")
+
+
 def test_an_interrupted_run_saves_no_baseline(pytester: pytest.Pytester) -> None:
     suite(pytester, 4096, extra="def test_stop():\n    pytest.exit(\"stopped by the user\")\n")
     result = run(pytester, "--roofline-save")

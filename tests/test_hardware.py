@@ -106,7 +106,13 @@ def test_user_spec_file_by_path(tmp_path: Path) -> None:
     catalog, path = _catalog_with(tmp_path, SPEC.format(name="mychip", bandwidth="1 TB/s"))
     hw = catalog.get(str(path))
     assert hw.name == "mychip" and hw.ridge("bf16") == pytest.approx(100.0)
-    assert catalog.get("MYCHIP") is hw  # registered by name once loaded
+    assert catalog.get(str(path)) is hw  # read once
+    # Known by its path only: whether a name is known must not depend on which test loaded
+    # a file first. Registering the file makes its name known.
+    with pytest.raises(UnknownHardwareError):
+        catalog.get("mychip")
+    catalog.register_path(path)
+    assert catalog.get("MYCHIP").name == "mychip"
 
 
 @pytest.mark.parametrize(

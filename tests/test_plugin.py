@@ -450,7 +450,8 @@ def test_unwritable_json_path_is_reported_and_fails_the_session(suite: pytest.Py
     result = run(suite, "--roofline-json=blocker/report.json")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["--roofline-json: cannot write '*blocker*report.json' (*)"])
+    result.stdout.fnmatch_lines(["--roofline-json: cannot write *blocker*report.json: "
+                                 "*blocker is a file, not a folder"])
 
 
 def test_very_verbose_runs_attach_the_breakdown_to_passing_tests(suite: pytest.Pytester
@@ -513,6 +514,7 @@ def test_conventions_and_command_line_over_ini(suite: pytest.Pytester) -> None:
     (["--roofline-margin=2"], "", "ERROR: --roofline-margin: '2' is not allowed*"),
     (["--roofline-hw=h1000"], "", "ERROR: --roofline-hw / roofline_hw: unknown hardware "
                                   "'h1000'. Did you mean 'h100'*"),
+    (["--roofline-hw=,"], "", "ERROR: --roofline-hw: ',' names no chip*"),
     (["--roofline-specs=missing.yaml"], "", "ERROR: --roofline-specs: '*missing.yaml' does "
                                             "not exist*"),
     ([], "roofline_derate = lots", "ERROR: roofline_derate (ini): 'lots' is not allowed*"),
@@ -675,3 +677,34 @@ def test_docs_example_runs(suite: pytest.Pytester) -> None:
     run(suite, "--roofline-json=r.json").assert_outcomes(passed=1)
     (record,) = json.loads((suite.path / "r.json").read_text())["results"]
     assert record["attainable_tflops"] == pytest.approx(1.0)  # 1 GFLOP in 1 ms
+
+
+def test_a_chip_loaded_by_path_is_known_by_path_only(pytester: pytest.Pytester) -> None:
+    # Whether hw="toychip" works must not depend on a test that loaded toychip.yaml by path
+    # running first: alone, in the full serial run and under -n 2 the outcome is the same.
+    pytester.makefile(".yaml", toychip=TOY_SPEC)
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="toychip.yaml", flops=1, bytes=1)
+        def test_a_by_path():
+            pass
+
+        @pytest.mark.roofline(hw="toychip", flops=1, bytes=1)
+        def test_b_by_name():
+            pass
+    """)
+    for args in ([], ["-k", "by_name"]):
+        run(pytester, *args).assert_outcomes(passed=1 if not args else 0, errors=1)
+    if _has_xdist():
+        result = pytester.runpytest_subprocess(*plugin_args(), *ISOLATE, "-n", "2")
+        result.assert_outcomes(passed=1, errors=1)
+        result.stdout.fnmatch_lines(["*hw='toychip': unknown hardware 'toychip'*"])
+    # registering the file makes its name known everywhere
+    run(pytester, "--roofline-specs=toychip.yaml").assert_outcomes(passed=2)
+
+
+def _has_xdist() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("xdist") is not None

@@ -53,7 +53,13 @@ class GateState:
     plot_term: bool = False  # a chart in characters in the terminal summary
     is_worker: bool = False
     notes: list[tuple[str, bool]] = field(default_factory=list)  # (line, is_error) to print
+    write_failed: bool = False  # a file asked for was not written: the run must not pass
     comparison: Any = None
+
+    def not_written(self, line: str) -> None:
+        """Report a file that was asked for and not written; the run's exit status becomes 4."""
+        self.notes.append((line, True))
+        self.write_failed = True
 
     @property
     def label(self) -> str:
@@ -119,10 +125,11 @@ def _build_state(config: pytest.Config) -> GateState:
     storage, from_cli = pick(config, "roofline_storage")
     state.storage = (_path(config, storage, from_cli) if storage
                      else config.rootpath / BASELINE_FOLDER)
-    save, _ = pick(config, "roofline_save")
+    save, from_cli = pick(config, "roofline_save")
     if save:
         from ..report import baseline
 
+        _not_a_test_path(config, "--roofline-save", str(save), from_cli)
         try:
             state.save_name = baseline.check_name(str(save))
         except RooflineError as exc:
@@ -162,6 +169,7 @@ def _prepare_compare(config: pytest.Config, state: GateState, name: str,
             raise RooflineError(f"--roofline-compare: {str(path)!r} is a folder; write "
                                 f"--roofline-compare=NAME (with '='), or a report PATH.json")
     else:
+        _not_a_test_path(config, "--roofline-compare", name, from_cli)
         path = baseline.locate(state.storage, name)
     state.compare_name = name
     state.compare_path = path
@@ -179,6 +187,22 @@ def _prepare_compare(config: pytest.Config, state: GateState, name: str,
     from ..report.compare import index, records_of
 
     state.base_index = index(records_of(state.base_report))
+
+
+def _not_a_test_path(config: pytest.Config, option: str, name: str, from_cli: bool) -> None:
+    """Refuse a baseline name that is an existing file or folder: ``--roofline-compare tests``
+    takes ``tests`` as the name (the option's value is optional) and pytest then runs the
+    whole rootdir; a gate that quietly compares nothing must not pass CI."""
+    if not from_cli or name == BASELINE_NAME:  # an ini value, or the option given bare
+        return
+    path = _path(config, name, from_cli)
+    if not path.exists():
+        return
+    kind = "folder" if path.is_dir() else "file"
+    raise RooflineError(
+        f"{option}: {name!r} is taken as a baseline name, but it is an existing {kind} "
+        f"({path}); write {option}=NAME (with '=') or put the option after the test paths. "
+        f"To compare against a report file, give its path ending in .json")
 
 
 def _check_plot(path: Path) -> Path:
@@ -227,6 +251,12 @@ class _Comparer:
                 for m in messages] or None
 
 
+def _why(exc: OSError, path: str | os.PathLike[str]) -> str:
+    from ..report.atomic import why_not_written
+
+    return why_not_written(exc, path)
+
+
 def _records(config: pytest.Config) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from .hooks import get_session
 
@@ -254,6 +284,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _markdown(state, report)
     for path in state.plots:
         _plot(state, report, path)
+    if session.exitstatus == pytest.ExitCode.OK and state.write_failed:
+        # a file CI relies on was not written: the job must not go green (as --roofline-json)
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def _save(state: GateState, report: dict[str, Any], records: list[Any], exitstatus: int) -> None:
@@ -266,12 +299,17 @@ def _save(state: GateState, report: dict[str, Any], records: list[Any], exitstat
         state.notes.append((f"roofline: baseline {state.save_name!r} not saved: the run "
                             f"produced no roofline results", True))
         return
-    try:
-        from ..report import baseline
+    from ..report import baseline
 
+    target = baseline.path_for(state.storage, state.save_name)
+    try:
         path = baseline.save(state.storage, state.save_name, report)
-    except (RooflineError, OSError) as exc:
-        state.notes.append((f"roofline: cannot save baseline {state.save_name!r}: {exc}", True))
+    except RooflineError as exc:
+        state.not_written(f"roofline: cannot save baseline {state.save_name!r}: {exc}")
+        return
+    except OSError as exc:
+        state.not_written(f"roofline: cannot save baseline {state.save_name!r} to {target}: "
+                          f"{_why(exc, target)}")
         return
     state.notes.append((f"roofline: saved baseline {state.save_name!r} to {path} "
                         f"({len(records)} results)", False))
@@ -281,18 +319,24 @@ def _markdown(state: GateState, report: dict[str, Any]) -> None:
     from ..report import markdown
 
     text = markdown.render(report, state.comparison)
-    try:
-        if state.md:
+    if state.md:
+        try:
             markdown.write(state.md, text)
             state.notes.append((f"roofline: Markdown summary written to {state.md}", False))
-        if state.github_summary:
+        except OSError as exc:
+            state.not_written(f"roofline: --roofline-md: cannot write {state.md}: "
+                              f"{_why(exc, state.md)}")
+    if state.github_summary:
+        target = os.environ.get(markdown.STEP_SUMMARY, "")
+        try:
             written = markdown.append_step_summary(text)
             state.notes.append((f"roofline: Markdown summary appended to {written}", False)
                                if written else
                                (f"roofline: ${markdown.STEP_SUMMARY} is not set; no job "
                                 f"summary written", False))
-    except OSError as exc:
-        state.notes.append((f"roofline: cannot write the Markdown summary: {exc}", True))
+        except OSError as exc:
+            state.not_written(f"roofline: --roofline-github-summary: cannot append to "
+                              f"{target}: {_why(exc, target)}")
 
 
 def _plot(state: GateState, report: dict[str, Any], target: str) -> None:
@@ -304,8 +348,12 @@ def _plot(state: GateState, report: dict[str, Any], target: str) -> None:
         return
     try:
         path = plot.write(report, target, state.comparison)
-    except (RooflineError, OSError) as exc:
-        state.notes.append((f"roofline: cannot draw the plot: {exc}", True))
+    except RooflineError as exc:
+        state.not_written(f"roofline: cannot draw the plot: {exc}")
+        return
+    except OSError as exc:
+        state.not_written(f"roofline: --roofline-plot: cannot write {target}: "
+                          f"{_why(exc, target)}")
         return
     state.notes.append((f"roofline: plot written to {path}", False))
 

@@ -113,8 +113,11 @@ def _settings(config: pytest.Config) -> Settings:
 
     try:
         values: dict[str, Any] = {}
-        hw, _, _ = pick("roofline_hw")
+        hw, name, _ = pick("roofline_hw")
         values["hw"] = split_names(hw)
+        if hw and not values["hw"]:
+            raise RooflineError(f"{name}: {','.join(hw)!r} names no chip; expected names such "
+                                f"as 'h100' or 'h100,a100', or a spec file path")
         specs, name, from_cli = pick("roofline_specs")
         values["specs"] = parse_specs([cwd / p for p in specs] if from_cli else list(specs),
                                       name)
@@ -398,8 +401,10 @@ class _SessionPlugin:
             write_report(path, report)
             self.session.json_path = str(path)
         except OSError as exc:
-            self.session.json_error = (f"--roofline-json: cannot write {str(path)!r} "
-                                       f"({exc.strerror or exc})")
+            from ..report.atomic import why_not_written
+
+            self.session.json_error = (f"--roofline-json: cannot write {path}: "
+                                       f"{why_not_written(exc, path)}")
         except (TypeError, ValueError) as exc:  # a value added by a hook that JSON cannot hold
             self.session.json_error = f"--roofline-json: cannot write {str(path)!r}: {exc}"
         if self.session.json_error and session.exitstatus == pytest.ExitCode.OK:

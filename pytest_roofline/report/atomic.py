@@ -41,3 +41,21 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
         Path(tmp).write_text(text, encoding="utf-8")
 
     return write_with(path, write)
+
+
+def why_not_written(exc: OSError, path: str | os.PathLike[str]) -> str:
+    """Why *path* could not be written, in words a user can act on.
+
+    ``os.makedirs`` reports a file standing where a folder is needed as "File exists", and
+    ``os.replace`` onto a folder as "Is a directory" of the temporary file: both name the
+    wrong thing, so the nearest existing ancestor is checked first.
+    """
+    target = Path(path)
+    if target.is_dir():
+        return f"{target} is a folder"
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is a file, not a folder"
+            break
+    return exc.strerror or str(exc)
