@@ -85,6 +85,11 @@ def test_a_parameter_change_across_the_ridge_fails_the_test(pytester: pytest.Pyt
     ])
     result.stdout.no_fnmatch_line("*Traceback*")
     result.stdout.no_fnmatch_line("*def test_moving*")
+    # the captured figures say the test failed, and why
+    result.stdout.fnmatch_lines(["*Captured roofline call*",
+                                 "h100-sxm (bf16), workload 'matmul(32x8192x8192, bf16)': failed",
+                                 "*FAIL: regression against baseline 'baseline': *"])
+    result.stdout.no_fnmatch_line("*workload 'matmul(32x8192x8192, bf16)': passed*")
 
 
 def test_every_rule_given_applies(pytester: pytest.Pytester) -> None:

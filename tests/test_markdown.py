@@ -96,3 +96,19 @@ def test_write_creates_folders(tmp_path: Path) -> None:
 def test_cells_and_code_spans_survive_awkward_text() -> None:
     assert markdown.cell("a|b\nc") == "a\\|b c"
     assert markdown.code("x`y") == "``x`y``"
+
+
+def test_the_expected_column_shows_every_check_as_the_terminal_does() -> None:
+    # A failed max_time or fits check must not read "memory | memory | FAIL": the column
+    # holds the summary's label of every check, margin included, and the figures are
+    # formatted as in the terminal summary.
+    from pytest_roofline.report.table import FORMATS
+
+    record = rec("t::decode", 32, "failed", "expected a roofline time bound <= 1 us")
+    record["expected"] = ["memory"]
+    record["expectation"] = "memory (margin 10%), t<=1 us, fits"
+    text = markdown.render(make_report([record]))
+    row = next(line for line in text.splitlines() if line.startswith("|") and "t::decode" in line)
+    assert row.endswith("| memory (margin 10%), t<=1 us, fits |")
+    for name in ("FLOPs", "bytes", "FLOP/B", "ridge", "time"):
+        assert f"| {FORMATS[name](record)} |" in row

@@ -680,17 +680,19 @@ def test_docs_example_runs(suite: pytest.Pytester) -> None:
 
 
 def test_a_chip_loaded_by_path_is_known_by_path_only(pytester: pytest.Pytester) -> None:
-    # Whether hw="toychip" works must not depend on a test that loaded toychip.yaml by path
+    # Whether hw="pathchip" works must not depend on a test that loaded toychip.yaml by path
     # running first: alone, in the full serial run and under -n 2 the outcome is the same.
-    pytester.makefile(".yaml", toychip=TOY_SPEC)
+    # a name of its own: in-process runs share the catalog, and other tests register toychip
+    pytester.makefile(".yaml", pathchip=TOY_SPEC.replace("toychip", "pathchip")
+                      .replace("aliases: [toy]", "aliases: []"))
     pytester.makepyfile("""
         import pytest
 
-        @pytest.mark.roofline(hw="toychip.yaml", flops=1, bytes=1)
+        @pytest.mark.roofline(hw="pathchip.yaml", flops=1, bytes=1)
         def test_a_by_path():
             pass
 
-        @pytest.mark.roofline(hw="toychip", flops=1, bytes=1)
+        @pytest.mark.roofline(hw="pathchip", flops=1, bytes=1)
         def test_b_by_name():
             pass
     """)
@@ -699,12 +701,29 @@ def test_a_chip_loaded_by_path_is_known_by_path_only(pytester: pytest.Pytester) 
     if _has_xdist():
         result = pytester.runpytest_subprocess(*plugin_args(), *ISOLATE, "-n", "2")
         result.assert_outcomes(passed=1, errors=1)
-        result.stdout.fnmatch_lines(["*hw='toychip': unknown hardware 'toychip'*"])
+        result.stdout.fnmatch_lines(["*hw='pathchip': unknown hardware 'pathchip'*"])
     # registering the file makes its name known everywhere
-    run(pytester, "--roofline-specs=toychip.yaml").assert_outcomes(passed=2)
+    run(pytester, "--roofline-specs=pathchip.yaml").assert_outcomes(passed=2)
 
 
 def _has_xdist() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("xdist") is not None
+
+
+def test_a_bad_size_in_a_marker_workload_is_one_line_naming_file_and_line(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_bad="""
+        import pytest
+        from pytest_roofline import ops
+
+        @pytest.mark.roofline(hw="h100", workload=ops.matmul(-5, 64, 64))
+        def test_a():
+            pass
+    """)
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["test_bad.py:4: matmul: m must be a whole number >= 1, got -5 "
+                                 "(while importing the module: *roofline.add()*"])
+    assert "_common.py" not in result.stdout.str()

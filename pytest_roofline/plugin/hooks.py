@@ -200,6 +200,34 @@ def _prepare_hardware(config: pytest.Config, session: RooflineSession,
                     "a spec file path also works")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
+    """A roofline error raised while a test module is imported (a bad size in a marker's
+    ``workload=ops.matmul(...)``, built at import) becomes one line naming the file and line,
+    instead of a traceback through the ops."""
+    report = yield
+    if report.failed:
+        excinfo = getattr(getattr(report, "call", None), "excinfo", None)
+        if excinfo is not None:
+            from ..errors import RooflineError
+
+            if isinstance(excinfo.value, RooflineError):
+                report.longrepr = _import_error_line(collector, excinfo)
+    return report
+
+
+def _import_error_line(collector: pytest.Collector, excinfo: pytest.ExceptionInfo[Any]) -> str:
+    name = collector.nodeid.split("::")[0] or collector.path.name
+    where = name
+    for entry in reversed(excinfo.traceback):
+        if Path(entry.path) == collector.path:
+            where = f"{name}:{entry.lineno + 1}"
+            break
+    return (f"{where}: {excinfo.value} (while importing the module: a workload given to a "
+            f"marker is built at import; build it in the test with roofline.add() to make a "
+            f"bad value fail that test only)")
+
+
 # -- per test -----------------------------------------------------------------------------
 
 
@@ -300,8 +328,9 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
     hooked = bool(hook.get_hookimpls())
     failures: list[str] = []
     records = []
-    for check, template, properties in zip(judgement.checks, judgement.records,
-                                           judgement.properties, strict=True):
+    checks = list(judgement.checks)
+    for i, (check, template, properties) in enumerate(zip(
+            judgement.checks, judgement.records, judgement.properties, strict=True)):
         failures.extend(check.failures)
         record = {"nodeid": item.nodeid, **template}
         if hooked:
@@ -309,6 +338,7 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
                                         result=check.result, record=record))
             if extra:
                 failures.extend(extra)
+                checks[i] = check.with_failures(extra)  # the report section says "failed"
                 record["outcome"] = "failed"
                 record["message"] = " ".join([*check.failures, *extra])
             record = {key: plain(value) for key, value in record.items()}
@@ -318,7 +348,7 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
     if not session.is_worker:  # this process reports too: no need to decode the properties
         session.local[item.nodeid] = records
     if failures or item.config.get_verbosity() >= 2:
-        item.add_report_section("call", "roofline", breakdown(judgement.checks))
+        item.add_report_section("call", "roofline", breakdown(checks))
     if failures:
         _fail(item, "\n".join(f"roofline: {line}" for line in failures))
 

@@ -111,7 +111,8 @@ class Expectation:
         """A short label of the checks, for the summary table: ``compute, t<=2 ms, fits``."""
         parts: list[str] = []
         if self.regime is not None:
-            parts.append("|".join(self.regime))
+            margin = f" (margin {self.margin:.0%})" if self.margin > 0 else ""
+            parts.append("|".join(self.regime) + margin)
         if self.min_intensity is not None:
             parts.append(f"I>={_num(self.min_intensity)}")
         if self.max_intensity is not None:

@@ -45,6 +45,10 @@ class Check:
     def message(self) -> str:
         return " ".join(self.failures)
 
+    def with_failures(self, extra: Sequence[str]) -> Check:
+        """This check with more failed lines (from a ``pytest_roofline_result`` hook)."""
+        return Check(self.result, (*self.failures, *extra), True)
+
 
 class Judgement:
     """A workload's verdict on every chip, with its JSON records (without ``nodeid``) and

@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..units import format_time, si
 from .compare import Comparison, Key, index, records_of, where
 from .rules import METRICS, format_number
+from .table import FORMATS
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 _STATUS = {"passed": "ok", "failed": "**FAIL**", "error": "**ERROR**", "report": "report"}
-_COLUMNS = ("", "test", "chip", "dtype", "FLOPs", "bytes", "FLOP/B", "ridge", "regime",
-            "time", "expected")
+_FIGURES = ("FLOPs", "bytes", "FLOP/B", "ridge", "regime", "time", "expected")
+_COLUMNS = ("", "test", "chip", "dtype", *_FIGURES)
 
 
 def cell(text: object) -> str:
@@ -36,34 +36,14 @@ def code(text: object) -> str:
     return f"{fence}{pad}{value}{pad}{fence}"
 
 
-def _number(record: Mapping[str, Any], name: str) -> float | None:
-    value = record.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _fmt(value: float | None, how: str) -> str:
-    if value is None:
-        return "-"
-    if how == "time":
-        return format_time(value)
-    if how == "plain":
-        return format_number(value)
-    return si(value, how)
-
-
 def _row(key: Key, record: Mapping[str, Any], regressed: bool) -> str:
     outcome = str(record.get("outcome", ""))
     status = _STATUS.get(outcome, cell(outcome))
     if regressed:
         status = f"{status}, **REGRESSED**" if outcome in ("failed", "error") else "**REGRESSED**"
-    expected = record.get("expected")
-    exp = " or ".join(map(str, expected)) if isinstance(expected, list) and expected else "-"
-    cells = [status, code(cell(key[0])), cell(key[1]), cell(key[2]),
-             _fmt(_number(record, "flops"), "FLOP"), _fmt(_number(record, "bytes"), "B"),
-             _fmt(_number(record, "intensity"), "plain"), _fmt(_number(record, "ridge"), "plain"),
-             cell(record.get("regime", "-")), _fmt(_number(record, "time_s"), "time"), cell(exp)]
+    # the figures and the expectation label exactly as the terminal summary shows them
+    figures = [cell(FORMATS[name](record)) for name in _FIGURES]
+    cells = [status, code(cell(key[0])), cell(key[1]), cell(key[2]), *figures]
     return "| " + " | ".join(cells) + " |"
 
 

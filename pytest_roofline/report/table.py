@@ -49,6 +49,8 @@ COLUMNS: tuple[Column, ...] = (
                                or "-")),
 )
 ALIGN = "l" + "ll" + "rrrr" + "l" + "r" + "l" + "l"
+#: Each column's formatter by header: the Markdown report formats figures the same way.
+FORMATS = dict(COLUMNS)
 
 
 def is_failure(record: Mapping[str, Any]) -> bool:
