@@ -321,7 +321,33 @@ def test_fixture_without_any_hardware_errors(pytester: pytest.Pytester) -> None:
         def test_needs_hw(roofline):
             pass
     """)
-    run(pytester).assert_outcomes(errors=1)
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["roofline fixture in test_needs_hw: no hardware to analyze "
+                                 "on: set --roofline-hw NAME (or roofline_hw in the ini file)*"])
+    result.stdout.no_fnmatch_line("*roofline marker on*")
+
+
+def test_minus_m_roofline_selects_fixture_only_tests(suite: pytest.Pytester) -> None:
+    suite.makepyfile("""
+        import pytest
+
+        def test_fixture_only(roofline):
+            roofline.add(flops=1e12, bytes=1e9)
+
+        @pytest.mark.roofline(hw="toychip", flops=1, bytes=1)
+        def test_marked():
+            pass
+
+        def test_plain():
+            pass
+    """)
+    result = run(suite, "--roofline-hw=toychip", "-m", "roofline", "--roofline-summary=all")
+    result.assert_outcomes(passed=2, deselected=1)
+    result.stdout.fnmatch_lines_random(["*::test_fixture_only *toychip*compute*-*",
+                                        "*::test_marked *toychip*"])
+    run(suite, "--roofline-hw=toychip", "-m", "not roofline").assert_outcomes(
+        passed=1, deselected=2)
 
 
 # -- output ---------------------------------------------------------------------------------

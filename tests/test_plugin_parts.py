@@ -64,7 +64,7 @@ def test_parse_builds_a_frozen_expectation() -> None:
     assert exp.workload is not None and exp.workload.flops == 4e9 and exp.workload.bytes == 1e9
     assert exp.max_time == pytest.approx(2e-3)
     assert exp.margin == pytest.approx(0.1)
-    assert exp.describe() == "compute, I>=1, I<=5, t<=2 ms, no fit"
+    assert exp.describe() == "compute (margin 10%), I>=1, I<=5, t<=2 ms, no fit"
     with pytest.raises(AttributeError):
         exp.margin = 0.2  # type: ignore[misc]
 

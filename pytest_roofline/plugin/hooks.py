@@ -242,6 +242,10 @@ def _expectation(item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
     from .marker import merge, parse
 
     session = get_session(item.config)
+    if not marks and not session.settings.hw:
+        _fail(item, f"roofline fixture in {item.name}: no hardware to analyze on: set "
+                    f"--roofline-hw NAME (or roofline_hw in the ini file), or mark the test "
+                    f"with @pytest.mark.roofline(hw='h100')")
     name = getattr(item, "originalname", item.name) if marks else ""
     key = (tuple(id(m) for m in marks), name, item.path.parent)
     cached = session.expectations.get(key)
@@ -262,6 +266,19 @@ def _expectation(item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
     return expectation  # type: ignore[no-any-return]
 
 
+#: The bare marker given to tests that use the fixture without a marker, so that
+#: ``-m roofline`` selects them too; it carries no arguments and is skipped when parsing.
+_FIXTURE_MARK = pytest.mark.roofline
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "roofline" in getattr(item, "fixturenames", ()) and \
+                item.get_closest_marker("roofline") is None:
+            item.add_marker(_FIXTURE_MARK)
+
+
 def _marks(item: pytest.Item) -> list[pytest.Mark]:
     """The test's roofline markers, most specific first: a parameter's marks, then the
     function's (outer decorators before inner ones), its class's, its module's."""
@@ -269,6 +286,8 @@ def _marks(item: pytest.Item) -> list[pytest.Mark]:
     node_marks: list[pytest.Mark] = []
     current = None
     for node, mark in item.iter_markers_with_node("roofline"):
+        if mark is _FIXTURE_MARK.mark:
+            continue
         if node is not current:
             marks.extend(reversed(node_marks))
             node_marks, current = [], node
