@@ -753,3 +753,26 @@ def test_a_bad_size_in_a_marker_workload_is_one_line_naming_file_and_line(
     result.stdout.fnmatch_lines(["test_bad.py:4: matmul: m must be a whole number >= 1, got -5 "
                                  "(while importing the module: *roofline.add()*"])
     assert "_common.py" not in result.stdout.str()
+
+
+def test_a_precision_the_chip_lacks_is_a_setup_error_from_dtype_or_workload(
+        pytester: pytest.Pytester) -> None:
+    # One behaviour for both spellings, as "Bad arguments" in docs/plugin.md says.
+    pytester.makepyfile("""
+        import pytest
+        from pytest_roofline import ops
+
+        @pytest.mark.roofline(hw="a100", dtype="fp8", flops=1e9, bytes=1e6)
+        def test_dtype_argument():
+            pass
+
+        @pytest.mark.roofline(hw="a100", workload=ops.matmul(64, 64, 64, dtype="fp8"))
+        def test_workload_precision():
+            pass
+    """)
+    result = run(pytester)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines_random([
+        "roofline marker on test_dtype_argument: dtype='fp8': *no dense fp8 peak*",
+        "roofline marker on test_workload_precision: cannot analyze 'matmul(64x64x64, fp8)' "
+        "on a100-80gb-sxm: *no dense fp8 peak*"])

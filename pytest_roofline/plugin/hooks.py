@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .fixture import Roofline
     from .marker import Expectation
     from .session import RooflineSession
+    from .verdict import Judgement
     from .settings import Settings
 
 # Baselines, compare rules, Markdown and plots are a plugin of their own, loaded with this one
@@ -304,11 +305,33 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if not marks and not uses_fixture:
         return
     expectation = _expectation(item, marks)
-    if expectation.workload is None and not uses_fixture:
-        _fail(item, f"roofline marker on {item.name}: no workload: pass workload= "
-                    f"(from pytest_roofline.ops or models) or flops=/bytes= to the marker, or "
-                    f"request the roofline fixture and call roofline.add() in the test")
+    if expectation.workload is None:
+        if not uses_fixture:
+            _fail(item, f"roofline marker on {item.name}: no workload: pass workload= "
+                        f"(from pytest_roofline.ops or models) or flops=/bytes= to the marker, "
+                        f"or request the roofline fixture and call roofline.add() in the test")
+    else:
+        # The marker's workload is analyzed here (once per marker): what stops its analysis,
+        # such as a precision the chip lacks, is a setup error like a bad dtype= argument.
+        judgement = _marker_judgement(item.config, expectation)
+        if judgement.error:
+            _fail(item, f"roofline marker on {item.name}: "
+                        f"{judgement.error.removeprefix('roofline: ')}")
     item.stash[_ITEM_KEY] = _ItemState(expectation)
+
+
+def _marker_judgement(config: pytest.Config, expectation: Expectation) -> Judgement:
+    """The verdict on the marker's workload alone, judged once for every test sharing it."""
+    session = get_session(config)
+    cached = session.verdicts.get(id(expectation))
+    if cached is None:
+        from .verdict import judge
+
+        settings = session.settings
+        cached = session.verdicts[id(expectation)] = (expectation, judge(
+            expectation, expectation.workload, flops_per_mac=settings.flops_per_mac,
+            derate=settings.derate))
+    return cached[1]  # type: ignore[no-any-return]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -325,19 +348,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 def _verdict(item: pytest.Item, state: _ItemState) -> None:
     from .session import plain, to_properties
-    from .verdict import Judgement, breakdown, judge
+    from .verdict import breakdown, judge
 
     session = get_session(item.config)
     settings = session.settings
     expectation, handle = state.expectation, state.handle
     if handle is None or handle.workload is expectation.workload:
-        # the marker's workload alone: judged once for all the tests sharing the marker
-        cached = session.verdicts.get(id(expectation))
-        if cached is None:
-            cached = session.verdicts[id(expectation)] = (expectation, judge(
-                expectation, expectation.workload, flops_per_mac=settings.flops_per_mac,
-                derate=settings.derate))
-        judgement: Judgement = cached[1]
+        judgement = _marker_judgement(item.config, expectation)
     else:
         judgement = judge(expectation, handle.workload, flops_per_mac=settings.flops_per_mac,
                           derate=settings.derate, analyzed=lambda: handle.results)
