@@ -479,12 +479,17 @@ class Catalog(SpecIndex):
         self._scan()
         key = self._alias.get(text.lower())
         if key is None:
-            raise UnknownHardwareError(
-                f"unknown hardware {text!r}." + did_you_mean(text, self._alias)
-                + f" Known chips: {', '.join(self.names())}. A spec file path also works.")
+            raise UnknownHardwareError(f"unknown hardware {text!r}." + self.suggest(text))
         if key not in self._built:
             self._built[key] = from_dict(self._resolve(key), self._raw[key][1])
         return self._built[key]
+
+    def suggest(self, text: str) -> str:
+        """Close names when there are some; every chip only when nothing is close."""
+        close = did_you_mean(text, self._alias)
+        if close:
+            return close + " A spec file path also works."
+        return f" Known chips: {', '.join(self.names())}. A spec file path also works."
 
     def _from_file(self, path: Path) -> Hardware:
         """A chip read from a spec file named by path. It is known by that path only: its name

@@ -78,7 +78,11 @@ def test_unknown_name_lists_close_matches() -> None:
     with pytest.raises(UnknownHardwareError, match=r"unknown hardware 'h10'.*'h100'") as info:
         get_hardware("h10")
     assert isinstance(info.value, LookupError)
-    assert "tpu-v5e" in str(info.value)  # the known chips are listed
+    assert "tpu-v5e" not in str(info.value)  # close matches only: no list of every chip
+    with pytest.raises(UnknownHardwareError) as far:
+        get_hardware("quantum-abacus")
+    assert "Did you mean" not in str(far.value)
+    assert "Known chips: a100-40gb, " in str(far.value) and "tpu-v5e" in str(far.value)
 
 
 def test_missing_precision_is_an_error_never_a_fallback() -> None:

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from .fixture import Roofline
     from .marker import Expectation
     from .session import RooflineSession
-    from .verdict import Judgement
     from .settings import Settings
+    from .verdict import Judgement
 
 # Baselines, compare rules, Markdown and plots are a plugin of their own, loaded with this one
 # (so -p no:roofline turns both off).
@@ -158,7 +158,7 @@ def _prepare_hardware(config: pytest.Config, session: RooflineSession,
     import os
     from collections.abc import Mapping
 
-    from ..errors import RooflineError, did_you_mean
+    from ..errors import RooflineError
     from ..hardware import CATALOG, Hardware
     from ..specfiles import is_path
 
@@ -197,8 +197,7 @@ def _prepare_hardware(config: pytest.Config, session: RooflineSession,
                     not a_file and name.lower() not in known):
                 raise pytest.UsageError(
                     f"--roofline-hw / roofline_hw: unknown hardware {name!r}."
-                    + did_you_mean(name, known) + f" Known chips: {', '.join(CATALOG.names())}; "
-                    "a spec file path also works")
+                    + CATALOG.suggest(name))
 
 
 @pytest.hookimpl(wrapper=True)
