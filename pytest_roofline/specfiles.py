@@ -32,7 +32,10 @@ def load_yaml(path: Path, what: str = "spec file") -> dict[str, Any]:
     try:
         data = yaml.load(text, Loader=loader)  # a safe loader: no Python objects
     except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise SpecError(f"{path}: not valid YAML{where}: {problem}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: a {what} must be a mapping of fields, got "
                         f"{type(data).__name__}")

@@ -127,6 +127,70 @@ def test_sweep_reports_where_the_regime_changes() -> None:
                                                  "9:1", "--k", "8", "--n", "8", "--hw", "h100"))
 
 
+def test_sweep_says_where_the_footprint_stops_fitting() -> None:
+    # llama-3-8b decode with a 4096-token context: 16 GB of bf16 weights plus a KV cache of
+    # 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B = 128 KiB per token, 512 MiB per
+    # sequence; 80 GB holds the weights and 119 sequences, not 120 (the JSON gives the
+    # figure the CLI computed; the bracket is checked against the footprint itself).
+    from pytest_roofline import models
+
+    args = ("sweep", "model", "llama-3-8b", "--phase", "decode", "--param", "batch",
+            "--range", "1:1024", "--context", "4096", "--hw", "h100")
+    (result,) = json.loads(cli(*args, "--json").stdout)["results"]
+    limit = result["fits_up_to"]
+    model = models.load("llama-3-8b")
+    assert model.decode(batch=limit, context=4096).footprint <= 80e9
+    assert model.decode(batch=limit + 1, context=4096).footprint > 80e9
+    assert 100 < limit < 130
+    text = cli(*args).stdout
+    assert (f"the footprint fits in 80 GB up to batch = {limit}; from batch = {limit + 1} it "
+            f"does not fit") in text
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("sweep", "matmul", "--param", "m", "--range", "-5:10", "--k", "8", "--n", "8", "--hw",
+      "h100"), "--range '-5:10': LOW is -5; a size cannot be negative"),
+    (("sweep", "matmul", "--param", "m", "--range=-5:10", "--k", "8", "--n", "8", "--hw",
+      "h100"), "--range '-5:10': LOW is -5; a size cannot be negative"),
+    (("sweep", "matmul", "--param", "m", "--range", "9:1", "--k", "8", "--n", "8", "--hw",
+      "h100"), "--range '9:1': LOW 9 is above HIGH 1"),
+    (("sweep", "matmul", "--param", "dtype", "--range", "1:9", "--m", "8", "--k", "8", "--n",
+      "8", "--hw", "h100"), "--param 'dtype': is not a size of matmul: a sweep steps through "
+                            "whole numbers. Sizes to sweep: m, k, n"),
+    (("sweep", "matmul", "--param", "m", "--range", "1:9", "--m", "5", "--k", "8", "--n", "8",
+      "--hw", "h100"), "--m 5 and --param m: the swept parameter takes its values from "
+                       "--range; drop --m"),
+    (("analyze", "matmul", "--m", "5", "--hw", "h100"),
+     "the following arguments are required: --k, --n"),
+    (("analyze", "matmul", "--m", "5", "--k", "8", "--n", "8", "--hw", "h100", "--derate",
+      "170%"), "--derate: '170%' is not allowed; expected a fraction of peak in (0, 1]"),
+    (("hw", "show", "BAD_YAML"), "not valid YAML at line 2, column 1: did not find expected "
+                                 "',' or ']'"),
+])
+def test_every_cli_error_is_one_line(tmp_path: Path, args: tuple[str, ...], says: str) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [x\n")
+    line = one_line_error(cli(*(str(bad) if a == "BAD_YAML" else a for a in args)))
+    assert says in line
+
+
+def test_cli_help_version_and_derate_as_a_percentage() -> None:
+    from pytest_roofline import __version__
+
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"pytest-roofline {__version__}"
+    shown = cli("analyze", "matmul", "--help").stdout
+    for flag in ("--m", "--k", "--n"):
+        assert f"  {flag} VALUE             required" in shown
+    assert "--kv-heads VALUE, --kv_heads VALUE\n                        optional" in cli(
+        "analyze", "attention", "--help").stdout
+    half = json.loads(cli("analyze", "matmul", "--m", "32", "--k", "8192", "--n", "8192",
+                          "--hw", "h100", "--derate", "50%", "--json").stdout)
+    full = json.loads(cli("analyze", "matmul", "--m", "32", "--k", "8192", "--n", "8192",
+                          "--hw", "h100", "--json").stdout)
+    assert half["results"][0]["time_s"] == pytest.approx(2 * full["results"][0]["time_s"])
+
+
 # -- compare, plot, markdown, baselines -------------------------------------------------------
 
 

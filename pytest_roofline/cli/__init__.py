@@ -31,9 +31,11 @@ from .analyze import cmd_analyze, cmd_sweep
 from .common import (
     EXIT_USAGE,
     PROG,
+    Parser,
     add_rule_option,
     add_storage_option,
     common_options,
+    one_line,
     register_specs,
 )
 from .hw import cmd_hw_list, cmd_hw_show
@@ -44,10 +46,13 @@ from .reports import cmd_baselines, cmd_compare, cmd_markdown, cmd_plot
 
 def build_parser() -> argparse.ArgumentParser:
     common = common_options()
-    parser = argparse.ArgumentParser(
+    from .. import __version__
+
+    parser = Parser(
         prog=PROG, description="Roofline verdicts from the command line: chips, ops and "
         "models, sweeps, and the baseline gate for CI.",
         epilog="exit codes: 0 success, 1 regressions found (compare), 2 usage or input error")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     hw = sub.add_parser("hw", help="list the chips, or show one")
@@ -131,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RooflineError, OSError) as exc:
         text = str(exc) if isinstance(exc, RooflineError) else f"{exc.strerror or exc}: " \
             f"{exc.filename or ''}".rstrip(": ")
-        print(f"{PROG}: error: {text}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(text)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

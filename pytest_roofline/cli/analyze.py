@@ -20,6 +20,7 @@ from .common import (
     EXIT_USAGE,
     PHASES,
     PROG,
+    Parser,
     UsageError,
     analysis_options,
     analysis_settings,
@@ -59,10 +60,34 @@ def _is_flag(param: inspect.Parameter) -> bool:
     return param.annotation in ("bool", bool) or isinstance(param.default, bool)
 
 
+def needed_sizes(func: Callable[..., Any]) -> set[str]:
+    """Parameters that default to None only for the array form (``matmul(a, b)`` leaves k and n
+    out) but are needed when sizes are given, as the command line gives them: found by calling
+    *func* with small sizes, leaving out one such parameter at a time."""
+    params = inspect.signature(func).parameters.values()
+    sizes = {p.name: 8 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+             and p.default in (inspect.Parameter.empty, None)}
+    sizes.update({p.name: 2 for p in params if p.kind is p.KEYWORD_ONLY
+                  and p.default is inspect.Parameter.empty})
+    optional = [p.name for p in params if p.default is None and p.name in sizes]
+    try:
+        func(**sizes)
+    except Exception:  # the probe's sizes do not suit this op: claim nothing
+        return set()
+    needed = set()
+    for name in optional:
+        try:
+            func(**{k: v for k, v in sizes.items() if k != name})
+        except RooflineError:
+            needed.add(name)
+    return needed
+
+
 def add_signature_options(parser: argparse.ArgumentParser, func: Callable[..., Any],
                           skip: Sequence[str] = ()) -> list[str]:
     """One option per parameter of *func*; returns the names added."""
     added: list[str] = []
+    needed = needed_sizes(func)
     for name, param in inspect.signature(func).parameters.items():
         if name in skip or name in _RESERVED or param.kind is param.VAR_KEYWORD:
             continue
@@ -76,8 +101,9 @@ def add_signature_options(parser: argparse.ArgumentParser, func: Callable[..., A
                                 default=argparse.SUPPRESS,
                                 help=f"(default: {param.default})".replace("%", "%%"))
         else:
-            required = param.default is inspect.Parameter.empty
-            text = "required" if required else f"optional (default: {param.default})"
+            required = param.default is inspect.Parameter.empty or name in needed
+            text = "required" if required else (
+                "optional" if param.default is None else f"optional (default: {param.default})")
             parser.add_argument(*flags, dest=name, type=convert, default=argparse.SUPPRESS,
                                 required=required, metavar="VALUE",
                                 help=text.replace("%", "%%"))
@@ -156,7 +182,7 @@ class _Target:
             self.title = rest.pop(0)
             model = _model(self.title)
             phases = [p for p in PHASES if callable(getattr(model, p, None))]
-            pre = argparse.ArgumentParser(add_help=False)
+            pre = Parser(add_help=False, prog=f"{PROG} {command} model {self.title}")
             pre.add_argument("--phase", choices=phases, default=phases[0] if phases else None)
             known, _ = pre.parse_known_args(rest)
             self.phase = known.phase
@@ -188,7 +214,7 @@ class _Target:
 
     def parser(self, command: str, skip: Sequence[str] = ()) -> argparse.ArgumentParser:
         doc = inspect.getdoc(self.func) or ""
-        parser = argparse.ArgumentParser(
+        parser = Parser(
             prog=f"{PROG} {command} {self.kind}" + (f" {self.title}" if self.phase else ""),
             description=doc.split("\n\n")[0], parents=[common_options()])
         if self.phase is not None:
@@ -273,12 +299,41 @@ def _kernel_dict(kernel: Any) -> dict[str, Any]:
 
 
 def parse_range(text: str) -> tuple[int, int]:
-    """``"1:4096"`` -> ``(1, 4096)``: whole numbers, low <= high, both inclusive."""
-    match = re.match(r"^\s*(\d+)\s*:\s*(\d+)\s*$", text)
-    if not match or int(match.group(1)) > int(match.group(2)):
-        raise UsageError(f"--range {text!r}: expected LOW:HIGH, whole numbers with "
+    """``"1:4096"`` -> ``(1, 4096)``: whole numbers, 0 <= low <= high, both inclusive."""
+    match = re.match(r"^\s*([+-]?\d+)\s*:\s*([+-]?\d+)\s*$", text)
+    if not match:
+        raise UsageError(f"--range {text!r}: expected LOW:HIGH, two whole numbers, e.g. 1:4096")
+    lo, hi = int(match.group(1)), int(match.group(2))
+    if lo < 0:
+        raise UsageError(f"--range {text!r}: LOW is {lo}; a size cannot be negative: expected "
+                         f"0 <= LOW <= HIGH, e.g. 1:4096")
+    if lo > hi:
+        raise UsageError(f"--range {text!r}: LOW {lo} is above HIGH {hi}; expected "
                          f"LOW <= HIGH, e.g. 1:4096")
-    return int(match.group(1)), int(match.group(2))
+    return lo, hi
+
+
+def _attached(argv: Sequence[str], option: str) -> list[str]:
+    """``--range -5:10`` as ``--range=-5:10``: argparse reads a value starting with '-' as
+    an option, and would answer with its usage instead of what is wrong with the value."""
+    out: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == option:
+            value = next(args, None)
+            out.append(arg if value is None else f"{arg}={value}")
+        else:
+            out.append(arg)
+    return out
+
+
+def _is_size(param: inspect.Parameter) -> bool:
+    """A parameter a sweep can step through: a whole-number size, not a precision or a flag."""
+    default = param.default
+    if param.name.endswith("dtype") or "str" in str(param.annotation):
+        return False
+    return default in (inspect.Parameter.empty, None) or (
+        isinstance(default, int) and not isinstance(default, bool))
 
 
 def regime_segments(regime_at: Callable[[int], str], lo: int, hi: int,
@@ -318,7 +373,8 @@ def cmd_sweep(argv: Sequence[str]) -> int:
     from ..analysis import analyze
 
     target = _Target("sweep", argv)
-    pre = argparse.ArgumentParser(add_help=False)
+    target.rest = _attached(target.rest, "--range")
+    pre = Parser(add_help=False, prog=f"{PROG} sweep")
     pre.add_argument("--param")
     known, _ = pre.parse_known_args(target.rest)
     parser = target.parser("sweep", skip=())
@@ -330,12 +386,20 @@ def cmd_sweep(argv: Sequence[str]) -> int:
                         help="inclusive range of whole numbers, e.g. 1:4096")
     args = parser.parse_args(target.rest)
     register_specs(args.spec)
-    if args.param not in target.params:
+    signature = inspect.signature(target.func).parameters
+    sizes = [n for n in target.params if _is_size(signature[n])]
+    if args.param not in sizes:
         from ..errors import did_you_mean
 
-        raise UsageError(f"--param {args.param!r}: {target.label} has no such parameter."
-                         + did_you_mean(args.param, target.params)
-                         + f" Parameters: {', '.join(target.params)}")
+        what = (f"is not a size of {target.label}: a sweep steps through whole numbers"
+                if args.param in target.params else f"{target.label} has no such parameter")
+        raise UsageError(f"--param {args.param!r}: {what}."
+                         + did_you_mean(args.param, sizes)
+                         + f" Sizes to sweep: {', '.join(sizes)}")
+    if hasattr(args, args.param):
+        flag = "--" + args.param.replace("_", "-")
+        raise UsageError(f"{flag} {getattr(args, args.param)!r} and --param {args.param}: the "
+                         f"swept parameter takes its values from --range; drop {flag}")
     lo, hi = parse_range(args.span)
     values = {n: getattr(args, n) for n in target.params if hasattr(args, n)}
     settings = analysis_settings(args)
@@ -345,6 +409,10 @@ def cmd_sweep(argv: Sequence[str]) -> int:
             workload = call_with(target.func, {**values, args.param: x})
             return str(analyze(workload, chip, **settings).regime)
 
+        def fits_at(x: int, chip: Any = chip) -> bool:
+            workload = call_with(target.func, {**values, args.param: x})
+            return bool(analyze(workload, chip, **settings).fits)
+
         segments = regime_segments(regime_at, lo, hi)
         sample = analyze(call_with(target.func, {**values, args.param: lo}), chip, **settings)
         report.append({
@@ -353,6 +421,7 @@ def cmd_sweep(argv: Sequence[str]) -> int:
             "segments": [{"from": a, "to": b, "regime": r} for a, b, r in segments],
             "changes": [{"at": segments[i + 1][0], "from": segments[i][2],
                          "to": segments[i + 1][2]} for i in range(len(segments) - 1)],
+            "capacity_B": sample.capacity, "fits_up_to": _fits_up_to(sample, fits_at, lo, hi),
         })
     if args.json:
         print_json({"target": target.label, "results": report})
@@ -364,12 +433,45 @@ def cmd_sweep(argv: Sequence[str]) -> int:
               f"FLOP/B):")
         for seg in item["segments"]:
             echo(f"  {args.param} {seg['from']}..{seg['to']}: {seg['regime']}-bound")
+        limit = item["fits_up_to"]
         if item["changes"]:
             for change in item["changes"]:
+                beyond = (" (beyond the memory: not reachable on one chip)"
+                          if limit is not None and change["at"] > limit else "")
                 echo(f"  regime changes at {args.param} = {change['at']} "
-                      f"({change['from']} -> {change['to']})")
+                      f"({change['from']} -> {change['to']}){beyond}")
         else:
             echo(f"  no regime change in {args.param} {lo}..{hi}")
+        echo(_capacity_line(args.param, lo, hi, limit, item["capacity_B"]))
     return EXIT_OK
+
+
+def _fits_up_to(sample: Any, fits_at: Callable[[int], bool], lo: int, hi: int) -> int | None:
+    """The largest value in [lo, hi] whose footprint fits the chip's memory (footprints grow
+    with sizes); hi when all fit, lo - 1 when none does, None when no footprint is known."""
+    from ..analysis import last_true
+
+    if sample.fits is None:
+        return None
+    if not sample.fits:
+        return lo - 1
+    if fits_at(hi):
+        return hi
+    return last_true(fits_at, lo, hi)
+
+
+def _capacity_line(param: str, lo: int, hi: int, limit: int | None, capacity: float) -> str:
+    from ..units import si
+
+    memory = si(capacity, "B")
+    if limit is None:
+        return "  footprint unknown: no fit check"
+    if limit >= hi:
+        return f"  the footprint fits in {memory} across {param} {lo}..{hi}"
+    if limit < lo:
+        return (f"  the footprint does not fit in {memory} anywhere in {param} {lo}..{hi}: "
+                f"the figures above need more than one chip's memory")
+    return (f"  the footprint fits in {memory} up to {param} = {limit}; from {param} = "
+            f"{limit + 1} it does not fit (needs more than one chip's memory)")
 
 

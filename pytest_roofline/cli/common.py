@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import RooflineError
 from ..report import baseline, rules
@@ -22,6 +24,32 @@ PHASES = ("decode", "prefill", "forward", "train_step")
 
 class UsageError(RooflineError, ValueError):
     """A command line that cannot be run as written."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with every error one line on stderr (no usage dump): the CLI's promise."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{PROG}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def one_line(text: str) -> str:
+    """An error message on one line, however its parts were written."""
+    return re.sub(r"\s*\n\s*", " ", text.strip())
+
+
+def fraction(text: str) -> float:
+    """``--derate``: ``0.7`` or ``70%``, in (0, 1], as the plugin's option takes it."""
+    value = text.strip()
+    try:
+        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        number = math.nan
+    if not (0 < number <= 1):
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a fraction of "
+                                         f"peak in (0, 1] such as 0.7 or '70%'")
+    return number
 
 
 # -- shared option definitions ---------------------------------------------------------------
@@ -39,8 +67,8 @@ def add_storage_option(parser: argparse.ArgumentParser) -> None:
                              f"in the current directory)")
 
 
-def common_options() -> argparse.ArgumentParser:
-    parent = argparse.ArgumentParser(add_help=False)
+def common_options() -> Parser:
+    parent = Parser(add_help=False)
     parent.add_argument("--json", action="store_true", help="print JSON instead of text")
     parent.add_argument("--spec", "--specs", dest="spec", action="append", default=[],
                         metavar="PATH",
@@ -53,8 +81,9 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
                         help="chips, comma-separated (names, aliases or spec files)")
     parser.add_argument("--flops-per-mac", type=int, choices=(1, 2), default=2,
                         help="FLOPs counted per multiply-accumulate (default 2)")
-    parser.add_argument("--derate", type=float, default=1.0,
-                        help="fraction of every roof reached, in (0, 1] (default 1)")
+    parser.add_argument("--derate", type=fraction, default=1.0, metavar="FRACTION",
+                        help="fraction of every roof reached, in (0, 1], e.g. 0.7 or 70%% "
+                             "(default 1)")
     parser.add_argument("--sparse", action="store_true",
                         help="use the structured-sparse matrix peaks")
 

@@ -5,8 +5,8 @@ that plugin loaded): ``pytest_roofline_result`` fails a test whose figures regre
 the baseline, and the session's records (``plugin.get_session(config).records``, complete on
 the controller, under pytest-xdist too) feed the summary, the saved baseline, the Markdown
 file and the plot. Everything is decided at configure time, before any test runs: bad rules,
-a bad baseline name, a corrupt baseline, a missing baseline (a warning, or an error with
-``--roofline-compare-missing=error``), a plot format or a missing matplotlib.
+a bad baseline name, a corrupt baseline, a missing baseline (one line in the summary, or an
+error with ``--roofline-compare-missing=error``), a plot format or a missing matplotlib.
 
 Files are written once, by the controller, atomically.
 """
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 
 MISSING_MODES = ("warn", "error")
 LIST_LIMIT = 20  # new / vanished results listed in the terminal before "... and N more"
-
-
-class RooflineBaselineWarning(pytest.PytestWarning):
-    """The baseline asked for with --roofline-compare does not exist (yet)."""
 
 
 @dataclass
@@ -223,8 +219,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_STATE] = state
     if state.base_index:
         config.pluginmanager.register(_Comparer(state), "roofline-comparer")
-    if state.missing and not state.is_worker:
-        config.issue_config_time_warning(RooflineBaselineWarning(state.missing), stacklevel=2)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -93,7 +93,7 @@ def load(folder: str | os.PathLike[str], name: str | None = None) -> dict[str, A
         saved = f"saved baselines there: {', '.join(known)}" if known else "none is saved there"
         option = "--roofline-save" + ("" if path.stem == DEFAULT_NAME else f"={path.stem}")
         raise MissingBaselineError(
-            f"{path}: no baseline {path.stem!r} in {folder} ({saved}); save one with "
+            f"no baseline {path.stem!r} in {folder} ({saved}); save one with "
             f"`pytest {option}`, or give the path of a --roofline-json report")
     return records.load_report(path)
 
