@@ -8,6 +8,9 @@
    (``flops=..., bytes="1 GB"``). The target is at most 1.2x the unmarked wall time.
 3. The same tests each declaring a matmul of their own through the fixture, against
    unmarked tests that build the same matmul (the plugin's share of the cost alone).
+4. Memory of the pytest-xdist controller (``-n 2``), which receives every result: its peak
+   resident set with --memory-tests marked tests (default 5,000), with the plugin and with
+   ``-p no:roofline``; the difference per result is what the plugin holds per result.
 
 Each configuration runs --repeat times, interleaved so that drift on a busy machine hits all
 alike; the table shows the median and the spread (min-max) of wall times. By default other
@@ -76,6 +79,32 @@ def test_kernel(i, roofline):
 """
 
 
+MEMORY_CONFTEST = """
+import resource
+
+
+def pytest_sessionfinish(session):
+    if not hasattr(session.config, "workerinput"):  # the controller
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        with open("peak_rss_kib.txt", "w") as handle:
+            handle.write(str(peak))
+"""
+
+
+def write_memory_suite(root: Path, n: int) -> Path:
+    folder = root / "memory"
+    folder.mkdir()
+    (folder / "conftest.py").write_text(MEMORY_CONFTEST)
+    (folder / "test_suite.py").write_text(textwrap.dedent(MARKED.format(n=n)))
+    return folder
+
+
+def peak_rss(folder: Path, args: list[str], env: dict[str, str]) -> float:
+    """The controller's peak resident set in MiB, for one run of the suite in *folder*."""
+    run(folder, ["-n", "2", "-p", "xdist", "-p", "no:randomly", *args], env)
+    return int((folder / "peak_rss_kib.txt").read_text()) / 1024
+
+
 def write_suites(root: Path, n: int) -> dict[str, Path]:
     suites = {}
     unused = root / "unused"
@@ -134,6 +163,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--autoload", action="store_true",
                         help="auto-load every installed plugin, as a user's environment would")
+    parser.add_argument("--memory-tests", type=int, default=5000,
+                        help="marked tests in the xdist memory figure (0: skip it)")
+    parser.add_argument("--only-memory", action="store_true", help="the memory figure only")
     options = parser.parse_args()
     env = dict(os.environ)
     # Bytecode is cached as in a user's environment, under a temporary prefix (nothing is
@@ -151,6 +183,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         suites = write_suites(Path(tmp), options.tests)
+        if options.memory_tests:
+            memory(Path(tmp), options.memory_tests, env, with_plugin, without_plugin)
+        if options.only_memory:
+            return
         unused = measure({
             "200 tests, plugin installed": (suites["unused"], with_plugin),
             "200 tests, without the plugin": (suites["unused"], without_plugin),
@@ -171,6 +207,30 @@ def main() -> None:
         }, env, options.repeat)
         show(fixture, f"{n} tests, unmarked, building a matmul",
              f"3. {n} parametrized tests declaring a matmul each")
+
+
+def memory(root: Path, n: int, env: dict[str, str], with_plugin: list[str],
+           without_plugin: list[str]) -> None:
+    import importlib.util
+
+    print(f"\n4. Memory of the pytest-xdist controller (-n 2), {n} marked tests "
+          f"(target <= 2 KB per result)")
+    if importlib.util.find_spec("xdist") is None:
+        print("  pytest-xdist is not installed: skipped")
+        return
+    folder = write_memory_suite(root, n)
+    off = ["-p", "no:roofline"] if "-p" not in without_plugin else []
+    plugin = peak_rss(folder, with_plugin, env)
+    bare = peak_rss(folder, [*without_plugin, *off], env)
+    report = peak_rss(folder, [*with_plugin, "--roofline-json=report.json"], env)
+
+    def per_result(mib: float) -> str:
+        return f"{mib - bare:8.1f} MiB = {(mib - bare) * 1024 / n:.1f} KiB per result"
+
+    print(f"  peak RSS without the plugin        {bare:8.1f} MiB")
+    print(f"  peak RSS with the plugin           {plugin:8.1f} MiB: {per_result(plugin)}")
+    print(f"  ... and writing --roofline-json    {report:8.1f} MiB: {per_result(report)} "
+          f"(the report is built once, at the end)")
 
 
 if __name__ == "__main__":

@@ -182,7 +182,7 @@ def test_all_expectations_and_several_chips(suite: pytest.Pytester) -> None:
     reports = call_reports(result)
     assert reports["test_two_chips"].passed and reports["test_network"].passed
     chips = [n.split(":")[1] for n, _ in reports["test_two_chips"].user_properties
-             if n.endswith(":regime")]
+             if n.startswith("roofline:")]
     assert chips == ["toychip", "h100-sxm"]
 
 

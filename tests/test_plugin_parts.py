@@ -16,7 +16,12 @@ import pytest
 
 from pytest_roofline import Hardware, Link, Workload, analyze, ops
 from pytest_roofline.plugin.marker import HELP, KEYS, Expectation, MarkerError, merge, parse
-from pytest_roofline.plugin.session import RooflineSession, from_properties, to_properties
+from pytest_roofline.plugin.session import (
+    RooflineSession,
+    expand,
+    from_properties,
+    to_properties,
+)
 from pytest_roofline.plugin.settings import (
     Settings,
     SettingsError,
@@ -277,10 +282,22 @@ def test_records_round_trip_through_user_properties() -> None:
     records = [_record("t.py::a"), _record("t.py::a", hw="h100-sxm", outcome="failed",
                                            expected=None)]
     properties = [("other", 1), *to_properties(records[0]), *to_properties(records[1]),
-                  ("roofline", "not ours"), "junk"]
-    assert all(name.startswith("roofline:") for name, _ in to_properties(records[0]))
+                  ("roofline", "not ours"), ("roofline:x:y", 1.0), "junk"]
+    # one compact property per record: what crosses to the pytest-xdist controller
+    ((name, text),) = to_properties(records[0])
+    assert name == "roofline:toy" and isinstance(text, str) and len(text) < 700
     back = from_properties("t.py::a", properties)
     assert back == records
+
+
+def test_junit_properties_spell_out_every_figure() -> None:
+    record = _record("t.py::a", expected=["compute", "memory"])
+    expanded = dict(expand([("other", 1), *to_properties(record)]))
+    assert expanded["other"] == 1
+    assert expanded["roofline:toy:regime"] == record["regime"]
+    assert expanded["roofline:toy:intensity"] == record["intensity"]
+    assert expanded["roofline:toy:expected"] == "compute|memory"
+    assert "roofline:toy" not in expanded
 
 
 def test_properties_hold_plain_values_only() -> None:
@@ -288,10 +305,10 @@ def test_properties_hold_plain_values_only() -> None:
 
     record = _record("t.py::a", extra=np.float64(2.5), arr=np.array([1.0, 2.0]), obj=object(),
                      flag=np.bool_(True))
-    values = dict(to_properties(record))
-    assert type(values["roofline:toy:extra"]) is float
-    assert values["roofline:toy:arr"] == [1.0, 2.0] and values["roofline:toy:flag"] is True
-    assert isinstance(values["roofline:toy:obj"], str)
+    (values,) = from_properties("t.py::a", to_properties(record))
+    assert type(values["extra"]) is float
+    assert values["arr"] == [1.0, 2.0] and values["flag"] is True
+    assert isinstance(values["obj"], str)
 
 
 def test_session_collects_records_and_notes() -> None:

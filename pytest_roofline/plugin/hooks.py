@@ -346,7 +346,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 
 def _verdict(item: pytest.Item, state: _ItemState) -> None:
-    from .session import plain, to_properties
+    from .session import to_properties
     from .verdict import breakdown, judge
 
     session = get_session(item.config)
@@ -360,15 +360,17 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
     if judgement.error:
         _fail(item, judgement.error)
     hook = item.ihook.pytest_roofline_result
-    hooked = bool(hook.get_hookimpls())
     failures: list[str] = []
-    records = []
     checks = list(judgement.checks)
-    for i, (check, template, properties) in enumerate(zip(
-            judgement.checks, judgement.records, judgement.properties, strict=True)):
-        failures.extend(check.failures)
-        record = {"nodeid": item.nodeid, **template}
-        if hooked:
+    if not hook.get_hookimpls():  # the common case: the judgement's properties, shared
+        for check, properties in zip(judgement.checks, judgement.properties, strict=True):
+            failures.extend(check.failures)
+            item.user_properties.extend(properties)
+    else:
+        for i, (check, template) in enumerate(zip(judgement.checks, judgement.records,
+                                                  strict=True)):
+            failures.extend(check.failures)
+            record = {"nodeid": item.nodeid, **template}
             extra = _hook_failures(hook(config=item.config, item=item, nodeid=item.nodeid,
                                         result=check.result, record=record))
             if extra:
@@ -376,12 +378,7 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
                 checks[i] = check.with_failures(extra)  # the report section says "failed"
                 record["outcome"] = "failed"
                 record["message"] = " ".join([*check.failures, *extra])
-            record = {key: plain(value) for key, value in record.items()}
-            properties = to_properties(record)
-        item.user_properties.extend(properties)
-        records.append(record)
-    if not session.is_worker:  # this process reports too: no need to decode the properties
-        session.local[item.nodeid] = records
+            item.user_properties.extend(to_properties(record))
     if failures or item.config.get_verbosity() >= 2:
         item.add_report_section("call", "roofline", breakdown(checks))
     if failures:
@@ -420,6 +417,8 @@ class _SessionPlugin:
     def __init__(self, config: pytest.Config, session: RooflineSession) -> None:
         self.config = config
         self.session = session
+        # JUnit XML reads the teardown report's properties: one per figure there
+        self.junit = bool(getattr(config.option, "xmlpath", None))
 
     @pytest.fixture
     def roofline(self) -> Roofline:
@@ -444,15 +443,17 @@ class _SessionPlugin:
     def records(self) -> list[dict[str, Any]]:
         return self.session.records
 
+    @pytest.hookimpl(tryfirst=True)  # before junitxml reads the teardown report
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call" or not report.user_properties or self.session.is_worker:
+        if not report.user_properties or self.session.is_worker:
             return
-        note = "xfail" if hasattr(report, "wasxfail") else None
-        local = self.session.local.pop(report.nodeid, None)
-        if local is not None:  # analyzed in this process
-            self.session.add(report.nodeid, local, note)
-        else:  # analyzed by a pytest-xdist worker
+        if report.when == "call":
+            note = "xfail" if hasattr(report, "wasxfail") else None
             self.session.collect(report.nodeid, report.user_properties, note)
+        elif report.when == "teardown" and self.junit:
+            from .session import expand
+
+            report.user_properties = expand(report.user_properties)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         path = self.session.settings.json
@@ -489,6 +490,6 @@ class _SessionPlugin:
             terminalreporter.write_line(line, red=line.endswith("FAIL"))
         if session.json_path:
             terminalreporter.write_line(f"JSON report: {session.json_path} "
-                                        f"({len(session.records)} results)")
+                                        f"({len(session)} results)")
         if session.json_error:
             terminalreporter.write_line(session.json_error, red=True, bold=True)

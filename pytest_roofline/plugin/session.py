@@ -1,20 +1,25 @@
 """The state of one pytest session: settings, and every roofline record of the run.
 
 Records travel from the process that ran a test to the controller as the test report's
-``user_properties``, one property per figure, named ``roofline:<hw>:<field>``. That way they
-cross pytest-xdist's worker boundary untouched and JUnit XML shows each figure as a property
-of its test case. The controller decodes them into :attr:`RooflineSession.records`: the one
-list that the terminal summary, the JSON report and anything hooked on them read.
+``user_properties``: one property per test and chip, named ``roofline:<hw>``, whose value is
+the record (without ``nodeid`` and ``hw``) as compact JSON text. They cross pytest-xdist's
+worker boundary untouched and cheaply: the controller keeps each record as that text and
+decodes it when :attr:`RooflineSession.records` is first read (the JSON report, the baseline
+gate, a user's hook), so a run with many results costs it a few hundred bytes per result
+(``benchmarks/bench_plugin.py``). For JUnit XML the controller spells each record out as one
+property per figure, ``roofline:<hw>:<field>`` (:func:`expand`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .settings import AUTO_SUMMARY_ROWS, Settings
 
 PREFIX = "roofline:"
+_OUTSIDE = ("nodeid", "hw")  # what the property's name and the report carry
 
 
 _PLAIN = (str, int, float, bool, type(None))
@@ -38,37 +43,60 @@ def plain(value: Any) -> Any:
 
 
 def to_properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """A record as ``(name, value)`` pairs for ``report.user_properties``."""
-    hw = str(record["hw"])
-    out = []
-    for key, value in record.items():
-        if key in ("nodeid", "hw"):
-            continue
-        if key == "expected" and isinstance(value, (list, tuple)):
-            value = "|".join(map(str, value))
-        out.append((f"{PREFIX}{hw}:{key}", plain(value)))
-    return out
+    """A record as ``report.user_properties``: ``[("roofline:<hw>", compact JSON text)]``."""
+    body = {key: plain(value) for key, value in record.items() if key not in _OUTSIDE}
+    return [(f"{PREFIX}{record['hw']}",
+             json.dumps(body, separators=(",", ":"), allow_nan=True))]
 
 
-def from_properties(nodeid: str, properties: Iterable[Any]) -> list[dict[str, Any]]:
-    """The records encoded by :func:`to_properties` among a report's user properties."""
-    found: dict[str, dict[str, Any]] = {}
+def encoded(properties: Iterable[Any]) -> Iterator[tuple[str, str]]:
+    """``(hw, text)`` of each record encoded by :func:`to_properties` among *properties*."""
     for pair in properties:
         try:
             name, value = pair
         except (TypeError, ValueError):
             continue
-        if not isinstance(name, str) or not name.startswith(PREFIX):
+        if isinstance(name, str) and name.startswith(PREFIX) and isinstance(value, str) \
+                and value.startswith("{"):
+            yield name[len(PREFIX):], value
+
+
+def decode(nodeid: str, hw: str, text: str,
+           shared: dict[str, str] | None = None) -> dict[str, Any]:
+    """One record from its property text. With *shared* (a memo kept across calls), field
+    names and short texts (regimes, precisions, outcomes, labels), which a run's records
+    repeat, are kept once."""
+    memo: dict[str, str] = {} if shared is None else shared
+
+    def one(text: str) -> str:
+        return memo.setdefault(text, text) if len(text) <= 64 else text
+
+    record: dict[str, Any] = {"nodeid": nodeid, "hw": one(hw)}
+    for key, value in json.loads(text).items():
+        record[one(key)] = one(value) if isinstance(value, str) else value
+    return record
+
+
+def from_properties(nodeid: str, properties: Iterable[Any]) -> list[dict[str, Any]]:
+    """The records encoded by :func:`to_properties` among a report's user properties."""
+    return [decode(nodeid, hw, text) for hw, text in encoded(properties)]
+
+
+def expand(properties: Iterable[Any]) -> list[Any]:
+    """*properties* with each record spelled out as one ``roofline:<hw>:<field>`` property
+    per figure (the allowed regimes joined with ``|``), as JUnit XML shows them."""
+    out: list[Any] = []
+    for pair in properties:
+        found = list(encoded([pair]))
+        if not found:
+            out.append(pair)
             continue
-        parts = name.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, hw, key = parts
-        record = found.setdefault(hw, {"nodeid": nodeid, "hw": hw})
-        if key == "expected" and isinstance(value, str):
-            value = value.split("|") if value else []
-        record[key] = value
-    return list(found.values())
+        hw, text = found[0]
+        for key, value in json.loads(text).items():
+            if key == "expected" and isinstance(value, list):
+                value = "|".join(map(str, value))
+            out.append((f"{PREFIX}{hw}:{key}", value))
+    return out
 
 
 class RooflineSession:
@@ -82,24 +110,44 @@ class RooflineSession:
     def __init__(self, settings: Settings, *, is_worker: bool = False) -> None:
         self.settings = settings
         self.is_worker = is_worker
-        self.records: list[dict[str, Any]] = []
         self.notes: dict[str, str] = {}
         self.json_path: str | None = None
         self.json_error: str | None = None
+        self._records: list[dict[str, Any]] = []
+        self._encoded: list[tuple[str, str, str]] = []  # (nodeid, hw, text), not decoded yet
+        self._shared: dict[str, str] = {}  # texts the decoded records share
         # internal caches of the plugin
         self.expectations: dict[Any, Any] = {}
         self.verdicts: dict[int, Any] = {}
         self.hardware_plugins: set[object] = set()
         self.specs_registered = False
         self.current_item: Any = None  # the test being set up or run in this process
-        self.local: dict[str, list[dict[str, Any]]] = {}  # records made here, not yet reported
 
-    def collect(self, nodeid: str, properties: Iterable[Any],
-                note: str | None = None) -> list[dict[str, Any]]:
-        """Decode the records of one test report and keep them."""
-        found = from_properties(nodeid, properties)
-        self.add(nodeid, found, note)
-        return found
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """Every record of the run, as dicts in the JSON record format."""
+        if self._encoded:
+            self._records.extend(decode(*item, self._shared) for item in self._encoded)
+            self._encoded.clear()
+        return self._records
+
+    def __len__(self) -> int:
+        return len(self._records) + len(self._encoded)
+
+    def _each(self) -> Iterator[dict[str, Any]]:
+        """Every record, decoding the ones still encoded one at a time (none kept)."""
+        yield from self._records
+        for item in self._encoded:
+            yield decode(*item, self._shared)
+
+    def collect(self, nodeid: str, properties: Iterable[Any], note: str | None = None) -> int:
+        """Keep the records of one test report (as their text); returns how many."""
+        found = [(nodeid, hw, text) for hw, text in encoded(properties)]
+        if found:
+            self._encoded.extend(found)
+            if note:
+                self.notes[nodeid] = note
+        return len(found)
 
     def add(self, nodeid: str, records: list[dict[str, Any]], note: str | None = None) -> None:
         """Keep the records of one test (*note*: a word for its verdict, e.g. ``xfail``)."""
@@ -109,15 +157,25 @@ class RooflineSession:
                 self.notes[nodeid] = note
 
     def summary_lines(self, width: int | None = None, mode: str | None = None) -> list[str]:
-        if not self.records:
+        """The terminal summary. With many rows (``auto``) or ``failed``, only the failed
+        records are decoded and kept: the passing ones are counted."""
+        mode = mode or self.settings.summary
+        total = len(self)
+        if not total or mode == "none":
             return []
-        from ..report.table import summary
+        from ..report.table import is_failure, summary
 
-        return summary(self.records, mode=mode or self.settings.summary, width=width,
+        if mode == "failed" or (mode == "auto" and total > AUTO_SUMMARY_ROWS):
+            failed = [r for r in self._each() if is_failure(r)]
+            return summary(failed, mode="all", width=width, notes=self.notes,
+                           left_out=total - len(failed))
+        return summary(list(self._each()), mode=mode, width=width,
                        auto_rows=AUTO_SUMMARY_ROWS, notes=self.notes)
 
     def report(self) -> dict[str, Any]:
         """The JSON report of the run (see :mod:`pytest_roofline.records`)."""
         from ..report.records import make_report
 
-        return make_report(self.records, self.settings.to_dict())
+        # make_report copies each record: records not decoded yet are decoded for the copy
+        # alone, so a large run never holds them twice
+        return make_report(self._each(), self.settings.to_dict())

@@ -76,14 +76,16 @@ def summary(
     auto_rows: int = 50,
     notes: Mapping[str, str] | None = None,
     extra_columns: Sequence[Column] = (),
+    left_out: int = 0,
 ) -> list[str]:
     """The summary table of *records* as lines.
 
     *mode*: ``all`` (every row, failures first), ``failed`` (failed rows only), ``none``, or
     ``auto`` (all up to *auto_rows* rows, failed rows beyond). *notes* maps a test id to a word
-    appended to its verdict (``xfail``). *extra_columns* go before the verdict.
+    appended to its verdict (``xfail``). *extra_columns* go before the verdict. *left_out*
+    counts passing records the caller did not pass in (they are counted, not shown).
     """
-    if mode == "none" or not records:
+    if mode == "none" or not (records or left_out):
         return []
     shown = order(records)
     if mode == "failed" or (mode == "auto" and len(shown) > auto_rows):
@@ -100,9 +102,9 @@ def summary(
     if rows:
         lines = render(["test", *(h for h, _ in columns), "verdict"], rows,
                        align=ALIGN + "l" * len(extra_columns) + "l", width=width)
-    hidden = len(records) - len(shown)
+    hidden = len(records) - len(shown) + left_out
     if hidden:
         failed = sum(1 for r in records if is_failure(r))
-        lines.append(f"{len(records)} rows, {failed} failed; {hidden} not shown "
+        lines.append(f"{len(records) + left_out} rows, {failed} failed; {hidden} not shown "
                      f"(--roofline-summary=all lists every row)")
     return lines
