@@ -359,7 +359,11 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
                           derate=settings.derate, analyzed=lambda: handle.results)
     if judgement.error:
         _fail(item, judgement.error)
-    hook = item.ihook.pytest_roofline_result
+    # conftest hooks apply to the tests below them (item.ihook), but the global hook tells
+    # more cheaply whether there is any implementation at all
+    hook = item.config.hook.pytest_roofline_result
+    if hook.get_hookimpls():
+        hook = item.ihook.pytest_roofline_result
     failures: list[str] = []
     checks = list(judgement.checks)
     if not hook.get_hookimpls():  # the common case: the judgement's properties, shared

@@ -20,6 +20,9 @@ from .settings import AUTO_SUMMARY_ROWS, Settings
 
 PREFIX = "roofline:"
 _OUTSIDE = ("nodeid", "hw")  # what the property's name and the report carry
+# How a failed record's text says so (quotes inside string values are escaped, so these
+# match the outcome field only)
+_FAILED, _ERROR = '"outcome":"failed"', '"outcome":"error"'
 
 
 _PLAIN = (str, int, float, bool, type(None))
@@ -166,7 +169,10 @@ class RooflineSession:
         from ..report.table import is_failure, summary
 
         if mode == "failed" or (mode == "auto" and total > AUTO_SUMMARY_ROWS):
-            failed = [r for r in self._each() if is_failure(r)]
+            # the text says whether a record failed: only those are decoded
+            failed = [r for r in self._records if is_failure(r)]
+            failed += [decode(*item, self._shared) for item in self._encoded
+                       if _FAILED in item[2] or _ERROR in item[2]]
             return summary(failed, mode="all", width=width, notes=self.notes,
                            left_out=total - len(failed))
         return summary(list(self._each()), mode=mode, width=width,
