@@ -209,6 +209,37 @@ def test_compare_exit_codes_follow_regressions(tmp_path: Path) -> None:
     assert data["failed"] and [r["rule"] for r in data["regressions"]] == ["regime"]
 
 
+def test_compare_lists_every_result_old_against_new_and_writes_csv(tmp_path: Path) -> None:
+    # test_b moves from m = 4096 (2048.0 FLOP/B, compute) to m = 32 (31.8 FLOP/B, memory):
+    # intensity 31.75 / 2048 - 1 = -98.4%; test_a is unchanged.
+    import csv
+
+    base = write(tmp_path / "base.json", 4096, 4096)
+    new = write(tmp_path / "new.json", 4096, 32)
+    result = cli("compare", str(base), str(new), env={"COLUMNS": "200"})
+    lines = result.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("test "))
+    assert lines[header].split()[:4] == ["test", "chip", "regime", "FLOP/B"]
+    assert lines[header + 1].split()[0] == "t.py::test_b" and "REGRESSED" in lines[header + 1]
+    assert "compute -> memory" in lines[header + 1] and "-98.4%" in lines[header + 1]
+    assert lines[header + 2].split()[0] == "t.py::test_a"
+    assert lines[header + 2].endswith("same") and "+0.0%" in lines[header + 2]
+    narrow = cli("compare", str(base), str(new), env={"COLUMNS": "80"}).stdout.splitlines()
+    table = narrow[narrow.index("") + 1:]
+    assert all(len(line) <= 80 for line in table[:3]), table
+    out = tmp_path / "cmp.csv"
+    assert cli("compare", str(base), str(new), "--csv", str(out)).returncode == 1
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert [r["nodeid"] for r in rows] == ["t.py::test_b", "t.py::test_a"]
+    assert rows[0]["status"] == "REGRESSED" and rows[0]["regime_new"] == "memory"
+    assert float(rows[0]["intensity_old"]) == pytest.approx(2048.0)
+    assert float(rows[0]["intensity_change"]) == pytest.approx(32 * 8192 / (8192 + 64) / 2048
+                                                               - 1)
+    printed = cli("compare", str(base), str(new), "--csv", "-")
+    assert printed.stdout.startswith("nodeid,hw,dtype,status,")
+    assert printed.stdout == out.read_text()
+
+
 def test_compare_takes_baseline_names_from_the_storage_folder(tmp_path: Path) -> None:
     write(tmp_path / ".roofline" / "main.json", 4096, 4096)
     write(tmp_path / "new.json", 4096, 4096)

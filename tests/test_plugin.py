@@ -369,7 +369,8 @@ MANY = """
 """
 
 
-def test_summary_table(suite: pytest.Pytester) -> None:
+def test_summary_table(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # every column (80 leaves some out: see below)
     suite.makepyfile(MANY.format(n=2))
     result = run(suite)
     result.stdout.fnmatch_lines([
@@ -776,3 +777,25 @@ def test_a_precision_the_chip_lacks_is_a_setup_error_from_dtype_or_workload(
         "roofline marker on test_dtype_argument: dtype='fp8': *no dense fp8 peak*",
         "roofline marker on test_workload_precision: cannot analyze 'matmul(64x64x64, fp8)' "
         "on a100-80gb-sxm: *no dense fp8 peak*"])
+
+
+def test_the_summary_fits_an_80_column_ci_log(suite: pytest.Pytester,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    suite.makepyfile(test_a_rather_long_module_name_for_kernels="""
+        import pytest
+
+        @pytest.mark.parametrize("size", [1, 10, 2])
+        @pytest.mark.roofline(hw="toychip", regime="memory", flops=1e9, bytes="1 GB")
+        def test_projection_of_the_attention_output(size):
+            pass
+    """)
+    result = run(suite, "--roofline-summary=all")
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "= roofline =" in line)
+    table = lines[start + 2:start + 6]
+    assert table[0].split() == ["test", "hw", "FLOP/B", "regime", "time", "expected",
+                                "verdict"]
+    assert all(len(line) <= 80 for line in table), table
+    # parameter ids sort as numbers: 1, 2, 10
+    assert [line.split()[0].rsplit("[", 1)[1] for line in table[1:]] == ["1]", "2]", "10]"]

@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--md", metavar="PATH", help="also write the Markdown summary to PATH")
     cmp_.add_argument("--github-summary", action="store_true",
                       help="also append the Markdown summary to $GITHUB_STEP_SUMMARY")
+    cmp_.add_argument("--csv", metavar="PATH",
+                      help="write every result old against new as CSV to PATH ('-': stdout, "
+                           "instead of the table)")
     cmp_.set_defaults(func=cmd_compare)
 
     plot = sub.add_parser("plot", parents=[common], help="draw a report's roofline chart")

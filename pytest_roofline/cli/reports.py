@@ -38,13 +38,34 @@ def cmd_compare(args: argparse.Namespace) -> int:
     new, _ = _load(args.storage, args.new)
     result = compare(base, new, rule_objs, base=base_label)
     _write_markdown(args, new, result)
+    if args.csv:
+        from ..report.compare import to_csv
+
+        text = to_csv(result, base, new)
+        if args.csv == "-":
+            sys.stdout.write(text)
+        else:
+            from ..report.atomic import write_text
+
+            write_text(args.csv, text)
     if args.json:
         print_json(result.to_dict())
-    else:
+    elif args.csv != "-":
+        from ..report.compare import side_by_side
+
         echo(f"comparing {args.new} against {base_label} (checks: "
               f"{rules.describe(rule_objs)})")
+        echo()
+        echo("\n".join(side_by_side(result, base, new, width=_width())))
+        echo()
         echo("\n".join(result.lines()))
     return EXIT_REGRESSION if result.failed else EXIT_OK
+
+
+def _width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 def _write_markdown(args: argparse.Namespace, report: dict[str, Any], comparison: Any) -> None:

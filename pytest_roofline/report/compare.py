@@ -174,6 +174,7 @@ class Comparison:
     changed: tuple[Key, ...]  # compared, some figure differs, no check broken
     warnings: tuple[str, ...] = ()
     base: str = ""  # what the baseline was (a name or a path), for messages
+    pairs: tuple[tuple[Key, Record, Record], ...] = ()  # (key, baseline, new) of compared
     regressed: tuple[Key, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -314,4 +315,112 @@ def compare(base_report: Mapping[str, Any] | Sequence[Record],
         changed=tuple(changed),
         warnings=tuple(_warnings(pairs, base_report, new_report)),
         base=base,
+        pairs=tuple(pairs),
     )
+
+
+# -- every result, old against new -----------------------------------------------------------
+
+#: The figures of the side-by-side table and the CSV: (column, record field).
+SIDE_BY_SIDE = (("FLOP/B", "intensity"), ("time", "time_s"))
+CSV_FIGURES = ("flops", "bytes", "link_bytes", "intensity", "ridge", "time_s", "footprint_B")
+
+
+def _delta(old: float | None, new: float | None) -> float | None:
+    """The relative change new / old - 1, or None when it is not defined."""
+    if old is None or new is None or old == 0:
+        return None
+    return new / old - 1
+
+
+def _status(comparison: Comparison, key: Key) -> str:
+    if key in comparison.regressed:
+        return "REGRESSED"
+    return "changed" if key in comparison.changed else "same"
+
+
+def rows(comparison: Comparison,
+         vanished: Mapping[Key, Record] | None = None) -> list[tuple[Key, Record | None,
+                                                                   Record | None, str]]:
+    """Every result: ``(key, baseline record, new record, status)``, regressions first, then
+    changed, unchanged, new and vanished ones (*vanished*: the baseline's records by key)."""
+    from .table import natural
+
+    order = {"REGRESSED": 0, "changed": 1, "same": 2}
+    compared = sorted(((k, b, n, _status(comparison, k)) for k, b, n in comparison.pairs),
+                      key=lambda row: (order[row[3]], natural(row[0][0]), row[0][1:]))
+    out: list[tuple[Key, Record | None, Record | None, str]] = list(compared)
+    news = {k: n for k, _b, n in comparison.pairs}
+    out += [(k, None, news.get(k), "new")
+            for k in sorted(comparison.new, key=lambda k: (natural(k[0]), k[1:]))]
+    out += [(k, (vanished or {}).get(k), None, "vanished")
+            for k in sorted(comparison.vanished, key=lambda k: (natural(k[0]), k[1:]))]
+    return out
+
+
+def side_by_side(comparison: Comparison, base_report: Any, new_report: Any,
+                 width: int | None = None) -> list[str]:
+    """Every result old against new, as pytest-benchmark prints them: regime, intensity and
+    time bound before and after, with the relative change."""
+    from ..text_table import render
+    from ..units import format_time
+
+    old_index = index(records_of(base_report))
+    new_index = index(records_of(new_report))
+    table: list[list[str]] = []
+
+    def show(name: str, value: float | None) -> str:
+        if value is None:
+            return "-"
+        return format_time(value) if name == "time_s" else format_number(value)
+
+    for key, _b, _n, status in rows(comparison, old_index):
+        base, new = old_index.get(key), new_index.get(key)
+        old_r, new_r = _regime(base or {}), _regime(new or {})
+        cells = [key[0], where(key),
+                 f"{old_r or '-'} -> {new_r or '-'}" if base and new and old_r != new_r
+                 else (old_r or new_r or "-")]
+        for _, name in SIDE_BY_SIDE:
+            old_v = _number(base, name) if base else None
+            new_v = _number(new, name) if new else None
+            change = _delta(old_v, new_v)
+            cells += [show(name, old_v), show(name, new_v),
+                      "-" if change is None else f"{change:+.1%}"]
+        table.append([*cells, status])
+    headers = ["test", "chip", "regime"]
+    for name, _ in SIDE_BY_SIDE:
+        headers += [f"{name} old", f"{name} new", f"{name} +/-"]
+    # narrow terminals lose the absolute intensities first, then the old time, then the chip
+    return render([*headers, "status"], table, align="lll" + "rrr" * len(SIDE_BY_SIDE) + "l",
+                  width=width, optional=(3, 4, 6, 1))
+
+
+def to_csv(comparison: Comparison, base_report: Any, new_report: Any) -> str:
+    """Every result old against new as CSV: figures in SI units, relative changes as
+    fractions (0.1 = +10%), empty cells where a side has no value."""
+    import csv
+    import io
+
+    old_index = index(records_of(base_report))
+    new_index = index(records_of(new_report))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["nodeid", "hw", "dtype", "status", "regime_old", "regime_new"]
+    for name in CSV_FIGURES:
+        header += [f"{name}_old", f"{name}_new", f"{name}_change"]
+    writer.writerow([*header, "fits_old", "fits_new"])
+
+    def cell(value: Any) -> str:
+        return "" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+    for key, _b, _n, status in rows(comparison, old_index):
+        base, new = old_index.get(key), new_index.get(key)
+        row = [key[0], key[1], key[2], status, (base or {}).get("regime", ""),
+               (new or {}).get("regime", "")]
+        for name in CSV_FIGURES:
+            old_v = _number(base, name) if base else None
+            new_v = _number(new, name) if new else None
+            row += [cell(old_v), cell(new_v), cell(_delta(old_v, new_v))]
+        row += [cell((base or {}).get("fits")), cell((new or {}).get("fits"))]
+        writer.writerow(row)
+    return buffer.getvalue()
