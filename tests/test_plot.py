@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,8 +82,8 @@ def test_a_png_is_written_and_reads_back_at_the_documented_size(tmp_path: Path) 
     image = pytest.importorskip("matplotlib.image")
     path = plot.write(sample(), tmp_path / "out" / "chart.png")
     pixels = image.imread(path)
-    # two chips side by side, each subplot 6.4 x 4.8 inches at 100 dpi
-    assert pixels.shape[:2] == (480, 1280)
+    # two chips, one row each: chart and table, 10 x 4.8 inches at 100 dpi
+    assert pixels.shape[:2] == (960, 1000)
     colours = np.unique((pixels[..., :3] * 255).round().reshape(-1, 3), axis=0)
     assert len(colours) > 50  # not blank: axes, roofs, text, points
     failed_red = np.array([0xD6, 0x27, 0x28])
@@ -93,7 +94,43 @@ def test_a_png_is_written_and_reads_back_at_the_documented_size(tmp_path: Path) 
 def test_one_chip_is_one_subplot(tmp_path: Path) -> None:
     image = pytest.importorskip("matplotlib.image")
     path = plot.write([rec("t::a", 64)], tmp_path / "one.png", title="one chip")
-    assert image.imread(path).shape[:2] == (480, 640)
+    assert image.imread(path).shape[:2] == (480, 1000)
+
+
+@pytest.mark.parametrize("sizes", [
+    [2048, 3072, 4096, 8192],  # four points close together on the compute roof
+    [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 300, 320, 384, 448, 512, 640,
+     768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384],  # thirty points
+])
+def test_point_numbers_never_overlap_and_stay_inside_the_axes(sizes: list[int]) -> None:
+    pytest.importorskip("matplotlib")
+    report = make_report([rec(f"tests/test_gemm.py::test_projection[{m}]", m,
+                              outcome=("passed", "failed", "report")[i % 3])
+                          for i, m in enumerate(sizes)])
+    fig = plot.figure(report)
+    renderer = fig.canvas.get_renderer()
+    chart_ax, table_ax = fig.axes[:2]
+    frame = chart_ax.get_window_extent(renderer)
+    numbers = [t for t in chart_ax.texts if t.get_text()[:1].isdigit()]
+    boxes = [t.get_window_extent(renderer) for t in numbers]
+    # every point has its number (points on the same pixels share one: "15-16")
+    shown = set()
+    for text in (t.get_text() for t in numbers):
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            shown.update(range(int(lo), int(hi or lo) + 1))
+    assert shown == set(range(1, len(sizes) + 1))
+    for i, box in enumerate(boxes):
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1, numbers[i].get_text()
+        assert frame.y0 <= box.y0 and box.y1 <= frame.y1, numbers[i].get_text()
+        for other in boxes[i + 1:]:
+            assert not box.overlaps(other), (numbers[i].get_text(), other)
+    # the table names every numbered point, and the y axis spans no empty decade
+    table = "\n".join(t.get_text() for t in table_ax.texts)
+    assert all(f"test_projection[{m}]" in table for m in sizes)
+    y_lo, y_hi = (math.log10(v) for v in chart_ax.get_ylim())
+    lowest = min(p.performance for p in plot.charts(report)[0].points)
+    assert y_lo > math.log10(lowest) - 1 and y_hi < math.log10(H100_BF16) + 1
 
 
 def test_svg_and_pdf_are_written_too(tmp_path: Path) -> None:
@@ -139,18 +176,29 @@ def test_the_character_chart_has_the_asked_size_and_a_legend() -> None:
     assert len(rows) == 15
     assert all(len(row) <= 6 + 2 + 60 for row in rows)
     assert text.splitlines()[0].startswith("roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s")
-    assert "  A  test_big" in text and "compute" in text
-    assert "  B  test_small" in text and "memory" in text
+    # letters run left to right: the memory-bound point first
+    assert "  A  test_small" in text and "memory" in text
+    assert "  B  test_big" in text and "compute" in text
 
 
 def test_points_sit_on_the_roof_characters() -> None:
     report = make_report([rec("t.py::test_big", 4096), rec("t.py::test_small", 32)])
     rows = grid_of(ascii_plot.render(report))
-    row_a = next(r for r in rows if "A" in r)
-    row_b = next(r for r in rows if "B" in r)
-    assert "-" in row_a and "/" not in row_a.split("A")[1]  # compute-bound: the flat roof
-    assert "/" in row_b  # memory-bound: the bandwidth slope
-    assert rows.index(row_a) < rows.index(row_b)  # higher performance is higher up
+    row_big = next(r for r in rows if "B" in r)  # test_big: letters run left to right
+    row_small = next(r for r in rows if "A" in r)
+    assert "-" in row_big and "/" not in row_big.split("B")[1]  # compute-bound: flat roof
+    assert "/" in row_small  # memory-bound: the bandwidth slope
+    assert rows.index(row_big) < rows.index(row_small)  # higher performance is higher up
+
+
+def test_a_shared_cell_says_which_results_it_holds() -> None:
+    # m = 4096 and m = 4000 land in one cell on the flat roof: intensity m*8192 / (8192 + 2m)
+    # = 2048.0 and 2023.7 FLOP/B
+    report = make_report([rec("t.py::test_a", 4096), rec("t.py::test_b", 4000),
+                          rec("t.py::test_c", 32)])
+    text = ascii_plot.render(report)
+    assert "*" in "\n".join(grid_of(text))
+    assert "  * at 2023.7 FLOP/B: B, C" in text
 
 
 def test_the_character_chart_marks_verdicts_and_regressions() -> None:

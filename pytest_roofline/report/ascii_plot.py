@@ -4,8 +4,9 @@ One chart per chip on a fixed grid (72 x 20 cells by default), both axes logarit
 tick per decade. The roof of each precision the records use is drawn with ``/`` along the
 bandwidth slope and ``-`` along the compute peak; ``^`` under the x axis marks the ridge. Each
 record is a letter (``A``, ``B``, ... then ``a``, ``b``, ... then digits), explained in a
-legend below the chart; ``*`` marks a cell that holds several records, ``.`` records past the
-62nd. Records that cannot be placed (no FLOPs or no bytes) are listed after the legend.
+legend below the chart, left to right; ``*`` marks a cell that holds several records, and a
+line under the legend says which (``* at 2028.0 FLOP/B: B, C``); ``.`` marks records past
+the 62nd. Records that cannot be placed (no FLOPs or no bytes) are listed after the legend.
 """
 
 from __future__ import annotations
@@ -79,11 +80,13 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
 
     legend: list[str] = []
     cells: dict[tuple[int, int], str] = {}
+    shared: dict[tuple[int, int], list[int]] = {}  # the points of each cell, by index
     for i, point in enumerate(chart.points):
         letter = LETTERS[i] if i < len(LETTERS) else "."
         where = (_row(point.performance, y_lo, y_hi, height),
                  _column(point.intensity, x_lo, x_hi, width))
         cells[where] = "*" if where in cells else letter
+        shared.setdefault(where, []).append(i)
         verdict = _VERDICT.get(point.outcome, point.outcome)
         if point.regressed:
             verdict += ", REGRESSED"
@@ -121,8 +124,12 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
     hidden = len(chart.points) - len(LETTERS)
     if hidden > 0:
         lines.append(f"  ... and {hidden} more results, drawn as '.'")
-    if any(mark == "*" for mark in cells.values()):
-        lines.append("  * several results in one cell")
+    for _where, members in sorted(shared.items(), key=lambda item: item[0][1]):
+        if len(members) > 1:  # say which results a "*" holds
+            first = chart.points[members[0]]
+            names = ", ".join(LETTERS[i] if i < len(LETTERS) else chart.points[i].name
+                              for i in members)
+            lines.append(f"  * at {format_number(first.intensity)} FLOP/B: {names}")
     if chart.skipped:
         lines.append(f"  not placed (no FLOPs or no bytes): {', '.join(chart.skipped)}")
     return "\n".join(lines)

@@ -2,18 +2,20 @@
 
 A chart per chip: the memory-bandwidth slope, one compute roof per precision the chip lists
 (dense matrix peaks; roofs of precisions no record uses are drawn thin and dashed), and each
-record as a point at (intensity, attainable FLOP/s = FLOPs / bound time), labelled by its test
-name and coloured by verdict: passed green, failed red, report-only grey; a regression against
-the baseline is drawn as a downward triangle with a black edge.
+record as a point at (intensity, attainable FLOP/s = FLOPs / bound time), coloured by
+verdict: passed green, failed red, report-only grey; a regression against the baseline is
+drawn as a downward triangle with a black edge. Points are numbered left to right; each
+number is placed where it overlaps no other number or point and stays inside the axes, and a
+table beside the chart names the test, regime, intensity and verdict of each number.
 
 Roofs are scaled like the analysis that made the records (FLOPs per MAC, derate), so a
 one-kernel workload sits on its roof and a program of kernels under it. A chip the catalog does
 not know (a spec file not at hand) gets the one roof its records imply: bandwidth = bytes over
 memory time, peak = ridge x bandwidth.
 
-:func:`write` draws every chip as a subplot of ONE figure (two columns, each subplot
-6.4 x 4.8 inches at 100 dpi, so a PNG of one chip is 640 x 480 pixels and of two 1280 x 480)
-and writes ``.png``, ``.svg`` or ``.pdf``. matplotlib is imported only here, only when
+:func:`write` draws every chip as a row of ONE figure (the chart and its table, 10 x 4.8
+inches at 100 dpi: a PNG of one chip is 1000 x 480 pixels, of two 1000 x 960) and writes
+``.png``, ``.svg`` or ``.pdf``. matplotlib is imported only here, only when
 drawing, and never through pyplot: the user's backend and figures are left alone.
 """
 
@@ -30,11 +32,9 @@ from ..errors import RooflineError
 from .compare import Comparison, index, records_of
 
 FORMATS = (".png", ".svg", ".pdf")
-SUBPLOT_INCHES = (6.4, 4.8)
+ROW_INCHES = (10.0, 4.8)  # one chip: the chart and the table of its points
 DPI = 100
-COLUMNS = 2
 COLOURS = {"passed": "#2ca02c", "failed": "#d62728", "error": "#d62728", "report": "#7f7f7f"}
-LABEL_LIMIT = 25  # above this many points on a chip, only failures and regressions are labelled
 INSTALL = 'pip install "pytest-roofline[plot]"'
 
 
@@ -179,31 +179,24 @@ def charts(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
                 skipped.append(key[0])
             else:
                 points.append(point)
+        # numbered left to right on the chart
+        points.sort(key=lambda p: (p.intensity, p.performance))
         out.append(Chart(hw, bandwidth, roofs, tuple(points), tuple(skipped)))
     return out
 
 
-def decades(low: float, high: float, minimum: int = 2) -> tuple[float, float]:
-    """Whole-decade log10 bounds enclosing [low, high], at least *minimum* decades wide."""
-    lo = math.floor(math.log10(low))
-    hi = math.ceil(math.log10(high))
-    while hi - lo < minimum:
-        if (hi - lo) % 2 == 0:
-            hi += 1
-        else:
-            lo -= 1
-    return float(lo), float(hi)
-
-
 def bounds(chart: Chart, *, whole: bool = True) -> tuple[tuple[float, float], tuple[float, float]]:
-    """log10 (x, y) bounds showing every point, every roof and the ridges.
+    """log10 (x, y) bounds showing every point, the roofs in use and their ridges.
 
-    *whole*: on whole decades with some margin (matplotlib); else tight, a quarter decade
-    beyond the data and the roofs in use (the character chart, which has few rows to spare).
+    No empty decades: the y axis runs from just below the lowest point (or the slope where
+    the chart starts, if higher) to just above the highest roof in use; roofs of unused
+    precisions outside that span are left out of the picture (they stay in the legend).
+    *whole*: the PNG (some margin for markers and numbers); else the character chart, which
+    has few rows to spare.
     """
     xs = [p.intensity for p in chart.points]
     ys = [p.performance for p in chart.points]
-    roofs = list(chart.roofs) if whole else [r for r in chart.roofs if r.used]
+    roofs = [r for r in chart.roofs if r.used]
     if not roofs and chart.top is not None:
         roofs = [chart.top]
     for roof in roofs:
@@ -215,16 +208,13 @@ def bounds(chart: Chart, *, whole: bool = True) -> tuple[tuple[float, float], tu
     if not ys:
         ys = [1e9, 1e12]
     if whole:
-        x_lo, x_hi = decades(min(xs) / 2, max(xs) * 2)
-    else:
-        x_lo, x_hi = _tight(min(xs), max(xs))
-    if chart.bandwidth:  # include where the slope enters the chart
+        x_lo, x_hi = _tight(min(xs), max(xs), margin=0.3)
+        y_lo, y_hi = _tight(min(ys), max(ys), margin=0.3, minimum=1.0)
+        return (x_lo, x_hi), (y_lo, y_hi)
+    x_lo, x_hi = _tight(min(xs), max(xs))
+    if chart.bandwidth:  # the character chart shows where the slope enters
         ys.append(chart.bandwidth * 10 ** x_lo)
-    if whole:
-        y_lo, y_hi = decades(min(ys) / 2, max(ys) * 2)
-    else:
-        y_lo, y_hi = _tight(min(ys), max(ys))
-    return (x_lo, x_hi), (y_lo, y_hi)
+    return (x_lo, x_hi), _tight(min(ys), max(ys))
 
 
 def _tight(low: float, high: float, margin: float = 0.25,
@@ -250,7 +240,14 @@ def _matplotlib() -> tuple[Any, Any]:
     return Figure, FigureCanvasAgg
 
 
+_NUMBER_PT = 6.5  # font size of the point numbers on the chart
+_TABLE_PT = 6.0  # font size of the table beside the chart
+_TABLE_SPACING = 1.25
+
+
 def _draw(ax: Any, chart: Chart) -> None:
+    """The roofs and the points (each with its number); labels are placed by _number_points
+    once the layout is final."""
     import numpy as np
 
     from ..units import si
@@ -267,60 +264,158 @@ def _draw(ax: Any, chart: Chart) -> None:
             np.full_like(xs, roof.peak))
         style = ({"color": "#1f3b73", "linewidth": 2.0} if roof.used
                  else {"color": "#9aa5b8", "linewidth": 0.9, "linestyle": "--"})
-        ax.plot(xs, ys, label=f"{roof.label}: {si(roof.peak, 'FLOP/s')}", **style)
+        ax.plot(xs, ys, label=f"{roof.label}: {si(roof.peak, 'FLOP/s')}", clip_on=True,
+                **style)
     top = chart.top
     if chart.bandwidth and top is not None:
         ridge = top.peak / chart.bandwidth
-        ax.axvline(ridge, color="#1f3b73", linestyle=":", linewidth=0.8)
-        ax.annotate(f"ridge {ridge:.4g} FLOP/B", (ridge, 10 ** y_hi), xytext=(3, -10),
-                    textcoords="offset points", fontsize=7, color="#1f3b73")
-        x_text = 10 ** (x_lo + 0.15 * (x_hi - x_lo))
-        ax.annotate(f"{si(chart.bandwidth, 'B/s')}", (x_text, chart.bandwidth * x_text),
-                    xytext=(8, -10), textcoords="offset points", fontsize=7,
-                    color="#1f3b73")
-    label_all = len(chart.points) <= LABEL_LIMIT
+        if 10 ** x_lo < ridge < 10 ** x_hi:
+            ax.axvline(ridge, color="#1f3b73", linestyle=":", linewidth=0.8)
+            ax.annotate(f"ridge {ridge:.4g} FLOP/B", (ridge, 10 ** y_lo), xytext=(3, 3),
+                        textcoords="offset points", fontsize=7, color="#1f3b73",
+                        annotation_clip=True)
     seen: set[str] = set()
     for point in chart.points:
         colour = COLOURS.get(point.outcome, COLOURS["report"])
-        marker, edge, size = ("v", "black", 70) if point.regressed else ("o", "white", 42)
+        marker, edge, size = ("v", "black", 60) if point.regressed else ("o", "white", 36)
         name = "regressed" if point.regressed else point.outcome
         ax.scatter([point.intensity], [point.performance], s=size, c=colour, marker=marker,
-                   edgecolors=edge, linewidths=0.8, zorder=3,
+                   edgecolors=edge, linewidths=0.8, zorder=3, clip_on=True,
                    label=None if name in seen else name)
         seen.add(name)
-        if label_all or point.regressed or point.outcome in ("failed", "error"):
-            ax.annotate(point.name, (point.intensity, point.performance), xytext=(4, 3),
-                        textcoords="offset points", fontsize=7, zorder=4)
-    ax.set_title(chart.hw + ("" if label_all else "  (labels: failures and regressions)"),
-                 fontsize=10)
+    ax.set_title(chart.hw, fontsize=10)
     ax.set_xlabel("arithmetic intensity (FLOP/B)", fontsize=8)
     ax.set_ylabel("attainable performance (FLOP/s)", fontsize=8)
     ax.tick_params(labelsize=7)
     if chart.skipped:
         ax.text(0.99, 0.01, f"{len(chart.skipped)} result(s) not placed (no FLOPs or bytes)",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=6, color="#7f7f7f")
-    ax.legend(loc="lower right", fontsize=6, framealpha=0.85)
+
+
+def _numbers(indices: Sequence[int]) -> str:
+    """``[3, 4, 5, 8]`` -> ``"3-5,8"``."""
+    parts: list[str] = []
+    run: list[int] = []
+    for n in [*indices, None]:
+        if n is not None and run and n == run[-1] + 1:
+            run.append(n)
+            continue
+        if run:
+            parts.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+        run = [] if n is None else [n]
+    return ",".join(parts)
+
+
+def _number_points(ax: Any, chart: Chart, dpi: float) -> None:
+    """Write each point's number beside it, where it overlaps no other number, no marker and
+    stays inside the axes: candidate spots around the point at growing distances, a thin
+    leader line when the number sits away from its point. Points that fall on the same
+    pixels share one label (``3-5``)."""
+    if not chart.points:
+        return
+    frame = ax.get_window_extent()
+    to_pixels = ax.transData.transform
+    where = [tuple(to_pixels((p.intensity, p.performance))) for p in chart.points]
+    groups: list[tuple[tuple[float, float], list[int]]] = []
+    for i, (x, y) in enumerate(where, start=1):
+        for (gx, gy), members in groups:
+            if abs(gx - x) < 4 and abs(gy - y) < 4:
+                members.append(i)
+                break
+        else:
+            groups.append(((x, y), [i]))
+    px = _NUMBER_PT * dpi / 72
+    markers = [(x - 4, y - 4, x + 4, y + 4) for x, y in where]
+    placed: list[tuple[float, float, float, float]] = []
+
+    def free(box: tuple[float, float, float, float]) -> bool:
+        x0, y0, x1, y1 = box
+        if x0 < frame.x0 + 1 or x1 > frame.x1 - 1 or y0 < frame.y0 + 1 or y1 > frame.y1 - 1:
+            return False
+        return not any(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1
+                       for b in [*placed, *markers])
+
+    directions = ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1), (0, -1), (1, 0), (-1, 0))
+    for (x, y), members in groups:
+        text = _numbers(members)
+        width, height = 0.62 * px * len(text) + 2, px + 2
+        choice = None
+        for radius in (5, 9, 14, 20, 28, 38, 50, 65, 85):
+            for dx, dy in directions:
+                ox, oy = dx * radius, dy * radius
+                x0 = x + ox if dx > 0 else x + ox - width if dx < 0 else x - width / 2
+                y0 = y + oy if dy > 0 else y + oy - height if dy < 0 else y - height / 2
+                box = (x0, y0, x0 + width, y0 + height)
+                if free(box):
+                    choice = (ox, oy, dx, dy, box)
+                    break
+            if choice:
+                break
+        if choice is None:  # crowded beyond every spot: on the point itself, still readable
+            choice = (0, 0, 0, 0, (x - width / 2, y - height / 2, x + width / 2, y + height / 2))
+        ox, oy, dx, dy, box = choice
+        placed.append(box)
+        far = abs(ox) > 9 or abs(oy) > 9
+        ax.annotate(text, (chart.points[members[0] - 1].intensity,
+                           chart.points[members[0] - 1].performance),
+                    xytext=(ox, oy), textcoords="offset pixels", fontsize=_NUMBER_PT,
+                    ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                    va="bottom" if dy > 0 else "top" if dy < 0 else "center", zorder=5,
+                    annotation_clip=True,
+                    bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none",
+                          "alpha": 0.8},
+                    arrowprops={"arrowstyle": "-", "color": "#888888", "linewidth": 0.5,
+                                "shrinkA": 0, "shrinkB": 3} if far else None)
+
+
+def _table(ax: Any, chart: Chart) -> None:
+    """Beside the chart: the roofs and verdicts legend, then one line per numbered point."""
+    ax.axis("off")
+    handles, labels = ax.figure.axes[ax.figure.axes.index(ax) - 1].get_legend_handles_labels()
+    ax.legend(handles, labels, loc="upper left", fontsize=6, frameon=False,
+              bbox_to_anchor=(0.0, 1.0), ncol=2)
+    height_px = ax.get_window_extent().height
+    line_px = _TABLE_PT * _TABLE_SPACING * ax.figure.dpi / 72
+    top = 1.0 - (0.05 + line_px * 1.6 * math.ceil(len(labels) / 2) / height_px)
+    room = max(1, int(height_px * top / line_px) - 1)
+    rows = [f"{i:>3}  {_clip(p.name, 30):<30} {p.regime[:7]:<7} {p.intensity:>8.4g}  "
+            f"{'REGRESSED' if p.regressed else p.outcome}"
+            for i, p in enumerate(chart.points, start=1)]
+    if len(rows) > room:
+        rows = [*rows[:room - 1], f"     ... and {len(rows) - room + 1} more (see the report)"]
+    header = f"{'#':>3}  {'test':<30} {'regime':<7} {'FLOP/B':>8}  verdict"
+    ax.text(0.0, top, "\n".join([header, *rows]), transform=ax.transAxes, va="top",
+            ha="left", fontsize=_TABLE_PT, family="monospace", linespacing=_TABLE_SPACING)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else "..." + text[len(text) - width + 3:]
 
 
 def figure(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
            comparison: Comparison | None = None, *, title: str | None = None) -> Any:
-    """A matplotlib Figure of *report* (a report or a list of records), one subplot per chip."""
+    """A matplotlib Figure of *report* (a report or a list of records): per chip, a row with
+    the chart (points numbered) and the table of its numbered points."""
     chart_list = charts(report, comparison)
     if not chart_list:
         raise RooflineError("nothing to plot: the report has no roofline results")
     figure_cls, canvas_cls = _matplotlib()
-    columns = min(COLUMNS, len(chart_list))
-    rows = math.ceil(len(chart_list) / columns)
-    fig = figure_cls(figsize=(SUBPLOT_INCHES[0] * columns, SUBPLOT_INCHES[1] * rows), dpi=DPI)
+    rows = len(chart_list)
+    fig = figure_cls(figsize=(ROW_INCHES[0], ROW_INCHES[1] * rows), dpi=DPI)
     canvas_cls(fig)
-    axes = fig.subplots(rows, columns, squeeze=False)
+    axes = fig.subplots(rows, 2, squeeze=False, gridspec_kw={"width_ratios": [64, 36]})
     for i, chart in enumerate(chart_list):
-        _draw(axes[i // columns][i % columns], chart)
-    for j in range(len(chart_list), rows * columns):
-        axes[j // columns][j % columns].set_visible(False)
+        _draw(axes[i][0], chart)
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    for i, chart in enumerate(chart_list):  # the layout is final: pixels are known
+        chart_box, table_box = axes[i][0].get_position(), axes[i][1].get_position()
+        bottom = (rows - 1 - i) / rows + 0.01  # the table may use its row's whole height
+        axes[i][1].set_position([table_box.x0, bottom, table_box.width,
+                                 chart_box.y1 - bottom])
+        _table(axes[i][1], chart)
+        _number_points(axes[i][0], chart, DPI)
     return fig
 
 
