@@ -112,3 +112,9 @@ def test_the_expected_column_shows_every_check_as_the_terminal_does() -> None:
     assert row.endswith("| memory (margin 10%), t<=1 us, fits |")
     for name in ("FLOPs", "bytes", "FLOP/B", "ridge", "time"):
         assert f"| {FORMATS[name](record)} |" in row
+
+
+def test_parameter_ids_sort_as_numbers() -> None:
+    report = make_report([rec(f"t::test_m[{m}]", m) for m in (2, 10, 1)])
+    rows = [line for line in markdown.render(report).splitlines() if "t::test_m[" in line]
+    assert [row.split("t::test_m[")[1].split("]")[0] for row in rows] == ["1", "2", "10"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from .compare import Comparison, Key, index, records_of, where
 from .rules import METRICS, format_number
-from .table import FORMATS
+from .table import FORMATS, natural
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 _STATUS = {"passed": "ok", "failed": "**FAIL**", "error": "**ERROR**", "report": "report"}
@@ -47,12 +47,12 @@ def _row(key: Key, record: Mapping[str, Any], regressed: bool) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _rank(item: tuple[Key, Mapping[str, Any]], regressed: set[Key]) -> tuple[int, Key]:
+def _rank(item: tuple[Key, Mapping[str, Any]], regressed: set[Key]) -> tuple[Any, ...]:
+    """Failures, then regressions, then the rest; numbers in test ids read as numbers."""
     key, record = item
     outcome = record.get("outcome")
-    if outcome in ("failed", "error"):
-        return (0, key)
-    return (1 if key in regressed else 2, key)
+    group = 0 if outcome in ("failed", "error") else 1 if key in regressed else 2
+    return (group, natural(key[0]), key[1], key[2])
 
 
 def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
