@@ -247,7 +247,8 @@ def _expectation(item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
                     f"--roofline-hw NAME (or roofline_hw in the ini file), or mark the test "
                     f"with @pytest.mark.roofline(hw='h100')")
     name = getattr(item, "originalname", item.name) if marks else ""
-    key = (tuple(id(m) for m in marks), name, item.path.parent)
+    # the parent node stands for the test file's folder (relative spec paths): cheaper than a Path
+    key = (tuple(id(m) for m in marks), name, id(item.parent))
     cached = session.expectations.get(key)
     if cached is None:
         try:

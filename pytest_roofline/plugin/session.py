@@ -26,6 +26,8 @@ _FAILED, _ERROR = '"outcome":"failed"', '"outcome":"error"'
 
 
 _PLAIN = (str, int, float, bool, type(None))
+_SCALARS = frozenset(_PLAIN)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=True)  # made once: per test
 
 
 def plain(value: Any) -> Any:
@@ -47,9 +49,9 @@ def plain(value: Any) -> Any:
 
 def to_properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """A record as ``report.user_properties``: ``[("roofline:<hw>", compact JSON text)]``."""
-    body = {key: plain(value) for key, value in record.items() if key not in _OUTSIDE}
-    return [(f"{PREFIX}{record['hw']}",
-             json.dumps(body, separators=(",", ":"), allow_nan=True))]
+    body = {key: value if type(value) in _SCALARS else plain(value)
+            for key, value in record.items() if key not in _OUTSIDE}
+    return [(f"{PREFIX}{record['hw']}", _ENCODER.encode(body))]
 
 
 def encoded(properties: Iterable[Any]) -> Iterator[tuple[str, str]]:
