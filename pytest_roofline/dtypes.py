@@ -8,7 +8,7 @@ array's ``.dtype`` can be read without importing its framework.
 
 from __future__ import annotations
 
-from .errors import UnsupportedPrecisionError, did_you_mean
+from .errors import UnsupportedPrecisionError
 
 #: Bytes one element occupies in memory. tf32 is computed on the matrix units but stored as fp32.
 ITEMSIZE: dict[str, float] = {
@@ -61,10 +61,20 @@ def canonical(name: object) -> str:
         return _ALIASES[key]
     raise UnsupportedPrecisionError(
         f"unknown precision {text!r}; known precisions: {', '.join(ITEMSIZE)}."
-        + did_you_mean(key, [*ITEMSIZE, *_ALIASES])
+        + _suggest(key)
     )
 
 
 def itemsize(name: object) -> float:
     """Bytes per element of a precision (0.5 for 4-bit types)."""
     return ITEMSIZE[canonical(name)]
+
+
+def _suggest(key: str) -> str:
+    """Close precisions, by the names the message lists (an alias hit names its precision):
+    never a spelling such as 'f16' that the list of known precisions does not show."""
+    from .errors import close_matches
+
+    hits = [_ALIASES.get(h, h) for h in close_matches(key, [*ITEMSIZE, *_ALIASES])]
+    names = list(dict.fromkeys(hits))
+    return " Did you mean " + " or ".join(map(repr, names)) + "?" if names else ""

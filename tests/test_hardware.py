@@ -217,3 +217,11 @@ def test_chips_without_a_published_vector_peak_bound_it_by_the_matrix_peak(chip:
     bare = hw.replace(name="bare", vector_fallback="fp32")
     with pytest.raises(UnsupportedPrecisionError, match="no vector-unit peak"):
         bare.peak("bf16", unit="vector")
+
+
+def test_an_unknown_precision_suggests_only_listed_precisions() -> None:
+    # 'f16' is an alias of fp16: the suggestion names the precision the message lists
+    with pytest.raises(UnsupportedPrecisionError) as info:
+        get_hardware("h100").peak("f17")
+    message = str(info.value)
+    assert "'fp16'" in message.split("Did you mean")[1] and "'f16'" not in message
