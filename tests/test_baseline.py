@@ -91,12 +91,14 @@ def test_an_interrupted_save_leaves_the_previous_baseline_whole(
     baseline.save(tmp_path, "main", a_report(2))
     before = (tmp_path / "main.json").read_bytes()
 
-    def half_then_die(self: Path, text: str, **kwargs: Any) -> int:
-        with open(self, "w", encoding="utf-8") as handle:
-            handle.write(text[:40])  # half a file reaches the disk, then the run dies
+    def half_then_die(report: Any, handle: Any, **kwargs: Any) -> None:
+        handle.write('{"format": "pytest-roofline", "res')  # half a file, then the run dies
+        handle.flush()
         raise interruption()
 
-    monkeypatch.setattr(Path, "write_text", half_then_die)
+    import json
+
+    monkeypatch.setattr(json, "dump", half_then_die)  # the report is streamed with json.dump
     with pytest.raises(interruption):
         baseline.save(tmp_path, "main", a_report(5))
     monkeypatch.undo()

@@ -85,10 +85,16 @@ def make_report(records: Iterable[Mapping[str, Any]],
 
 
 def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> None:
-    """Write atomically: a temporary file in the same folder, then a rename."""
-    from .atomic import write_text
+    """Write atomically: a temporary file in the same folder, then a rename. The JSON is
+    streamed to the file, never held whole in memory (a run's report can be large)."""
+    from .atomic import write_with
 
-    write_text(path, json.dumps(report, indent=2, allow_nan=True) + "\n")
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=2, allow_nan=True)
+            handle.write("\n")
+
+    write_with(path, write)
 
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
