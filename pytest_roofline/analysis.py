@@ -16,6 +16,11 @@ Rules (the same for every caller, deterministic on any machine):
   regimes do not change.
 * ``derate`` (0 < derate <= 1) scales every roof alike (compute, memory, links), never compute
   alone, so it changes times but never a regime.
+* Every figure of a result is finite and >= 0. Zero work (no FLOPs, no bytes) is a defined
+  result: 0 s, intensity 0, attainable 0 FLOP/s, compute-bound by the tie rule. A program that
+  does FLOPs but moves no memory bytes has no finite intensity and is a WorkloadError; a kernel
+  inside a program may move none (a fused softmax stays on chip): its ``intensity`` is None.
+  Figures too large for a float (sizes near 2**53 multiplied together) are a WorkloadError.
 """
 
 from __future__ import annotations
@@ -25,9 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import RooflineError, WorkloadError
+from .errors import RooflineError, WorkloadError, brief
 from .hardware import Hardware, get_hardware
-from .workload import Kernel, Number, Workload, is_array
+from .workload import Kernel, Number, Workload, intensity, is_array
 
 REGIMES = ("compute", "memory", "network")
 
@@ -41,7 +46,7 @@ class KernelResult:
     flops: Number
     bytes: Number
     link_bytes: Number
-    intensity: Number
+    intensity: Number | None  # None: the kernel moves no memory bytes (it stays on chip)
     peak: float
     peak_label: str
     t_compute: Number
@@ -102,11 +107,25 @@ class Result:
         }
 
 
-def _check_settings(flops_per_mac: int, derate: float) -> None:
-    if flops_per_mac not in (1, 2) or isinstance(flops_per_mac, bool):
-        raise RooflineError(f"flops_per_mac must be 1 or 2, got {flops_per_mac!r}")
+#: The keyword settings of :func:`analyze` that :func:`crossover` and :func:`knob_hint` pass on.
+SETTINGS = ("flops_per_mac", "derate", "sparse")
+
+
+def _check_settings(flops_per_mac: object, derate: object, sparse: object) -> None:
+    if isinstance(flops_per_mac, bool) or flops_per_mac not in (1, 2):
+        raise RooflineError(f"flops_per_mac must be 1 or 2, got {brief(flops_per_mac)}")
     if isinstance(derate, bool) or not isinstance(derate, (int, float)) or not (0 < derate <= 1):
-        raise RooflineError(f"derate must be a number in (0, 1], got {derate!r}")
+        raise RooflineError(f"derate must be a number in (0, 1], got {brief(derate)}")
+    if sparse is not True and sparse is not False:
+        raise RooflineError(f"sparse must be True or False, got {brief(sparse)}")
+
+
+def check_setting_names(settings: dict[str, Any], where: str) -> None:
+    """Refuse keyword settings :func:`analyze` does not take, naming the allowed ones."""
+    for name in settings:
+        if name not in SETTINGS:
+            raise RooflineError(f"{where}: unknown setting {name!r}; allowed: "
+                                f"{', '.join(SETTINGS)}, dtype")
 
 
 def _regime(t_compute: Number, t_memory: Number, t_network: Number) -> Any:
@@ -131,14 +150,38 @@ def _max3(a: Number, b: Number, c: Number) -> Number:
 
 
 def _divide(num: Number, den: Number) -> Number:
+    """num / den, and 0 where den is 0 (a share of no time, the speed of no work)."""
     if is_array(num) or is_array(den):
         import numpy as np
 
         num_a, den_a = np.broadcast_arrays(np.asarray(num, float), np.asarray(den, float))
-        out = np.full(num_a.shape, np.inf)
+        out = np.zeros(num_a.shape)
         np.divide(num_a, den_a, out=out, where=den_a > 0)
         return out
-    return num / den if den > 0 else float("inf")
+    return num / den if den > 0 else 0.0
+
+
+def _kernel_intensity(flops: Number, nbytes: Number) -> Number | None:
+    try:
+        return intensity(flops, nbytes)
+    except WorkloadError:
+        return None  # on chip: no memory bytes
+
+
+def _finite(values: tuple[Number, ...], workload: str, hw: str) -> None:
+    """Refuse a result with a figure a float cannot hold (see the module docstring)."""
+    import math
+
+    for value in values:
+        if is_array(value):
+            import numpy as np
+
+            ok = bool(np.all(np.isfinite(value)))
+        else:
+            ok = math.isfinite(value)
+        if not ok:
+            raise WorkloadError(f"workload {brief(workload)} on {hw}: its figures overflow a "
+                                f"float (sizes this large describe no real program)")
 
 
 def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool,
@@ -173,9 +216,10 @@ def analyze(
     most). Kernels that name a precision keep it. See the module docstring for the rules.
     """
     if not isinstance(workload, Workload):
-        raise WorkloadError(f"analyze() needs a Workload, got {type(workload).__name__}")
+        raise WorkloadError(f"analyze() needs a Workload, got {brief(workload)} "
+                            f"({type(workload).__name__})")
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
-    _check_settings(flops_per_mac, derate)
+    _check_settings(flops_per_mac, derate, sparse)
     scale = flops_per_mac / 2.0
     rows = [_kernel_bounds(k, chip, dtype, sparse, scale, derate) for k in workload.kernels]
     for row in rows:
@@ -195,7 +239,8 @@ def analyze(
     if len(rows) > 1:
         regime = _regime(shares["compute"], shares["memory"], shares["network"])
     kernels = tuple(
-        KernelResult(name, count, k_flops, k_bytes, k_link, _divide(k_flops, k_bytes), peak,
+        KernelResult(name, count, k_flops, k_bytes, k_link, _kernel_intensity(k_flops, k_bytes),
+                     peak,
                      label, t_c, t_m, t_n, k_time, k_regime, _divide(k_time, time))
         for name, count, k_flops, k_bytes, k_link, peak, label, t_c, t_m, t_n, k_time, k_regime
         in rows)
@@ -209,10 +254,14 @@ def analyze(
         fits: Any = footprint <= capacity
     else:
         fits = None if footprint == 0 else bool(footprint <= capacity)
+    link_bytes = _total(row[4] for row in rows)
+    _finite((flops, nbytes, link_bytes, time, t_compute, t_memory, t_network), workload.name,
+            chip.name)
     return Result(
         workload=workload.name, hw=chip.name, dtype=ridge_label.split(":")[1],
-        flops=flops, bytes=nbytes, link_bytes=_total(row[4] for row in rows),
-        intensity=_divide(flops, nbytes), ridge=ridge_peak / chip.memory_bandwidth,
+        flops=flops, bytes=nbytes, link_bytes=link_bytes,
+        intensity=intensity(flops, nbytes, workload.name),
+        ridge=ridge_peak / chip.memory_bandwidth,
         peak=ridge_peak, bandwidth=chip.memory_bandwidth, t_compute=t_compute,
         t_memory=t_memory, t_network=t_network, time=time, regime=regime,
         attainable=_divide(flops, time), footprint=footprint, capacity=capacity, fits=fits,
@@ -272,10 +321,15 @@ def crossover(
 
         crossover(lambda b: ops.matmul(b, 8192, 8192), "h100")
     """
-    if regime not in REGIMES:
-        raise RooflineError(f"regime must be one of {', '.join(REGIMES)}, got {regime!r}")
-    if not (isinstance(lo, int) and isinstance(hi, int)) or lo > hi:
-        raise RooflineError(f"crossover needs whole numbers lo <= hi, got lo={lo!r}, hi={hi!r}")
+    if not isinstance(regime, str) or regime not in REGIMES:
+        raise RooflineError(f"regime must be one of {', '.join(REGIMES)}, got {brief(regime)}")
+    if isinstance(lo, bool) or isinstance(hi, bool) or not (
+            isinstance(lo, int) and isinstance(hi, int)) or lo > hi:
+        raise RooflineError(f"crossover needs whole numbers lo <= hi, got lo={brief(lo)}, "
+                            f"hi={brief(hi)}")
+    if not callable(build):
+        raise RooflineError(f"crossover needs a function size -> Workload, got {brief(build)}")
+    check_setting_names(settings, "crossover")
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
 
     def holds(x: int) -> bool:
@@ -307,6 +361,7 @@ def knob_hint(workload: Workload, hw: Hardware | str, regime: str,
     ``"compute-bound from m >= 319"`` or ``"memory-bound up to batch <= 318"``; None when the
     workload has no knob or no value in the knob's range gives *regime*.
     """
+    check_setting_names(settings, "knob_hint")
     knob = workload.knob
     if knob is None:
         return None

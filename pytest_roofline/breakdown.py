@@ -2,6 +2,7 @@
 
 One table, used by the command line, the plugin's report section and anyone with a Result:
 name, count, FLOPs, bytes, intensity, the peak that priced the FLOPs, time, regime, share.
+A kernel that moves no memory bytes (a fused softmax) shows "on chip" for its intensity.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def format_breakdown(result: Result, *, sort: bool = True) -> list[str]:
         raise WorkloadError("format_breakdown needs a single workload, not a sweep")
     si, fmt = units.si, units.format_time
     rows = [[k.name, f"{float(k.count):g}", si(float(k.flops), "FLOP"), si(float(k.bytes), "B"),
-             f"{float(k.intensity):.4g}", k.peak_label, fmt(float(k.time)), str(k.regime),
+             "on chip" if k.intensity is None else f"{float(k.intensity):.4g}", k.peak_label,
+             fmt(float(k.time)), str(k.regime),
              f"{float(k.share):.1%}"] for k in kernels]
     return render(HEADERS, rows, align="lrrrrlrlr")

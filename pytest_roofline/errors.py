@@ -41,6 +41,36 @@ class RuleError(RooflineError, ValueError):
     """A compare rule such as ``intensity:10%`` that cannot be parsed."""
 
 
+def brief(value: object, limit: int = 60) -> str:
+    """A short ``repr`` of *value* for an error message: an array, a module or a deeply nested
+    structure is named by its type (and shape), never printed whole.
+
+    >>> brief([1, 2]), brief("x" * 100)[:12]
+    ('[1, 2]', "'xxxxxxxxxxx")
+    """
+    kind = type(value)
+    shape = getattr(value, "shape", None)
+    if shape is not None and not isinstance(value, type) and kind.__module__ != "builtins":
+        try:
+            dims = "x".join(str(int(d)) for d in shape)
+        except (TypeError, ValueError):
+            dims = "?"
+        if dims == "" and kind.__module__ == "numpy":  # a numpy scalar: its value says more
+            return repr(value)
+        dtype = getattr(value, "dtype", None)
+        return f"a {kind.__module__.split('.')[0]} {kind.__name__} of shape [{dims}]" + (
+            f" ({dtype})" if dtype is not None else "")
+    if hasattr(value, "parameters") and hasattr(value, "forward"):  # a torch module
+        return f"a {kind.__name__} module"
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"a deeply nested {kind.__name__}"
+    except Exception:
+        return f"a {kind.__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def close_matches(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Known names that look like *word*, best first (for "did you mean" hints)."""
     import difflib

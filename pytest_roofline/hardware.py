@@ -16,7 +16,13 @@ from types import MappingProxyType
 from typing import Any
 
 from . import dtypes, units
-from .errors import SpecError, UnknownHardwareError, UnsupportedPrecisionError, did_you_mean
+from .errors import (
+    SpecError,
+    UnknownHardwareError,
+    UnsupportedPrecisionError,
+    brief,
+    did_you_mean,
+)
 from .specfiles import SpecIndex, builtin_dir, is_path, load_yaml
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -235,7 +241,8 @@ class _Reader:
         self.sources = {str(k): str(v) for k, v in sources.items()}
 
     def error(self, path: str, value: object, expected: str) -> SpecError:
-        return SpecError(f"{self.origin}: field {path!r}: got {value!r}, expected {expected}")
+        return SpecError(f"{self.origin}: field {path!r}: got {brief(value)}, expected "
+                         f"{expected}")
 
     def cite(self, path: str, source: object) -> None:
         if source is None:
@@ -381,6 +388,8 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
             origin=origin,
         )
     except SpecError as exc:
+        if str(exc).startswith(f"{origin}: "):
+            raise
         raise SpecError(f"{origin}: {exc}") from None
 
 
@@ -409,6 +418,7 @@ class Catalog(SpecIndex):
     """
 
     KIND, WHAT, NOUN = "hardware", "spec file", "chip"
+    LOOKUP_ERROR = UnknownHardwareError
 
     def __init__(self) -> None:
         super().__init__()
@@ -428,13 +438,13 @@ class Catalog(SpecIndex):
         if isinstance(spec, Mapping):
             key = self._add_raw(dict(spec), "<registered>")
         else:
-            path = Path(spec)
+            path = Path(self.name_text(spec))
             key = self._add_raw(load_yaml(path), str(path))
         return self.get(key)
 
     def register_path(self, path: str | os.PathLike[str]) -> list[Hardware]:
         """Register a spec file, or every ``*.yaml``/``*.yml`` file of a folder."""
-        folder = Path(path)
+        folder = Path(self.name_text(path))
         if folder.is_dir():
             files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
             return [self.register(f) for f in files]
@@ -452,6 +462,9 @@ class Catalog(SpecIndex):
         parent = data.get("extends")
         if parent is None:
             return data
+        if not isinstance(parent, str):
+            raise SpecError(f"{origin}: field 'extends': got {brief(parent)}, expected the name "
+                            f"of the chip it extends")
         parent_key = self._alias.get(str(parent).lower())
         if parent_key is None:
             raise SpecError(f"{origin}: field 'extends': unknown chip {parent!r}."
@@ -470,7 +483,7 @@ class Catalog(SpecIndex):
     def get(self, name: str | os.PathLike[str] | Hardware) -> Hardware:
         if isinstance(name, Hardware):
             return name
-        text = os.fspath(name)
+        text = name if type(name) is str else self.name_text(name)
         key = self._alias.get(text.lower()) if self._scanned else None
         if key is not None and key in self._built:
             return self._built[key]

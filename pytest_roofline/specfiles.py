@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .errors import SpecError
+from .errors import RooflineError, SpecError, brief
 
 
 def builtin_dir(kind: str) -> Path:
@@ -20,15 +20,50 @@ def builtin_dir(kind: str) -> Path:
         return Path(__file__).resolve().parent.parent / "specs" / kind
 
 
+#: Spec files are a few levels deep; deeper nesting (or an alias bomb) is refused.
+MAX_DEPTH = 32
+MAX_NODES = 100_000
+
+
+def read_text(path: Path, what: str, error: type[RooflineError]) -> str:
+    """The UTF-8 text of a file a user gave, or *error* naming the file and what is wrong."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: {what} is not UTF-8 text (byte {raw[exc.start]:#04x} at "
+                    f"offset {exc.start})") from None
+
+
+def check_shape(data: object, where: str, error: type[RooflineError]) -> None:
+    """Refuse data nested deeper than MAX_DEPTH or holding more than MAX_NODES values
+    (walked without recursion, so a hostile file cannot exhaust the stack)."""
+    stack: list[tuple[object, int]] = [(data, 0)]
+    nodes = 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if depth > MAX_DEPTH or nodes > MAX_NODES:
+            raise error(f"{where}: nested deeper than {MAX_DEPTH} levels or larger than "
+                        f"{MAX_NODES} values; not a file this tool writes or reads")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+            stack.extend((k, depth + 1) for k in value if not isinstance(k, str))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
 def load_yaml(path: Path, what: str = "spec file") -> dict[str, Any]:
-    """A YAML mapping read with a safe loader; errors name the file and what is wrong."""
+    """A YAML mapping read with a safe loader; errors name the file and what is wrong, in one
+    line: unreadable or non-UTF-8 files, YAML syntax errors (with the line and column), deep
+    nesting and anything but a mapping at the top are a :class:`SpecError`."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    text = read_text(path, what, SpecError)
     try:
         data = yaml.load(text, Loader=loader)  # a safe loader: no Python objects
     except yaml.YAMLError as exc:
@@ -36,9 +71,12 @@ def load_yaml(path: Path, what: str = "spec file") -> dict[str, Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
         raise SpecError(f"{path}: not valid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: not valid YAML: nested too deeply") from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: a {what} must be a mapping of fields, got "
                         f"{type(data).__name__}")
+    check_shape(data, str(path), SpecError)
     return data
 
 
@@ -58,6 +96,22 @@ class SpecIndex:
     KIND = ""         # the folder under specs/: "hardware" or "models"
     WHAT = "spec file"
     NOUN = "chip"
+    LOOKUP_ERROR: type[RooflineError] = SpecError  # what an unusable name raises
+
+    def name_text(self, name: object) -> str:
+        """The text of a name or path given by a user, or the catalog's lookup error."""
+        if isinstance(name, str):
+            return name
+        if isinstance(name, os.PathLike):
+            text = os.fspath(name)
+            if isinstance(text, str):
+                return text
+        hint = " (decode it: b'...'.decode())" if isinstance(name, (bytes, bytearray)) else ""
+        raise self.LOOKUP_ERROR(f"a {self.NOUN} must be given by name (a string such as "
+                                f"{self.EXAMPLE!r}) or by the path of its {self.WHAT}, got "
+                                f"{brief(name)}{hint}")
+
+    EXAMPLE = "h100"
 
     def __init__(self) -> None:
         self._raw: dict[str, tuple[dict[str, Any], str]] = {}   # canonical -> (data, origin)
@@ -77,15 +131,16 @@ class SpecIndex:
     def _add_raw(self, data: dict[str, Any], origin: str, builtin: bool = False) -> str:
         name = data.get("name")
         if not isinstance(name, str) or not name:
-            raise SpecError(f"{origin}: field 'name': got {name!r}, expected the {self.NOUN}'s "
-                            f"name")
+            raise SpecError(f"{origin}: field 'name': got {brief(name)}, expected the "
+                            f"{self.NOUN}'s name")
         aliases = data.get("aliases") or []
-        if not isinstance(aliases, list):
-            raise SpecError(f"{origin}: field 'aliases': got {aliases!r}, expected a list")
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise SpecError(f"{origin}: field 'aliases': got {brief(aliases)}, expected a list "
+                            f"of names")
         key = name.lower()
         self._raw[key] = (data, origin)
         self._forget(key)
-        for alias in (key, *(str(a).lower() for a in aliases)):
+        for alias in (key, *(a.lower() for a in aliases)):
             owner = self._alias.get(alias)
             if builtin and owner is not None and owner != key:
                 raise SpecError(f"{origin}: name {alias!r} is already used by {owner!r}")

@@ -26,7 +26,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from .errors import UnitError
+from .errors import UnitError, brief
 
 _DIMENSIONS: dict[str, tuple[str, str]] = {
     # name: (SI unit for pint, how the SI unit is written in messages)
@@ -113,24 +113,31 @@ def _parse_text(text: str, dimension: str) -> float:
     simple = _parse_simple(text, dimension)
     if simple is not None:
         return simple
+    if len(text) > 100 or "**" in text or "^" in text:
+        # pint evaluates powers exactly: '10**10**10 B' would not finish
+        raise UnitError(f"cannot parse {brief(text)} as a quantity (at most 100 characters, "
+                        f"and no powers)")
     import pint
 
     reg = registry()
     unit, _ = _DIMENSIONS[dimension]
     try:
         quantity = reg.Quantity(text)
-    except (pint.errors.PintError, ValueError, TypeError, AttributeError, SyntaxError) as exc:
-        raise UnitError(f"cannot parse {text!r} as a quantity ({exc})") from None
-    if not isinstance(quantity, reg.Quantity):  # a bare number such as "3e9"
-        return float(quantity)
-    if quantity.dimensionless:
-        return float(quantity.to("dimensionless").magnitude)
+    except Exception as exc:
+        reason = " ".join(str(exc).split())[:80] or type(exc).__name__
+        raise UnitError(f"cannot parse {brief(text)} as a quantity ({reason})") from None
     try:
+        if not isinstance(quantity, reg.Quantity):  # a bare number such as "3e9"
+            return float(quantity)
+        if quantity.dimensionless:
+            return float(quantity.to("dimensionless").magnitude)
         return float(quantity.to(unit).magnitude)
     except pint.errors.DimensionalityError:
         raise UnitError(
             f"{text!r} has units of {quantity.units:~}, which are not a {_NAMES[dimension]}"
         ) from None
+    except (TypeError, ValueError, OverflowError):
+        raise UnitError(f"{brief(text)} is not a real number with units") from None
 
 
 def parse(value: object, dimension: str, *, what: str = "value", allow_zero: bool = False) -> float:
@@ -146,7 +153,11 @@ def parse(value: object, dimension: str, *, what: str = "value", allow_zero: boo
         raise UnitError(f"{what}: expected a {_NAMES[dimension]} such as "
                         f"{_EXAMPLES[dimension]}, got {value!r}")
     if isinstance(value, (int, float)):
-        return _check(float(value), what, allow_zero)
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        return _check(number, what, allow_zero)
     if isinstance(value, str):
         try:
             number = _parse_text(value.strip(), dimension)
@@ -161,10 +172,11 @@ def parse(value: object, dimension: str, *, what: str = "value", allow_zero: boo
         return parse(f"{value.magnitude} {value.units}", dimension, what=what,
                      allow_zero=allow_zero)
     try:
-        return _check(float(value), what, allow_zero)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
         raise UnitError(f"{what}: expected a number or a string with units such as "
-                        f"{_EXAMPLES[dimension]}, got {value!r}") from None
+                        f"{_EXAMPLES[dimension]}, got {brief(value)}") from None
+    return _check(number, what, allow_zero)
 
 
 _PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))

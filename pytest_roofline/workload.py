@@ -12,12 +12,14 @@ arrays of the same shape.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from . import dtypes, units
-from .errors import WorkloadError
+from .errors import WorkloadError, brief
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,14 +46,26 @@ def _quantity(value: object, dimension: str, what: str) -> Number:
             raise WorkloadError(f"{what}: every element must be a finite number >= 0")
         return array
     if type(value) is float or type(value) is int:
-        if not (value >= 0) or value == float("inf"):
-            raise WorkloadError(f"{what}: {value!r} is not allowed, it must be a finite "
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not (0 <= number < math.inf):
+            raise WorkloadError(f"{what}: {brief(value)} is not allowed, it must be a finite "
                                 f"number >= 0")
-        return float(value)
+        return number
     try:
         return units.parse(value, dimension, what=what, allow_zero=True)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise WorkloadError(str(exc)) from None
+
+
+def _finite(value: Number) -> bool:
+    if is_array(value):
+        import numpy as np
+
+        return bool(np.all(np.isfinite(value)))
+    return bool(value < math.inf)
 
 
 @dataclass(frozen=True)
@@ -69,7 +83,7 @@ class Kernel:
     count: Number = 1.0
 
     def __post_init__(self) -> None:
-        what = f"kernel {self.name!r}"
+        what = f"kernel {brief(self.name)}"
         set_ = object.__setattr__
         set_(self, "flops", _quantity(self.flops, "flop", f"{what}: flops"))
         set_(self, "bytes", _quantity(self.bytes, "byte", f"{what}: bytes"))
@@ -82,6 +96,13 @@ class Kernel:
                 set_(self, "dtype", dtypes.canonical(self.dtype))
             except LookupError as exc:
                 raise WorkloadError(f"{what}: dtype: {exc}") from None
+            if self.unit == "matrix" and self.dtype in dtypes.VECTOR_ONLY:
+                set_(self, "unit", "vector")  # no matrix unit multiplies int32, bool ...
+        if not (_finite(self.flops * self.count) and _finite(self.bytes * self.count)
+                and _finite(self.link_bytes * self.count)):
+            raise WorkloadError(f"{what}: {brief(self.count)} runs of {brief(self.flops)} "
+                                f"FLOPs and {brief(self.bytes)} B overflow a float; sizes this "
+                                f"large describe no real program")
         if self.link_count is not None and (
                 isinstance(self.link_count, bool) or not isinstance(self.link_count, int)
                 or self.link_count < 1):
@@ -150,7 +171,13 @@ class Workload:
         name: str = "workload",
         knob: Knob | None = None,
     ) -> None:
-        kernel_list = list(kernels)
+        if not isinstance(name, str):
+            raise WorkloadError(f"a workload's name must be a string, got {brief(name)}")
+        try:
+            kernel_list = list(kernels)
+        except TypeError:
+            raise WorkloadError(f"workload {name!r}: kernels must be a list of Kernel objects "
+                                f"(or give flops= and bytes=), got {brief(kernels)}") from None
         if flops is not None or bytes is not None or link_bytes is not None:
             raw: dict[str, Any] = {
                 "flops": 0.0 if flops is None else flops,
@@ -194,8 +221,9 @@ class Workload:
 
     @property
     def intensity(self) -> Number:
-        """Total FLOPs over total memory bytes, in FLOP/B (2 FLOPs per MAC)."""
-        return _divide(self.flops, self.bytes)
+        """Total FLOPs over total memory bytes, in FLOP/B (2 FLOPs per MAC); see
+        :func:`intensity` for zero bytes."""
+        return intensity(self.flops, self.bytes, self.name)
 
     # -- composition ---------------------------------------------------------------------------
 
@@ -215,8 +243,12 @@ class Workload:
 
     def repeat(self, times: Number) -> Workload:
         """The program run *times* times; the footprint is needed once."""
-        if not is_array(times) and not (times >= 0):  # type: ignore[operator]
-            raise WorkloadError(f"workload {self.name!r}: cannot repeat {times!r} times")
+        if is_array(times):
+            times = _quantity(times, "flop", f"workload {self.name!r}: repeat")
+        elif isinstance(times, bool) or not isinstance(times, numbers.Real) or not (
+                0 <= times < math.inf):
+            raise WorkloadError(f"workload {self.name!r}: cannot repeat {brief(times)} times; "
+                                f"give a finite number >= 0")
         return Workload([k.scaled(times) for k in self.kernels], footprint=self.footprint,
                         name=self.name)
 
@@ -235,14 +267,30 @@ def _sum(values: Iterable[Number]) -> Number:
     return total
 
 
-def _divide(num: Number, den: Number) -> Number:
-    if is_array(num) or is_array(den):
+def intensity(flops: Number, nbytes: Number, name: str = "workload") -> Number:
+    """FLOPs over bytes, the rule for every program: no FLOPs is intensity 0 (also for no
+    bytes: zero work is a defined, zero-time result); FLOPs with no memory bytes have no finite
+    intensity and are a WorkloadError (declare the bytes read and written)."""
+    if is_array(flops) or is_array(nbytes):
         import numpy as np
 
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(np.asarray(den) > 0, np.asarray(num) / np.where(
-                np.asarray(den) > 0, den, 1.0), np.inf)
-    return num / den if den > 0 else float("inf")
+        f, b = np.broadcast_arrays(np.asarray(flops, float), np.asarray(nbytes, float))
+        if np.any((b <= 0) & (f > 0)):
+            raise _no_bytes(name)
+        out = np.zeros(f.shape)
+        np.divide(f, b, out=out, where=b > 0)
+        return out
+    if nbytes > 0:
+        return flops / nbytes
+    if flops > 0:
+        raise _no_bytes(name)
+    return 0.0
+
+
+def _no_bytes(name: str) -> WorkloadError:
+    return WorkloadError(f"workload {brief(name)} does FLOPs but moves no memory bytes, so "
+                         f"its intensity is unbounded; declare the bytes it reads and writes "
+                         f"(bytes=...)")
 
 
 def total(workloads: Iterable[Workload], name: str = "program") -> Workload:

@@ -37,6 +37,8 @@ class Catalog(SpecIndex):
     """Models by name and alias: built-in files, plus user files and registered configs."""
 
     KIND, WHAT, NOUN = "models", "model file", "model"
+    LOOKUP_ERROR = UnknownModelError
+    EXAMPLE = "llama-3-8b"
 
     def __init__(self) -> None:
         super().__init__()
@@ -55,11 +57,12 @@ class Catalog(SpecIndex):
         if isinstance(spec, Mapping):
             key = self._add_raw(dict(spec), "<registered>")
         else:
-            key = self._add_raw(load_yaml(Path(spec), "model file"), os.fspath(spec))
+            text = self.name_text(spec)
+            key = self._add_raw(load_yaml(Path(text), "model file"), text)
         return self.get(key)
 
     def config(self, name: str | os.PathLike[str]) -> ModelConfig:
-        text = os.fspath(name)
+        text = self.name_text(name)
         if is_path(text):
             path = Path(text)
             if not path.is_file():

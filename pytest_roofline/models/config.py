@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import SpecError, did_you_mean
+from ..errors import SpecError, brief, did_you_mean
+from ..ops._common import MAX_SIZE
 
 _MLPS = ("gated", "plain")
 _NORMS = ("rmsnorm", "layernorm")
@@ -22,14 +23,16 @@ _BLOCKS = ("bottleneck", "basic")
 
 
 def _whole(value: object, where: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise SpecError(f"{where}: got {value!r}, expected a whole number >= {minimum}")
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            minimum <= value <= MAX_SIZE):
+        raise SpecError(f"{where}: got {brief(value)}, expected a whole number from {minimum} "
+                        f"to 2**53")
     return value
 
 
 def _choice(value: object, where: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise SpecError(f"{where}: got {value!r}, expected one of {', '.join(allowed)}")
+    if not isinstance(value, str) or value not in allowed:
+        raise SpecError(f"{where}: got {brief(value)}, expected one of {', '.join(allowed)}")
     return str(value)
 
 
@@ -216,8 +219,8 @@ _INFORMATIONAL = {"rope_theta", "context", "norm_eps", "hf_config"}
 def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> ModelConfig:
     """A config from a model-file mapping (schema: ``specs/models/README.md``)."""
     family = data.get("family")
-    if family not in _CLASSES:
-        raise SpecError(f"{origin}: field 'family': got {family!r}, expected one of "
+    if not isinstance(family, str) or family not in _CLASSES:
+        raise SpecError(f"{origin}: field 'family': got {brief(family)}, expected one of "
                         f"{', '.join(_CLASSES)}")
     cls = _CLASSES[str(family)]
     own = {f.name for f in fields(cls)} - {"aliases", "description", "sources",
@@ -233,6 +236,9 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> ModelConfig:
         if key not in data:
             raise SpecError(f"{origin}: missing field {key!r} (a {family} model needs "
                             f"{', '.join(('name', 'sources', *_REQUIRED[str(family)]))})")
+    if not isinstance(data["name"], str) or not data["name"]:
+        raise SpecError(f"{origin}: field 'name': got {brief(data['name'])}, expected the "
+                        f"model's name")
     sources = data["sources"]
     if not isinstance(sources, dict) or not sources:
         raise SpecError(f"{origin}: field 'sources': got {sources!r}, expected a mapping of "

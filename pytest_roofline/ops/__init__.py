@@ -10,6 +10,10 @@ of them share:
   lower bound), each tensor at its own precision.
 * Matrix products run on the matrix units; softmax, norms, elementwise ops, reductions and
   lookups on the vector units.
+* With arrays, bytes follow each array's storage dtype and ``dtype=`` (or ``a_dtype=``,
+  ``b_dtype=``) sets the precision the work is computed in, which picks the peak. Integer
+  matrix work is priced at the chip's int8 (int4) matrix peak only in int8 (int4); int16,
+  int32, int64 and bool work at the vector units' peak (see :mod:`pytest_roofline.dtypes`).
 * Sizes are whole numbers >= 1; a bad one is a :class:`~pytest_roofline.WorkloadError`
   naming the argument and the value. Array-likes (anything with ``.shape`` and ``.dtype``)
   give their shapes and precision; no framework is imported.
@@ -31,7 +35,7 @@ from .collectives import (
 )
 from .conv import conv2d, pool2d
 from .einsum import einsum
-from .matmul import batched_matmul, matmul
+from .matmul import batched_matmul, linear, matmul
 from .vector import dot, elementwise, embedding, layernorm, reduction, rmsnorm, softmax
 
 __all__ = [
@@ -46,6 +50,7 @@ __all__ = [
     "elementwise",
     "embedding",
     "layernorm",
+    "linear",
     "matmul",
     "point_to_point",
     "pool2d",

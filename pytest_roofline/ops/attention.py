@@ -29,9 +29,20 @@ bytes count every q_len x kv_len score. K and V are read with the KV head count.
 from __future__ import annotations
 
 from .. import dtypes
-from ..errors import WorkloadError
+from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
-from ._common import dtype_of, is_arraylike, is_sweep, precision, shape_of, show, size, sweep_size
+from ._common import (
+    array_precision,
+    dtype_of,
+    flag,
+    is_arraylike,
+    is_sweep,
+    precision,
+    shape_of,
+    show,
+    size,
+    sweep_size,
+)
 from .vector import SOFTMAX_FLOPS
 
 _LAYOUTS = {"bshd": (0, 1, 2, 3), "bhsd": (0, 2, 1, 3)}  # positions of (b, s, h, d)
@@ -59,8 +70,12 @@ def keys_read(q_len: int, kv_len: int, window: int | None) -> int:
 def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number, heads: int,
                       kv_heads: int, head_dim: int, causal: bool, fused: bool, dtype: str,
                       kv_dtype: str, count: Number = 1.0,
-                      window: int | None = None) -> list[Kernel]:
-    """The kernels of one attention call (no checks; shared with the model builders)."""
+                      window: int | None = None, compute: str | None = None) -> list[Kernel]:
+    """The kernels of one attention call (no checks; shared with the model builders).
+
+    *dtype* and *kv_dtype* price the bytes of Q/O and K/V; *compute* (default *dtype*) is the
+    precision the products and the softmax are computed in."""
+    work = compute or dtype
     item, kv_item = dtypes.ITEMSIZE[dtype], dtypes.ITEMSIZE[kv_dtype]
     q_bytes = batch * q_len * heads * head_dim * item  # Q read, and O written
     read = kv_len if window is None else keys_read(int(q_len), int(kv_len), window)
@@ -69,19 +84,19 @@ def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number,
         pairs = batch * heads * scored_pairs(q_len, kv_len, causal, window)
         return [
             Kernel(prefix, 4.0 * pairs * head_dim, 2.0 * q_bytes + kv_bytes, 0.0, "matrix",
-                   dtype, None, None, count),
-            Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, 0.0, "vector", dtype,
+                   work, None, None, count),
+            Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, 0.0, "vector", work,
                    None, None, count),
         ]
     scores = batch * heads * q_len * kv_len
     score_bytes = scores * item
     return [
         Kernel(f"{prefix}.qk", 2.0 * scores * head_dim, q_bytes + kv_bytes / 2.0 + score_bytes,
-               0.0, "matrix", dtype, None, None, count),
+               0.0, "matrix", work, None, None, count),
         Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * scores, 2.0 * score_bytes, 0.0, "vector",
-               dtype, None, None, count),
+               work, None, None, count),
         Kernel(f"{prefix}.pv", 2.0 * scores * head_dim, score_bytes + kv_bytes / 2.0 + q_bytes,
-               0.0, "matrix", dtype, None, None, count),
+               0.0, "matrix", work, None, None, count),
     ]
 
 
@@ -102,7 +117,7 @@ def attention(
     *,
     causal: bool = False,
     fused: bool = True,
-    dtype: object = "bf16",
+    dtype: object = None,
     kv_dtype: object = None,
     layout: str | None = None,
     window: object = None,
@@ -116,17 +131,17 @@ def attention(
 
     Arrays: ``attention(q, k, v, layout="bshd")`` (flash-attn, JAX) or ``layout="bhsd"``
     (``torch.nn.functional.scaled_dot_product_attention``); the layout must be named since
-    both are common.
+    both are common. Bytes then follow q's and k's storage dtypes; ``dtype=`` sets the compute
+    precision, and ``kv_dtype=`` is refused (k and v already give the KV storage).
     """
-    for flag, value in (("causal", causal), ("fused", fused)):
-        if not isinstance(value, bool):
-            raise WorkloadError(f"attention: {flag} must be True or False, got {value!r}")
+    flag(causal, "attention: causal")
+    flag(fused, "attention: fused")
     span = None if window is None else size(window, "attention: window")
     if span is not None and not causal:
         raise WorkloadError(f"attention: window={span} needs causal=True (a sliding window "
                             f"looks back from each query)")
-    if is_arraylike(batch):
-        return _from_arrays(batch, q_len, kv_len, layout, causal, fused, kv_dtype, span)
+    if is_arraylike(batch) and (is_arraylike(q_len) or q_len is None):
+        return _from_arrays(batch, q_len, kv_len, layout, causal, fused, dtype, kv_dtype, span)
     if heads is None or head_dim is None or q_len is None or kv_len is None:
         raise WorkloadError("attention needs batch, q_len, kv_len, heads, kv_heads and "
                             "head_dim (or arrays: attention(q, k, v, layout=...))")
@@ -134,13 +149,14 @@ def attention(
     q, kv = size(q_len, "attention: q_len"), size(kv_len, "attention: kv_len")
     h, d = size(heads, "attention: heads"), size(head_dim, "attention: head_dim")
     kvh = h if kv_heads is None else size(kv_heads, "attention: kv_heads")
-    p = precision(dtype, "dtype")
+    p = "bf16" if dtype is None else precision(dtype, "dtype")
     kvp = p if kv_dtype is None else precision(kv_dtype, "kv_dtype")
     return _attention(b, q, kv, h, kvh, d, causal, fused, p, kvp, span)
 
 
 def _attention(b: Number, q: int, kv: int, h: int, kvh: int, d: int, causal: bool,
-               fused: bool, p: str, kvp: str, window: int | None = None) -> Workload:
+               fused: bool, p: str, kvp: str, window: int | None = None,
+               compute: str | None = None) -> Workload:
     check_heads(h, kvh, "attention")
     if causal and q > kv:
         raise WorkloadError(f"attention: causal attention needs q_len <= kv_len (queries are "
@@ -148,31 +164,38 @@ def _attention(b: Number, q: int, kv: int, h: int, kvh: int, d: int, causal: boo
     flags = ", ".join(f for f, on in (("causal", causal), (f"window={window}", window),
                                       ("fused" if fused else "unfused", True)) if on)
     kv_label = p if kvp == p else f"{p}, kv {kvp}"
+    if compute is not None and compute != p:
+        kv_label += f", as {compute}"
     name = (f"attention(b={show(b)}, q={q}, kv={kv}, heads={h}/{kvh}, d={d}, {flags}, "
             f"{kv_label})")
     kernels = attention_kernels(name, b, q, kv, h, kvh, d, causal, fused, p, kvp,
-                                window=window)
+                                window=window, compute=compute)
     item, kv_item = dtypes.ITEMSIZE[p], dtypes.ITEMSIZE[kvp]
     footprint = 2.0 * b * q * h * d * item + 2.0 * b * kv * kvh * d * kv_item
     if not fused:
         footprint = footprint + b * h * q * kv * item
     knob = None if is_sweep(b) else Knob(
-        "q_len", q, lambda x: _attention(b, x, kv, h, kvh, d, causal, fused, p, kvp, window),
+        "q_len", q, lambda x: _attention(b, x, kv, h, kvh, d, causal, fused, p, kvp, window,
+                                         compute),
         hi=kv if causal else 1 << 24)
     return Workload(kernels, footprint=footprint, name=name, knob=knob)
 
 
 def _from_arrays(q: object, k: object, v: object, layout: str | None, causal: bool,
-                 fused: bool, kv_dtype: object, window: int | None) -> Workload:
-    if layout not in _LAYOUTS:
+                 fused: bool, dtype: object, kv_dtype: object, window: int | None) -> Workload:
+    if not isinstance(layout, str) or layout not in _LAYOUTS:
         raise WorkloadError(f"attention(q, k, v) with arrays needs layout='bshd' (flash-attn, "
                             f"JAX) or layout='bhsd' (torch scaled_dot_product_attention), got "
-                            f"layout={layout!r}")
+                            f"layout={brief(layout)}")
+    if kv_dtype is not None:
+        raise WorkloadError(f"attention: kv_dtype={brief(kv_dtype)} prices the KV cache's "
+                            f"storage, which the arrays k and v already give; pass them in "
+                            f"that dtype, or dtype= to set the compute precision")
     where = _LAYOUTS[layout]
     dims = {}
     for label, array in (("q", q), ("k", k), ("v", v)):
         if array is None or not is_arraylike(array):
-            raise WorkloadError(f"attention: {label} must be an array, got {array!r}")
+            raise WorkloadError(f"attention: {label} must be an array, got {brief(array)}")
         shape = shape_of(array, f"attention: {label}")
         if len(shape) != 4:
             raise WorkloadError(f"attention: {label} must have 4 dimensions ({layout}), got "
@@ -182,9 +205,9 @@ def _from_arrays(q: object, k: object, v: object, layout: str | None, causal: bo
     if dims["v"][:3] != dims["k"][:3] or bq != bk or dq != dk:
         raise WorkloadError(f"attention: shapes do not match in layout {layout!r}: "
                             f"q {shape_of(q, 'q')}, k {shape_of(k, 'k')}, v {shape_of(v, 'v')}")
-    p = dtype_of(q, "attention: q")
-    kvp = dtype_of(k, "attention: k") if kv_dtype is None else precision(kv_dtype, "kv_dtype")
+    p, compute = array_precision(q, dtype, "attention: q")
+    kvp = dtype_of(k, "attention: k")
     return _attention(float(size(bq, "attention: batch")), size(sq, "attention: q_len"),
                       size(sk, "attention: kv_len"), size(hq, "attention: heads"),
                       size(hk, "attention: kv_heads"), size(dq, "attention: head_dim"),
-                      causal, fused, p, kvp, window)
+                      causal, fused, p, kvp, window, compute)

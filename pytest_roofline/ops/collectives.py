@@ -29,10 +29,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import dtypes
-from ..errors import WorkloadError
+from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
-from ._common import dtype_of, is_arraylike, precision, shape_of, show, size, sweep_size
-from .matmul import matmul_kernel, precision_label, resolve_dtypes
+from ._common import (
+    array_precision,
+    flag,
+    is_arraylike,
+    precision,
+    shape_of,
+    show,
+    size,
+    sweep_size,
+)
+from .matmul import array_dtypes, matmul_kernel, operands, precision_label, resolve_dtypes
 
 # kind -> (sent: fraction of D, adds: fraction of elements, input and output: fractions of D)
 _RING: dict[str, Callable[[int], tuple[float, float, float, float]]] = {
@@ -46,15 +55,16 @@ _RING: dict[str, Callable[[int], tuple[float, float, float, float]]] = {
 
 def collective_kernel(kind: str, name: str, elements: Number, devices: int, dtype: str,
                       link: str | None = None, link_count: int | None = None,
-                      count: Number = 1.0) -> Kernel:
-    """The per-device kernel of a collective (no checks; see the module table)."""
+                      count: Number = 1.0, *, compute: str | None = None) -> Kernel:
+    """The per-device kernel of a collective (no checks; see the module table); data stored
+    in *dtype*, reduced in *compute* (default *dtype*)."""
     if devices == 1 and kind != "point_to_point":
-        return Kernel(name, 0.0, 0.0, 0.0, "vector", dtype, link, link_count, count)
+        return Kernel(name, 0.0, 0.0, 0.0, "vector", compute or dtype, link, link_count, count)
     sent, adds, held_in, held_out = _RING[kind](devices)
     data = elements * dtypes.ITEMSIZE[dtype]
     link_bytes = sent * data
     return Kernel(name, adds * elements, (held_in + held_out) * data + 2.0 * link_bytes,
-                  link_bytes, "vector", dtype, link, link_count, count)
+                  link_bytes, "vector", compute or dtype, link, link_count, count)
 
 
 def _collective(kind: str, elements: object, devices: object, dtype: object, link: object,
@@ -64,22 +74,24 @@ def _collective(kind: str, elements: object, devices: object, dtype: object, lin
         for dim in shape_of(elements, f"{kind}: data"):
             count *= dim
         n_el = float(size(count, f"{kind}: elements"))
-        p = dtype_of(elements, f"{kind}: data")
+        p, compute = array_precision(elements, dtype, f"{kind}: data")
     else:
-        n_el, p = float(size(elements, f"{kind}: elements")), precision(dtype, "dtype")
+        n_el = float(size(elements, f"{kind}: elements"))
+        p = compute = "bf16" if dtype is None else precision(dtype, "dtype")
     n = 2 if kind == "point_to_point" and devices is None else size(devices, f"{kind}: devices")
     if link is not None and not isinstance(link, str):
         raise WorkloadError(f"{kind}: link must be a link name such as 'nvlink' or 'ici', or "
-                            f"None for the chip's default link, got {link!r}")
+                            f"None for the chip's default link, got {brief(link)}")
     lc = None if link_count is None else size(link_count, f"{kind}: link_count")
     where = "" if link is None else f" over {link}"
-    name = f"{kind}({show(n_el)} x {p}, {n} devices{where})"
-    kernel = collective_kernel(kind, name, n_el, n, p, link, lc)
+    label = p if compute == p else f"{p} as {compute}"
+    name = f"{kind}({show(n_el)} x {label}, {n} devices{where})"
+    kernel = collective_kernel(kind, name, n_el, n, p, link, lc, compute=compute)
     footprint = n_el * dtypes.ITEMSIZE[p]
     return Workload((kernel,), footprint=footprint, name=name)
 
 
-def all_reduce(elements: object, devices: object, *, dtype: object = "bf16",
+def all_reduce(elements: object, devices: object, *, dtype: object = None,
                link: str | None = None, link_count: int | None = None) -> Workload:
     """Ring all-reduce of a tensor of *elements* over *devices*: each sends 2·(N-1)/N of it.
 
@@ -88,25 +100,25 @@ def all_reduce(elements: object, devices: object, *, dtype: object = "bf16",
     return _collective("all_reduce", elements, devices, dtype, link, link_count)
 
 
-def all_gather(elements: object, devices: object, *, dtype: object = "bf16",
+def all_gather(elements: object, devices: object, *, dtype: object = None,
                link: str | None = None, link_count: int | None = None) -> Workload:
     """Ring all-gather of a tensor of *elements* (the gathered size): each sends (N-1)/N."""
     return _collective("all_gather", elements, devices, dtype, link, link_count)
 
 
-def reduce_scatter(elements: object, devices: object, *, dtype: object = "bf16",
+def reduce_scatter(elements: object, devices: object, *, dtype: object = None,
                    link: str | None = None, link_count: int | None = None) -> Workload:
     """Ring reduce-scatter of a tensor of *elements* (the unreduced size): each sends (N-1)/N."""
     return _collective("reduce_scatter", elements, devices, dtype, link, link_count)
 
 
-def all_to_all(elements: object, devices: object, *, dtype: object = "bf16",
+def all_to_all(elements: object, devices: object, *, dtype: object = None,
                link: str | None = None, link_count: int | None = None) -> Workload:
     """All-to-all of the *elements* each device holds: each sends (N-1)/N of them."""
     return _collective("all_to_all", elements, devices, dtype, link, link_count)
 
 
-def point_to_point(elements: object, *, dtype: object = "bf16", link: str | None = None,
+def point_to_point(elements: object, *, dtype: object = None, link: str | None = None,
                    link_count: int | None = None) -> Workload:
     """One device sends a tensor of *elements* to another: link bytes = its size."""
     return _collective("point_to_point", elements, None, dtype, link, link_count)
@@ -122,7 +134,7 @@ def sharded_matmul(
     *,
     shards: object,
     split: str = "k",
-    dtype: object = "bf16",
+    dtype: object = None,
     a_dtype: object = None,
     b_dtype: object = None,
     out_dtype: object = None,
@@ -149,27 +161,26 @@ def sharded_matmul(
     ``sharded_matmul(a, b, shards=2)`` takes the full (unsharded) operands as array-likes,
     a [..., m, k] (leading dimensions fold into m) and b [k, n].
     """
-    if is_arraylike(m) and is_arraylike(k):
+    dts: tuple[str, str, str, str] | None = None
+    if is_arraylike(k) or (is_arraylike(m) and n is None):
+        operands(m, k, "sharded_matmul")
         a_shape, b_shape = shape_of(m, "sharded_matmul: a"), shape_of(k, "sharded_matmul: b")
-        if len(a_shape) < 1 or len(b_shape) != 2 or a_shape[-1] != b_shape[0]:
+        if len(b_shape) != 2 or a_shape[-1] != b_shape[0]:
             raise WorkloadError(f"sharded_matmul: shapes {a_shape} and {b_shape} do not "
                                 f"contract as [..., m, k] @ [k, n]")
         rows = 1
         for dim in a_shape[:-1]:
             rows *= dim
-        a_dtype = dtype_of(m, "sharded_matmul: a") if a_dtype is None else a_dtype
-        b_dtype = dtype_of(k, "sharded_matmul: b") if b_dtype is None else b_dtype
-        dtype = a_dtype
+        dts = array_dtypes(m, k, dtype, a_dtype, b_dtype, out_dtype, "sharded_matmul")
         m, k, n = rows, b_shape[0], b_shape[1]
     elif n is None:
         raise WorkloadError("sharded_matmul needs m, k, n (or two arrays: "
                             "sharded_matmul(a, b, shards=...))")
-    if split not in ("k", "n"):
+    if not isinstance(split, str) or split not in ("k", "n"):
         raise WorkloadError(f"sharded_matmul: split must be 'k' (contraction, all-reduce) or "
-                            f"'n' (output columns, all-gather), got {split!r}")
-    for flag, value in (("gather", gather), ("overlap", overlap)):
-        if not isinstance(value, bool):
-            raise WorkloadError(f"sharded_matmul: {flag} must be True or False, got {value!r}")
+                            f"'n' (output columns, all-gather), got {brief(split)}")
+    flag(gather, "sharded_matmul: gather")
+    flag(overlap, "sharded_matmul: overlap")
     m_ = sweep_size(m, "sharded_matmul: m")
     k_, n_ = size(k, "sharded_matmul: k"), size(n, "sharded_matmul: n")
     chips = size(shards, "sharded_matmul: shards")
@@ -177,9 +188,11 @@ def sharded_matmul(
     if split_dim % chips:
         raise WorkloadError(f"sharded_matmul: shards={chips} must divide {split}={split_dim}")
     if link is not None and not isinstance(link, str):
-        raise WorkloadError(f"sharded_matmul: link must be a link name or None, got {link!r}")
+        raise WorkloadError(f"sharded_matmul: link must be a link name or None, got "
+                            f"{brief(link)}")
     lc = None if link_count is None else size(link_count, "sharded_matmul: link_count")
-    dts = resolve_dtypes(dtype, a_dtype, b_dtype, out_dtype)
+    if dts is None:
+        dts = resolve_dtypes(dtype, a_dtype, b_dtype, out_dtype)
     return _sharded(m_, k_, n_, chips, split, dts, link, lc, gather, overlap)
 
 
@@ -188,7 +201,7 @@ def _sharded(m: Number, k: int, n: int, chips: int, split: str,
              gather: bool, overlap: bool) -> Workload:
     a, b, out, compute = dts
     name = (f"sharded_matmul({show(m)}x{k}x{n} over {chips} chips along {split}, "
-            f"{precision_label(a, b, out)})")
+            f"{precision_label(a, b, out, compute)})")
     if split == "k":
         local = matmul_kernel(f"{name}.matmul", m, k // chips, n, a, b, out, compute)
         comm: Kernel | None = collective_kernel("all_reduce", f"{name}.all_reduce", m * n,

@@ -16,9 +16,11 @@ element on the vector units; input read once, output written once.
 from __future__ import annotations
 
 from .. import dtypes
-from ..errors import WorkloadError
+from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
+    array_precision,
+    choice,
     dtype_of,
     is_arraylike,
     is_sweep,
@@ -42,41 +44,48 @@ def out_size(length: int, kernel: int, stride: int, padding: int, dilation: int,
 
 def _padding(padding: object, kernel: tuple[int, int], dilation: tuple[int, int],
              what: str) -> tuple[int, int]:
-    if padding == "valid":
-        return 0, 0
-    if padding == "same":
-        return tuple(d * (k - 1) // 2 for k, d in zip(kernel, dilation, strict=True))  # type: ignore[return-value]
     if isinstance(padding, str):
+        if padding == "valid":
+            return 0, 0
+        if padding == "same":
+            return tuple(d * (k - 1) // 2 for k, d in zip(kernel, dilation, strict=True))  # type: ignore[return-value]
         raise WorkloadError(f"{what}: padding must be a number, a pair, 'same' or 'valid', "
-                            f"got {padding!r}")
+                            f"got {brief(padding)}")
     return pair(padding, f"{what}: padding", minimum=0)
 
 
 def conv_kernel(name: str, batch: Number, cin: int, cout: int, hw: tuple[int, int],
                 kernel: tuple[int, int], stride: tuple[int, int], padding: tuple[int, int],
                 dilation: tuple[int, int], groups: int, dtype: str,
-                count: Number = 1.0) -> tuple[Kernel, tuple[int, int]]:
-    """The conv2d kernel and its output (height, width); no checks beyond the output size."""
+                count: Number = 1.0, *, compute: str | None = None,
+                weight_dtype: str | None = None) -> tuple[Kernel, tuple[int, int]]:
+    """The conv2d kernel and its output (height, width); no checks beyond the output size.
+
+    Input and output are stored in *dtype*, the weights in *weight_dtype* (default *dtype*);
+    the product is computed in *compute* (default *dtype*)."""
     ho = out_size(hw[0], kernel[0], stride[0], padding[0], dilation[0], name)
     wo = out_size(hw[1], kernel[1], stride[1], padding[1], dilation[1], name)
     per_group = cin // groups
     item = dtypes.ITEMSIZE[dtype]
     weights = cout * per_group * kernel[0] * kernel[1]
     flops = 2.0 * batch * ho * wo * cout * per_group * kernel[0] * kernel[1]
-    nbytes = (batch * cin * hw[0] * hw[1] + weights + batch * cout * ho * wo) * item
+    w_item = item if weight_dtype is None else dtypes.ITEMSIZE[weight_dtype]
+    nbytes = (batch * cin * hw[0] * hw[1] + batch * cout * ho * wo) * item + weights * w_item
     unit = "vector" if per_group == 1 and groups > 1 else "matrix"
-    return Kernel(name, flops, nbytes, 0.0, unit, dtype, None, None, count), (ho, wo)
+    return Kernel(name, flops, nbytes, 0.0, unit, compute or dtype, None, None, count), (ho, wo)
 
 
 def pool_kernel(name: str, batch: Number, channels: int, hw: tuple[int, int],
                 kernel: tuple[int, int], stride: tuple[int, int], padding: tuple[int, int],
-                kind: str, dtype: str, count: Number = 1.0) -> tuple[Kernel, tuple[int, int]]:
+                kind: str, dtype: str, count: Number = 1.0, *,
+                compute: str | None = None) -> tuple[Kernel, tuple[int, int]]:
     ho = out_size(hw[0], kernel[0], stride[0], padding[0], 1, name)
     wo = out_size(hw[1], kernel[1], stride[1], padding[1], 1, name)
     outputs = batch * channels * ho * wo
     per = kernel[0] * kernel[1] - 1 + (1 if kind == "avg" else 0)
     nbytes = (batch * channels * hw[0] * hw[1] + outputs) * dtypes.ITEMSIZE[dtype]
-    return Kernel(name, outputs * per, nbytes, 0.0, "vector", dtype, None, None, count), (ho, wo)
+    return Kernel(name, outputs * per, nbytes, 0.0, "vector", compute or dtype, None, None,
+                  count), (ho, wo)
 
 
 def conv2d(
@@ -90,7 +99,7 @@ def conv2d(
     padding: object = 0,
     dilation: object = 1,
     groups: object = 1,
-    dtype: object = "bf16",
+    dtype: object = None,
     layout: str = "nchw",
 ) -> Workload:
     """A 2-D convolution of *batch* images (see the module docstring for the formula).
@@ -100,10 +109,12 @@ def conv2d(
 
     Arrays: ``conv2d(x, w, stride=..., padding=...)`` with x [N, C, H, W] and weights
     [out, in/groups, kh, kw] (PyTorch, ``layout="nchw"``), or x [N, H, W, C] and weights
-    [kh, kw, in/groups, out] (``layout="nhwc"``, JAX/TensorFlow).
+    [kh, kw, in/groups, out] (``layout="nhwc"``, JAX/TensorFlow). Bytes then follow x's and
+    w's storage dtypes; ``dtype=`` sets the compute precision. *dtype* defaults to bf16 for
+    sizes.
     """
     if is_arraylike(batch) and is_arraylike(in_channels):
-        return _from_arrays(batch, in_channels, stride, padding, dilation, groups, layout)
+        return _from_arrays(batch, in_channels, stride, padding, dilation, groups, layout, dtype)
     if out_channels is None or size is None or kernel is None:
         raise WorkloadError("conv2d needs batch, in_channels, out_channels, size and kernel "
                             "(or arrays: conv2d(x, w))")
@@ -114,28 +125,32 @@ def conv2d(
     st, dil = pair(stride, "conv2d: stride"), pair(dilation, "conv2d: dilation")
     g = whole(groups, "conv2d: groups")
     pad = _padding(padding, k, dil, "conv2d")
-    return _conv(n, cin, cout, hw, k, st, pad, dil, g, precision(dtype, "dtype"))
+    p = "bf16" if dtype is None else precision(dtype, "dtype")
+    return _conv(n, cin, cout, hw, k, st, pad, dil, g, (p, p, p))
 
 
 def _conv(n: Number, cin: int, cout: int, hw: tuple[int, int], k: tuple[int, int],
           st: tuple[int, int], pad: tuple[int, int], dil: tuple[int, int], g: int,
-          p: str) -> Workload:
+          dts: tuple[str, str, str]) -> Workload:
+    p, wp, compute = dts  # storage of x and y, of the weights; compute precision
     for label, channels in (("in_channels", cin), ("out_channels", cout)):
         if channels % g:
             raise WorkloadError(f"conv2d: groups={g} must divide {label}={channels}")
     extra = "" if st == (1, 1) else f", stride {st[0]}"
     extra += "" if g == 1 else f", groups {g}"
-    name = (f"conv2d({show(n)}x{cin}x{hw[0]}x{hw[1]} -> {cout}, {k[0]}x{k[1]}{extra}, {p})")
-    kernel, _ = conv_kernel(name, n, cin, cout, hw, k, st, pad, dil, g, p)
+    label = p if wp == p else f"{p}, weights {wp}"
+    label += "" if compute == p else f", as {compute}"
+    name = (f"conv2d({show(n)}x{cin}x{hw[0]}x{hw[1]} -> {cout}, {k[0]}x{k[1]}{extra}, {label})")
+    kernel, _ = conv_kernel(name, n, cin, cout, hw, k, st, pad, dil, g, p, compute=compute,
+                            weight_dtype=wp)
     knob = None if is_sweep(n) else Knob(
-        "batch", int(n), lambda x: _conv(float(x), cin, cout, hw, k, st, pad, dil, g, p))
+        "batch", int(n), lambda x: _conv(float(x), cin, cout, hw, k, st, pad, dil, g, dts))
     return Workload((kernel,), footprint=kernel.bytes, name=name, knob=knob)
 
 
 def _from_arrays(x: object, w: object, stride: object, padding: object, dilation: object,
-                 groups: object, layout: str) -> Workload:
-    if layout not in ("nchw", "nhwc"):
-        raise WorkloadError(f"conv2d: layout must be 'nchw' or 'nhwc', got {layout!r}")
+                 groups: object, layout: str, dtype: object) -> Workload:
+    choice(layout, "conv2d: layout", ("nchw", "nhwc"))
     xs, ws = shape_of(x, "conv2d: x"), shape_of(w, "conv2d: w")
     if len(xs) != 4 or len(ws) != 4:
         raise WorkloadError(f"conv2d: x and w must have 4 dimensions, got {xs} and {ws}")
@@ -151,31 +166,31 @@ def _from_arrays(x: object, w: object, stride: object, padding: object, dilation
                             f"{g} groups, but x has {cin} channels ({layout})")
     k, dil = (whole(kh, "conv2d: kernel"), whole(kw, "conv2d: kernel")), pair(dilation,
                                                                           "conv2d: dilation")
+    p, compute = array_precision(x, dtype, "conv2d: x")
     return _conv(float(whole(n, "conv2d: batch")), cin, whole(cout, "conv2d: out_channels"),
                  (whole(h, "conv2d: height"), whole(wd, "conv2d: width")), k,
                  pair(stride, "conv2d: stride"), _padding(padding, k, dil, "conv2d"), dil, g,
-                 dtype_of(x, "conv2d: x"))
+                 (p, dtype_of(w, "conv2d: w"), compute))
 
 
 def pool2d(batch: object, channels: object, size: object = None, kernel: object = None, *,
            stride: object = None, padding: object = 0, kind: str = "max",
-           dtype: object = "bf16", layout: str = "nchw") -> Workload:
+           dtype: object = None, layout: str = "nchw") -> Workload:
     """Max or average pooling (see the module docstring); ``stride`` defaults to ``kernel``.
 
     ``pool2d(x, kernel, ...)`` takes an array-like x ([N, C, H, W], or [N, H, W, C] with
-    ``layout="nhwc"``).
+    ``layout="nhwc"``); ``dtype=`` then sets the compute precision.
     """
-    if kind not in ("max", "avg"):
-        raise WorkloadError(f"pool2d: kind must be 'max' or 'avg', got {kind!r}")
+    choice(kind, "pool2d: kind", ("max", "avg"))
+    compute = None
     if is_arraylike(batch):
-        if layout not in ("nchw", "nhwc"):
-            raise WorkloadError(f"pool2d: layout must be 'nchw' or 'nhwc', got {layout!r}")
+        choice(layout, "pool2d: layout", ("nchw", "nhwc"))
         shape = shape_of(batch, "pool2d: x")
         if len(shape) != 4:
             raise WorkloadError(f"pool2d: x must have 4 dimensions, got shape {shape}")
         n_, c_, h_, w_ = shape if layout == "nchw" else (shape[0], shape[3], shape[1], shape[2])
-        return pool2d(n_, c_, (h_, w_), channels, stride=stride, padding=padding, kind=kind,
-                      dtype=dtype_of(batch, "pool2d: x"))
+        stored, compute = array_precision(batch, dtype, "pool2d: x")
+        batch, channels, size, kernel, dtype = n_, c_, (h_, w_), channels, stored
     if size is None or kernel is None:
         raise WorkloadError("pool2d needs batch, channels, size and kernel (or an array: "
                             "pool2d(x, kernel))")
@@ -184,7 +199,9 @@ def pool2d(batch: object, channels: object, size: object = None, kernel: object 
     hw, k = pair(size, "pool2d: size"), pair(kernel, "pool2d: kernel")
     st = k if stride is None else pair(stride, "pool2d: stride")
     pad = _padding(padding, k, (1, 1), "pool2d")
-    p = precision(dtype, "dtype")
-    name = f"{kind}pool({show(n)}x{c}x{hw[0]}x{hw[1]}, {k[0]}x{k[1]}, {p})"
-    kern, _ = pool_kernel(name, n, c, hw, k, st, pad, kind, p)
+    p = "bf16" if dtype is None else precision(dtype, "dtype")
+    compute = compute or p
+    label = p if compute == p else f"{p} as {compute}"
+    name = f"{kind}pool({show(n)}x{c}x{hw[0]}x{hw[1]}, {k[0]}x{k[1]}, {label})"
+    kern, _ = pool_kernel(name, n, c, hw, k, st, pad, kind, p, compute=compute)
     return Workload((kern,), footprint=kern.bytes, name=name)

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 
 from .. import dtypes
-from ..errors import WorkloadError
+from ..errors import WorkloadError, brief
 from ..workload import Kernel, Workload
 from ._common import dtype_of, is_arraylike, precision, shape_of, size
 
@@ -66,20 +66,22 @@ def _parse(subscripts: str, ranks: list[int]) -> tuple[list[str], str, str]:
     return expanded, output, ellipsis
 
 
-def einsum(subscripts: str, *operands: object, dtype: object = "bf16",
+def einsum(subscripts: str, *operands: object, dtype: object = None,
            out_dtype: object = None) -> Workload:
     """Any contraction: ``einsum("bd,df->bf", (B, D), (D, F))`` or with arrays.
 
-    Each operand is a shape (a sequence of whole numbers, priced in *dtype*) or an array-like
-    (its shape and ``.dtype``). The product runs in the widest input precision; the result is
-    written in *out_dtype* (default: that precision). See the module docstring for the formula.
+    Each operand is a shape (a sequence of whole numbers, stored in *dtype*, default bf16) or
+    an array-like (its shape and ``.dtype``). The product runs in the widest input precision,
+    or in *dtype* when it is given (an override, as in every op: bytes follow the arrays'
+    storage); the result is written in *out_dtype* (default: the storage of the compute
+    precision). See the module docstring for the formula.
     """
     if not isinstance(subscripts, str):
         raise WorkloadError(f"einsum: subscripts must be a string such as 'ij,jk->ik', "
                             f"got {subscripts!r}")
     if not operands:
         raise WorkloadError("einsum: give at least one operand (a shape or an array)")
-    base = precision(dtype, "dtype")
+    base = "bf16" if dtype is None else precision(dtype, "dtype")
     shapes: list[tuple[int, ...]] = []
     precisions: list[str] = []
     for i, operand in enumerate(operands):
@@ -92,7 +94,7 @@ def einsum(subscripts: str, *operands: object, dtype: object = "bf16",
             precisions.append(base)
         else:
             raise WorkloadError(f"{what} must be a shape (a tuple of sizes) or an array, "
-                                f"got {operand!r}")
+                                f"got {brief(operand)}")
     terms, output, broadcast = _parse(subscripts, [len(s) for s in shapes])
     sizes: dict[str, int] = {}
     for i, (term, shape) in enumerate(zip(terms, shapes, strict=True)):
@@ -106,10 +108,12 @@ def einsum(subscripts: str, *operands: object, dtype: object = "bf16",
             elif known != dim:
                 raise WorkloadError(f"einsum: index {letter!r} is {sizes[letter]} in one "
                                     f"operand and {dim} in operand {i}")
-    compute = max(precisions, key=lambda p: dtypes.ITEMSIZE[p])
-    out = compute if out_dtype is None else precision(out_dtype, "out_dtype")
+    widest = max(precisions, key=lambda p: dtypes.ITEMSIZE[p])
+    compute = widest if dtype is None else base
+    out = dtypes.storage(compute) if out_dtype is None else precision(out_dtype, "out_dtype")
     label = compute if all(p == compute for p in precisions) and out == compute else (
         " x ".join(precisions) + f" -> {out}")
+    label += "" if compute == widest else f" as {compute}"
     name = f"einsum({subscripts.replace(' ', '')}, {label})"
 
     def elements(term: str) -> float:

@@ -10,6 +10,14 @@ Precisions: each operand is priced at its own width. The product runs in the wid
 input precisions (int8 weights with bf16 activations are dequantized and multiplied in bf16;
 two int8 operands multiply in int8), and the output is written in ``out_dtype`` (default:
 ``dtype``).
+
+With arrays, the bytes follow each array's storage dtype, and the precision overrides set the
+precision the product is *computed* in: ``dtype=`` the product's, ``a_dtype=``/``b_dtype=`` an
+operand's (the product then runs in the wider of the two). ``matmul(a32, b32, dtype="tf32")``
+moves fp32 bytes at the tf32 peak; ``out_dtype=`` (default: the storage of the compute
+precision) prices the output, which no array gives. Integer products run at the chip's int8
+(int4) matrix peak only in int8 (int4); int16/int32/int64 and bool products run on the vector
+units (:data:`pytest_roofline.dtypes.VECTOR_ONLY`).
 """
 
 from __future__ import annotations
@@ -17,15 +25,26 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
-from ..errors import WorkloadError
+from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
-from ._common import dtype_of, is_arraylike, is_sweep, precision, shape_of, show, size, sweep_size
+from ._common import (
+    dtype_of,
+    is_arraylike,
+    is_module,
+    is_sweep,
+    precision,
+    shape_of,
+    show,
+    size,
+    sweep_size,
+)
 
 
 def resolve_dtypes(dtype: object, a_dtype: object, b_dtype: object,
                    out_dtype: object) -> tuple[str, str, str, str]:
-    """``(a, b, out, compute)`` canonical precisions of a product (see the module docstring)."""
-    base = precision(dtype, "dtype")
+    """``(a, b, out, compute)`` canonical precisions of a product given by sizes (see the
+    module docstring); *dtype* None is bf16."""
+    base = "bf16" if dtype is None else precision(dtype, "dtype")
     a = base if a_dtype is None else precision(a_dtype, "a_dtype")
     b = base if b_dtype is None else precision(b_dtype, "b_dtype")
     out = base if out_dtype is None else precision(out_dtype, "out_dtype")
@@ -33,9 +52,39 @@ def resolve_dtypes(dtype: object, a_dtype: object, b_dtype: object,
     return a, b, out, compute
 
 
-def precision_label(a: str, b: str, out: str) -> str:
-    """``"bf16"`` when every operand shares one precision, else ``"bf16 x int8 -> bf16"``."""
-    return a if a == b == out else f"{a} x {b} -> {out}"
+def precision_label(a: str, b: str, out: str, compute: str | None = None) -> str:
+    """``"bf16"`` when every operand shares one precision, else ``"bf16 x int8 -> bf16"``;
+    ``"fp32 as tf32"`` when an override computes in another precision than the operands'."""
+    label = a if a == b == out else f"{a} x {b} -> {out}"
+    natural = b if dtypes.ITEMSIZE[b] > dtypes.ITEMSIZE[a] else a
+    return label if compute is None or compute == natural else f"{label} as {compute}"
+
+
+def array_dtypes(x: object, w: object, dtype: object, a_dtype: object, b_dtype: object,
+                 out_dtype: object, what: str) -> tuple[str, str, str, str]:
+    """``(a, b, out, compute)`` of a product of two arrays: a and b are the storage dtypes
+    (bytes), the overrides set the compute precision (see the module docstring)."""
+    a, b = dtype_of(x, f"{what}: a"), dtype_of(w, f"{what}: b")
+    a_comp = a if a_dtype is None else precision(a_dtype, "a_dtype")
+    b_comp = b if b_dtype is None else precision(b_dtype, "b_dtype")
+    if dtype is not None:
+        compute = precision(dtype, "dtype")
+    else:
+        compute = b_comp if dtypes.ITEMSIZE[b_comp] > dtypes.ITEMSIZE[a_comp] else a_comp
+    out = dtypes.storage(compute) if out_dtype is None else precision(out_dtype, "out_dtype")
+    return a, b, out, compute
+
+
+def operands(x: object, w: object, what: str) -> None:
+    """Refuse operands that are not both arrays, naming a module passed by mistake."""
+    for label, value in (("a", x), ("b", w)):
+        if is_module(value):
+            raise WorkloadError(f"{what}: {label} is {brief(value)}, not an array; for a "
+                                f"Linear layer use ops.linear(x, layer), which reads its "
+                                f"weight as [out, in]")
+        if not is_arraylike(value):
+            raise WorkloadError(f"{what}: give sizes ({what}(m, k, n)) or two arrays, got "
+                                f"{label}={brief(value)}")
 
 
 def matmul_kernel(name: str, m: Number, k: Number, n: Number, a: str, b: str, out: str,
@@ -55,7 +104,7 @@ def matmul(
     k: object = None,
     n: object = None,
     *,
-    dtype: object = "bf16",
+    dtype: object = None,
     a_dtype: object = None,
     b_dtype: object = None,
     out_dtype: object = None,
@@ -67,12 +116,18 @@ def matmul(
     FLOPs. With k, n >> m the intensity is about m (bf16) or 2·m (int8 weights): the token or
     batch dimension m is the workload's knob. *m* may be a numpy array (a sweep).
 
+    *dtype* defaults to bf16 for sizes.
+
     Arrays work too: ``matmul(a, b)`` reads the shapes and precisions of two array-likes.
     Leading dimensions of *a* fold into m when *b* is 2-D (shared weights); when *b* has batch
-    dimensions of its own, this is a batched product (see :func:`batched_matmul`).
+    dimensions of its own, this is a batched product (see :func:`batched_matmul`). The
+    precision arguments then set the compute precision (see the module docstring). A torch
+    ``nn.Linear`` weight is [out, in]: use :func:`linear` for it.
     """
-    if is_arraylike(k):
-        return _from_arrays(m, k, out_dtype)
+    if is_arraylike(k) or is_module(k) or is_module(m) or (is_arraylike(m) and k is None):
+        operands(m, k, "matmul")
+        return _from_arrays(m, k, array_dtypes(m, k, dtype, a_dtype, b_dtype, out_dtype,
+                                               "matmul"))
     if k is None or n is None:
         raise WorkloadError("matmul needs the sizes m, k, n (or two arrays: matmul(a, b)); "
                             f"got m={m!r}, k={k!r}, n={n!r}")
@@ -84,19 +139,16 @@ def matmul(
 
 
 def _matmul(m: Number, k: int, n: int, a: str, b: str, out: str, compute: str) -> Workload:
-    name = f"matmul({show(m)}x{k}x{n}, {precision_label(a, b, out)})"
+    name = f"matmul({show(m)}x{k}x{n}, {precision_label(a, b, out, compute)})"
     kernel = matmul_kernel(name, m, k, n, a, b, out, compute)
     knob = None if is_sweep(m) else Knob(
         "m", int(m), lambda x: _matmul(float(x), k, n, a, b, out, compute))
     return Workload((kernel,), footprint=kernel.bytes, name=name, knob=knob)
 
 
-def _from_arrays(x: object, w: object, out_dtype: object) -> Workload:
+def _from_arrays(x: object, w: object, dts: tuple[str, str, str, str]) -> Workload:
     a_shape, b_shape = shape_of(x, "matmul: a"), shape_of(w, "matmul: b")
-    a, b = dtype_of(x, "matmul: a"), dtype_of(w, "matmul: b")
-    if not a_shape or not b_shape:
-        raise WorkloadError(f"matmul: operands must have at least one dimension, got shapes "
-                            f"{a_shape} and {b_shape}")
+    a, b, out, compute = dts
     a_mat = a_shape if len(a_shape) >= 2 else (1, *a_shape)
     b_mat = b_shape if len(b_shape) >= 2 else (*b_shape, 1)
     if a_mat[-1] != b_mat[-2]:
@@ -104,9 +156,6 @@ def _from_arrays(x: object, w: object, out_dtype: object) -> Workload:
                             f"dimension {a_mat[-1]} differs from b's contracted dimension "
                             f"{b_mat[-2]}")
     k, n = a_mat[-1], b_mat[-1]
-    _, _, out, compute = resolve_dtypes(a, a, b, out_dtype)
-    if out_dtype is None:
-        out = compute
     b_batch = math.prod(b_mat[:-2])
     if b_batch == 1:
         m = math.prod(a_mat[:-1])
@@ -130,7 +179,7 @@ def batched_matmul(
     n: object = None,
     *,
     shared_weights: bool = False,
-    dtype: object = "bf16",
+    dtype: object = None,
     a_dtype: object = None,
     b_dtype: object = None,
     out_dtype: object = None,
@@ -146,8 +195,11 @@ def batched_matmul(
     ``batched_matmul(a, b)`` takes two array-likes, [..., m, k] and [..., k, n] (see
     :func:`matmul`): weights with batch dimensions of their own are per-batch.
     """
-    if is_arraylike(batch) and is_arraylike(m):
-        return _from_arrays(batch, m, out_dtype)
+    if is_arraylike(m) or is_module(m) or is_module(batch) or (
+            is_arraylike(batch) and m is None):
+        operands(batch, m, "batched_matmul")
+        return _from_arrays(batch, m, array_dtypes(batch, m, dtype, a_dtype, b_dtype, out_dtype,
+                                                   "batched_matmul"))
     if k is None or n is None:
         raise WorkloadError("batched_matmul needs batch, m, k, n (or two arrays: "
                             f"batched_matmul(a, b)); got k={k!r}, n={n!r}")
@@ -164,7 +216,7 @@ def _batched(batch: Number, m: int, k: int, n: int, shared: bool, a: str, b: str
              compute: str) -> Workload:
     kind = "shared weights" if shared else "per-batch weights"
     name = (f"batched_matmul({show(batch)}x[{m}x{k}x{n}], {kind}, "
-            f"{precision_label(a, b, out)})")
+            f"{precision_label(a, b, out, compute)})")
     if shared:
         kernel = matmul_kernel(name, batch * m, k, n, a, b, out, compute)
     else:
@@ -172,3 +224,58 @@ def _batched(batch: Number, m: int, k: int, n: int, shared: bool, a: str, b: str
     knob = None if is_sweep(batch) else Knob(
         "batch", int(batch), lambda x: _batched(float(x), m, k, n, shared, a, b, out, compute))
     return Workload((kernel,), footprint=kernel.total_bytes, name=name, knob=knob)
+
+
+def linear(x: object, weight: object, bias: object = None, *, dtype: object = None,
+           out_dtype: object = None) -> Workload:
+    """``y = x @ weightᵀ + bias`` with torch's layout: *weight* is [out, in], or an
+    ``nn.Linear`` module (its ``weight`` and ``bias`` are read, never printed or copied).
+
+    *x* is an array [..., in]; its leading dimensions fold into m. FLOPs = 2·m·in·out, the
+    product only, as torch's flop counter counts ``linear``/``addmm`` (the bias add, m·out more,
+    is fused into the product's epilogue and not counted). Bytes: x, the weight and the output
+    once each, plus the bias (out elements) when there is one, each at its storage dtype;
+    ``dtype=`` sets the compute precision (see the module docstring).
+    """
+    layer = None
+    if is_module(weight):
+        layer = weight
+        weight = getattr(layer, "weight", None)
+        if not is_arraylike(weight):
+            raise WorkloadError(f"linear: {brief(layer)} has no .weight array; linear takes an "
+                                f"nn.Linear module or its weight [out, in]")
+        if bias is None:
+            bias = getattr(layer, "bias", None)
+    if is_module(x) or not is_arraylike(x):
+        raise WorkloadError(f"linear: x must be an array [..., in], got {brief(x)}")
+    if not is_arraylike(weight):
+        raise WorkloadError(f"linear: weight must be an array [out, in] or an nn.Linear module, "
+                            f"got {brief(weight)}")
+    x_shape, w_shape = shape_of(x, "linear: x"), shape_of(weight, "linear: weight")
+    if len(w_shape) != 2:
+        raise WorkloadError(f"linear: weight must be [out, in] (2 dimensions), got shape "
+                            f"{w_shape}")
+    n, k = w_shape
+    if x_shape[-1] != k:
+        raise WorkloadError(f"linear: x's last dimension {x_shape[-1]} differs from the "
+                            f"weight's in_features {k} (weight is [out, in] = {w_shape})")
+    bias_bytes = 0.0
+    if bias is not None:
+        if not is_arraylike(bias) or shape_of(bias, "linear: bias") != (n,):
+            raise WorkloadError(f"linear: bias must be an array of shape ({n},), got "
+                                f"{brief(bias)}")
+        bias_bytes = n * dtypes.ITEMSIZE[dtype_of(bias, "linear: bias")]
+    a, b, out, compute = array_dtypes(x, weight, dtype, None, None, out_dtype, "linear")
+    m = size(math.prod(x_shape[:-1]), "linear: m")
+    return _linear(float(m), size(k, "linear: in"), size(n, "linear: out"), bias_bytes,
+                   a, b, out, compute)
+
+
+def _linear(m: Number, k: int, n: int, bias_bytes: float, a: str, b: str, out: str,
+            compute: str) -> Workload:
+    extra = " + bias" if bias_bytes else ""
+    name = f"linear({show(m)}x{k} -> {n}{extra}, {precision_label(a, b, out, compute)})"
+    core = matmul_kernel(name, m, k, n, a, b, out, compute)
+    kernel = Kernel(name, core.flops, core.bytes + bias_bytes, unit="matrix", dtype=compute)
+    knob = Knob("m", int(m), lambda x: _linear(float(x), k, n, bias_bytes, a, b, out, compute))
+    return Workload((kernel,), footprint=kernel.bytes, name=name, knob=knob)

@@ -19,11 +19,12 @@ residual add   +1     a norm that also adds the residual stream (``residual=True
 from __future__ import annotations
 
 import math
+import operator
 
 from .. import dtypes
-from ..errors import WorkloadError
+from ..errors import WorkloadError, brief
 from ..workload import Kernel, Number, Workload
-from ._common import dtype_of, is_arraylike, precision, shape_of, size
+from ._common import array_precision, flag, is_arraylike, precision, shape_of, size
 
 SOFTMAX_FLOPS = 5.0
 LAYERNORM_FLOPS = 7.0
@@ -34,14 +35,16 @@ RMSNORM_FLOPS = 4.0
 
 
 def elementwise_kernel(name: str, n: Number, inputs: float, outputs: float, flops: float,
-                       dtype: str, count: Number = 1.0) -> Kernel:
-    """n elements: ``flops`` FLOPs each, ``inputs`` tensors read and ``outputs`` written."""
+                       dtype: str, count: Number = 1.0, *, compute: str | None = None) -> Kernel:
+    """n elements: ``flops`` FLOPs each, ``inputs`` tensors read and ``outputs`` written, stored
+    in *dtype* and computed in *compute* (default: *dtype*)."""
     return Kernel(name, n * flops, n * (inputs + outputs) * dtypes.ITEMSIZE[dtype], 0.0,
-                  "vector", dtype, None, None, count)
+                  "vector", compute or dtype, None, None, count)
 
 
 def norm_kernel(name: str, kind: str, rows: Number, hidden: int, dtype: str, *,
-                affine: bool = True, residual: bool = False, count: Number = 1.0) -> Kernel:
+                affine: bool = True, residual: bool = False, count: Number = 1.0,
+                compute: str | None = None) -> Kernel:
     """A layernorm or rmsnorm of rows x hidden (see the module table)."""
     if kind == "layernorm":
         per, params = (LAYERNORM_FLOPS, 2.0) if affine else (LAYERNORM_FLOPS - 2.0, 0.0)
@@ -54,14 +57,14 @@ def norm_kernel(name: str, kind: str, rows: Number, hidden: int, dtype: str, *,
     elements = rows * hidden
     item = dtypes.ITEMSIZE[dtype]
     return Kernel(name, elements * per, (elements * streams + params * hidden) * item, 0.0,
-                  "vector", dtype, None, None, count)
+                  "vector", compute or dtype, None, None, count)
 
 
 def softmax_kernel(name: str, rows: Number, cols: Number, dtype: str,
-                   count: Number = 1.0) -> Kernel:
+                   count: Number = 1.0, *, compute: str | None = None) -> Kernel:
     elements = rows * cols
     return Kernel(name, elements * SOFTMAX_FLOPS, 2.0 * elements * dtypes.ITEMSIZE[dtype], 0.0,
-                  "vector", dtype, None, None, count)
+                  "vector", compute or dtype, None, None, count)
 
 
 def embedding_kernel(name: str, tokens: Number, hidden: int, dtype: str,
@@ -75,58 +78,75 @@ def _one(kernel: Kernel, footprint: Number) -> Workload:
     return Workload((kernel,), footprint=footprint, name=kernel.name)
 
 
-def _rows_cols(x: object, axis: object, what: str) -> tuple[int, int, str]:
-    """(rows, cols, dtype) of an array normalized or reduced along *axis*."""
+def _label(stored: str, compute: str) -> str:
+    return stored if stored == compute else f"{stored} as {compute}"
+
+
+def _array(x: object, dtype: object, what: str) -> tuple[int, str, str, str]:
+    """(elements, storage, compute, label) of an array operand of a vector op."""
+    stored, compute = array_precision(x, dtype, what)
+    return size(math.prod(shape_of(x, what)), f"{what}: elements"), stored, compute, _label(
+        stored, compute)
+
+
+def _sized(dtype: object) -> tuple[str, str, str]:
+    p = "bf16" if dtype is None else precision(dtype, "dtype")
+    return p, p, p
+
+
+def _rows_cols(x: object, axis: object, what: str) -> tuple[int, int]:
+    """(rows, cols) of an array normalized or reduced along *axis*."""
     shape = shape_of(x, what)
-    if not shape:
-        raise WorkloadError(f"{what}: needs an array of at least one dimension, got a scalar")
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise WorkloadError(f"{what}: axis must be a whole number, got {axis!r}")
     try:
-        index = range(len(shape))[axis]
+        index = range(len(shape))[operator.index(axis)]  # type: ignore[arg-type]
+    except TypeError:
+        raise WorkloadError(f"{what}: axis must be a whole number, got {brief(axis)}") from None
     except IndexError:
         raise WorkloadError(f"{what}: axis {axis!r} is out of range for shape {shape}") from None
+    if isinstance(axis, bool):
+        raise WorkloadError(f"{what}: axis must be a whole number, got {axis!r}")
     cols = size(shape[index], f"{what}: dimension {index}")
-    return math.prod(shape) // cols, cols, dtype_of(x, what)
+    return math.prod(shape) // cols, cols
 
 
 # -- public formulas ---------------------------------------------------------------------------
 
 
-def dot(n: object, y: object = None, *, dtype: object = "bf16") -> Workload:
+def dot(n: object, y: object = None, *, dtype: object = None) -> Workload:
     """``x · y`` of two length-n vectors: n multiplies and n - 1 adds = 2n - 1 FLOPs.
 
     Bytes: both vectors read (2n elements) and one element written: (2n + 1)·|dtype|. The
     intensity tends to 1/2 FLOP/B in bf16 however long the vectors (the scaling book's first
-    example): always memory-bound. ``dot(x, y)`` reads an array's size and dtype.
+    example): always memory-bound. ``dot(x, y)`` reads an array's size and dtype (``dtype=``
+    then sets the compute precision).
     """
     if is_arraylike(n):
-        p = dtype_of(n, "dot: x")
-        count = math.prod(shape_of(n, "dot: x"))
-        if y is not None and is_arraylike(y) and math.prod(shape_of(y, "dot: y")) != count:
-            raise WorkloadError(f"dot: x has {count} elements but y has "
+        length, p, compute, label = _array(n, dtype, "dot: x")
+        if y is not None and is_arraylike(y) and math.prod(shape_of(y, "dot: y")) != length:
+            raise WorkloadError(f"dot: x has {length} elements but y has "
                                 f"{math.prod(shape_of(y, 'dot: y'))}")
-        length = size(count, "dot: n")
     else:
-        p, length = precision(dtype, "dtype"), size(n, "dot: n")
+        (p, compute, label), length = _sized(dtype), size(n, "dot: n")
     item = dtypes.ITEMSIZE[p]
-    kernel = Kernel(f"dot({length}, {p})", 2.0 * length - 1.0, (2.0 * length + 1.0) * item,
-                    unit="vector", dtype=p)
+    kernel = Kernel(f"dot({length}, {label})", 2.0 * length - 1.0, (2.0 * length + 1.0) * item,
+                    unit="vector", dtype=compute)
     return _one(kernel, kernel.bytes)
 
 
 def elementwise(n: object, *, inputs: int = 1, outputs: int = 1, flops_per_element: float = 1.0,
-                dtype: object = "bf16", name: str = "elementwise") -> Workload:
+                dtype: object = None, name: str = "elementwise") -> Workload:
     """An elementwise op over n elements: n·flops_per_element FLOPs,
     n·(inputs + outputs)·|dtype| bytes (each input read once, each output written once).
 
-    ``elementwise(x, ...)`` reads n and the precision from an array-like.
+    ``elementwise(x, ...)`` reads n and the precision from an array-like (bool and integer
+    arrays too: masks, indices); ``dtype=`` then sets the compute precision.
     """
+    if not isinstance(name, str):
+        raise WorkloadError(f"elementwise: name must be a string, got {brief(name)}")
     if is_arraylike(n):
-        p = dtype_of(n, f"{name}: x")
-        count = size(math.prod(shape_of(n, f"{name}: x")), f"{name}: n")
+        count, p, compute, label = _array(n, dtype, f"{name}: x")
     else:
-        p, count = precision(dtype, "dtype"), size(n, f"{name}: n")
+        (p, compute, label), count = _sized(dtype), size(n, f"{name}: n")
     ins = size(inputs, f"{name}: inputs", minimum=0)
     outs = size(outputs, f"{name}: outputs", minimum=0)
     if ins + outs == 0:
@@ -136,69 +156,70 @@ def elementwise(n: object, *, inputs: int = 1, outputs: int = 1, flops_per_eleme
             or not (0 <= flops_per_element < math.inf):
         raise WorkloadError(f"{name}: flops_per_element must be a number >= 0, got "
                             f"{flops_per_element!r}")
-    label = f"{name}({count}, {ins} in, {outs} out, {p})"
-    kernel = elementwise_kernel(label, float(count), ins, outs, float(flops_per_element), p)
+    title = f"{name}({count}, {ins} in, {outs} out, {label})"
+    kernel = elementwise_kernel(title, float(count), ins, outs, float(flops_per_element), p,
+                                compute=compute)
     return _one(kernel, kernel.bytes)
 
 
 def reduction(n: object, *, outputs: int = 1, axis: object = None,
-              dtype: object = "bf16") -> Workload:
+              dtype: object = None) -> Workload:
     """A sum of n elements into *outputs* results: n - outputs adds, (n + outputs)·|dtype| B.
 
-    ``reduction(x, axis=-1)`` reduces an array-like along *axis* (all axes when None).
+    ``reduction(x, axis=-1)`` reduces an array-like along *axis* (all axes when None);
+    ``dtype=`` then sets the compute precision.
     """
     if is_arraylike(n):
-        if axis is None:
-            p = dtype_of(n, "reduction: x")
-            total, outs = size(math.prod(shape_of(n, "reduction: x")), "reduction: n"), 1
-        else:
-            rows, cols, p = _rows_cols(n, axis, "reduction")
-            total, outs = rows * cols, rows
+        total, p, compute, label = _array(n, dtype, "reduction: x")
+        outs = 1 if axis is None else _rows_cols(n, axis, "reduction")[0]
     else:
-        p = precision(dtype, "dtype")
+        p, compute, label = _sized(dtype)
         total, outs = size(n, "reduction: n"), size(outputs, "reduction: outputs")
         if total % outs:
             raise WorkloadError(f"reduction: outputs={outs} does not divide n={total}")
-    kernel = Kernel(f"reduction({total} -> {outs}, {p})", float(total - outs),
-                    float(total + outs) * dtypes.ITEMSIZE[p], unit="vector", dtype=p)
+    kernel = Kernel(f"reduction({total} -> {outs}, {label})", float(total - outs),
+                    float(total + outs) * dtypes.ITEMSIZE[p], unit="vector", dtype=compute)
     return _one(kernel, kernel.bytes)
 
 
 def softmax(rows: object, cols: object = None, *, axis: int = -1,
-            dtype: object = "bf16") -> Workload:
+            dtype: object = None) -> Workload:
     """Softmax over *cols* for each of *rows*: 5 FLOPs per element on the vector units,
-    one read and one write of rows·cols elements. ``softmax(x, axis=-1)`` takes an array-like.
+    one read and one write of rows·cols elements. ``softmax(x, axis=-1)`` takes an array-like;
+    ``dtype=`` then sets the compute precision (bytes stay at x's storage dtype).
     """
     if is_arraylike(rows):
-        r, c, p = _rows_cols(rows, axis, "softmax")
+        r, c = _rows_cols(rows, axis, "softmax")
+        _, p, compute, label = _array(rows, dtype, "softmax: x")
     else:
         if cols is None:
             raise WorkloadError("softmax needs rows and cols (or an array: softmax(x))")
-        p, r, c = precision(dtype, "dtype"), size(rows, "softmax: rows"), size(cols,
-                                                                              "softmax: cols")
-    kernel = softmax_kernel(f"softmax({r}x{c}, {p})", float(r), float(c), p)
+        (p, compute, label), r, c = _sized(dtype), size(rows, "softmax: rows"), size(
+            cols, "softmax: cols")
+    kernel = softmax_kernel(f"softmax({r}x{c}, {label})", float(r), float(c), p,
+                            compute=compute)
     return _one(kernel, kernel.bytes)
 
 
 def _norm(kind: str, rows: object, hidden: object, dtype: object, affine: bool,
           residual: bool) -> Workload:
-    for flag, value in (("affine", affine), ("residual", residual)):
-        if not isinstance(value, bool):
-            raise WorkloadError(f"{kind}: {flag} must be True or False, got {value!r}")
+    flag(affine, f"{kind}: affine")
+    flag(residual, f"{kind}: residual")
     if is_arraylike(rows):
-        r, h, p = _rows_cols(rows, -1, kind)
+        r, h = _rows_cols(rows, -1, kind)
+        _, p, compute, label = _array(rows, dtype, f"{kind}: x")
     else:
         if hidden is None:
             raise WorkloadError(f"{kind} needs rows and hidden (or an array: {kind}(x))")
-        p, r, h = precision(dtype, "dtype"), size(rows, f"{kind}: rows"), size(hidden,
-                                                                              f"{kind}: hidden")
+        (p, compute, label), r, h = _sized(dtype), size(rows, f"{kind}: rows"), size(
+            hidden, f"{kind}: hidden")
     extra = " + residual" if residual else ""
-    kernel = norm_kernel(f"{kind}({r}x{h}{extra}, {p})", kind, float(r), h, p, affine=affine,
-                         residual=residual)
+    kernel = norm_kernel(f"{kind}({r}x{h}{extra}, {label})", kind, float(r), h, p,
+                         affine=affine, residual=residual, compute=compute)
     return _one(kernel, kernel.bytes)
 
 
-def layernorm(rows: object, hidden: object = None, *, dtype: object = "bf16",
+def layernorm(rows: object, hidden: object = None, *, dtype: object = None,
               affine: bool = True, residual: bool = False) -> Workload:
     """LayerNorm of rows x hidden: 7 FLOPs per element (5 without affine) on the vector units.
 
@@ -209,7 +230,7 @@ def layernorm(rows: object, hidden: object = None, *, dtype: object = "bf16",
     return _norm("layernorm", rows, hidden, dtype, affine, residual)
 
 
-def rmsnorm(rows: object, hidden: object = None, *, dtype: object = "bf16",
+def rmsnorm(rows: object, hidden: object = None, *, dtype: object = None,
             affine: bool = True, residual: bool = False) -> Workload:
     """RMSNorm of rows x hidden: 4 FLOPs per element (3 without weight), vector units.
 
@@ -220,7 +241,7 @@ def rmsnorm(rows: object, hidden: object = None, *, dtype: object = "bf16",
 
 
 def embedding(tokens: object, hidden: object = None, *, vocab: object = None,
-              dtype: object = "bf16") -> Workload:
+              dtype: object = None) -> Workload:
     """Embedding lookup: one table row gathered per token. No FLOPs; bytes = 2·tokens·hidden
     elements (rows read, activations written). Only the gathered rows move: the table is never
     read in full. The footprint includes the table when *vocab* is given.
@@ -232,14 +253,14 @@ def embedding(tokens: object, hidden: object = None, *, vocab: object = None,
         if len(table) != 2:
             raise WorkloadError(f"embedding: table must be [vocab, hidden], got shape {table}")
         n = size(math.prod(shape_of(tokens, "embedding: ids")), "embedding: tokens")
-        v, h, p = size(table[0], "embedding: vocab"), size(table[1], "embedding: hidden"), \
-            dtype_of(hidden, "embedding: table")
+        v, h = size(table[0], "embedding: vocab"), size(table[1], "embedding: hidden")
+        p = array_precision(hidden, None, "embedding: table")[0]
     else:
         if hidden is None:
             raise WorkloadError("embedding needs tokens and hidden (or arrays: "
                                 "embedding(ids, table))")
         n, h, p = size(tokens, "embedding: tokens"), size(hidden, "embedding: hidden"), \
-            precision(dtype, "dtype")
+            _sized(dtype)[0]
         v = 0 if vocab is None else size(vocab, "embedding: vocab")
     kernel = embedding_kernel(f"embedding({n} tokens x {h}, {p})", float(n), h, p)
     return _one(kernel, kernel.bytes + float(v) * h * dtypes.ITEMSIZE[p])

@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import BaselineError
+from ..errors import BaselineError, brief
 
 FORMAT = "pytest-roofline"
 VERSION = 1
@@ -97,33 +97,91 @@ def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> Non
     write_with(path, write)
 
 
+#: Figures of a record: finite numbers >= 0 where present (``null`` allowed for the optional).
+NUMBERS = ("flops", "bytes", "intensity", "ridge", "time_s")
+OPTIONAL_NUMBERS = ("link_bytes", "t_compute_s", "t_memory_s", "t_network_s",
+                    "attainable_flops", "footprint_B", "capacity_B", "flops_per_mac", "derate")
+TEXTS = ("nodeid", "hw", "dtype", "outcome")
+REGIMES = ("compute", "memory", "network")
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number a report may hold")
+
+
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and check a report or baseline file; errors name the file and what is wrong."""
+    """Read and check a report or baseline file; errors name the file and what is wrong.
+
+    The one reader of report files (``compare``, ``plot``, ``markdown``, baselines): a file that
+    is unreadable, not UTF-8, not JSON, nested deeper than the format goes, holding NaN or
+    Infinity anywhere, or whose records lack a field or hold one of the wrong type, is a
+    :class:`BaselineError` naming the file, never a traceback or a figure read as ``nan``.
+    """
+    from ..specfiles import check_shape, read_text
+
     source = Path(path)
+    if not source.exists():
+        raise BaselineError(f"{source}: no such roofline report or baseline file")
+    text = read_text(source, "report", BaselineError)
     try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{source}: no such roofline report or baseline file") from None
-    except OSError as exc:
-        raise BaselineError(f"{source}: cannot read ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise BaselineError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}); "
                             f"is it a half-written or foreign file?") from None
+    except ValueError as exc:  # NaN, Infinity
+        raise BaselineError(f"{source}: not a valid report: {exc}") from None
+    except RecursionError:
+        raise BaselineError(f"{source}: not a valid report: nested too deeply") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BaselineError(f"{source}: not a pytest-roofline report (no "
                             f"\"format\": \"{FORMAT}\" field)")
     if data.get("version") != VERSION:
-        raise BaselineError(f"{source}: report version {data.get('version')!r} is not "
+        raise BaselineError(f"{source}: report version {brief(data.get('version'))} is not "
                             f"supported; this pytest-roofline reads version {VERSION}")
+    check_shape(data, str(source), BaselineError)
     results = data.get("results")
     if not isinstance(results, list):
         raise BaselineError(f"{source}: field 'results' must be a list of records")
+    settings = data.get("settings")
+    if settings is not None and not isinstance(settings, dict):
+        raise BaselineError(f"{source}: field 'settings' must be a mapping, got "
+                            f"{brief(settings)}")
     for i, record in enumerate(results):
-        if not isinstance(record, dict):
-            raise BaselineError(f"{source}: results[{i}] is not a record")
-        missing = [k for k in REQUIRED if k not in record]
-        if missing:
-            raise BaselineError(f"{source}: results[{i}] lacks field(s) {', '.join(missing)}")
+        problem = record_problem(record)
+        if problem:
+            raise BaselineError(f"{source}: results[{i}] {problem}")
     return data
+
+
+def record_problem(record: object) -> str:
+    """What is wrong with a RECORD read from a file, or "" (see :func:`load_report`)."""
+    if not isinstance(record, dict):
+        return "is not a record"
+    missing = [k for k in REQUIRED if k not in record]
+    if missing:
+        return f"lacks field(s) {', '.join(missing)}"
+    for name in TEXTS:
+        if not isinstance(record[name], str):
+            return f"field {name!r}: got {brief(record[name])}, expected a string"
+    if record["regime"] not in REGIMES:
+        return (f"field 'regime': got {brief(record['regime'])}, expected one of "
+                f"{', '.join(REGIMES)}")
+    for name in (*NUMBERS, *OPTIONAL_NUMBERS):
+        value = record.get(name)
+        if value is None and name not in NUMBERS:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                0 <= value < float("inf")):
+            return f"field {name!r}: got {brief(value)}, expected a finite number >= 0"
+    fits = record.get("fits")
+    if fits is not None and not isinstance(fits, bool):
+        return f"field 'fits': got {brief(fits)}, expected true, false or null"
+    expected = record.get("expected")
+    if expected is not None and not (isinstance(expected, list) and all(
+            isinstance(e, str) for e in expected)):
+        return f"field 'expected': got {brief(expected)}, expected a list of regimes or null"
+    for name in ("message", "expectation", "workload"):
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            return f"field {name!r}: got {brief(value)}, expected a string"
+    return ""
