@@ -25,6 +25,7 @@ Rules (the same for every caller, deterministic on any machine):
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -323,10 +324,16 @@ def crossover(
     """
     if not isinstance(regime, str) or regime not in REGIMES:
         raise RooflineError(f"regime must be one of {', '.join(REGIMES)}, got {brief(regime)}")
-    if isinstance(lo, bool) or isinstance(hi, bool) or not (
-            isinstance(lo, int) and isinstance(hi, int)) or lo > hi:
+    try:
+        if isinstance(lo, bool) or isinstance(hi, bool):
+            raise TypeError
+        low, high = operator.index(lo), operator.index(hi)
+    except TypeError:
+        low, high = 1, 0
+    if low > high:
         raise RooflineError(f"crossover needs whole numbers lo <= hi, got lo={brief(lo)}, "
                             f"hi={brief(hi)}")
+    lo, hi = low, high
     if not callable(build):
         raise RooflineError(f"crossover needs a function size -> Workload, got {brief(build)}")
     check_setting_names(settings, "crossover")

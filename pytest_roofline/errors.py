@@ -66,7 +66,7 @@ def brief(value: object, limit: int = 60) -> str:
         text = repr(value)
     except RecursionError:
         return f"a deeply nested {kind.__name__}"
-    except Exception:
+    except Exception:  # a foreign __repr__ may raise anything
         return f"a {kind.__name__}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

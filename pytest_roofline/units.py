@@ -123,7 +123,7 @@ def _parse_text(text: str, dimension: str) -> float:
     unit, _ = _DIMENSIONS[dimension]
     try:
         quantity = reg.Quantity(text)
-    except Exception as exc:
+    except Exception as exc:  # pint's parser raises many kinds (TokenError, ...)
         reason = " ".join(str(exc).split())[:80] or type(exc).__name__
         raise UnitError(f"cannot parse {brief(text)} as a quantity ({reason})") from None
     try:

@@ -89,7 +89,10 @@ class Kernel:
         set_(self, "bytes", _quantity(self.bytes, "byte", f"{what}: bytes"))
         set_(self, "link_bytes", _quantity(self.link_bytes, "byte", f"{what}: link_bytes"))
         set_(self, "count", _quantity(self.count, "flop", f"{what}: count"))
-        if self.unit not in UNITS:
+        if self.link is not None and not isinstance(self.link, str):
+            raise WorkloadError(f"{what}: link must be a link name such as 'nvlink', or None, "
+                                f"got {brief(self.link)}")
+        if not isinstance(self.unit, str) or self.unit not in UNITS:
             raise WorkloadError(f"{what}: unit must be 'matrix' or 'vector', got {self.unit!r}")
         if self.dtype is not None:
             try:
@@ -245,10 +248,15 @@ class Workload:
         """The program run *times* times; the footprint is needed once."""
         if is_array(times):
             times = _quantity(times, "flop", f"workload {self.name!r}: repeat")
-        elif isinstance(times, bool) or not isinstance(times, numbers.Real) or not (
-                0 <= times < math.inf):
-            raise WorkloadError(f"workload {self.name!r}: cannot repeat {brief(times)} times; "
-                                f"give a finite number >= 0")
+        else:
+            try:
+                times = float(times) if isinstance(times, numbers.Real) and not isinstance(
+                    times, bool) else math.nan
+            except OverflowError:
+                times = math.inf
+            if not 0 <= times < math.inf:
+                raise WorkloadError(f"workload {self.name!r}: cannot repeat {brief(times)} "
+                                    f"times; give a finite number >= 0")
         return Workload([k.scaled(times) for k in self.kernels], footprint=self.footprint,
                         name=self.name)
 
@@ -278,13 +286,24 @@ def intensity(flops: Number, nbytes: Number, name: str = "workload") -> Number:
         if np.any((b <= 0) & (f > 0)):
             raise _no_bytes(name)
         out = np.zeros(f.shape)
-        np.divide(f, b, out=out, where=b > 0)
+        with np.errstate(over="ignore"):
+            np.divide(f, b, out=out, where=b > 0)
+        if not np.all(np.isfinite(out)):
+            raise _overflow(name)
         return out
     if nbytes > 0:
-        return flops / nbytes
+        ratio = flops / nbytes
+        if ratio == math.inf:
+            raise _overflow(name)
+        return ratio
     if flops > 0:
         raise _no_bytes(name)
     return 0.0
+
+
+def _overflow(name: str) -> WorkloadError:
+    return WorkloadError(f"workload {brief(name)}: FLOPs over bytes overflow a float; "
+                         f"figures this far apart describe no real program")
 
 
 def _no_bytes(name: str) -> WorkloadError:

@@ -101,8 +101,9 @@ def array_precision(array: object, override: object, what: str) -> tuple[str, st
 
 def _bad_size(value: object, what: str, minimum: int) -> WorkloadError:
     try:
-        large = bool(value > MAX_SIZE)  # type: ignore[operator]
-    except Exception:
+        large = value > MAX_SIZE if isinstance(value, int) else (
+            not isinstance(value, (str, bytes)) and float(value) > MAX_SIZE)  # type: ignore[arg-type]
+    except Exception:  # any value may arrive here; only the wording depends on it
         large = False
     hint = " (sizes stop at 2**53, the largest whole number a float holds)" if large else ""
     return WorkloadError(f"{what} must be a whole number >= {minimum}, got {brief(value)}"

@@ -1,0 +1,264 @@
+"""Property-based tests: whatever arrives, the engine, the spec readers and the report reader
+answer with a figure that is finite and >= 0, or with one of the package's own errors.
+
+Kept fast (modest ``max_examples``, no deadline): a few seconds in all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_roofline import (
+    BaselineError,
+    RooflineError,
+    SpecError,
+    UnitError,
+    Workload,
+    analyze,
+    get_hardware,
+    models,
+    ops,
+    units,
+)
+from pytest_roofline.hardware import Catalog
+from pytest_roofline.models.catalog import Catalog as ModelCatalog
+from pytest_roofline.report import plot, records
+from pytest_roofline.report.compare import compare
+from pytest_roofline.report.markdown import render
+
+FAST = settings(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                       HealthCheck.too_slow])
+FILES = settings(FAST, max_examples=25)  # each example writes and reads a file
+CHIPS = Catalog()  # one private catalog: the built-in specs are read once, not per example
+
+DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"]
+
+sizes = st.one_of(
+    st.integers(min_value=-3, max_value=4096),
+    st.integers(min_value=2**50, max_value=2**60),
+    st.just(10**400),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([np.int64(64), np.int32(7), np.float32(8.0), np.float64(2.5),
+                     np.bool_(True), np.array(16), True, None, "8", [8], (4, 4), b"8"]),
+)
+arrays = st.builds(
+    lambda shape, dtype: np.zeros(shape, dtype=dtype),
+    st.lists(st.integers(min_value=0, max_value=5), min_size=1, max_size=4).map(tuple),
+    st.sampled_from(DTYPES),
+)
+anything = st.one_of(sizes, arrays)
+precisions = st.one_of(
+    st.sampled_from(["bf16", "fp8", "tf32", "int8", "int4", "fp64", "bogus", "", None]),
+    st.sampled_from([np.float16, np.dtype("int32"), np.bool_, float, int, ["bf16"], {}, 3]),
+)
+
+OPS: list[tuple[str, Callable[..., Any], int]] = [
+    ("matmul", ops.matmul, 3), ("batched_matmul", ops.batched_matmul, 4),
+    ("attention", ops.attention, 6), ("conv2d", ops.conv2d, 5), ("pool2d", ops.pool2d, 4),
+    ("softmax", ops.softmax, 2), ("layernorm", ops.layernorm, 2), ("rmsnorm", ops.rmsnorm, 2),
+    ("elementwise", ops.elementwise, 1), ("reduction", ops.reduction, 1), ("dot", ops.dot, 2),
+    ("embedding", ops.embedding, 2), ("all_reduce", ops.all_reduce, 2),
+    ("all_gather", ops.all_gather, 2), ("point_to_point", ops.point_to_point, 1),
+]
+
+
+def _finite_and_positive(value: object) -> bool:
+    array = np.asarray(value, dtype=float)
+    return bool(np.all(np.isfinite(array)) and np.all(array >= 0))
+
+
+def check_result(workload: Workload) -> None:
+    """Every figure of the workload and of its roofline on H100 is finite and >= 0."""
+    for figure in (workload.flops, workload.bytes, workload.link_bytes, workload.footprint):
+        assert _finite_and_positive(figure)
+    try:
+        result = analyze(workload, get_hardware("h100"))
+    except RooflineError:
+        return
+    for name in ("flops", "bytes", "link_bytes", "intensity", "time", "t_compute", "t_memory",
+                 "t_network", "attainable", "footprint"):
+        assert _finite_and_positive(getattr(result, name)), name
+    for kernel in result.kernels:
+        for name in ("time", "share", "flops", "bytes"):
+            assert _finite_and_positive(getattr(kernel, name)), name
+        assert kernel.intensity is None or _finite_and_positive(kernel.intensity)
+
+
+@FAST
+@given(op=st.sampled_from(OPS), data=st.data())
+def test_ops_take_anything_and_answer_with_a_finite_workload_or_our_error(
+        op: tuple[str, Callable[..., Any], int], data: st.DataObject) -> None:
+    _, function, arity = op
+    args = [data.draw(anything) for _ in range(arity)]
+    kwargs: dict[str, Any] = {}
+    if data.draw(st.booleans()):
+        kwargs["dtype"] = data.draw(precisions)
+    try:
+        workload = function(*args, **kwargs)
+    except RooflineError:
+        return
+    check_result(workload)
+
+
+@FAST
+@given(a=arrays, b=arrays, dtype=precisions)
+def test_matmul_of_arrays(a: np.ndarray, b: np.ndarray, dtype: object) -> None:
+    try:
+        workload = ops.matmul(a, b, dtype=dtype)
+    except RooflineError:
+        return
+    check_result(workload)
+    assert workload.bytes >= a.size * a.itemsize  # bytes follow the storage dtype
+
+
+@FAST
+@given(name=st.sampled_from(["llama-3-8b", "gpt2", "mixtral-8x7b", "bert-base", "resnet-50"]),
+       phase=st.sampled_from(["prefill", "decode", "forward", "train_step"]),
+       batch=st.one_of(sizes, st.just(np.array([1, 8, 64]))), seq=sizes)
+def test_models_answer_with_finite_workloads_or_our_error(name: str, phase: str, batch: object,
+                                                          seq: object) -> None:
+    model = models.load(name)
+    method = getattr(model, phase, None)
+    if method is None:
+        return
+    try:
+        workload = method(batch) if name == "resnet-50" else method(batch, seq)
+    except RooflineError:
+        return
+    check_result(workload)
+
+
+@FAST
+@given(flops=st.floats(min_value=0, allow_infinity=False),
+       nbytes=st.floats(min_value=0, allow_infinity=False),
+       times=st.one_of(st.floats(), st.integers(min_value=-2, max_value=10**320)),
+       unit=st.sampled_from(["matrix", "vector"]),
+       dtype=st.sampled_from(["bf16", "fp32", "int8", "int32", "bool", None]))
+def test_analyze_never_reports_inf_nan_or_negative(flops: float, nbytes: float, times: object,
+                                                   unit: str, dtype: str | None) -> None:
+    try:
+        workload = Workload(flops=flops, bytes=nbytes, unit=unit, dtype=dtype).repeat(
+            times)  # type: ignore[arg-type]
+    except RooflineError:
+        return
+    check_result(workload)
+
+
+# -- spec files -------------------------------------------------------------------------------
+
+leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
+                   st.text(max_size=12), st.sampled_from(["80 GB)", "3.35 TB/s", "1 PB/s/s",
+                                                          "bf16", "989 TFLOP/s", "h100"]))
+yaml_values = st.recursive(leaves, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=20)
+SPEC_KEYS = ["name", "aliases", "sources", "memory", "matrix", "vector", "links", "extends",
+             "default_dtype", "family", "hidden", "layers", "heads", "intermediate", "vocab",
+             "tie_embeddings", "kv_heads", "depths", "widths", "clock", "onchip"]
+spec_mappings = st.dictionaries(st.sampled_from(SPEC_KEYS), yaml_values, max_size=10)
+
+
+@FILES
+@given(data=spec_mappings)
+def test_random_spec_files_give_only_spec_errors(tmp_path: Path, data: dict[str, Any]) -> None:
+    path = tmp_path / "chip.yaml"
+    path.write_text(yaml.safe_dump(data))
+    for read in (lambda: CHIPS.get(str(path)), lambda: ModelCatalog().config(str(path))):
+        with contextlib.suppress(SpecError, UnitError):  # anything else fails the test
+            read()
+
+
+@FILES
+@given(raw=st.binary(max_size=64))
+def test_random_bytes_as_a_spec_file(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "chip.yaml"
+    path.write_bytes(raw)
+    with pytest.raises((SpecError, UnitError)):
+        CHIPS.get(str(path))
+
+
+@FAST
+@given(text=st.one_of(st.text(max_size=30), st.builds(
+    lambda n, u: f"{n} {u}", st.floats(), st.sampled_from(
+        ["GB", "GiB", "TB/s", "TFLOP/s", "ms", "B)", "(B", "GB**2", "bit", "1/s"]))))
+def test_unit_strings_parse_to_a_finite_number_or_a_unit_error(text: str) -> None:
+    for dimension in ("byte", "bandwidth", "flop_rate"):
+        try:
+            value = units.parse(text, dimension)
+        except UnitError:
+            continue
+        assert math.isfinite(value) and value > 0
+
+
+@FILES
+@given(capacity=st.floats(min_value=1e6, max_value=1e15),
+       bandwidth=st.floats(min_value=1e6, max_value=1e15),
+       peaks=st.dictionaries(st.sampled_from(["bf16", "fp16", "fp8", "int8", "fp32"]),
+                             st.floats(min_value=1e9, max_value=1e18), min_size=1),
+       unit=st.sampled_from([("B", 1.0), ("GB", 1e9), ("GiB", 2.0**30)]))
+def test_valid_spec_files_round_trip(tmp_path: Path, capacity: float, bandwidth: float,
+                                     peaks: dict[str, float], unit: tuple[str, float]) -> None:
+    suffix, scale = unit
+    spec = {"name": "round-trip", "sources": {"sheet": "https://example.org/sheet"},
+            "default_dtype": next(iter(peaks)),
+            "memory": {"capacity": f"{capacity / scale!r} {suffix}",
+                       "bandwidth": f"{bandwidth!r} B/s", "source": "sheet"},
+            "matrix": {"source": "sheet", **{k: f"{v!r} FLOP/s" for k, v in peaks.items()}}}
+    path = tmp_path / "chip.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    chip = CHIPS.get(str(path))
+    assert chip.memory_capacity == pytest.approx(capacity, rel=1e-12)
+    assert chip.memory_bandwidth == bandwidth
+    assert dict(chip.matrix) == peaks
+
+
+# -- reports ----------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=20)
+record_values = st.fixed_dictionaries(
+    {"nodeid": st.one_of(st.text(max_size=8), json_values), "hw": st.just("h100-sxm"),
+     "dtype": st.sampled_from(["bf16", "fp8"]),
+     "flops": st.one_of(st.floats(), json_values), "bytes": st.floats(min_value=0),
+     "intensity": st.floats(), "ridge": st.floats(min_value=0), "time_s": st.floats(),
+     "regime": st.sampled_from(["compute", "memory", "network", "fast"]),
+     "outcome": st.sampled_from(["passed", "failed", "report"])},
+    optional={"fits": json_values, "expected": json_values, "message": json_values,
+              "link_bytes": json_values})
+
+
+@FILES
+@given(results=st.one_of(json_values, st.lists(record_values, max_size=3)),
+       wrap=st.booleans(), raw=st.binary(max_size=16))
+def test_random_reports_give_only_baseline_errors(tmp_path: Path, results: Any, wrap: bool,
+                                                  raw: bytes) -> None:
+    document = records.make_report([]) if wrap else {}
+    document["results"] = results
+    path = tmp_path / "report.json"
+    text = json.dumps(document) if wrap else json.dumps(results)
+    path.write_bytes(text.encode() + (raw if not wrap else b""))
+    try:
+        report = records.load_report(path)
+    except BaselineError:
+        return
+    # what the reader lets through, compare, Markdown and the chart take without a traceback
+    assert not compare(report, report).failed
+    assert compare(report, report).lines()
+    text = render(report)
+    assert "nan" not in text.lower().split("|")
+    plot.charts(report)
