@@ -162,27 +162,30 @@ def _divide(num: Number, den: Number) -> Number:
     return num / den if den > 0 else 0.0
 
 
-def _kernel_intensity(flops: Number, nbytes: Number) -> Number | None:
-    try:
-        return intensity(flops, nbytes)
-    except WorkloadError:
-        return None  # on chip: no memory bytes
+def _kernel_intensity(flops: Number, nbytes: Number, name: str) -> Number | None:
+    """A kernel's intensity, or None when it moves no memory bytes (it stays on chip)."""
+    if is_array(flops) or is_array(nbytes):
+        import numpy as np
+
+        if np.any((np.asarray(nbytes) <= 0) & (np.asarray(flops) > 0)):
+            return None
+    elif nbytes <= 0 and flops > 0:
+        return None
+    return intensity(flops, nbytes, name)
 
 
-def _finite(values: tuple[Number, ...], workload: str, hw: str) -> None:
+def _finite(total: Number, workload: str, hw: str) -> None:
     """Refuse a result with a figure a float cannot hold (see the module docstring)."""
-    import math
+    if type(total) is float:
+        if total < float("inf"):
+            return
+    else:
+        import numpy as np
 
-    for value in values:
-        if is_array(value):
-            import numpy as np
-
-            ok = bool(np.all(np.isfinite(value)))
-        else:
-            ok = math.isfinite(value)
-        if not ok:
-            raise WorkloadError(f"workload {brief(workload)} on {hw}: its figures overflow a "
-                                f"float (sizes this large describe no real program)")
+        if np.all(np.isfinite(total)):
+            return
+    raise WorkloadError(f"workload {brief(workload)} on {hw}: its figures overflow a float "
+                        f"(sizes this large describe no real program)")
 
 
 def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool,
@@ -240,9 +243,9 @@ def analyze(
     if len(rows) > 1:
         regime = _regime(shares["compute"], shares["memory"], shares["network"])
     kernels = tuple(
-        KernelResult(name, count, k_flops, k_bytes, k_link, _kernel_intensity(k_flops, k_bytes),
-                     peak,
-                     label, t_c, t_m, t_n, k_time, k_regime, _divide(k_time, time))
+        KernelResult(name, count, k_flops, k_bytes, k_link,
+                     _kernel_intensity(k_flops, k_bytes, name), peak, label, t_c, t_m, t_n,
+                     k_time, k_regime, _divide(k_time, time))
         for name, count, k_flops, k_bytes, k_link, peak, label, t_c, t_m, t_n, k_time, k_regime
         in rows)
 
@@ -256,8 +259,9 @@ def analyze(
     else:
         fits = None if footprint == 0 else bool(footprint <= capacity)
     link_bytes = _total(row[4] for row in rows)
-    _finite((flops, nbytes, link_bytes, time, t_compute, t_memory, t_network), workload.name,
-            chip.name)
+    # every figure is >= 0 and each resource's time is at most the total time, so this one
+    # sum is finite exactly when every figure of the result is
+    _finite(flops + nbytes + link_bytes + time, workload.name, chip.name)
     return Result(
         workload=workload.name, hw=chip.name, dtype=ridge_label.split(":")[1],
         flops=flops, bytes=nbytes, link_bytes=link_bytes,

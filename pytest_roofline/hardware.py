@@ -146,6 +146,8 @@ class Hardware:
 
         Dense by default; ``sparse=True`` reads the structured-sparse peaks. A precision the
         matrix units do not have is an error, never a fallback to another precision's peak.
+        int16, int32, int64 and bool work is vector work whatever *unit* says
+        (:data:`pytest_roofline.dtypes.VECTOR_ONLY`).
         """
         return self.peak_key(dtype, unit, sparse)[1]
 
@@ -153,6 +155,8 @@ class Hardware:
                  sparse: bool = False) -> tuple[str, float]:
         """``(label, FLOP/s)`` where *label* says which peak was used, e.g. ``"vector:fp32"``."""
         name = self.default_dtype if dtype is None else dtypes.canonical(dtype)
+        if name in dtypes.VECTOR_ONLY:  # no matrix unit multiplies int16/32/64 or bool
+            unit, sparse = "vector", False
         if unit == "vector":
             if name in self.vector:
                 return f"vector:{name}", self.vector[name]

@@ -61,6 +61,8 @@ def _quantity(value: object, dimension: str, what: str) -> Number:
 
 
 def _finite(value: Number) -> bool:
+    if type(value) is float:
+        return value < math.inf
     if is_array(value):
         import numpy as np
 
@@ -101,8 +103,8 @@ class Kernel:
                 raise WorkloadError(f"{what}: dtype: {exc}") from None
             if self.unit == "matrix" and self.dtype in dtypes.VECTOR_ONLY:
                 set_(self, "unit", "vector")  # no matrix unit multiplies int32, bool ...
-        if not (_finite(self.flops * self.count) and _finite(self.bytes * self.count)
-                and _finite(self.link_bytes * self.count)):
+        # each part is finite and >= 0, so the one sum is finite exactly when no total overflows
+        if not _finite((self.flops + self.bytes + self.link_bytes) * self.count):
             raise WorkloadError(f"{what}: {brief(self.count)} runs of {brief(self.flops)} "
                                 f"FLOPs and {brief(self.bytes)} B overflow a float; sizes this "
                                 f"large describe no real program")
