@@ -370,3 +370,29 @@ def test_brief_never_prints_a_whole_array() -> None:
     for _ in range(5000):
         deep = [deep]
     assert len(brief(deep)) <= 60
+
+
+@pytest.mark.parametrize("command", ["compare", "plot", "markdown"])
+def test_the_command_line_reads_broken_reports_as_one_line_errors(
+        tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_roofline.cli import main
+
+    for text in (b'{"format": "pytest-roofline", "\xff": 1}', "[" * 50_000 + "]" * 50_000,
+                 json.dumps(records.make_report([_good_record()])).replace("1000000000.0",
+                                                                           "NaN")):
+        path = _report(tmp_path, text)
+        args = [command, str(path), str(path)] if command == "compare" else [command, str(path)]
+        if command == "plot":
+            args += ["-o", str(tmp_path / "chart.png")]
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(path) in err[0], err
+
+
+def test_int32_work_requested_as_matrix_work_prices_at_the_vector_peak() -> None:
+    h100 = get_hardware("h100")
+    # FLOPs of an int32 elementwise op at the fp32 vector peak (H100 lists no int32 vector
+    # peak), and the ridge of an int32 analysis is that peak over the bandwidth
+    assert h100.peak("int32", "matrix") == h100.vector["fp32"]
+    r = analyze(ops.elementwise(np.ones((8, 8), np.int32)), h100, "int32")
+    assert r.ridge == pytest.approx(h100.vector["fp32"] / h100.memory_bandwidth, rel=1e-12)
