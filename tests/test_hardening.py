@@ -49,7 +49,8 @@ def one_line(exc: pytest.ExceptionInfo[BaseException]) -> str:
 
 def test_numpy_scalars_are_sizes_not_arrays() -> None:
     # 2·64³ FLOPs however the sizes are spelt
-    for k in (np.int64(64), np.int32(64), np.float64(64.0), np.float32(64.0), np.array(64)):
+    for k in (np.int64(64), np.int32(64), np.float64(64.0), np.float32(64.0), np.array(64),
+              np.array(64.0)):
         assert ops.matmul(64, k, 64).flops == 2 * 64**3
     assert ops.softmax(np.int64(4), np.int16(8)).flops == 5 * 32
 

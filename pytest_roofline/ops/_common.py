@@ -122,9 +122,12 @@ def size(value: object, what: str, *, minimum: int = 1) -> int:
     try:
         number = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
-        if not isinstance(value, numbers.Real):
+        scalar = value
+        if getattr(value, "shape", None) == () and hasattr(value, "item"):
+            scalar = value.item()  # a 0-d array of floats (numpy, torch)
+        if isinstance(scalar, bool) or not isinstance(scalar, numbers.Real):
             raise _bad_size(value, what, minimum) from None
-        real = float(value)
+        real = float(scalar)
         if not real.is_integer():  # NaN and infinities are not integers either
             raise _bad_size(value, what, minimum) from None
         if not minimum <= real <= MAX_SIZE:
