@@ -130,9 +130,9 @@ class SpecIndex:
 
     def _add_raw(self, data: dict[str, Any], origin: str, builtin: bool = False) -> str:
         name = data.get("name")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name.strip() or is_path(name):
             raise SpecError(f"{origin}: field 'name': got {brief(name)}, expected the "
-                            f"{self.NOUN}'s name")
+                            f"{self.NOUN}'s name (not a path)")
         aliases = data.get("aliases") or []
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise SpecError(f"{origin}: field 'aliases': got {brief(aliases)}, expected a list "

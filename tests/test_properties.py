@@ -64,7 +64,37 @@ precisions = st.one_of(
     st.sampled_from([np.float16, np.dtype("int32"), np.bool_, float, int, ["bf16"], {}, 3]),
 )
 
+#: Keyword arguments of the ops, each with the values it is meant to take (and, drawn beside
+#: them, anything at all).
+KEYWORDS: dict[str, st.SearchStrategy[Any]] = {
+    "causal": st.booleans(), "fused": st.booleans(), "layout": st.sampled_from(
+        ["bshd", "bhsd", "nchw", "nhwc", ["bshd"]]),
+    "kv_dtype": precisions, "a_dtype": precisions, "b_dtype": precisions,
+    "out_dtype": precisions, "padding": st.sampled_from(["same", "valid", 1, (1, 2), "x"]),
+    "stride": st.integers(min_value=-1, max_value=3), "groups": st.integers(0, 4),
+    "window": st.integers(min_value=-1, max_value=16), "axis": st.integers(-3, 3),
+    "kind": st.sampled_from(["max", "avg", "min"]), "affine": st.booleans(),
+    "residual": st.booleans(), "inputs": st.integers(-1, 3), "outputs": st.integers(-1, 3),
+    "flops_per_element": st.floats(), "link": st.sampled_from(["nvlink", "pcie", None, 3]),
+    "link_count": st.integers(-1, 20), "shared_weights": st.booleans(),
+    "shards": st.integers(-1, 8), "split": st.sampled_from(["k", "n", "m"]),
+    "gather": st.booleans(), "overlap": st.booleans(),
+}
+
+def _sharded(m: object, k: object, n: object, *, shards: object = 2, split: object = "k",
+             gather: object = True, overlap: object = False, dtype: object = None,
+             link: object = None, link_count: object = None) -> Workload:
+    return ops.sharded_matmul(m, k, n, shards=shards, split=split,  # type: ignore[arg-type]
+                              gather=gather, overlap=overlap,  # type: ignore[arg-type]
+                              dtype=dtype, link=link, link_count=link_count)  # type: ignore[arg-type]
+
+
+def _einsum(a: object, b: object, *, dtype: object = None, out_dtype: object = None) -> Workload:
+    return ops.einsum("ij,jk->ik", a, b, dtype=dtype, out_dtype=out_dtype)
+
+
 OPS: list[tuple[str, Callable[..., Any], int]] = [
+    ("sharded_matmul", _sharded, 3), ("einsum", _einsum, 2), ("linear", ops.linear, 3),
     ("matmul", ops.matmul, 3), ("batched_matmul", ops.batched_matmul, 4),
     ("attention", ops.attention, 6), ("conv2d", ops.conv2d, 5), ("pool2d", ops.pool2d, 4),
     ("softmax", ops.softmax, 2), ("layernorm", ops.layernorm, 2), ("rmsnorm", ops.rmsnorm, 2),
@@ -105,6 +135,10 @@ def test_ops_take_anything_and_answer_with_a_finite_workload_or_our_error(
     kwargs: dict[str, Any] = {}
     if data.draw(st.booleans()):
         kwargs["dtype"] = data.draw(precisions)
+    keywords = [k for k in KEYWORDS if k in function.__code__.co_varnames]
+    for key in data.draw(st.lists(st.sampled_from(keywords), max_size=2, unique=True)
+                         if keywords else st.just([])):
+        kwargs[key] = data.draw(st.one_of(KEYWORDS[key], anything))
     try:
         workload = function(*args, **kwargs)
     except RooflineError:
