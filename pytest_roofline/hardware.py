@@ -23,7 +23,7 @@ from .errors import (
     brief,
     did_you_mean,
 )
-from .specfiles import SpecIndex, builtin_dir, is_path, load_yaml
+from .specfiles import SpecIndex, builtin_dir, is_file, is_path, load_yaml
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _TOP_KEYS = frozenset({
@@ -407,6 +407,13 @@ def _merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any
     return merged
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 # -- the catalog -----------------------------------------------------------------------------
 
 
@@ -449,10 +456,10 @@ class Catalog(SpecIndex):
     def register_path(self, path: str | os.PathLike[str]) -> list[Hardware]:
         """Register a spec file, or every ``*.yaml``/``*.yml`` file of a folder."""
         folder = Path(self.name_text(path))
-        if folder.is_dir():
+        if not is_file(folder) and _is_dir(folder):
             files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
             return [self.register(f) for f in files]
-        if not folder.exists():
+        if not is_file(folder):
             raise SpecError(f"{folder}: no such spec file or folder")
         return [self.register(folder)]
 
@@ -512,8 +519,9 @@ class Catalog(SpecIndex):
         """A chip read from a spec file named by path. It is known by that path only: its name
         is not registered, so whether a name is known never depends on which test happened to
         load a file first (register_path / --roofline-specs make a file's names known)."""
-        if not path.is_file():
-            raise UnknownHardwareError(f"hardware spec file {str(path)!r} does not exist")
+        if not is_file(path):
+            raise UnknownHardwareError(f"hardware spec file {brief(str(path), 200)} does not "
+                                       f"exist")
         where = str(path.resolve())
         chip = self._by_path.get(where)
         if chip is None:

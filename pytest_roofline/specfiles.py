@@ -80,6 +80,14 @@ def load_yaml(path: Path, what: str = "spec file") -> dict[str, Any]:
     return data
 
 
+def is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a name the system refuses (too long, a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def is_path(text: str) -> bool:
     """Whether a name given by a user is a file path rather than a catalog name."""
     return text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
@@ -131,8 +139,9 @@ class SpecIndex:
     def _add_raw(self, data: dict[str, Any], origin: str, builtin: bool = False) -> str:
         name = data.get("name")
         if not isinstance(name, str) or not name.strip() or is_path(name):
+            hint = " (not a path)" if isinstance(name, str) and is_path(name) else ""
             raise SpecError(f"{origin}: field 'name': got {brief(name)}, expected the "
-                            f"{self.NOUN}'s name (not a path)")
+                            f"{self.NOUN}'s name{hint}")
         aliases = data.get("aliases") or []
         if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             raise SpecError(f"{origin}: field 'aliases': got {brief(aliases)}, expected a list "

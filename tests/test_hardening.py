@@ -397,3 +397,14 @@ def test_int32_work_requested_as_matrix_work_prices_at_the_vector_peak() -> None
     assert h100.peak("int32", "matrix") == h100.vector["fp32"]
     r = analyze(ops.elementwise(np.ones((8, 8), np.int32)), h100, "int32")
     assert r.ridge == pytest.approx(h100.vector["fp32"] / h100.memory_bandwidth, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["x" * 5000 + ".yaml", "a/\x00b.yaml"])
+def test_paths_the_system_refuses_are_lookup_errors(name: str, tmp_path: Path) -> None:
+    with pytest.raises(UnknownHardwareError) as exc:
+        get_hardware(name)
+    one_line(exc)
+    with pytest.raises(UnknownModelError):
+        models.load(name)
+    with pytest.raises(BaselineError):
+        baseline.load(tmp_path, name)

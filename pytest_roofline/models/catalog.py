@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import UnknownModelError, did_you_mean
-from ..specfiles import SpecIndex, builtin_dir, is_path, load_yaml
+from ..errors import UnknownModelError, brief, did_you_mean
+from ..specfiles import SpecIndex, builtin_dir, is_file, is_path, load_yaml
 from .cnn import ResNet
 from .config import ModelConfig, ResNetConfig, TransformerConfig, from_dict
 from .transformer import Transformer
@@ -65,8 +65,8 @@ class Catalog(SpecIndex):
         text = self.name_text(name)
         if is_path(text):
             path = Path(text)
-            if not path.is_file():
-                raise UnknownModelError(f"model file {text!r} does not exist")
+            if not is_file(path):
+                raise UnknownModelError(f"model file {brief(text, 200)} does not exist")
             return from_dict(load_yaml(path, "model file"), str(path))
         self._scan()
         key = self._alias.get(text.lower())

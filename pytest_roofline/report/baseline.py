@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BaselineError
+from ..errors import BaselineError, brief
+from ..specfiles import is_file
 from . import records
 from .defaults import BASELINE_FOLDER, BASELINE_NAME
 
@@ -47,7 +48,7 @@ def check_name(name: str) -> str:
     """*name* if it is a valid baseline name, else a BaselineError saying what is allowed."""
     if not isinstance(name, str) or not _NAME.match(name) or name.endswith(SUFFIX):
         raise BaselineError(
-            f"baseline name {name!r} is not allowed: use letters, digits, '.', '-' and '_' "
+            f"baseline name {brief(name)} is not allowed: use letters, digits, '.', '-' and '_' "
             f"(e.g. 'main' or 'v1.2'), without a path or the {SUFFIX} suffix")
     return name
 
@@ -76,7 +77,7 @@ def locate(folder: str | os.PathLike[str], name: str | None = None) -> Path:
 
 
 def exists(folder: str | os.PathLike[str], name: str | None = None) -> bool:
-    return locate(folder, name).is_file()
+    return is_file(locate(folder, name))
 
 
 def load(folder: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
@@ -86,7 +87,7 @@ def load(folder: str | os.PathLike[str], name: str | None = None) -> dict[str, A
     when it is corrupt, truncated or not a pytest-roofline report.
     """
     path = locate(folder, name)
-    if not path.is_file():
+    if not is_file(path):
         if is_path(name or ""):
             raise MissingBaselineError(f"{path}: no such roofline report or baseline file")
         known = [info.name for info in list_baselines(folder)]

@@ -117,10 +117,10 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     Infinity anywhere, or whose records lack a field or hold one of the wrong type, is a
     :class:`BaselineError` naming the file, never a traceback or a figure read as ``nan``.
     """
-    from ..specfiles import check_shape, read_text
+    from ..specfiles import check_shape, is_file, read_text
 
     source = Path(path)
-    if not source.exists():
+    if not is_file(source):
         raise BaselineError(f"{source}: no such roofline report or baseline file")
     text = read_text(source, "report", BaselineError)
     try:
