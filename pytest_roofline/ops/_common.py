@@ -35,6 +35,25 @@ from ..workload import Number, is_array
 MAX_SIZE = 1 << 53
 
 
+class DefaultPrecision(str):
+    """The default ``dtype=`` of the ops: the value ``"bf16"``, marked so that an op given
+    arrays can tell a precision the caller chose (an override) from the default (none)."""
+
+
+#: ``dtype=`` when not given: bf16 for sizes; for arrays, their own storage dtype.
+BF16 = DefaultPrecision("bf16")
+
+
+def given(dtype: object) -> bool:
+    """True when the caller chose a precision (not the default, not None)."""
+    return dtype is not None and dtype is not BF16
+
+
+def sized_precision(dtype: object) -> str:
+    """The precision of an op given by sizes: *dtype*, bf16 by default."""
+    return "bf16" if dtype is BF16 or dtype is None else precision(dtype, "dtype")
+
+
 def is_module(value: object) -> bool:
     """True for a torch ``nn.Module`` (duck-typed: ``parameters`` and ``forward``)."""
     return hasattr(value, "parameters") and hasattr(value, "forward") and not isinstance(
@@ -94,9 +113,9 @@ def precision(value: object, what: str) -> str:
 
 def array_precision(array: object, override: object, what: str) -> tuple[str, str]:
     """``(storage, compute)`` of an array operand: bytes follow the storage dtype, the
-    *override* (a ``dtype=`` argument, None for none) sets the compute precision."""
+    *override* (a ``dtype=`` argument the caller gave) sets the compute precision."""
     stored = dtype_of(array, what)
-    return stored, stored if override is None else precision(override, "dtype")
+    return stored, precision(override, "dtype") if given(override) else stored
 
 
 def _bad_size(value: object, what: str, minimum: int) -> WorkloadError:

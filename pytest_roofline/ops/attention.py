@@ -32,6 +32,7 @@ from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
+    BF16,
     array_precision,
     dtype_of,
     flag,
@@ -41,6 +42,7 @@ from ._common import (
     shape_of,
     show,
     size,
+    sized_precision,
     sweep_size,
 )
 from .vector import SOFTMAX_FLOPS
@@ -117,7 +119,7 @@ def attention(
     *,
     causal: bool = False,
     fused: bool = True,
-    dtype: object = None,
+    dtype: object = BF16,
     kv_dtype: object = None,
     layout: str | None = None,
     window: object = None,
@@ -149,7 +151,7 @@ def attention(
     q, kv = size(q_len, "attention: q_len"), size(kv_len, "attention: kv_len")
     h, d = size(heads, "attention: heads"), size(head_dim, "attention: head_dim")
     kvh = h if kv_heads is None else size(kv_heads, "attention: kv_heads")
-    p = "bf16" if dtype is None else precision(dtype, "dtype")
+    p = sized_precision(dtype)
     kvp = p if kv_dtype is None else precision(kv_dtype, "kv_dtype")
     return _attention(b, q, kv, h, kvh, d, causal, fused, p, kvp, span)
 

@@ -32,13 +32,14 @@ from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
+    BF16,
     array_precision,
     flag,
     is_arraylike,
-    precision,
     shape_of,
     show,
     size,
+    sized_precision,
     sweep_size,
 )
 from .matmul import array_dtypes, matmul_kernel, operands, precision_label, resolve_dtypes
@@ -77,7 +78,7 @@ def _collective(kind: str, elements: object, devices: object, dtype: object, lin
         p, compute = array_precision(elements, dtype, f"{kind}: data")
     else:
         n_el = float(size(elements, f"{kind}: elements"))
-        p = compute = "bf16" if dtype is None else precision(dtype, "dtype")
+        p = compute = sized_precision(dtype)
     n = 2 if kind == "point_to_point" and devices is None else size(devices, f"{kind}: devices")
     if link is not None and not isinstance(link, str):
         raise WorkloadError(f"{kind}: link must be a link name such as 'nvlink' or 'ici', or "
@@ -91,7 +92,7 @@ def _collective(kind: str, elements: object, devices: object, dtype: object, lin
     return Workload((kernel,), footprint=footprint, name=name)
 
 
-def all_reduce(elements: object, devices: object, *, dtype: object = None,
+def all_reduce(elements: object, devices: object, *, dtype: object = BF16,
                link: str | None = None, link_count: int | None = None) -> Workload:
     """Ring all-reduce of a tensor of *elements* over *devices*: each sends 2·(N-1)/N of it.
 
@@ -100,25 +101,25 @@ def all_reduce(elements: object, devices: object, *, dtype: object = None,
     return _collective("all_reduce", elements, devices, dtype, link, link_count)
 
 
-def all_gather(elements: object, devices: object, *, dtype: object = None,
+def all_gather(elements: object, devices: object, *, dtype: object = BF16,
                link: str | None = None, link_count: int | None = None) -> Workload:
     """Ring all-gather of a tensor of *elements* (the gathered size): each sends (N-1)/N."""
     return _collective("all_gather", elements, devices, dtype, link, link_count)
 
 
-def reduce_scatter(elements: object, devices: object, *, dtype: object = None,
+def reduce_scatter(elements: object, devices: object, *, dtype: object = BF16,
                    link: str | None = None, link_count: int | None = None) -> Workload:
     """Ring reduce-scatter of a tensor of *elements* (the unreduced size): each sends (N-1)/N."""
     return _collective("reduce_scatter", elements, devices, dtype, link, link_count)
 
 
-def all_to_all(elements: object, devices: object, *, dtype: object = None,
+def all_to_all(elements: object, devices: object, *, dtype: object = BF16,
                link: str | None = None, link_count: int | None = None) -> Workload:
     """All-to-all of the *elements* each device holds: each sends (N-1)/N of them."""
     return _collective("all_to_all", elements, devices, dtype, link, link_count)
 
 
-def point_to_point(elements: object, *, dtype: object = None, link: str | None = None,
+def point_to_point(elements: object, *, dtype: object = BF16, link: str | None = None,
                    link_count: int | None = None) -> Workload:
     """One device sends a tensor of *elements* to another: link bytes = its size."""
     return _collective("point_to_point", elements, None, dtype, link, link_count)
@@ -134,7 +135,7 @@ def sharded_matmul(
     *,
     shards: object,
     split: str = "k",
-    dtype: object = None,
+    dtype: object = BF16,
     a_dtype: object = None,
     b_dtype: object = None,
     out_dtype: object = None,

@@ -19,15 +19,16 @@ from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
+    BF16,
     array_precision,
     choice,
     dtype_of,
     is_arraylike,
     is_sweep,
     pair,
-    precision,
     shape_of,
     show,
+    sized_precision,
     sweep_size,
 )
 from ._common import size as whole
@@ -99,7 +100,7 @@ def conv2d(
     padding: object = 0,
     dilation: object = 1,
     groups: object = 1,
-    dtype: object = None,
+    dtype: object = BF16,
     layout: str = "nchw",
 ) -> Workload:
     """A 2-D convolution of *batch* images (see the module docstring for the formula).
@@ -125,7 +126,7 @@ def conv2d(
     st, dil = pair(stride, "conv2d: stride"), pair(dilation, "conv2d: dilation")
     g = whole(groups, "conv2d: groups")
     pad = _padding(padding, k, dil, "conv2d")
-    p = "bf16" if dtype is None else precision(dtype, "dtype")
+    p = sized_precision(dtype)
     return _conv(n, cin, cout, hw, k, st, pad, dil, g, (p, p, p))
 
 
@@ -175,7 +176,7 @@ def _from_arrays(x: object, w: object, stride: object, padding: object, dilation
 
 def pool2d(batch: object, channels: object, size: object = None, kernel: object = None, *,
            stride: object = None, padding: object = 0, kind: str = "max",
-           dtype: object = None, layout: str = "nchw") -> Workload:
+           dtype: object = BF16, layout: str = "nchw") -> Workload:
     """Max or average pooling (see the module docstring); ``stride`` defaults to ``kernel``.
 
     ``pool2d(x, kernel, ...)`` takes an array-like x ([N, C, H, W], or [N, H, W, C] with
@@ -199,7 +200,7 @@ def pool2d(batch: object, channels: object, size: object = None, kernel: object 
     hw, k = pair(size, "pool2d: size"), pair(kernel, "pool2d: kernel")
     st = k if stride is None else pair(stride, "pool2d: stride")
     pad = _padding(padding, k, (1, 1), "pool2d")
-    p = "bf16" if dtype is None else precision(dtype, "dtype")
+    p = sized_precision(dtype)
     compute = compute or p
     label = p if compute == p else f"{p} as {compute}"
     name = f"{kind}pool({show(n)}x{c}x{hw[0]}x{hw[1]}, {k[0]}x{k[1]}, {label})"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Workload
-from ._common import dtype_of, is_arraylike, precision, shape_of, size
+from ._common import BF16, dtype_of, given, is_arraylike, precision, shape_of, size, sized_precision
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -66,7 +66,7 @@ def _parse(subscripts: str, ranks: list[int]) -> tuple[list[str], str, str]:
     return expanded, output, ellipsis
 
 
-def einsum(subscripts: str, *operands: object, dtype: object = None,
+def einsum(subscripts: str, *operands: object, dtype: object = BF16,
            out_dtype: object = None) -> Workload:
     """Any contraction: ``einsum("bd,df->bf", (B, D), (D, F))`` or with arrays.
 
@@ -81,7 +81,7 @@ def einsum(subscripts: str, *operands: object, dtype: object = None,
                             f"got {subscripts!r}")
     if not operands:
         raise WorkloadError("einsum: give at least one operand (a shape or an array)")
-    base = "bf16" if dtype is None else precision(dtype, "dtype")
+    base = sized_precision(dtype)
     shapes: list[tuple[int, ...]] = []
     precisions: list[str] = []
     for i, operand in enumerate(operands):
@@ -109,7 +109,7 @@ def einsum(subscripts: str, *operands: object, dtype: object = None,
                 raise WorkloadError(f"einsum: index {letter!r} is {sizes[letter]} in one "
                                     f"operand and {dim} in operand {i}")
     widest = max(precisions, key=lambda p: dtypes.ITEMSIZE[p])
-    compute = widest if dtype is None else base
+    compute = base if given(dtype) else widest
     out = dtypes.storage(compute) if out_dtype is None else precision(out_dtype, "out_dtype")
     label = compute if all(p == compute for p in precisions) and out == compute else (
         " x ".join(precisions) + f" -> {out}")

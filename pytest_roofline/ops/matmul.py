@@ -28,7 +28,9 @@ from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
+    BF16,
     dtype_of,
+    given,
     is_arraylike,
     is_module,
     is_sweep,
@@ -36,6 +38,7 @@ from ._common import (
     shape_of,
     show,
     size,
+    sized_precision,
     sweep_size,
 )
 
@@ -43,8 +46,8 @@ from ._common import (
 def resolve_dtypes(dtype: object, a_dtype: object, b_dtype: object,
                    out_dtype: object) -> tuple[str, str, str, str]:
     """``(a, b, out, compute)`` canonical precisions of a product given by sizes (see the
-    module docstring); *dtype* None is bf16."""
-    base = "bf16" if dtype is None else precision(dtype, "dtype")
+    module docstring); *dtype* defaults to bf16."""
+    base = sized_precision(dtype)
     a = base if a_dtype is None else precision(a_dtype, "a_dtype")
     b = base if b_dtype is None else precision(b_dtype, "b_dtype")
     out = base if out_dtype is None else precision(out_dtype, "out_dtype")
@@ -67,7 +70,7 @@ def array_dtypes(x: object, w: object, dtype: object, a_dtype: object, b_dtype: 
     a, b = dtype_of(x, f"{what}: a"), dtype_of(w, f"{what}: b")
     a_comp = a if a_dtype is None else precision(a_dtype, "a_dtype")
     b_comp = b if b_dtype is None else precision(b_dtype, "b_dtype")
-    if dtype is not None:
+    if given(dtype):
         compute = precision(dtype, "dtype")
     else:
         compute = b_comp if dtypes.ITEMSIZE[b_comp] > dtypes.ITEMSIZE[a_comp] else a_comp
@@ -104,7 +107,7 @@ def matmul(
     k: object = None,
     n: object = None,
     *,
-    dtype: object = None,
+    dtype: object = BF16,
     a_dtype: object = None,
     b_dtype: object = None,
     out_dtype: object = None,
@@ -179,7 +182,7 @@ def batched_matmul(
     n: object = None,
     *,
     shared_weights: bool = False,
-    dtype: object = None,
+    dtype: object = BF16,
     a_dtype: object = None,
     b_dtype: object = None,
     out_dtype: object = None,
@@ -226,7 +229,7 @@ def _batched(batch: Number, m: int, k: int, n: int, shared: bool, a: str, b: str
     return Workload((kernel,), footprint=kernel.total_bytes, name=name, knob=knob)
 
 
-def linear(x: object, weight: object, bias: object = None, *, dtype: object = None,
+def linear(x: object, weight: object, bias: object = None, *, dtype: object = BF16,
            out_dtype: object = None) -> Workload:
     """``y = x @ weightᵀ + bias`` with torch's layout: *weight* is [out, in], or an
     ``nn.Linear`` module (its ``weight`` and ``bias`` are read, never printed or copied).

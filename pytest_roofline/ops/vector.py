@@ -24,7 +24,15 @@ import operator
 from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Number, Workload
-from ._common import array_precision, flag, is_arraylike, precision, shape_of, size
+from ._common import (
+    BF16,
+    array_precision,
+    flag,
+    is_arraylike,
+    shape_of,
+    size,
+    sized_precision,
+)
 
 SOFTMAX_FLOPS = 5.0
 LAYERNORM_FLOPS = 7.0
@@ -90,7 +98,7 @@ def _array(x: object, dtype: object, what: str) -> tuple[int, str, str, str]:
 
 
 def _sized(dtype: object) -> tuple[str, str, str]:
-    p = "bf16" if dtype is None else precision(dtype, "dtype")
+    p = sized_precision(dtype)
     return p, p, p
 
 
@@ -112,7 +120,7 @@ def _rows_cols(x: object, axis: object, what: str) -> tuple[int, int]:
 # -- public formulas ---------------------------------------------------------------------------
 
 
-def dot(n: object, y: object = None, *, dtype: object = None) -> Workload:
+def dot(n: object, y: object = None, *, dtype: object = BF16) -> Workload:
     """``x · y`` of two length-n vectors: n multiplies and n - 1 adds = 2n - 1 FLOPs.
 
     Bytes: both vectors read (2n elements) and one element written: (2n + 1)·|dtype|. The
@@ -134,7 +142,7 @@ def dot(n: object, y: object = None, *, dtype: object = None) -> Workload:
 
 
 def elementwise(n: object, *, inputs: int = 1, outputs: int = 1, flops_per_element: float = 1.0,
-                dtype: object = None, name: str = "elementwise") -> Workload:
+                dtype: object = BF16, name: str = "elementwise") -> Workload:
     """An elementwise op over n elements: n·flops_per_element FLOPs,
     n·(inputs + outputs)·|dtype| bytes (each input read once, each output written once).
 
@@ -163,7 +171,7 @@ def elementwise(n: object, *, inputs: int = 1, outputs: int = 1, flops_per_eleme
 
 
 def reduction(n: object, *, outputs: int = 1, axis: object = None,
-              dtype: object = None) -> Workload:
+              dtype: object = BF16) -> Workload:
     """A sum of n elements into *outputs* results: n - outputs adds, (n + outputs)·|dtype| B.
 
     ``reduction(x, axis=-1)`` reduces an array-like along *axis* (all axes when None);
@@ -183,7 +191,7 @@ def reduction(n: object, *, outputs: int = 1, axis: object = None,
 
 
 def softmax(rows: object, cols: object = None, *, axis: int = -1,
-            dtype: object = None) -> Workload:
+            dtype: object = BF16) -> Workload:
     """Softmax over *cols* for each of *rows*: 5 FLOPs per element on the vector units,
     one read and one write of rows·cols elements. ``softmax(x, axis=-1)`` takes an array-like;
     ``dtype=`` then sets the compute precision (bytes stay at x's storage dtype).
@@ -219,7 +227,7 @@ def _norm(kind: str, rows: object, hidden: object, dtype: object, affine: bool,
     return _one(kernel, kernel.bytes)
 
 
-def layernorm(rows: object, hidden: object = None, *, dtype: object = None,
+def layernorm(rows: object, hidden: object = None, *, dtype: object = BF16,
               affine: bool = True, residual: bool = False) -> Workload:
     """LayerNorm of rows x hidden: 7 FLOPs per element (5 without affine) on the vector units.
 
@@ -230,7 +238,7 @@ def layernorm(rows: object, hidden: object = None, *, dtype: object = None,
     return _norm("layernorm", rows, hidden, dtype, affine, residual)
 
 
-def rmsnorm(rows: object, hidden: object = None, *, dtype: object = None,
+def rmsnorm(rows: object, hidden: object = None, *, dtype: object = BF16,
             affine: bool = True, residual: bool = False) -> Workload:
     """RMSNorm of rows x hidden: 4 FLOPs per element (3 without weight), vector units.
 
@@ -241,7 +249,7 @@ def rmsnorm(rows: object, hidden: object = None, *, dtype: object = None,
 
 
 def embedding(tokens: object, hidden: object = None, *, vocab: object = None,
-              dtype: object = None) -> Workload:
+              dtype: object = BF16) -> Workload:
     """Embedding lookup: one table row gathered per token. No FLOPs; bytes = 2·tokens·hidden
     elements (rows read, activations written). Only the gathered rows move: the table is never
     read in full. The footprint includes the table when *vocab* is given.
