@@ -85,7 +85,9 @@ class Kernel:
     count: Number = 1.0
 
     def __post_init__(self) -> None:
-        what = f"kernel {brief(self.name)}"
+        name = self.name
+        what = f"kernel {name!r}" if type(name) is str and len(name) <= 80 else (
+            f"kernel {brief(name)}")
         set_ = object.__setattr__
         set_(self, "flops", _quantity(self.flops, "flop", f"{what}: flops"))
         set_(self, "bytes", _quantity(self.bytes, "byte", f"{what}: bytes"))
