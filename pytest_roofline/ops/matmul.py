@@ -23,6 +23,7 @@ units (:data:`pytest_roofline.dtypes.VECTOR_ONLY`).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from .. import dtypes
 from ..errors import WorkloadError, brief
@@ -279,6 +280,6 @@ def _linear(m: Number, k: int, n: int, bias_bytes: float, a: str, b: str, out: s
     extra = " + bias" if bias_bytes else ""
     name = f"linear({show(m)}x{k} -> {n}{extra}, {precision_label(a, b, out, compute)})"
     core = matmul_kernel(name, m, k, n, a, b, out, compute)
-    kernel = Kernel(name, core.flops, core.bytes + bias_bytes, unit="matrix", dtype=compute)
+    kernel = replace(core, bytes=core.bytes + bias_bytes)  # the bias: read once, in the epilogue
     knob = Knob("m", int(m), lambda x: _linear(float(x), k, n, bias_bytes, a, b, out, compute))
     return Workload((kernel,), footprint=kernel.bytes, name=name, knob=knob)
