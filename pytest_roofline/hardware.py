@@ -23,7 +23,7 @@ from .errors import (
     brief,
     did_you_mean,
 )
-from .specfiles import SpecIndex, builtin_dir, is_file, is_path, load_yaml
+from .specfiles import SpecIndex, builtin_dir, check_shape, is_file, is_path, load_yaml
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _TOP_KEYS = frozenset({
@@ -308,6 +308,7 @@ class _Reader:
 
 def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
     """Build a Hardware from a spec mapping (already merged with any ``extends`` parent)."""
+    check_shape(data, origin, SpecError)
     unknown = sorted(set(map(str, data)) - _TOP_KEYS)
     if unknown:
         raise SpecError(f"{origin}: unknown field {unknown[0]!r}; allowed fields: "

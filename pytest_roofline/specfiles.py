@@ -47,8 +47,8 @@ def check_shape(data: object, where: str, error: type[RooflineError]) -> None:
         value, depth = stack.pop()
         nodes += 1
         if depth > MAX_DEPTH or nodes > MAX_NODES:
-            raise error(f"{where}: nested deeper than {MAX_DEPTH} levels or larger than "
-                        f"{MAX_NODES} values; not a file this tool writes or reads")
+            raise error(f"{where}: nested deeper than {MAX_DEPTH} levels or holding more than "
+                        f"{MAX_NODES} values; no spec or report is")
         if isinstance(value, dict):
             stack.extend((v, depth + 1) for v in value.values())
             stack.extend((k, depth + 1) for k in value if not isinstance(k, str))
@@ -137,6 +137,7 @@ class SpecIndex:
             self._add_raw(load_yaml(path, self.WHAT), str(path), builtin=True)
 
     def _add_raw(self, data: dict[str, Any], origin: str, builtin: bool = False) -> str:
+        check_shape(data, origin, SpecError)
         name = data.get("name")
         if not isinstance(name, str) or not name.strip() or is_path(name):
             hint = " (not a path)" if isinstance(name, str) and is_path(name) else ""

@@ -408,3 +408,18 @@ def test_paths_the_system_refuses_are_lookup_errors(name: str, tmp_path: Path) -
         models.load(name)
     with pytest.raises(BaselineError):
         baseline.load(tmp_path, name)
+
+
+def test_deeply_nested_mappings_registered_from_python() -> None:
+    from pytest_roofline.hardware import Catalog
+    from pytest_roofline.models.catalog import Catalog as ModelCatalog
+
+    deep: list[object] = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(SpecError, match="nested deeper than 32 levels"):
+        ModelCatalog().register({"name": "deep", "family": "transformer", "sources": {"a": deep}})
+    with pytest.raises(SpecError, match="nested deeper than 32 levels"):
+        Catalog().register({"name": "deep", "sources": {"a": deep}})
+    with pytest.raises(SpecError, match="must be a mapping"):
+        models.config_from_dict(5)  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import SpecError, brief, did_you_mean
 from ..ops._common import MAX_SIZE
+from ..specfiles import check_shape
 
 _MLPS = ("gated", "plain")
 _NORMS = ("rmsnorm", "layernorm")
@@ -218,6 +219,10 @@ _INFORMATIONAL = {"rope_theta", "context", "norm_eps", "hf_config"}
 
 def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> ModelConfig:
     """A config from a model-file mapping (schema: ``specs/models/README.md``)."""
+    if not isinstance(data, Mapping):
+        raise SpecError(f"{origin}: a model file must be a mapping of fields, got "
+                        f"{type(data).__name__}")
+    check_shape(data, origin, SpecError)
     family = data.get("family")
     if not isinstance(family, str) or family not in _CLASSES:
         raise SpecError(f"{origin}: field 'family': got {brief(family)}, expected one of "
