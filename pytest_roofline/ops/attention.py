@@ -76,7 +76,8 @@ def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number,
     """The kernels of one attention call (no checks; shared with the model builders).
 
     *dtype* and *kv_dtype* price the bytes of Q/O and K/V; *compute* (default *dtype*) is the
-    precision the products and the softmax are computed in."""
+    precision the two products are computed in (an override prices the products only, as the
+    tracer does: the softmax stays in *dtype*)."""
     work = compute or dtype
     item, kv_item = dtypes.ITEMSIZE[dtype], dtypes.ITEMSIZE[kv_dtype]
     q_bytes = batch * q_len * heads * head_dim * item  # Q read, and O written
@@ -87,7 +88,7 @@ def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number,
         return [
             Kernel(prefix, 4.0 * pairs * head_dim, 2.0 * q_bytes + kv_bytes, 0.0, "matrix",
                    work, None, None, count),
-            Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, 0.0, "vector", work,
+            Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, 0.0, "vector", dtype,
                    None, None, count),
         ]
     scores = batch * heads * q_len * kv_len
@@ -96,7 +97,7 @@ def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number,
         Kernel(f"{prefix}.qk", 2.0 * scores * head_dim, q_bytes + kv_bytes / 2.0 + score_bytes,
                0.0, "matrix", work, None, None, count),
         Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * scores, 2.0 * score_bytes, 0.0, "vector",
-               work, None, None, count),
+               dtype, None, None, count),
         Kernel(f"{prefix}.pv", 2.0 * scores * head_dim, score_bytes + kv_bytes / 2.0 + q_bytes,
                0.0, "matrix", work, None, None, count),
     ]
@@ -133,8 +134,9 @@ def attention(
 
     Arrays: ``attention(q, k, v, layout="bshd")`` (flash-attn, JAX) or ``layout="bhsd"``
     (``torch.nn.functional.scaled_dot_product_attention``); the layout must be named since
-    both are common. Bytes then follow q's and k's storage dtypes; ``dtype=`` sets the compute
-    precision, and ``kv_dtype=`` is refused (k and v already give the KV storage).
+    both are common. Bytes then follow q's and k's storage dtypes; ``dtype=`` sets the
+    precision of the two products (the softmax stays in q's), and ``kv_dtype=`` is refused (k
+    and v already give the KV storage).
     """
     flag(causal, "attention: causal")
     flag(fused, "attention: fused")
