@@ -38,22 +38,28 @@ def read_text(path: Path, what: str, error: type[RooflineError]) -> str:
                     f"offset {exc.start})") from None
 
 
-def check_shape(data: object, where: str, error: type[RooflineError]) -> None:
-    """Refuse data nested deeper than MAX_DEPTH or holding more than MAX_NODES values
-    (walked without recursion, so a hostile file cannot exhaust the stack)."""
+def check_shape(data: object, where: str, error: type[RooflineError],
+                max_containers: int | None = MAX_NODES) -> None:
+    """Refuse data nested deeper than MAX_DEPTH, or holding more than *max_containers*
+    mappings and lists (None: no limit; YAML's aliases can repeat one list a billion times,
+    JSON cannot). Walked without recursion, so hostile data cannot exhaust the stack; only
+    containers are visited, so a report of many flat records costs little."""
     stack: list[tuple[object, int]] = [(data, 0)]
-    nodes = 0
+    seen = 0
+    limit = max_containers if max_containers is not None else float("inf")
     while stack:
         value, depth = stack.pop()
-        nodes += 1
-        if depth > MAX_DEPTH or nodes > MAX_NODES:
+        seen += 1
+        if depth > MAX_DEPTH or seen > limit:
             raise error(f"{where}: nested deeper than {MAX_DEPTH} levels or holding more than "
-                        f"{MAX_NODES} values; no spec or report is")
+                        f"{max_containers} mappings and lists; no spec or report is")
         if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values())
-            stack.extend((k, depth + 1) for k in value if not isinstance(k, str))
+            children: Iterable[object] = value.values()
         elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+            children = value
+        else:
+            continue
+        stack.extend((v, depth + 1) for v in children if isinstance(v, (dict, list)))
 
 
 def load_yaml(path: Path, what: str = "spec file") -> dict[str, Any]:

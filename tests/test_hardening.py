@@ -331,6 +331,13 @@ def _report(tmp_path: Path, text: str | bytes) -> Path:
     return path
 
 
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def _good_record(**changes: object) -> dict[str, object]:
     record = {"nodeid": "t.py::x", "hw": "h100-sxm", "dtype": "bf16", "flops": 1e9,
               "bytes": 1e6, "intensity": 1e3, "ridge": 295.3, "regime": "compute",
@@ -349,6 +356,9 @@ def _good_record(**changes: object) -> dict[str, object]:
     (json.dumps(records.make_report([_good_record(flops="many")])), "field 'flops'"),
     (json.dumps(records.make_report([_good_record(regime="fast")])), "field 'regime'"),
     (json.dumps(records.make_report([_good_record(hw=["h100"])])), "field 'hw'"),
+    (json.dumps(records.make_report([_good_record(flops=10**400)])), "field 'flops'"),
+    (json.dumps(records.make_report([_good_record(extra=_nested(40))])),
+     "field 'extra' is nested deeper"),
 ])
 def test_broken_reports_are_one_line_baseline_errors(tmp_path: Path, text: str | bytes,
                                                      message: str) -> None:

@@ -138,10 +138,12 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     if data.get("version") != VERSION:
         raise BaselineError(f"{source}: report version {brief(data.get('version'))} is not "
                             f"supported; this pytest-roofline reads version {VERSION}")
-    check_shape(data, str(source), BaselineError)
     results = data.get("results")
     if not isinstance(results, list):
         raise BaselineError(f"{source}: field 'results' must be a list of records")
+    # depth: the fields around the records here, each record's own fields in record_problem
+    check_shape({k: v for k, v in data.items() if k != "results"}, str(source), BaselineError,
+                max_containers=None)
     settings = data.get("settings")
     if settings is not None and not isinstance(settings, dict):
         raise BaselineError(f"{source}: field 'settings' must be a mapping, got "
@@ -153,35 +155,48 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
+_KIND = {**dict.fromkeys(TEXTS, "text"), "regime": "regime",
+         **dict.fromkeys(NUMBERS, "number"), **dict.fromkeys(OPTIONAL_NUMBERS, "optional"),
+         "fits": "fits", "expected": "expected",
+         **dict.fromkeys(("message", "expectation", "workload"), "string")}
+_MAX = 1.7976931348623157e308  # the largest float; a larger JSON integer is no figure
+
+
 def record_problem(record: object) -> str:
-    """What is wrong with a RECORD read from a file, or "" (see :func:`load_report`)."""
+    """What is wrong with a RECORD read from a file, or "" (see :func:`load_report`).
+
+    One pass over the record's fields; a field a hook added is free-form, but nested no
+    deeper than a spec may be."""
+    from ..specfiles import check_shape
+
     if not isinstance(record, dict):
         return "is not a record"
     missing = [k for k in REQUIRED if k not in record]
     if missing:
         return f"lacks field(s) {', '.join(missing)}"
-    for name in TEXTS:
-        if not isinstance(record[name], str):
-            return f"field {name!r}: got {brief(record[name])}, expected a string"
-    if record["regime"] not in REGIMES:
-        return (f"field 'regime': got {brief(record['regime'])}, expected one of "
-                f"{', '.join(REGIMES)}")
-    for name in (*NUMBERS, *OPTIONAL_NUMBERS):
-        value = record.get(name)
-        if value is None and name not in NUMBERS:
+    for name, value in record.items():
+        kind = _KIND.get(name)
+        kind_of = type(value)
+        if kind is None:
+            if kind_of is dict or kind_of is list:
+                try:
+                    check_shape(value, "", BaselineError, max_containers=None)
+                except BaselineError:
+                    return f"field {name!r} is nested deeper than a report goes"
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                0 <= value < float("inf")):
+        if kind == "number" or (kind == "optional" and value is not None):
+            if (kind_of is float or kind_of is int) and 0 <= value <= _MAX:
+                continue
             return f"field {name!r}: got {brief(value)}, expected a finite number >= 0"
-    fits = record.get("fits")
-    if fits is not None and not isinstance(fits, bool):
-        return f"field 'fits': got {brief(fits)}, expected true, false or null"
-    expected = record.get("expected")
-    if expected is not None and not (isinstance(expected, list) and all(
-            isinstance(e, str) for e in expected)):
-        return f"field 'expected': got {brief(expected)}, expected a list of regimes or null"
-    for name in ("message", "expectation", "workload"):
-        value = record.get(name)
-        if value is not None and not isinstance(value, str):
+        if kind == "text" and kind_of is not str:
+            return f"field {name!r}: got {brief(value)}, expected a string"
+        if kind == "regime" and (kind_of is not str or value not in REGIMES):
+            return f"field 'regime': got {brief(value)}, expected one of {', '.join(REGIMES)}"
+        if kind == "fits" and value is not None and kind_of is not bool:
+            return f"field 'fits': got {brief(value)}, expected true, false or null"
+        if kind == "expected" and value is not None and not (
+                kind_of is list and all(type(e) is str for e in value)):
+            return f"field 'expected': got {brief(value)}, expected a list of regimes or null"
+        if kind == "string" and value is not None and kind_of is not str:
             return f"field {name!r}: got {brief(value)}, expected a string"
     return ""
