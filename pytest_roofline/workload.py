@@ -97,7 +97,8 @@ class Kernel:
             raise WorkloadError(f"{what}: link must be a link name such as 'nvlink', or None, "
                                 f"got {brief(self.link)}")
         if not isinstance(self.unit, str) or self.unit not in UNITS:
-            raise WorkloadError(f"{what}: unit must be 'matrix' or 'vector', got {self.unit!r}")
+            raise WorkloadError(f"{what}: unit must be 'matrix' or 'vector', got "
+                                f"{brief(self.unit)}")
         if self.dtype is not None:
             try:
                 set_(self, "dtype", dtypes.canonical(self.dtype))
@@ -114,7 +115,7 @@ class Kernel:
                 isinstance(self.link_count, bool) or not isinstance(self.link_count, int)
                 or self.link_count < 1):
             raise WorkloadError(f"{what}: link_count must be a whole number >= 1 or None, "
-                                f"got {self.link_count!r}")
+                                f"got {brief(self.link_count)}")
 
     @property
     def total_flops(self) -> Number:

@@ -78,7 +78,7 @@ def einsum(subscripts: str, *operands: object, dtype: object = BF16,
     """
     if not isinstance(subscripts, str):
         raise WorkloadError(f"einsum: subscripts must be a string such as 'ij,jk->ik', "
-                            f"got {subscripts!r}")
+                            f"got {brief(subscripts)}")
     if not operands:
         raise WorkloadError("einsum: give at least one operand (a shape or an array)")
     base = sized_precision(dtype)

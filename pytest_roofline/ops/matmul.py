@@ -134,7 +134,7 @@ def matmul(
                                                "matmul"))
     if k is None or n is None:
         raise WorkloadError("matmul needs the sizes m, k, n (or two arrays: matmul(a, b)); "
-                            f"got m={m!r}, k={k!r}, n={n!r}")
+                            f"got m={brief(m)}, k={brief(k)}, n={brief(n)}")
     m_ = sweep_size(m, "matmul: m")
     k_ = size(k, "matmul: k")
     n_ = size(n, "matmul: n")
@@ -206,10 +206,10 @@ def batched_matmul(
                                                    "batched_matmul"))
     if k is None or n is None:
         raise WorkloadError("batched_matmul needs batch, m, k, n (or two arrays: "
-                            f"batched_matmul(a, b)); got k={k!r}, n={n!r}")
+                            f"batched_matmul(a, b)); got k={brief(k)}, n={brief(n)}")
     if not isinstance(shared_weights, bool):
         raise WorkloadError(f"batched_matmul: shared_weights must be True or False, got "
-                            f"{shared_weights!r}")
+                            f"{brief(shared_weights)}")
     batch_ = sweep_size(batch, "batched_matmul: batch")
     m_, k_, n_ = (size(v, f"batched_matmul: {w}") for v, w in ((m, "m"), (k, "k"), (n, "n")))
     a, b, out, compute = resolve_dtypes(dtype, a_dtype, b_dtype, out_dtype)

@@ -112,7 +112,7 @@ def _rows_cols(x: object, axis: object, what: str) -> tuple[int, int]:
     except IndexError:
         raise WorkloadError(f"{what}: axis {axis!r} is out of range for shape {shape}") from None
     if isinstance(axis, bool):
-        raise WorkloadError(f"{what}: axis must be a whole number, got {axis!r}")
+        raise WorkloadError(f"{what}: axis must be a whole number, got {brief(axis)}")
     cols = size(shape[index], f"{what}: dimension {index}")
     return math.prod(shape) // cols, cols
 
@@ -158,12 +158,12 @@ def elementwise(n: object, *, inputs: int = 1, outputs: int = 1, flops_per_eleme
     ins = size(inputs, f"{name}: inputs", minimum=0)
     outs = size(outputs, f"{name}: outputs", minimum=0)
     if ins + outs == 0:
-        raise WorkloadError(f"{name}: inputs + outputs must be >= 1, got inputs={inputs!r}, "
-                            f"outputs={outputs!r}")
+        raise WorkloadError(f"{name}: inputs + outputs must be >= 1, got inputs={brief(inputs)}, "
+                            f"outputs={brief(outputs)}")
     if isinstance(flops_per_element, bool) or not isinstance(flops_per_element, (int, float)) \
             or not (0 <= flops_per_element < math.inf):
         raise WorkloadError(f"{name}: flops_per_element must be a number >= 0, got "
-                            f"{flops_per_element!r}")
+                            f"{brief(flops_per_element)}")
     title = f"{name}({count}, {ins} in, {outs} out, {label})"
     kernel = elementwise_kernel(title, float(count), ins, outs, float(flops_per_element), p,
                                 compute=compute)
