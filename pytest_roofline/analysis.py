@@ -205,6 +205,27 @@ def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool
             flops / (peak * scale * derate), nbytes / (hw.memory_bandwidth * derate), t_network]
 
 
+def _sweeps_broadcast(function: Callable[..., Result]) -> Callable[..., Result]:
+    """Turn numpy's broadcast error, for sweeps of shapes that do not fit together, into a
+    WorkloadError."""
+    import functools
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Result:
+        try:
+            return function(*args, **kwargs)
+        except RooflineError:
+            raise
+        except ValueError as exc:
+            if "broadcast" not in str(exc):
+                raise
+            raise WorkloadError(f"the workload's sweeps have shapes that do not broadcast "
+                                f"together ({exc})") from None
+
+    return checked
+
+
+@_sweeps_broadcast
 def analyze(
     workload: Workload,
     hw: Hardware | str | os.PathLike[str],
@@ -373,6 +394,8 @@ def knob_hint(workload: Workload, hw: Hardware | str, regime: str,
     workload has no knob or no value in the knob's range gives *regime*.
     """
     check_setting_names(settings, "knob_hint")
+    if not isinstance(workload, Workload):
+        raise WorkloadError(f"knob_hint() needs a Workload, got {brief(workload)}")
     knob = workload.knob
     if knob is None:
         return None

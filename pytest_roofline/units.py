@@ -147,8 +147,9 @@ def parse(value: object, dimension: str, *, what: str = "value", allow_zero: boo
     ``frequency``. *what* names the thing in error messages (``"memory.bandwidth in h100.yaml"``).
     Negative, NaN and infinite values are refused, and zero unless *allow_zero*.
     """
-    if dimension not in _DIMENSIONS:
-        raise ValueError(f"unknown dimension {dimension!r}; expected one of {sorted(_DIMENSIONS)}")
+    if not isinstance(dimension, str) or dimension not in _DIMENSIONS:
+        raise UnitError(f"unknown dimension {brief(dimension)}; expected one of "
+                        f"{', '.join(_DIMENSIONS)}")
     if isinstance(value, bool) or value is None:
         raise UnitError(f"{what}: expected a {_NAMES[dimension]} such as "
                         f"{_EXAMPLES[dimension]}, got {value!r}")

@@ -107,7 +107,12 @@ class Kernel:
             if self.unit == "matrix" and self.dtype in dtypes.VECTOR_ONLY:
                 set_(self, "unit", "vector")  # no matrix unit multiplies int32, bool ...
         # each part is finite and >= 0, so the one sum is finite exactly when no total overflows
-        if not _finite((self.flops + self.bytes + self.link_bytes) * self.count):
+        try:
+            total = (self.flops + self.bytes + self.link_bytes) * self.count
+        except ValueError:  # numpy: sweeps of shapes that do not broadcast
+            raise WorkloadError(f"{what}: flops, bytes, link_bytes and count are sweeps of "
+                                f"shapes that do not broadcast together") from None
+        if not _finite(total):
             raise WorkloadError(f"{what}: {brief(self.count)} runs of {brief(self.flops)} "
                                 f"FLOPs and {brief(self.bytes)} B overflow a float; sizes this "
                                 f"large describe no real program")
@@ -239,7 +244,7 @@ class Workload:
         if not isinstance(other, Workload):
             return NotImplemented
         return Workload((*self.kernels, *other.kernels),
-                        footprint=self.footprint + other.footprint,
+                        footprint=_sum((self.footprint, other.footprint)),
                         name=f"{self.name} + {other.name}")
 
     def __mul__(self, factor: object) -> Workload:
@@ -275,8 +280,12 @@ class Workload:
 
 def _sum(values: Iterable[Number]) -> Number:
     total: Number = 0.0
-    for value in values:
-        total = total + value
+    try:
+        for value in values:
+            total = total + value
+    except ValueError:  # numpy: sweeps of shapes that do not broadcast
+        raise WorkloadError("the workload's kernels are sweeps of shapes that do not broadcast "
+                            "together") from None
     return total
 
 

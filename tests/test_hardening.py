@@ -434,3 +434,23 @@ def test_deeply_nested_mappings_registered_from_python() -> None:
         Catalog().register({"name": "deep", "sources": {"a": deep}})
     with pytest.raises(SpecError, match="must be a mapping"):
         models.config_from_dict(5)  # type: ignore[arg-type]
+
+
+def test_sweeps_of_shapes_that_do_not_broadcast() -> None:
+    three = ops.matmul(np.array([1, 2, 3]), 64, 64)
+    two = ops.matmul(np.array([1, 2]), 64, 64)
+    with pytest.raises(WorkloadError, match="do not broadcast"):
+        three + two
+    with pytest.raises(WorkloadError, match="do not broadcast"):
+        analyze(Workload([three.kernels[0], two.kernels[0]]), "h100")
+    with pytest.raises(WorkloadError, match="do not broadcast"):
+        Workload(flops=np.array([1.0, 2.0, 3.0]), bytes=np.ones((8, 8)))
+
+
+def test_knob_hint_and_unit_parse_refuse_what_they_cannot_use() -> None:
+    from pytest_roofline import knob_hint
+
+    with pytest.raises(WorkloadError, match="needs a Workload"):
+        knob_hint(5, "h100", "compute")  # type: ignore[arg-type]
+    with pytest.raises(UnitError, match="unknown dimension"):
+        units.parse("8 GB", ["byte"])  # type: ignore[arg-type]
