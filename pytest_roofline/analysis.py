@@ -205,27 +205,6 @@ def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool
             flops / (peak * scale * derate), nbytes / (hw.memory_bandwidth * derate), t_network]
 
 
-def _sweeps_broadcast(function: Callable[..., Result]) -> Callable[..., Result]:
-    """Turn numpy's broadcast error, for sweeps of shapes that do not fit together, into a
-    WorkloadError."""
-    import functools
-
-    @functools.wraps(function)
-    def checked(*args: Any, **kwargs: Any) -> Result:
-        try:
-            return function(*args, **kwargs)
-        except RooflineError:
-            raise
-        except ValueError as exc:
-            if "broadcast" not in str(exc):
-                raise
-            raise WorkloadError(f"the workload's sweeps have shapes that do not broadcast "
-                                f"together ({exc})") from None
-
-    return checked
-
-
-@_sweeps_broadcast
 def analyze(
     workload: Workload,
     hw: Hardware | str | os.PathLike[str],
@@ -296,8 +275,12 @@ def analyze(
 
 def _total(values: Any) -> Number:
     total: Number = 0.0
-    for value in values:
-        total = total + value
+    try:
+        for value in values:
+            total = total + value
+    except ValueError:  # numpy: sweeps of shapes that do not broadcast
+        raise WorkloadError("the workload's kernels are sweeps of shapes that do not broadcast "
+                            "together") from None
     return total
 
 

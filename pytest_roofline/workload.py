@@ -293,6 +293,11 @@ def intensity(flops: Number, nbytes: Number, name: str = "workload") -> Number:
     """FLOPs over bytes, the rule for every program: no FLOPs is intensity 0 (also for no
     bytes: zero work is a defined, zero-time result); FLOPs with no memory bytes have no finite
     intensity and are a WorkloadError (declare the bytes read and written)."""
+    if type(nbytes) is float and nbytes > 0 and type(flops) is float:  # the common case
+        ratio = flops / nbytes
+        if ratio < math.inf:
+            return ratio
+        raise _overflow(name)
     if is_array(flops) or is_array(nbytes):
         import numpy as np
 
@@ -306,10 +311,10 @@ def intensity(flops: Number, nbytes: Number, name: str = "workload") -> Number:
             raise _overflow(name)
         return out
     if nbytes > 0:
-        ratio = flops / nbytes
-        if ratio == math.inf:
+        quotient = flops / nbytes
+        if quotient == math.inf:
             raise _overflow(name)
-        return ratio
+        return quotient
     if flops > 0:
         raise _no_bytes(name)
     return 0.0
