@@ -454,3 +454,11 @@ def test_knob_hint_and_unit_parse_refuse_what_they_cannot_use() -> None:
         knob_hint(5, "h100", "compute")  # type: ignore[arg-type]
     with pytest.raises(UnitError, match="unknown dimension"):
         units.parse("8 GB", ["byte"])  # type: ignore[arg-type]
+
+
+def test_counts_that_need_not_be_whole() -> None:
+    # 3.5 FLOPs per element over 8 elements: 28 FLOPs
+    assert ops.elementwise(8, flops_per_element=3.5).flops == 28.0
+    for bad in (10**400, -1, math.nan, math.inf, "2", True):
+        with pytest.raises(WorkloadError, match="flops_per_element must be a finite number"):
+            ops.elementwise(8, flops_per_element=bad)  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ The rules every op and model applies, in one place:
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from collections.abc import Sequence
@@ -155,6 +156,18 @@ def size(value: object, what: str, *, minimum: int = 1) -> int:
     if type(number) is bool or not minimum <= number <= MAX_SIZE:
         raise _bad_size(value, what, minimum)
     return int(number)
+
+
+def number(value: object, what: str) -> float:
+    """A finite number >= 0 (a count that need not be whole), or a WorkloadError."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            real = float(value)
+        except OverflowError:
+            real = math.inf
+        if 0 <= real < math.inf:
+            return real
+    raise WorkloadError(f"{what} must be a finite number >= 0, got {brief(value)}")
 
 
 def sweep_size(value: object, what: str) -> Number:

@@ -29,6 +29,7 @@ from ._common import (
     array_precision,
     flag,
     is_arraylike,
+    number,
     shape_of,
     size,
     sized_precision,
@@ -160,12 +161,9 @@ def elementwise(n: object, *, inputs: int = 1, outputs: int = 1, flops_per_eleme
     if ins + outs == 0:
         raise WorkloadError(f"{name}: inputs + outputs must be >= 1, got inputs={brief(inputs)}, "
                             f"outputs={brief(outputs)}")
-    if isinstance(flops_per_element, bool) or not isinstance(flops_per_element, (int, float)) \
-            or not (0 <= flops_per_element < math.inf):
-        raise WorkloadError(f"{name}: flops_per_element must be a number >= 0, got "
-                            f"{brief(flops_per_element)}")
+    per = number(flops_per_element, f"{name}: flops_per_element")
     title = f"{name}({count}, {ins} in, {outs} out, {label})"
-    kernel = elementwise_kernel(title, float(count), ins, outs, float(flops_per_element), p,
+    kernel = elementwise_kernel(title, float(count), ins, outs, per, p,
                                 compute=compute)
     return _one(kernel, kernel.bytes)
 
