@@ -462,3 +462,8 @@ def test_counts_that_need_not_be_whole() -> None:
     for bad in (10**400, -1, math.nan, math.inf, "2", True):
         with pytest.raises(WorkloadError, match="flops_per_element must be a finite number"):
             ops.elementwise(8, flops_per_element=bad)  # type: ignore[arg-type]
+
+
+def test_an_array_where_a_model_phase_belongs() -> None:
+    with pytest.raises(WorkloadError, match="phase must be"):
+        models.load("llama-3-8b").footprint(1, 8, phase=np.array(["decode", "x"]))  # type: ignore[arg-type]

@@ -292,7 +292,7 @@ class Transformer:
           stores no scores), plus fp32 logits;
         * optimizer (train): gradients in dtype plus 12 B/param of Adam state.
         """
-        if phase not in ("decode", "prefill", "forward", "train"):
+        if not isinstance(phase, str) or phase not in ("decode", "prefill", "forward", "train"):
             raise WorkloadError(f"footprint: phase must be 'decode', 'prefill', 'forward' or "
                                 f"'train', got {phase!r}")
         b = sweep_size(batch, "footprint: batch")
