@@ -157,21 +157,39 @@ def test_matmul_of_arrays(a: np.ndarray, b: np.ndarray, dtype: object) -> None:
     assert workload.bytes >= a.size * a.itemsize  # bytes follow the storage dtype
 
 
+MODEL_KEYWORDS: dict[str, st.SearchStrategy[Any]] = {
+    "tp": st.one_of(st.integers(-1, 8), anything), "dtype": precisions,
+    "weight_dtype": precisions, "kv_dtype": precisions, "fused": st.one_of(st.booleans(), sizes),
+    "link": st.sampled_from(["nvlink", "ici", None, 3, ["nvlink"]]),
+    "image_size": st.one_of(st.integers(-1, 512), sizes),
+}
+
+
 @FAST
-@given(name=st.sampled_from(["llama-3-8b", "gpt2", "mixtral-8x7b", "bert-base", "resnet-50"]),
-       phase=st.sampled_from(["prefill", "decode", "forward", "train_step"]),
-       batch=st.one_of(sizes, st.just(np.array([1, 8, 64]))), seq=sizes)
+@given(name=st.sampled_from(["llama-3-8b", "gpt-2", "mixtral-8x7b", "bert-base", "resnet-50"]),
+       phase=st.sampled_from(["prefill", "decode", "forward", "train_step", "footprint"]),
+       batch=st.one_of(sizes, st.just(np.array([1, 8, 64]))), seq=sizes, data=st.data())
 def test_models_answer_with_finite_workloads_or_our_error(name: str, phase: str, batch: object,
-                                                          seq: object) -> None:
+                                                          seq: object,
+                                                          data: st.DataObject) -> None:
     model = models.load(name)
     method = getattr(model, phase, None)
     if method is None:
         return
+    accepted = method.__code__.co_varnames
+    keys = data.draw(st.lists(st.sampled_from(sorted(MODEL_KEYWORDS)), max_size=2, unique=True))
+    kwargs = {k: data.draw(MODEL_KEYWORDS[k]) for k in keys if k in accepted}
+    if phase == "footprint":
+        kwargs["phase"] = data.draw(st.sampled_from(["decode", "train", "x", ["decode"]]))
     try:
-        workload = method(batch) if name == "resnet-50" else method(batch, seq)
+        result = method(batch, **kwargs) if name == "resnet-50" else method(batch, seq,
+                                                                            **kwargs)
     except RooflineError:
         return
-    check_result(workload)
+    if isinstance(result, Workload):
+        check_result(result)
+    else:  # a footprint: every part finite and >= 0
+        assert _finite_and_positive(result.total)
 
 
 @FAST
