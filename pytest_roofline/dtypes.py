@@ -75,6 +75,9 @@ _ALIASES: dict[str, str] = {
 #: Python's builtin types as dtypes, the numpy way (``np.dtype(float)`` is float64).
 _BUILTIN_TYPES = {"float": "fp64", "int": "int64", "bool": "bool"}
 
+#: Names and dtype objects already read (bounded), so an array's dtype costs a lookup.
+_SEEN: dict[object, str] = {}
+
 _PREFIXES = ("torch.", "jnp.", "numpy.", "np.", "jax.numpy.", "tf.", "ml_dtypes.")
 
 
@@ -109,16 +112,21 @@ def canonical(name: object) -> str:
     """
     if type(name) is str and name in ITEMSIZE:  # the common case, already canonical
         return name
+    try:
+        return _SEEN[name]  # an array's dtype object, a framework spelling seen before
+    except (KeyError, TypeError):  # not seen, or unhashable (refused below)
+        pass
     text = _text(name)
     key = text.strip().lower()
     for prefix in _PREFIXES:
         if key.startswith(prefix):
             key = key[len(prefix):]
     key = key.replace("-", "_")
-    if key in ITEMSIZE:
-        return key
-    if key in _ALIASES:
-        return _ALIASES[key]
+    found = key if key in ITEMSIZE else _ALIASES.get(key)
+    if found is not None:
+        if len(_SEEN) < 1024:
+            _SEEN[name] = found
+        return found
     raise UnsupportedPrecisionError(
         f"unknown precision {brief(text)}; known precisions: {', '.join(ITEMSIZE)}."
         + _suggest(key[:64]))
