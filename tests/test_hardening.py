@@ -467,3 +467,14 @@ def test_counts_that_need_not_be_whole() -> None:
 def test_an_array_where_a_model_phase_belongs() -> None:
     with pytest.raises(WorkloadError, match="phase must be"):
         models.load("llama-3-8b").footprint(1, 8, phase=np.array(["decode", "x"]))  # type: ignore[arg-type]
+
+
+def test_einsum_and_vector_ops_take_the_override_with_arrays() -> None:
+    a = np.zeros((64, 64), np.float32)
+    w = ops.einsum("ij,jk->ik", a, a, dtype="tf32")
+    assert w.kernels[0].dtype == "tf32" and w.bytes == 3 * 64 * 64 * 4
+    assert "as tf32" in w.name
+    # shapes alone are stored in dtype, so sizes and arrays agree on bytes
+    assert ops.einsum("ij,jk->ik", (64, 64), (64, 64), dtype="fp32").bytes == w.bytes
+    norm = ops.rmsnorm(np.zeros((8, 64), np.float16), dtype="fp32")
+    assert norm.kernels[0].dtype == "fp32" and norm.bytes == (2 * 8 * 64 + 64) * 2
