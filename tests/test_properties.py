@@ -7,6 +7,7 @@ Kept fast (modest ``max_examples``, no deadline): a few seconds in all.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 from collections.abc import Callable
@@ -42,6 +43,12 @@ FAST = settings(max_examples=60, deadline=None,
                                        HealthCheck.too_slow])
 FILES = settings(FAST, max_examples=25)  # each example writes and reads a file
 CHIPS = Catalog()  # one private catalog: the built-in specs are read once, not per example
+_FILES = itertools.count()
+
+
+def _fresh(folder: Path) -> Path:
+    """A new file name per example: a catalog may keep what it read from a path."""
+    return folder / f"chip-{next(_FILES)}.yaml"
 
 DTYPES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"]
 
@@ -225,7 +232,7 @@ spec_mappings = st.dictionaries(st.sampled_from(SPEC_KEYS), yaml_values, max_siz
 @FILES
 @given(data=spec_mappings)
 def test_random_spec_files_give_only_spec_errors(tmp_path: Path, data: dict[str, Any]) -> None:
-    path = tmp_path / "chip.yaml"
+    path = _fresh(tmp_path)
     path.write_text(yaml.safe_dump(data))
     for read in (lambda: CHIPS.get(str(path)), lambda: ModelCatalog().config(str(path))):
         with contextlib.suppress(SpecError, UnitError):  # anything else fails the test
@@ -235,7 +242,7 @@ def test_random_spec_files_give_only_spec_errors(tmp_path: Path, data: dict[str,
 @FILES
 @given(raw=st.binary(max_size=64))
 def test_random_bytes_as_a_spec_file(tmp_path: Path, raw: bytes) -> None:
-    path = tmp_path / "chip.yaml"
+    path = _fresh(tmp_path)
     path.write_bytes(raw)
     with pytest.raises((SpecError, UnitError)):
         CHIPS.get(str(path))
@@ -268,7 +275,7 @@ def test_valid_spec_files_round_trip(tmp_path: Path, capacity: float, bandwidth:
             "memory": {"capacity": f"{capacity / scale!r} {suffix}",
                        "bandwidth": f"{bandwidth!r} B/s", "source": "sheet"},
             "matrix": {"source": "sheet", **{k: f"{v!r} FLOP/s" for k, v in peaks.items()}}}
-    path = tmp_path / "chip.yaml"
+    path = _fresh(tmp_path)
     path.write_text(yaml.safe_dump(spec))
     chip = CHIPS.get(str(path))
     assert chip.memory_capacity == pytest.approx(capacity, rel=1e-12)
