@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import SpecError, brief, did_you_mean
+from ..dtypes import canonical
+from ..errors import SpecError, UnsupportedPrecisionError, brief, did_you_mean
 from ..ops._common import MAX_SIZE
 from ..specfiles import check_shape
 
@@ -48,12 +49,29 @@ class TransformerConfig:
     """A transformer language model (decoder) or encoder, with the shapes of Hugging Face's
     ``config.json`` under plain names.
 
-    ``kv_heads`` defaults to ``heads`` (multi-head attention), ``head_dim`` to
-    ``hidden // heads``. ``tie_embeddings`` is False unless the model says otherwise: most
-    large models (Llama, Mistral, Qwen2.5-7B) keep a separate lm_head. ``experts > 0`` makes
-    every MLP a mixture of experts with ``experts_per_token`` (top-k) routing, each expert a
-    gated MLP of ``moe_intermediate`` (default ``intermediate``), plus ``shared_experts``
-    always-on experts of the same size.
+    ``kv_heads`` defaults to ``heads`` (multi-head attention), ``head_dim`` (the query/key
+    head size) to ``hidden // heads``, ``v_head_dim`` (the value head size) to ``head_dim``.
+    ``tie_embeddings`` is False unless the model says otherwise: most large models (Llama,
+    Mistral, Qwen2.5-7B) keep a separate lm_head. ``experts > 0`` makes the MLP of every layer
+    but ``dense_layers`` of them a mixture of experts with ``experts_per_token`` (top-k)
+    routing, each expert a gated MLP of ``moe_intermediate`` (default ``intermediate``), plus
+    ``shared_experts`` always-on experts, together ``shared_intermediate`` wide (default
+    ``shared_experts x moe_intermediate``), optionally behind a sigmoid gate
+    (``shared_expert_gate``, Qwen2-MoE).
+
+    Multi-head latent attention (DeepSeek-V2/V3) is on when ``kv_lora_rank`` is set: queries
+    go through a rank-``q_lora_rank`` bottleneck (none when unset), keys and values are
+    up-projected from a cached latent of ``kv_lora_rank`` plus a shared rotary key of
+    ``qk_rope_head_dim``; ``head_dim`` is then the query/key head size (nope + rope) and
+    ``v_head_dim`` the value head size.
+
+    ``parallel_block``: attention and MLP read the same block input and their outputs are added
+    (GPT-J, GPT-NeoX, Falcon). ``block_norms``: hidden-sized norms per layer (2 for a pre-norm
+    block, 1 for GPT-J and Falcon-7B's shared norm, 4 for Gemma 2/3's pre and post norms).
+    ``qk_norm``: a norm on each query and key head (Qwen3, Gemma 3). ``local_layers``: how many
+    layers use ``sliding_window`` (the others attend globally; all of them when unset).
+    ``weight_dtype``: the default precision of the blocks' linear weights (fp8 for DeepSeek-V3's
+    checkpoint); a phase's ``weight_dtype`` argument overrides it.
     """
 
     name: str
@@ -81,6 +99,20 @@ class TransformerConfig:
     moe_intermediate: int | None = None
     shared_experts: int = 0
     sliding_window: int | None = None
+    v_head_dim: int | None = None
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int = 0
+    parallel_block: bool = False
+    block_norms: int = 2
+    qk_norm: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    dense_layers: int = 0
+    shared_intermediate: int | None = None
+    shared_expert_gate: bool = False
+    local_layers: int | None = None
+    weight_dtype: str | None = None
     aliases: tuple[str, ...] = ()
     description: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -113,10 +145,11 @@ class TransformerConfig:
         _choice(self.mlp, f"{where}: field 'mlp'", _MLPS)
         _choice(self.norm, f"{where}: field 'norm'", _NORMS)
         _choice(self.position, f"{where}: field 'position'", _POSITIONS)
-        for key in ("tie_embeddings", "embedding_norm", "pooler", "qkv_bias", "bias"):
+        for key in ("tie_embeddings", "embedding_norm", "pooler", "qkv_bias", "bias",
+                    "parallel_block", "qk_norm", "o_bias", "mlp_bias", "shared_expert_gate"):
             _flag(getattr(self, key), f"{where}: field {key!r}")
         for key in ("max_positions", "token_types", "experts", "experts_per_token",
-                    "shared_experts"):
+                    "shared_experts", "qk_rope_head_dim", "dense_layers"):
             _whole(getattr(self, key), f"{where}: field {key!r}", minimum=0)
         if self.position == "learned" and self.max_positions < 1:
             raise SpecError(f"{where}: field 'max_positions': got {self.max_positions!r}, "
@@ -136,6 +169,7 @@ class TransformerConfig:
             _whole(self.moe_intermediate, f"{where}: field 'moe_intermediate'")
         if self.sliding_window is not None:
             _whole(self.sliding_window, f"{where}: field 'sliding_window'")
+        self._check_extensions(where)
         if self.published_params is not None and (
                 isinstance(self.published_params, bool)
                 or not isinstance(self.published_params, (int, float))
@@ -145,9 +179,82 @@ class TransformerConfig:
         set_(self, "aliases", tuple(str(a).lower() for a in self.aliases))
         set_(self, "sources", MappingProxyType(dict(self.sources)))
 
+    def _check_extensions(self, where: str) -> None:
+        """Latent attention, expert layout, windows on some layers, default weight precision."""
+        set_ = object.__setattr__
+        assert self.head_dim is not None
+        for key in ("v_head_dim", "q_lora_rank", "kv_lora_rank", "shared_intermediate",
+                    "local_layers"):
+            if getattr(self, key) is not None:
+                _whole(getattr(self, key), f"{where}: field {key!r}")
+        set_(self, "v_head_dim", self.head_dim if self.v_head_dim is None else self.v_head_dim)
+        _whole(self.block_norms, f"{where}: field 'block_norms'")
+        if self.kv_lora_rank is None:
+            for key in ("q_lora_rank", "qk_rope_head_dim"):
+                if getattr(self, key):
+                    raise SpecError(f"{where}: field {key!r}: got {getattr(self, key)!r}, but "
+                                    f"kv_lora_rank is not set (latent attention needs it)")
+        elif not 0 < self.qk_rope_head_dim < self.head_dim:
+            raise SpecError(f"{where}: field 'qk_rope_head_dim': got {self.qk_rope_head_dim!r}, "
+                            f"expected the rotary part of head_dim={self.head_dim} (between 1 "
+                            f"and {self.head_dim - 1})")
+        elif self.sliding_window is not None:
+            raise SpecError(f"{where}: field 'sliding_window': got {self.sliding_window!r}; "
+                            f"latent attention with a sliding window is not modelled")
+        elif self.kv_heads != self.heads:
+            raise SpecError(f"{where}: field 'kv_heads': got {self.kv_heads!r}; latent "
+                            f"attention up-projects keys and values for every head "
+                            f"(kv_heads = heads = {self.heads})")
+        if self.dense_layers and not self.experts:
+            raise SpecError(f"{where}: field 'dense_layers': got {self.dense_layers!r}, but "
+                            f"experts is 0 (every layer is already dense)")
+        if self.dense_layers > self.layers:
+            raise SpecError(f"{where}: field 'dense_layers': got {self.dense_layers!r}, "
+                            f"expected at most layers={self.layers}")
+        if (self.shared_intermediate is not None or self.shared_expert_gate) and not (
+                self.shared_experts):
+            raise SpecError(f"{where}: field 'shared_intermediate'/'shared_expert_gate' set "
+                            f"but shared_experts is 0")
+        if self.local_layers is not None:
+            if self.sliding_window is None:
+                raise SpecError(f"{where}: field 'local_layers': got {self.local_layers!r}, "
+                                f"but sliding_window is not set")
+            if self.local_layers > self.layers:
+                raise SpecError(f"{where}: field 'local_layers': got {self.local_layers!r}, "
+                                f"expected at most layers={self.layers}")
+        if self.weight_dtype is not None:
+            try:
+                set_(self, "weight_dtype", canonical(self.weight_dtype))
+            except UnsupportedPrecisionError as exc:
+                raise SpecError(f"{where}: field 'weight_dtype': {exc}") from None
+
     @property
     def family(self) -> str:
         return "transformer"
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts."""
+        return self.layers - self.dense_layers if self.experts else 0
+
+    @property
+    def shared_width(self) -> int:
+        """Inner width of the shared experts of one layer, all together."""
+        if self.shared_intermediate is not None:
+            return self.shared_intermediate
+        return self.shared_experts * self.expert_intermediate
+
+    @property
+    def windowed_layers(self) -> int:
+        """Layers that attend within ``sliding_window`` (0 without a window)."""
+        if self.sliding_window is None:
+            return 0
+        return self.layers if self.local_layers is None else self.local_layers
 
     @property
     def is_moe(self) -> bool:

@@ -35,7 +35,7 @@ footprint are per chip.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import dtypes
@@ -102,6 +102,8 @@ class _Plan:
     fused: bool
     link: str | None
     link_count: int | None
+    shared_inter: int = 0
+    absorb: bool = False  # latent attention: decode with the up-projections absorbed
 
 
 class Transformer:
@@ -126,30 +128,31 @@ class Transformer:
         """Parameter counts by part: embedding, positions, attention, mlp, router, norms,
         biases, lm_head, pooler (zero where the model has none)."""
         c = self.config
-        h, hd = c.hidden, c.head_dim or 0
-        q, kv = c.heads * hd, (c.kv_heads or c.heads) * hd
-        attention = h * (q + 2 * kv) + q * h
-        if c.is_moe:
-            per_expert = 3 * h * c.expert_intermediate
-            mlp = (c.experts + c.shared_experts) * per_expert
-        else:
-            mlp = (3 if c.mlp == "gated" else 2) * h * c.intermediate
-        norm_size = 2 * h if c.norm == "layernorm" else h
+        h, hd, vd = c.hidden, c.head_dim or 0, c.v_head_dim or 0
+        kvh = c.kv_heads or c.heads
+        dense_mlp, moe_mlp = self._mlp_weights(c.intermediate, c.expert_intermediate,
+                                               c.shared_width)
+        width = 2 if c.norm == "layernorm" else 1  # parameters per normalized element
+        layer_norms = c.block_norms * h + (2 * hd if c.qk_norm else 0) + (
+            (c.q_lora_rank or 0) + (c.kv_lora_rank or 0))
         biases = 0
-        if c.bias:
-            biases = q + 2 * kv + h + (c.intermediate * (2 if c.mlp == "gated" else 1) + h)
-        elif c.qkv_bias:
-            biases = q + 2 * kv
+        if c.bias or c.qkv_bias:
+            biases += c.heads * hd + kvh * (hd + vd)
+        if c.bias or c.o_bias:
+            biases += h
+        dense_biases = c.intermediate * (2 if c.mlp == "gated" else 1) + h if (
+            c.bias or c.mlp_bias) else 0
+        dense = c.layers - c.moe_layers
         parts = {
             "embedding": c.vocab * h,
             "positions": (c.max_positions if c.position == "learned" else 0) * h
             + c.token_types * h,
-            "attention": c.layers * attention,
-            "mlp": c.layers * mlp,
-            "router": c.layers * h * c.experts,
-            "norms": c.layers * 2 * norm_size + (norm_size if c.architecture == "decoder" or
-                                                 c.embedding_norm else 0),
-            "biases": c.layers * biases,
+            "attention": c.layers * self._attention_weights(c.heads, kvh),
+            "mlp": dense * dense_mlp + c.moe_layers * moe_mlp,
+            "router": c.moe_layers * h * (c.experts + c.shared_expert_gate),
+            "norms": width * (c.layers * layer_norms + (
+                h if c.architecture == "decoder" or c.embedding_norm else 0)),
+            "biases": c.layers * biases + dense * dense_biases,
             "lm_head": 0 if c.tie_embeddings or c.architecture == "encoder" else h * c.vocab,
             "pooler": h * h + h if c.pooler else 0,
         }
@@ -167,20 +170,78 @@ class Transformer:
         if not c.is_moe:
             return self.params
         per_expert = 3 * c.hidden * c.expert_intermediate
-        unused = c.layers * (c.experts - c.experts_per_token) * per_expert
+        unused = c.moe_layers * (c.experts - c.experts_per_token) * per_expert
         return self.params - unused
+
+    @property
+    def active_params_no_embedding(self) -> int:
+        """:attr:`active_params` without the input embedding table (DeepSeek's convention:
+        its 36.6B activated for V3 count the output head, not the input embedding, a lookup
+        of one row per token). A tied table is the output head, so it stays."""
+        if self.config.tie_embeddings:
+            return self.active_params
+        return self.active_params - self.params_breakdown()["embedding"]
+
+    def kv_bytes_per_token(self, kv_dtype: object = "bf16") -> float:
+        """Bytes of KV cache one token of context adds, all layers, one copy (no tensor
+        parallelism, no window): K and V of every KV head, ``layers x kv_heads x (head_dim +
+        v_head_dim) x bytes``; for latent attention the latent and the rotary key,
+        ``layers x (kv_lora_rank + qk_rope_head_dim) x bytes``."""
+        c = self.config
+        item = dtypes.ITEMSIZE[precision(kv_dtype, "kv_dtype")]
+        return float(c.layers * self._kv_entries(c.kv_heads or c.heads)) * item
+
+    def _kv_entries(self, kv_heads: int) -> int:
+        """Elements one layer caches per token with *kv_heads* KV heads on the chip."""
+        c = self.config
+        if c.is_mla:
+            return (c.kv_lora_rank or 0) + c.qk_rope_head_dim
+        return kv_heads * ((c.head_dim or 0) + (c.v_head_dim or 0))
+
+    def _attention_weights(self, heads: int, kv_heads: int) -> int:
+        """Weights of one layer's attention projections, *heads* and *kv_heads* on a chip.
+
+        Latent attention: the down-projections (q_a, kv_a) are whole on every chip, the
+        up-projections (q_b, kv_b) and o_proj split by heads."""
+        c = self.config
+        h, hd, vd = c.hidden, c.head_dim or 0, c.v_head_dim or 0
+        if c.is_mla:
+            kvl, rope, ql = c.kv_lora_rank or 0, c.qk_rope_head_dim, c.q_lora_rank
+            q = h * ql + ql * heads * hd if ql else h * heads * hd
+            return q + h * (kvl + rope) + kvl * heads * (hd - rope + vd) + heads * vd * h
+        return h * (heads * hd + kv_heads * (hd + vd)) + heads * vd * h
+
+    def _mlp_weights(self, inter: int, expert_inter: int, shared_inter: int) -> tuple[int, int]:
+        """Weights of one dense MLP layer and of one mixture-of-experts layer (experts and
+        shared experts), at the given inner widths."""
+        c = self.config
+        h = c.hidden
+        dense = (3 if c.mlp == "gated" else 2) * h * inter
+        return dense, c.experts * 3 * h * expert_inter + 3 * h * shared_inter
 
     # -- phases ----------------------------------------------------------------------------
 
     def decode(self, batch: object, context: object, *, tp: object = 1, dtype: object = "bf16",
                weight_dtype: object = None, kv_dtype: object = None, fused: bool = True,
-               link: str | None = None, link_count: int | None = None) -> Workload:
+               link: str | None = None, link_count: int | None = None,
+               absorb: bool = True) -> Workload:
         """One decode step: one new token for each of *batch* sequences, each attending to
-        *context* cached positions. Knob: the batch (a numpy array sweeps it)."""
+        *context* cached positions. Knob: the batch (a numpy array sweeps it).
+
+        Latent attention decodes from the latent cache with the key and value
+        up-projections absorbed into the query and the output (``absorb=True``, as serving
+        engines run it: one KV head of kv_lora_rank + qk_rope_head_dim); ``absorb=False``
+        up-projects the whole cached context to per-head K and V every step."""
         self._need("decoder", "decode")
         b = sweep_size(batch, "decode: batch")
         ctx = size(context, "decode: context")
-        plan = self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count)
+        if not isinstance(absorb, bool):
+            raise WorkloadError(f"decode: absorb must be True or False, got {absorb!r}")
+        if not absorb and not self.config.is_mla:
+            raise WorkloadError(f"decode: absorb=False applies to latent attention only; "
+                                f"{self.name} has no kv_lora_rank")
+        plan = replace(self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count),
+                       absorb=absorb and self.config.is_mla)
         self._check_positions(ctx, "decode: context")
         name = self._title("decode", f"batch={show(b)}, context={ctx}", plan)
         kernels = self._inference(plan, b, 1, ctx, True, b)
@@ -189,7 +250,7 @@ class Transformer:
         def build(x: int) -> Workload:
             return self.decode(x, ctx, tp=tp, dtype=dtype, weight_dtype=weight_dtype,
                                kv_dtype=kv_dtype, fused=fused, link=link,
-                               link_count=link_count)
+                               link_count=link_count, absorb=absorb)
 
         return self._workload(kernels, footprint, name, b, build)
 
@@ -312,14 +373,16 @@ class Transformer:
         kv_cache: Number = 0.0
         if phase in ("decode", "prefill"):
             # a sliding window keeps a rolling cache of its last W positions
-            kept = ctx if c.sliding_window is None else min(ctx, float(c.sliding_window))
-            kv_cache = b * kept * c.layers * 2.0 * plan.kv_heads * hd * dtypes.ITEMSIZE[plan.kv]
-        qkv = (plan.heads + 2 * plan.kv_heads) * hd
+            local = float(c.windowed_layers)
+            kept = (c.layers - local) * ctx + local * min(ctx, float(c.sliding_window or 0))
+            kv_cache = b * kept * self._kv_entries(plan.kv_heads) * dtypes.ITEMSIZE[plan.kv]
+        vd = c.v_head_dim or 0
+        qkv = plan.heads * hd + plan.kv_heads * (hd + vd)
+        hd = vd  # the attention output is as wide as the value heads
+        ffn = 0.0 if c.moe_layers == c.layers else (
+            3.0 if c.mlp == "gated" else 2.0) * plan.inter
         if c.is_moe:
-            k = c.experts_per_token + c.shared_experts
-            ffn = k * 3.0 * plan.expert_inter
-        else:
-            ffn = (3.0 if c.mlp == "gated" else 2.0) * plan.inter
+            ffn = max(ffn, 3.0 * (c.experts_per_token * plan.expert_inter + plan.shared_inter))
         optimizer: Number = 0.0
         if phase == "train":
             saved = 4.0 * c.hidden + qkv + plan.heads * hd + ffn + (
@@ -356,7 +419,8 @@ class Transformer:
                                 f"{link!r}")
         lc = None if link_count is None else size(link_count, "link_count")
         act = precision(dtype, "dtype")
-        weight = act if weight_dtype is None else precision(weight_dtype, "weight_dtype")
+        weight = (c.weight_dtype or act) if weight_dtype is None else precision(
+            weight_dtype, "weight_dtype")
         kv = act if kv_dtype is None else precision(kv_dtype, "kv_dtype")
         compute = resolve_dtypes(act, act, weight, act)[3]
         kv_heads = c.kv_heads or c.heads
@@ -369,9 +433,13 @@ class Transformer:
         if c.is_moe and c.expert_intermediate % chips:
             raise WorkloadError(f"tp={chips} must divide {self.name}'s "
                                 f"moe_intermediate={c.expert_intermediate}")
+        if c.shared_width % chips:
+            raise WorkloadError(f"tp={chips} must divide {self.name}'s shared experts' width "
+                                f"{c.shared_width}")
         return _Plan(chips, act, weight, kv, compute, c.heads // chips,
                      max(1, kv_heads // chips), c.intermediate // chips,
-                     c.expert_intermediate // chips, -(-c.vocab // chips), fused, link, lc)
+                     c.expert_intermediate // chips, -(-c.vocab // chips), fused, link, lc,
+                     c.shared_width // chips)
 
     def _title(self, phase: str, sizes: str, plan: _Plan) -> str:
         parts = [sizes, plan.act]
@@ -409,18 +477,22 @@ class Transformer:
         ops += self._all_reduce("embedding.all_reduce", tokens, 1.0, plan)
         if c.embedding_norm:
             ops.append(norm_kernel("embedding_norm", c.norm, tokens, h, act))
-        ops += [
-            norm_kernel("attn_norm", c.norm, tokens, h, act, residual=True, count=L),
-            _Linear("qkv_proj", tokens, h, (plan.heads + 2 * plan.kv_heads) * hd, L, True),
-            *attention_kernels("attention", batch, q_len, kv_len, plan.heads, plan.kv_heads,
-                               hd, causal, plan.fused, act, plan.kv, count=L,
-                               window=c.sliding_window if causal else None),
-            _Linear("o_proj", tokens, plan.heads * hd, h, L, True),
-            *self._all_reduce("attn.all_reduce", tokens, L, plan),
-            norm_kernel("mlp_norm", c.norm, tokens, h, act, residual=True, count=L),
-        ]
-        ops += self._moe(plan, tokens, L) if c.is_moe else self._mlp(plan, tokens, L)
-        ops += self._all_reduce("mlp.all_reduce", tokens, L, plan)
+        ops.append(norm_kernel("attn_norm", c.norm, tokens, h, act, residual=True, count=L))
+        ops += self._attention_ops(plan, batch, q_len, kv_len, causal)
+        if not c.parallel_block:
+            ops += self._all_reduce("attn.all_reduce", tokens, L, plan)
+        if c.block_norms >= 2:
+            ops.append(norm_kernel("mlp_norm", c.norm, tokens, h, act, residual=True, count=L))
+        if c.block_norms > 2:  # Gemma 2/3: a norm after attention and after the MLP too
+            ops.append(norm_kernel("post_norms", c.norm, tokens, h, act,
+                                   count=L * (c.block_norms - 2)))
+        dense = float(c.layers - c.moe_layers)
+        if dense:
+            ops += self._mlp(plan, tokens, dense)
+        if c.moe_layers:
+            ops += self._moe(plan, tokens, float(c.moe_layers))
+        ops += self._all_reduce("block.all_reduce" if c.parallel_block else "mlp.all_reduce",
+                                tokens, L, plan)
         if c.architecture == "decoder":
             ops.append(norm_kernel("final_norm", c.norm, tokens, h, act, residual=True))
         if c.pooler:
@@ -465,23 +537,80 @@ class Transformer:
             _Linear("experts.down_proj", per_expert, inter, h, L * touched, True),
             elementwise_kernel("experts.combine", tokens * h, k, 1, 2.0 * k, act, L),
         ]
+        if c.shared_expert_gate:
+            ops.append(_Linear("shared.gate", tokens, h, 1, L, False))
         if c.shared_experts:
-            shared = c.shared_experts * inter
+            shared = plan.shared_inter
             ops += [_Linear("shared.gate_up_proj", tokens, h, 2 * shared, L, True),
                     elementwise_kernel("shared.act", tokens * shared, 2, 1, GLU_FLOPS, act, L),
                     _Linear("shared.down_proj", tokens, shared, h, L, True)]
         return ops
 
+    def _attention_ops(self, plan: _Plan, batch: Number, q_len: int, kv_len: int,
+                       causal: bool) -> list[Kernel | _Linear]:
+        """Projections and attention of every layer; windowed layers apart from global ones."""
+        c = self.config
+        if c.is_mla:
+            return self._mla_ops(plan, batch, q_len, kv_len, causal)
+        h, hd, vd, L = c.hidden, c.head_dim or 0, c.v_head_dim or 0, float(c.layers)
+        tokens = batch * q_len
+        local = float(c.windowed_layers) if causal else 0.0
+        ops: list[Kernel | _Linear] = [
+            _Linear("qkv_proj", tokens, h, plan.heads * hd + plan.kv_heads * (hd + vd), L, True)]
+        for name, count, window in (("attention", L - local, None),
+                                    ("attention.local", local, c.sliding_window)):
+            if count:
+                ops += attention_kernels("attention" if local == L else name, batch, q_len,
+                                         kv_len, plan.heads, plan.kv_heads, hd, causal,
+                                         plan.fused, plan.act, plan.kv, count=count,
+                                         window=window, v_head_dim=vd)
+        ops.append(_Linear("o_proj", tokens, plan.heads * vd, h, L, True))
+        return ops
+
+    def _mla_ops(self, plan: _Plan, batch: Number, q_len: int, kv_len: int,
+                 causal: bool) -> list[Kernel | _Linear]:
+        """Multi-head latent attention (DeepSeek-V2/V3) of every layer.
+
+        The latent (kv_lora_rank) and the rotary key (qk_rope_head_dim) are what the cache
+        keeps. Absorbed (decode's default): queries are multiplied into the latent space
+        (q_absorb, the key half of kv_b_proj), attention runs as one KV head of kv_lora_rank +
+        qk_rope_head_dim whose first kv_lora_rank columns are V, read once, and v_up (the value
+        half of kv_b_proj) brings each head back to v_head_dim. Not absorbed (prefill, or
+        decode with absorb=False): kv_b_proj up-projects every cached position to per-head K
+        and V, then multi-head attention with head_dim for Q·Kᵀ and v_head_dim for P·V."""
+        c = self.config
+        h, hd, vd, L, act = c.hidden, c.head_dim or 0, c.v_head_dim or 0, float(c.layers), plan.act
+        kvl, rope, heads = c.kv_lora_rank or 0, c.qk_rope_head_dim, plan.heads
+        tokens = batch * q_len
+        ops: list[Kernel | _Linear] = []
+        if c.q_lora_rank:
+            ops += [_Linear("q_a_proj", tokens, h, c.q_lora_rank, L, True),
+                    norm_kernel("q_a_norm", c.norm, tokens, c.q_lora_rank, act, count=L),
+                    _Linear("q_b_proj", tokens, c.q_lora_rank, heads * hd, L, True)]
+        else:
+            ops.append(_Linear("q_proj", tokens, h, heads * hd, L, True))
+        ops += [_Linear("kv_a_proj", tokens, h, kvl + rope, L, True),
+                norm_kernel("kv_a_norm", c.norm, tokens, kvl, act, count=L)]
+        if plan.absorb:
+            ops += [_Linear("q_absorb", tokens, hd - rope, kvl, L * heads, True),
+                    *attention_kernels("attention", batch, q_len, kv_len, heads, 1, kvl + rope,
+                                       causal, plan.fused, act, plan.kv, count=L,
+                                       v_head_dim=kvl, shared_kv=True),
+                    _Linear("v_up", tokens, kvl, vd, L * heads, True)]
+        else:
+            ops += [_Linear("kv_b_proj", batch * kv_len, kvl, heads * (hd - rope + vd), L, True),
+                    *attention_kernels("attention", batch, q_len, kv_len, heads, heads, hd,
+                                       causal, plan.fused, act, act, count=L, v_head_dim=vd)]
+        ops.append(_Linear("o_proj", tokens, heads * vd, h, L, True))
+        return ops
+
     def _linear_params_per_chip(self, plan: _Plan) -> float:
         """Weights of the blocks' linear layers on one chip (the ones weight_dtype applies to)."""
         c = self.config
-        h, hd = c.hidden, c.head_dim or 0
-        attention = h * (plan.heads + 2 * plan.kv_heads) * hd + plan.heads * hd * h
-        if c.is_moe:
-            mlp = (c.experts + c.shared_experts) * 3 * h * plan.expert_inter
-        else:
-            mlp = (3 if c.mlp == "gated" else 2) * h * plan.inter
-        return float(c.layers * (attention + mlp))
+        attention = self._attention_weights(plan.heads, plan.kv_heads)
+        dense, moe = self._mlp_weights(plan.inter, plan.expert_inter, plan.shared_inter)
+        return float(c.layers * attention + (c.layers - c.moe_layers) * dense
+                     + c.moe_layers * moe)
 
     def _params_per_chip(self, plan: _Plan) -> float:
         parts = self.params_breakdown()

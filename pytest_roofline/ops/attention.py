@@ -12,7 +12,13 @@ Formulas (per sequence and query head; P = scored (query, key) pairs):
 * Sliding window of W keys (causal, as in Mistral 7B v0.1): query i sees
   min(kv_len - q_len + i + 1, W) keys, so P = sum of those counts, and only the last
   min(kv_len, q_len - 1 + W) positions of K and V are read: a decode step reads min(context, W).
-* Matrix FLOPs: 2·P·head_dim for Q·Kᵀ plus 2·P·head_dim for P·V = 4·P·head_dim.
+* Matrix FLOPs: 2·P·head_dim for Q·Kᵀ plus 2·P·v_head_dim for P·V (= 4·P·head_dim when the
+  value heads are as wide as the query/key heads).
+* Value heads may be narrower or wider than query/key heads (``v_head_dim``, DeepSeek's
+  multi-head latent attention): Q and K are priced with ``head_dim``, V and O with
+  ``v_head_dim``. ``shared_kv``: V is the leading ``v_head_dim`` columns of K, one tensor read
+  once (MLA decoding from its latent cache with the up-projections absorbed: one KV head of
+  kv_lora_rank + qk_rope_head_dim, V its first kv_lora_rank columns).
 * Softmax: 5 FLOPs per score (see ``ops.vector``), vector units.
 
 Fused (one pass, scores stay on chip) is modelled as two kernels that run in sequence: the
@@ -72,33 +78,41 @@ def keys_read(q_len: int, kv_len: int, window: int | None) -> int:
 def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number, heads: int,
                       kv_heads: int, head_dim: int, causal: bool, fused: bool, dtype: str,
                       kv_dtype: str, count: Number = 1.0,
-                      window: int | None = None, compute: str | None = None) -> list[Kernel]:
+                      window: int | None = None, compute: str | None = None, *,
+                      v_head_dim: int | None = None, shared_kv: bool = False) -> list[Kernel]:
     """The kernels of one attention call (no checks; shared with the model builders).
 
     *dtype* and *kv_dtype* price the bytes of Q/O and K/V; *compute* (default *dtype*) is the
     precision the two products are computed in (an override prices the products only, as the
-    tracer does: the softmax stays in *dtype*)."""
+    tracer does: the softmax stays in *dtype*). *v_head_dim* (default *head_dim*) sizes V
+    and O; *shared_kv* reads V as the leading v_head_dim columns of K (see the module
+    docstring)."""
     work = compute or dtype
+    dv = head_dim if v_head_dim is None else v_head_dim
     item, kv_item = dtypes.ITEMSIZE[dtype], dtypes.ITEMSIZE[kv_dtype]
-    q_bytes = batch * q_len * heads * head_dim * item  # Q read, and O written
+    q_bytes = batch * q_len * heads * head_dim * item  # Q read
+    o_bytes = batch * q_len * heads * dv * item  # O written
     read = kv_len if window is None else keys_read(int(q_len), int(kv_len), window)
-    kv_bytes = 2.0 * batch * read * kv_heads * head_dim * kv_item  # K and V, KV heads only
+    k_bytes = batch * read * kv_heads * head_dim * kv_item  # KV heads only
+    v_bytes = 0.0 if shared_kv else batch * read * kv_heads * dv * kv_item
     if fused:
         pairs = batch * heads * scored_pairs(q_len, kv_len, causal, window)
         return [
-            Kernel(prefix, 4.0 * pairs * head_dim, 2.0 * q_bytes + kv_bytes, 0.0, "matrix",
-                   work, None, None, count),
+            Kernel(prefix, 2.0 * pairs * (head_dim + dv), q_bytes + o_bytes + k_bytes + v_bytes,
+                   0.0, "matrix", work, None, None, count),
             Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, 0.0, "vector", dtype,
                    None, None, count),
         ]
     scores = batch * heads * q_len * kv_len
     score_bytes = scores * item
+    if shared_kv:  # unfused, the second product reads V (a slice of K) on its own
+        v_bytes = batch * read * kv_heads * dv * kv_item
     return [
-        Kernel(f"{prefix}.qk", 2.0 * scores * head_dim, q_bytes + kv_bytes / 2.0 + score_bytes,
+        Kernel(f"{prefix}.qk", 2.0 * scores * head_dim, q_bytes + k_bytes + score_bytes,
                0.0, "matrix", work, None, None, count),
         Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * scores, 2.0 * score_bytes, 0.0, "vector",
                dtype, None, None, count),
-        Kernel(f"{prefix}.pv", 2.0 * scores * head_dim, score_bytes + kv_bytes / 2.0 + q_bytes,
+        Kernel(f"{prefix}.pv", 2.0 * scores * dv, score_bytes + v_bytes + o_bytes,
                0.0, "matrix", work, None, None, count),
     ]
 
@@ -124,13 +138,18 @@ def attention(
     kv_dtype: object = None,
     layout: str | None = None,
     window: object = None,
+    v_head_dim: object = None,
+    shared_kv: bool = False,
 ) -> Workload:
     """Attention of *batch* sequences (see the module docstring for every formula).
 
     ``kv_heads`` defaults to ``heads`` (multi-head attention); ``kv_dtype`` (default *dtype*)
     prices a quantized KV cache; ``window`` (causal only) is a sliding window of that many
-    keys. The knob is q_len: one query (decode) reads all of K and V for 4·heads/kv_heads
-    FLOPs per KV element pair, prefill reuses them across queries.
+    keys; ``v_head_dim`` (default *head_dim*) sizes the value heads, ``shared_kv=True`` reads
+    V as the leading v_head_dim columns of K (multi-head latent attention decoding from its
+    latent cache: ``kv_heads=1, head_dim=kv_lora_rank + qk_rope_head_dim,
+    v_head_dim=kv_lora_rank``). The knob is q_len: one query (decode) reads all of K and V
+    for 4·heads/kv_heads FLOPs per KV element pair, prefill reuses them across queries.
 
     Arrays: ``attention(q, k, v, layout="bshd")`` (flash-attn, JAX) or ``layout="bhsd"``
     (``torch.nn.functional.scaled_dot_product_attention``); the layout must be named since
@@ -140,12 +159,14 @@ def attention(
     """
     flag(causal, "attention: causal")
     flag(fused, "attention: fused")
+    flag(shared_kv, "attention: shared_kv")
     span = None if window is None else size(window, "attention: window")
     if span is not None and not causal:
         raise WorkloadError(f"attention: window={span} needs causal=True (a sliding window "
                             f"looks back from each query)")
     if is_arraylike(batch) and (is_arraylike(q_len) or q_len is None):
         return _from_arrays(batch, q_len, kv_len, layout, causal, fused, dtype, kv_dtype, span)
+    dv = None if v_head_dim is None else size(v_head_dim, "attention: v_head_dim")
     if heads is None or head_dim is None or q_len is None or kv_len is None:
         raise WorkloadError("attention needs batch, q_len, kv_len, heads, kv_heads and "
                             "head_dim (or arrays: attention(q, k, v, layout=...))")
@@ -155,12 +176,18 @@ def attention(
     kvh = h if kv_heads is None else size(kv_heads, "attention: kv_heads")
     p = sized_precision(dtype)
     kvp = p if kv_dtype is None else precision(kv_dtype, "kv_dtype")
-    return _attention(b, q, kv, h, kvh, d, causal, fused, p, kvp, span)
+    if shared_kv and (dv or d) > d:
+        raise WorkloadError(f"attention: shared_kv=True reads V as the first v_head_dim "
+                            f"columns of K, so v_head_dim={dv} must be at most head_dim={d}")
+    return _attention(b, q, kv, h, kvh, d, causal, fused, p, kvp, span, dv=dv or d,
+                      shared_kv=shared_kv)
 
 
 def _attention(b: Number, q: int, kv: int, h: int, kvh: int, d: int, causal: bool,
                fused: bool, p: str, kvp: str, window: int | None = None,
-               compute: str | None = None) -> Workload:
+               compute: str | None = None, dv: int | None = None,
+               shared_kv: bool = False) -> Workload:
+    dv = d if dv is None else dv
     check_heads(h, kvh, "attention")
     if causal and q > kv:
         raise WorkloadError(f"attention: causal attention needs q_len <= kv_len (queries are "
@@ -170,17 +197,22 @@ def _attention(b: Number, q: int, kv: int, h: int, kvh: int, d: int, causal: boo
     kv_label = p if kvp == p else f"{p}, kv {kvp}"
     if compute is not None and compute != p:
         kv_label += f", as {compute}"
-    name = (f"attention(b={show(b)}, q={q}, kv={kv}, heads={h}/{kvh}, d={d}, {flags}, "
+    dims = f"d={d}" if dv == d else f"d={d}/v{dv}"
+    if shared_kv:
+        dims += " shared kv"
+    name = (f"attention(b={show(b)}, q={q}, kv={kv}, heads={h}/{kvh}, {dims}, {flags}, "
             f"{kv_label})")
     kernels = attention_kernels(name, b, q, kv, h, kvh, d, causal, fused, p, kvp,
-                                window=window, compute=compute)
+                                window=window, compute=compute, v_head_dim=dv,
+                                shared_kv=shared_kv)
     item, kv_item = dtypes.ITEMSIZE[p], dtypes.ITEMSIZE[kvp]
-    footprint = 2.0 * b * q * h * d * item + 2.0 * b * kv * kvh * d * kv_item
+    footprint = b * q * h * (d + dv) * item + b * kv * kvh * (
+        d if shared_kv else d + dv) * kv_item
     if not fused:
         footprint = footprint + b * h * q * kv * item
     knob = None if is_sweep(b) else Knob(
         "q_len", q, lambda x: _attention(b, x, kv, h, kvh, d, causal, fused, p, kvp, window,
-                                         compute),
+                                         compute, dv, shared_kv),
         hi=kv if causal else 1 << 24)
     return Workload(kernels, footprint=footprint, name=name, knob=knob)
 
@@ -214,4 +246,5 @@ def _from_arrays(q: object, k: object, v: object, layout: str | None, causal: bo
     return _attention(float(size(bq, "attention: batch")), size(sq, "attention: q_len"),
                       size(sk, "attention: kv_len"), size(hq, "attention: heads"),
                       size(hk, "attention: kv_heads"), size(dq, "attention: head_dim"),
-                      causal, fused, p, kvp, window, compute)
+                      causal, fused, p, kvp, window, compute,
+                      size(dims["v"][3], "attention: v_head_dim"))
