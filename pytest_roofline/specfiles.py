@@ -96,7 +96,7 @@ def is_file(path: Path) -> bool:
 
 def is_path(text: str) -> bool:
     """Whether a name given by a user is a file path rather than a catalog name."""
-    return text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
+    return text.endswith((".yaml", ".yml", ".json")) or os.sep in text or "/" in text
 
 
 class SpecIndex:

@@ -401,13 +401,15 @@ def test_config_from_a_hugging_face_config_json():
              "vocab_size": 128256, "hidden_act": "silu", "tie_word_embeddings": False,
              "attention_bias": False}
     assert models.load(models.from_hf_config(llama, "my-llama")).params == 8_030_261_248
-    # openai-community/gpt2 config.json has no tie_word_embeddings: it must be given
+    # openai-community/gpt2 config.json has no tie_word_embeddings: GPT2Config's default
+    # (True) applies, as transformers loads it
     gpt2 = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
             "n_positions": 1024, "vocab_size": 50257, "n_inner": None}
-    with pytest.raises(SpecError, match="tie_word_embeddings"):
-        models.from_hf_config(gpt2, "my-gpt2")
-    config = models.from_hf_config(gpt2, "my-gpt2", tie_embeddings=True)
+    config = models.from_hf_config(gpt2, "my-gpt2")
+    assert config.tie_embeddings is True
     assert models.load(config).params == 124_439_808
+    untied = models.from_hf_config(gpt2, "my-gpt2", tie_embeddings=False)
+    assert models.load(untied).params == 124_439_808 + 50257 * 768
 
 
 def test_mistral_decode_reads_at_most_its_sliding_window() -> None:
@@ -430,11 +432,13 @@ def test_mistral_decode_reads_at_most_its_sliding_window() -> None:
 def test_hf_config_window_only_when_used() -> None:
     # Qwen2 config.json files list "sliding_window": 131072 with "use_sliding_window": false;
     # Mistral v0.1's lists 4096 and uses it.
-    base = {"hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8,
-            "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 1000,
+    base = {"model_type": "qwen2", "hidden_size": 512, "num_hidden_layers": 2,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 1024,
+            "vocab_size": 1000,
             "tie_word_embeddings": False}
     qwen = models.from_hf_config({**base, "sliding_window": 131072,
                                   "use_sliding_window": False}, "tiny-qwen")
-    mistral = models.from_hf_config({**base, "sliding_window": 4096}, "tiny-mistral")
+    mistral = models.from_hf_config({**base, "model_type": "mistral", "sliding_window": 4096},
+                                    "tiny-mistral")
     assert qwen.sliding_window is None
     assert mistral.sliding_window == 4096

@@ -4,8 +4,9 @@
 step; ``prefill``, ``forward`` and ``train_step`` are the other phases, ``params`` the exact
 parameter count and ``footprint`` the memory a phase needs per chip. Built-in configurations
 live in ``specs/models/*.yaml`` (schema in that folder's README), each citing its model card
-or config file; a path to a file of the same schema, :func:`register`, or a config built in
-Python (:class:`TransformerConfig`, :class:`ResNetConfig`) add models of your own.
+or config file; a path to a file of the same schema, a Hugging Face ``config.json`` (a path
+ending in ``.json``, or its mapping: :func:`from_hf_config`), :func:`register`, or a config
+built in Python (:class:`TransformerConfig`, :class:`ResNetConfig`) add models of your own.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 from ..breakdown import breakdown, format_breakdown
 from .catalog import CATALOG, Model, builtin_model_dir
 from .cnn import ResNet
-from .config import ModelConfig, ResNetConfig, TransformerConfig, from_hf_config
+from .config import ModelConfig, ResNetConfig, TransformerConfig
 from .config import from_dict as config_from_dict
+from .hf import from_hf_config
 from .transformer import Footprint, Transformer
 
 __all__ = [
@@ -41,20 +43,25 @@ __all__ = [
 ]
 
 
-def load(name_or_path: str | os.PathLike[str] | ModelConfig) -> Model:
-    """A model by name or alias (case-insensitive), from a model file, or from a config.
+def load(name_or_path: str | os.PathLike[str] | ModelConfig | Mapping[str, Any]) -> Model:
+    """A model by name or alias (case-insensitive), from a model file (``.yaml``), a Hugging
+    Face ``config.json`` (a path, or its mapping: see :func:`from_hf_config`), or a config.
 
     An unknown name raises :class:`~pytest_roofline.UnknownModelError` listing close matches.
     """
-    if isinstance(name_or_path, (TransformerConfig, ResNetConfig)):
-        from .catalog import build
+    from .catalog import build
 
+    if isinstance(name_or_path, (TransformerConfig, ResNetConfig)):
         return build(name_or_path)
+    if isinstance(name_or_path, Mapping):
+        return build(from_hf_config(name_or_path))
     return CATALOG.get(name_or_path)
 
 
-def get_config(name_or_path: str | os.PathLike[str]) -> ModelConfig:
+def get_config(name_or_path: str | os.PathLike[str] | Mapping[str, Any]) -> ModelConfig:
     """The validated configuration of a model (see :func:`load`)."""
+    if isinstance(name_or_path, Mapping):
+        return from_hf_config(name_or_path)
     return CATALOG.config(name_or_path)
 
 

@@ -14,6 +14,7 @@ from ..errors import UnknownModelError, brief, did_you_mean
 from ..specfiles import SpecIndex, builtin_dir, is_file, is_path, load_yaml
 from .cnn import ResNet
 from .config import ModelConfig, ResNetConfig, TransformerConfig, from_dict
+from .hf import from_hf_config
 from .transformer import Transformer
 
 Model = Transformer | ResNet
@@ -67,6 +68,8 @@ class Catalog(SpecIndex):
             path = Path(text)
             if not is_file(path):
                 raise UnknownModelError(f"model file {brief(text, 200)} does not exist")
+            if path.suffix == ".json":  # a Hugging Face config.json
+                return from_hf_config(path)
             return from_dict(load_yaml(path, "model file"), str(path))
         self._scan()
         key = self._alias.get(text.lower())

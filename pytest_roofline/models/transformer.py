@@ -467,7 +467,7 @@ class Transformer:
              logits: Number) -> list[Kernel | _Linear]:
         """The forward pass as kernels and linear layers, layers folded into counts."""
         c = self.config
-        h, hd, L = c.hidden, c.head_dim or 0, float(c.layers)
+        h, L = c.hidden, float(c.layers)
         act, item = plan.act, dtypes.ITEMSIZE[plan.act]
         tokens = batch * q_len
         tables = 1 + (c.position == "learned") + (c.token_types > 0)

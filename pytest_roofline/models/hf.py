@@ -1,0 +1,476 @@
+"""Transformer configs from Hugging Face ``config.json`` files, chosen by ``model_type``.
+
+A key the file omits takes the default of that ``model_type``'s config class in
+``transformers`` (version :data:`TRANSFORMERS_VERSION`, table :data:`DEFAULTS`, rendered in
+``docs/models.md``); nothing else is assumed. An unknown ``model_type``, or a feature the
+models do not cover, is a :class:`~pytest_roofline.SpecError` naming the key and its value.
+Only the file (or the mapping) is read: no network, no ``transformers`` import.
+
+Conventions: the parameter count is the base model's plus its lm_head (BERT and RoBERTa:
+``BertModel`` with its pooler, no masked-LM head); DeepSeek-V3's multi-token-prediction
+module (``num_nextn_predict_layers``) is not counted, as in its 671B; ``quantization_config``
+sets :attr:`TransformerConfig.weight_dtype` (fp8 for DeepSeek-V3), which a phase's
+``weight_dtype`` argument overrides; a ``sliding_window`` the model uses is honoured (with
+Gemma's ``layer_types``, on those layers only); a multimodal wrapper (Gemma 3) loads its
+``text_config`` and leaves the vision tower out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from .config import TransformerConfig
+
+#: The ``transformers`` release whose config classes :data:`DEFAULTS` is read from.
+TRANSFORMERS_VERSION = "5.23.0"
+
+_LLAMA = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": None,
+          "head_dim": None, "hidden_act": "silu", "tie_word_embeddings": False,
+          "attention_bias": False, "mlp_bias": False}
+
+#: Per model_type: the default of every key read, from ``transformers``' config classes
+#: (``src/transformers/models/<name>/configuration_<name>.py``). ``None`` is that class's
+#: own "derive it" value (kv heads = heads, head_dim = hidden / heads, n_inner = 4 x hidden).
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "llama": _LLAMA,
+    "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+                "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "head_dim": None, "hidden_act": "silu", "tie_word_embeddings": False,
+                "sliding_window": 4096},
+    "mixtral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+                "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "head_dim": None, "hidden_act": "silu", "tie_word_embeddings": False,
+                "sliding_window": None, "num_local_experts": 8, "num_experts_per_tok": 2},
+    "qwen2": {"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016,
+              "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+              "hidden_act": "silu", "tie_word_embeddings": False, "use_sliding_window": False,
+              "sliding_window": 4096, "max_window_layers": 28, "layer_types": None},
+    "phi3": {"vocab_size": 32064, "hidden_size": 3072, "intermediate_size": 8192,
+             "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": None,
+             "hidden_act": "silu", "tie_word_embeddings": False, "sliding_window": None},
+    "gemma": {"vocab_size": 256000, "hidden_size": 3072, "intermediate_size": 24576,
+              "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 16,
+              "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+              "attention_bias": False},
+    "gemma2": {"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216,
+               "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+               "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+               "tie_word_embeddings": True, "attention_bias": False, "sliding_window": 4096,
+               "layer_types": None},
+    "gemma3_text": {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26, "num_attention_heads": 8,
+                    "num_key_value_heads": 4, "head_dim": 256,
+                    "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+                    "attention_bias": False, "sliding_window": 4096, "layer_types": None,
+                    "sliding_window_pattern": 6},
+    "gemma3": {"text_config": None, "vision_config": None, "tie_word_embeddings": True},
+    "qwen2_moe": {"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632,
+                  "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+                  "hidden_act": "silu", "tie_word_embeddings": False,
+                  "use_sliding_window": False, "sliding_window": 4096, "max_window_layers": 28,
+                  "layer_types": None, "decoder_sparse_step": 1, "moe_intermediate_size": 1408,
+                  "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4,
+                  "num_experts": 60, "mlp_only_layers": None, "qkv_bias": True},
+    "qwen3_moe": {"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 6144,
+                  "num_hidden_layers": 24, "num_attention_heads": 32, "num_key_value_heads": 4,
+                  "head_dim": None, "hidden_act": "silu", "tie_word_embeddings": False,
+                  "attention_bias": False, "use_sliding_window": False,
+                  "decoder_sparse_step": 1, "moe_intermediate_size": 768,
+                  "num_experts_per_tok": 8, "num_experts": 128, "mlp_only_layers": None},
+    "deepseek_v2": {"vocab_size": 102400, "hidden_size": 4096, "intermediate_size": 11008,
+                    "num_hidden_layers": 32, "num_attention_heads": 32, "hidden_act": "silu",
+                    "tie_word_embeddings": False, "attention_bias": False,
+                    "first_k_dense_replace": 0, "kv_lora_rank": 512, "q_lora_rank": 1536,
+                    "n_routed_experts": 64, "n_shared_experts": 2, "qk_nope_head_dim": 128,
+                    "qk_rope_head_dim": 64, "v_head_dim": 128, "num_experts_per_tok": None,
+                    "moe_intermediate_size": 1407},
+    "deepseek_v3": {"vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432,
+                    "num_hidden_layers": 61, "num_attention_heads": 128, "hidden_act": "silu",
+                    "tie_word_embeddings": False, "attention_bias": False,
+                    "first_k_dense_replace": 3, "kv_lora_rank": 512, "q_lora_rank": 1536,
+                    "n_routed_experts": 256, "n_shared_experts": 1, "qk_nope_head_dim": 128,
+                    "qk_rope_head_dim": 64, "v_head_dim": 128, "num_experts_per_tok": 8,
+                    "moe_intermediate_size": 2048},
+    "gpt2": {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12,
+             "n_head": 12, "n_inner": None, "activation_function": "gelu_new",
+             "tie_word_embeddings": True, "add_cross_attention": False},
+    "gptj": {"vocab_size": 50400, "n_embd": 4096, "n_layer": 28, "n_head": 16, "n_inner": None,
+             "activation_function": "gelu_new", "tie_word_embeddings": False},
+    "gpt_neox": {"vocab_size": 50432, "hidden_size": 6144, "num_hidden_layers": 44,
+                 "num_attention_heads": 64, "intermediate_size": 24576, "hidden_act": "gelu",
+                 "tie_word_embeddings": False, "use_parallel_residual": True,
+                 "attention_bias": True},
+    "falcon": {"vocab_size": 65024, "hidden_size": 4544, "num_hidden_layers": 32,
+               "num_attention_heads": 71, "num_ln_in_parallel_attn": None,
+               "num_kv_heads": None, "alibi": False, "new_decoder_architecture": False,
+               "multi_query": True, "parallel_attn": True, "bias": False,
+               "ffn_hidden_size": None, "activation": "gelu", "tie_word_embeddings": True},
+    "bert": {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
+             "num_attention_heads": 12, "intermediate_size": 3072, "hidden_act": "gelu",
+             "max_position_embeddings": 512, "type_vocab_size": 2, "is_decoder": False},
+    "roberta": {"vocab_size": 50265, "hidden_size": 768, "num_hidden_layers": 12,
+                "num_attention_heads": 12, "intermediate_size": 3072, "hidden_act": "gelu",
+                "max_position_embeddings": 512, "type_vocab_size": 2, "is_decoder": False},
+}
+
+
+class _Keys:
+    """The file's keys over the model_type's defaults; remembers which key fed which field."""
+
+    def __init__(self, data: Mapping[str, Any], model_type: str, origin: str) -> None:
+        self.data, self.model_type, self.origin = data, model_type, origin
+        self.defaults = DEFAULTS[model_type]
+        self.fed: dict[str, str] = {}
+
+    def __call__(self, key: str, field: str | None = None) -> Any:
+        value = self.data[key] if key in self.data else self.defaults[key]
+        if field is not None:
+            self.fed[field] = key
+        return value
+
+    def given(self, key: str) -> bool:
+        return key in self.data
+
+    def refuse(self, key: str, what: str) -> SpecError:
+        return SpecError(f"{self.origin}: {key}={self(key)!r} is not covered: {what}")
+
+
+def _decoder(k: _Keys, *, head_dim: bool = True, activation: str = "hidden_act",
+             kv_heads: bool = True) -> dict[str, Any]:
+    """Llama-style keys: RMSNorm, gated MLP, rotary positions."""
+    values = {"hidden": k("hidden_size", "hidden"), "layers": k("num_hidden_layers", "layers"),
+              "heads": k("num_attention_heads", "heads"),
+              "kv_heads": k("num_key_value_heads", "kv_heads") if kv_heads else None,
+              "intermediate": k("intermediate_size", "intermediate"),
+              "vocab": k("vocab_size", "vocab"),
+              "tie_embeddings": k("tie_word_embeddings", "tie_embeddings"),
+              "activation": str(k(activation))}
+    if head_dim:
+        values["head_dim"] = k("head_dim", "head_dim")
+    return values
+
+
+def _attention_bias(k: _Keys, values: dict[str, Any]) -> dict[str, Any]:
+    if k("attention_bias"):
+        values.update(qkv_bias=True, o_bias=True)
+    return values
+
+
+def _window_all_layers(k: _Keys, values: dict[str, Any]) -> dict[str, Any]:
+    values["sliding_window"] = k("sliding_window", "sliding_window")
+    return values
+
+
+def _window_by_layer_types(k: _Keys, values: dict[str, Any], default: list[bool]) -> None:
+    """Windows on the layers ``layer_types`` marks "sliding_attention" (else *default*)."""
+    types = k("layer_types")
+    if types is None:
+        local = default
+    elif isinstance(types, list) and len(types) == values["layers"]:
+        local = [t == "sliding_attention" for t in types]
+    else:
+        raise SpecError(f"{k.origin}: layer_types={types!r}: expected a list of "
+                        f"{values['layers']} entries such as 'sliding_attention'")
+    if any(local) and k("sliding_window") is not None:
+        values.update(sliding_window=k("sliding_window", "sliding_window"),
+                      local_layers=sum(local))
+
+
+def _qwen_window(k: _Keys, values: dict[str, Any], every_other: bool) -> None:
+    """Qwen2's window: only with use_sliding_window, on the layers from max_window_layers."""
+    if not k("use_sliding_window"):
+        return
+    first = k("max_window_layers")
+    layers = int(values["layers"])
+    _window_by_layer_types(k, values, [i >= first if not every_other else
+                                       bool((i + 1) % 2) and i < first
+                                       for i in range(layers)])
+
+
+def _moe_layers(k: _Keys, values: dict[str, Any]) -> None:
+    """Qwen-MoE: a layer is sparse unless listed in mlp_only_layers or off decoder_sparse_step."""
+    step, only = k("decoder_sparse_step"), k("mlp_only_layers") or []
+    if not isinstance(step, int) or isinstance(step, bool) or step < 1:
+        raise k.refuse("decoder_sparse_step", "expected a whole number >= 1")
+    sparse = sum(1 for i in range(int(values["layers"]))
+                 if i not in only and (i + 1) % step == 0)
+    values.update(experts=k("num_experts", "experts"),
+                  experts_per_token=k("num_experts_per_tok", "experts_per_token"),
+                  moe_intermediate=k("moe_intermediate_size", "moe_intermediate"),
+                  dense_layers=int(values["layers"]) - sparse)
+
+
+def _llama(k: _Keys) -> dict[str, Any]:
+    values = _attention_bias(k, _decoder(k))
+    if k("mlp_bias"):
+        values["mlp_bias"] = True
+    return values
+
+
+def _mistral(k: _Keys) -> dict[str, Any]:
+    return _window_all_layers(k, _decoder(k))
+
+
+def _mixtral(k: _Keys) -> dict[str, Any]:
+    values = _window_all_layers(k, _decoder(k))
+    values.update(experts=k("num_local_experts", "experts"),
+                  experts_per_token=k("num_experts_per_tok", "experts_per_token"))
+    return values
+
+
+def _qwen2(k: _Keys) -> dict[str, Any]:
+    values = _decoder(k, head_dim=False)
+    values["qkv_bias"] = True  # Qwen2's q, k and v projections always have biases
+    _qwen_window(k, values, every_other=False)
+    return values
+
+
+def _phi3(k: _Keys) -> dict[str, Any]:
+    return _window_all_layers(k, _decoder(k, head_dim=False))
+
+
+def _gemma(k: _Keys) -> dict[str, Any]:
+    return _attention_bias(k, _decoder(k))
+
+
+def _gemma2(k: _Keys) -> dict[str, Any]:
+    values = _attention_bias(k, _decoder(k, activation="hidden_activation"))
+    values["block_norms"] = 4  # pre and post norms around attention and around the MLP
+    _window_by_layer_types(k, values, [bool((i + 1) % 2) for i in range(values["layers"])])
+    return values
+
+
+def _gemma3_text(k: _Keys) -> dict[str, Any]:
+    values = _attention_bias(k, _decoder(k, activation="hidden_activation"))
+    values.update(block_norms=4, qk_norm=True)
+    pattern = k("sliding_window_pattern")
+    _window_by_layer_types(k, values, [bool((i + 1) % pattern)
+                                       for i in range(values["layers"])])
+    return values
+
+
+def _qwen2_moe(k: _Keys) -> dict[str, Any]:
+    values = _decoder(k, head_dim=False)
+    values["qkv_bias"] = bool(k("qkv_bias"))
+    _qwen_window(k, values, every_other=True)
+    _moe_layers(k, values)
+    shared = k("shared_expert_intermediate_size", "shared_intermediate")
+    if shared:
+        values.update(shared_experts=1, shared_intermediate=shared, shared_expert_gate=True)
+    return values
+
+
+def _qwen3_moe(k: _Keys) -> dict[str, Any]:
+    values = _attention_bias(k, _decoder(k))
+    if k("use_sliding_window"):
+        raise k.refuse("use_sliding_window", "Qwen3-MoE's windowed layers are not modelled")
+    values["qk_norm"] = True
+    _moe_layers(k, values)
+    return values
+
+
+def _deepseek(k: _Keys) -> dict[str, Any]:
+    values = _decoder(k, head_dim=False, kv_heads=False)
+    if k("attention_bias"):
+        raise k.refuse("attention_bias", "latent attention is modelled without biases")
+    if k.data.get("moe_layer_freq", 1) != 1:
+        raise SpecError(f"{k.origin}: moe_layer_freq={k.data['moe_layer_freq']!r} is not "
+                        f"covered: expected 1 (every layer after first_k_dense_replace is "
+                        f"a mixture of experts)")
+    nope, rope = k("qk_nope_head_dim", "head_dim"), k("qk_rope_head_dim", "qk_rope_head_dim")
+    values.update(kv_heads=values["heads"], head_dim=nope + rope,
+                  v_head_dim=k("v_head_dim", "v_head_dim"),
+                  q_lora_rank=k("q_lora_rank", "q_lora_rank"),
+                  kv_lora_rank=k("kv_lora_rank", "kv_lora_rank"), qk_rope_head_dim=rope)
+    if k("num_experts_per_tok") is not None and k("n_routed_experts"):
+        moe = k("moe_intermediate_size", "moe_intermediate")
+        values.update(experts=k("n_routed_experts", "experts"),
+                      experts_per_token=k("num_experts_per_tok", "experts_per_token"),
+                      moe_intermediate=moe, shared_experts=k("n_shared_experts") or 0,
+                      dense_layers=k("first_k_dense_replace", "dense_layers"))
+    return values
+
+
+def _gpt2(k: _Keys) -> dict[str, Any]:
+    if k("add_cross_attention"):
+        raise k.refuse("add_cross_attention", "cross-attention layers are not modelled")
+    hidden = k("n_embd", "hidden")
+    return {"hidden": hidden, "layers": k("n_layer", "layers"), "heads": k("n_head", "heads"),
+            "intermediate": k("n_inner", "intermediate") or 4 * hidden,
+            "vocab": k("vocab_size", "vocab"), "max_positions": k("n_positions", "max_positions"),
+            "tie_embeddings": k("tie_word_embeddings", "tie_embeddings"), "mlp": "plain",
+            "norm": "layernorm", "position": "learned", "bias": True,
+            "activation": str(k("activation_function"))}
+
+
+def _gptj(k: _Keys) -> dict[str, Any]:
+    hidden = k("n_embd", "hidden")
+    return {"hidden": hidden, "layers": k("n_layer", "layers"), "heads": k("n_head", "heads"),
+            "intermediate": k("n_inner", "intermediate") or 4 * hidden,
+            "vocab": k("vocab_size", "vocab"),
+            "tie_embeddings": k("tie_word_embeddings", "tie_embeddings"), "mlp": "plain",
+            "norm": "layernorm", "parallel_block": True, "block_norms": 1, "mlp_bias": True,
+            "activation": str(k("activation_function"))}
+
+
+def _gpt_neox(k: _Keys) -> dict[str, Any]:
+    values = _decoder(k, head_dim=False, kv_heads=False)
+    values.update(mlp="plain", norm="layernorm", mlp_bias=True,
+                  parallel_block=bool(k("use_parallel_residual")))
+    return _attention_bias(k, values)
+
+
+def _falcon(k: _Keys) -> dict[str, Any]:
+    hidden, heads = k("hidden_size", "hidden"), k("num_attention_heads", "heads")
+    new = bool(k("new_decoder_architecture"))
+    if new:
+        kv_heads = k("num_kv_heads", "kv_heads")
+    else:
+        kv_heads = 1 if k("multi_query") else heads
+    parallel = bool(k("parallel_attn")) or new
+    in_parallel = k("num_ln_in_parallel_attn")  # None: 2 with the new architecture, else 1
+    norms = 2 if not parallel or in_parallel == 2 or (in_parallel is None and new) else 1
+    return {"hidden": hidden, "layers": k("num_hidden_layers", "layers"), "heads": heads,
+            "kv_heads": kv_heads, "intermediate": k("ffn_hidden_size", "intermediate")
+            or 4 * hidden, "vocab": k("vocab_size", "vocab"),
+            "tie_embeddings": k("tie_word_embeddings", "tie_embeddings"), "mlp": "plain",
+            "norm": "layernorm", "parallel_block": parallel, "block_norms": norms,
+            "bias": bool(k("bias")), "position": "none" if k("alibi") else "rope",
+            "activation": str(k("activation"))}
+
+
+def _encoder(k: _Keys) -> dict[str, Any]:
+    if k("is_decoder"):
+        raise k.refuse("is_decoder", "BERT-style models are modelled as encoders")
+    return {"architecture": "encoder", "hidden": k("hidden_size", "hidden"),
+            "layers": k("num_hidden_layers", "layers"),
+            "heads": k("num_attention_heads", "heads"),
+            "intermediate": k("intermediate_size", "intermediate"),
+            "vocab": k("vocab_size", "vocab"), "tie_embeddings": False, "mlp": "plain",
+            "norm": "layernorm", "position": "learned",
+            "max_positions": k("max_position_embeddings", "max_positions"),
+            "token_types": k("type_vocab_size", "token_types"), "embedding_norm": True,
+            "pooler": True, "bias": True, "activation": str(k("hidden_act"))}
+
+
+_MAPPINGS: dict[str, Callable[[_Keys], dict[str, Any]]] = {
+    "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2,
+    "phi3": _phi3, "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3_text,
+    "qwen2_moe": _qwen2_moe, "qwen3_moe": _qwen3_moe, "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek, "gpt2": _gpt2, "gptj": _gptj, "gpt_neox": _gpt_neox,
+    "falcon": _falcon, "bert": _encoder, "roberta": _encoder,
+}
+
+#: model_type values a file can name (gemma3: the multimodal wrapper of gemma3_text).
+MODEL_TYPES = tuple(sorted([*_MAPPINGS, "gemma3"]))
+
+_QUANT_BITS = {4: "int4", 8: "int8"}
+
+
+def _weight_dtype(quant: object, origin: str) -> str:
+    """The weight precision a ``quantization_config`` stores the blocks' linear layers in."""
+    if not isinstance(quant, Mapping):
+        raise SpecError(f"{origin}: quantization_config={quant!r}: expected a mapping")
+    method = quant.get("quant_method")
+    if method == "fp8":
+        return "fp8"
+    if method in ("gptq", "awq") and quant.get("bits") in _QUANT_BITS:
+        return _QUANT_BITS[quant["bits"]]
+    raise SpecError(f"{origin}: quantization_config.quant_method={method!r} (bits="
+                    f"{quant.get('bits')!r}) is not covered: expected fp8, or gptq/awq with "
+                    f"4 or 8 bits; pass weight_dtype=... to say what the weights are")
+
+
+def read_config_json(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The mapping in a ``config.json`` file; errors name the file."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{file}: cannot read config.json ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise SpecError(f"{file}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{file}: expected a JSON object of config keys, got "
+                        f"{type(data).__name__}")
+    return data
+
+
+def _default_name(data: Mapping[str, Any], path: Path | None) -> str:
+    if path is not None:  # .../DeepSeek-V3/config.json -> deepseek-v3; else the file's stem
+        return (path.parent.name if path.name == "config.json" and path.parent.name
+                else path.stem).lower()
+    where = data.get("_name_or_path")
+    if isinstance(where, str) and where.strip("/"):
+        return where.strip("/").rsplit("/", 1)[-1].lower()
+    return str(data.get("model_type", "model"))
+
+
+def from_hf_config(config: Mapping[str, Any] | str | os.PathLike[str], name: str | None = None,
+                   **overrides: Any) -> TransformerConfig:
+    """A :class:`TransformerConfig` from a Hugging Face ``config.json`` (a path, or its
+    mapping), for the model types in :data:`MODEL_TYPES`. *overrides* set or correct any field
+    (``weight_dtype="bf16"``, ``sliding_window=None``, ...). *name* defaults to the folder the
+    file is in, else ``_name_or_path``, else the model_type."""
+    path = None
+    if isinstance(config, Mapping):
+        data: Mapping[str, Any] = config
+        origin = "config.json mapping"
+    else:
+        path = Path(config)
+        data, origin = read_config_json(path), str(path)
+    model_type = data.get("model_type")
+    if model_type is None:
+        raise SpecError(f"{origin}: no 'model_type' key; it picks the mapping of keys (one of "
+                        f"{', '.join(MODEL_TYPES)})")
+    if model_type not in MODEL_TYPES:
+        raise SpecError(f"{origin}: model_type={model_type!r} is not covered; covered: "
+                        f"{', '.join(MODEL_TYPES)}")
+    title = name or _default_name(data, path)
+    description = f"from {origin} (model_type {model_type})"
+    if model_type == "gemma3":
+        text = data.get("text_config") or {}
+        if not isinstance(text, Mapping):
+            raise SpecError(f"{origin}: text_config={text!r}: expected a mapping")
+        text = {"tie_word_embeddings": data.get("tie_word_embeddings", True), **text}
+        data, model_type = {**text, "model_type": "gemma3_text"}, "gemma3_text"
+        description += "; the text model only: the vision tower (vision_config) is left out"
+    keys = _Keys(data, str(model_type), origin)
+    values = _MAPPINGS[str(model_type)](keys)
+    if data.get("is_encoder_decoder"):
+        raise keys.refuse("is_encoder_decoder", "encoder-decoder models are not modelled")
+    if data.get("quantization_config") is not None:
+        values["weight_dtype"] = _weight_dtype(data["quantization_config"], origin)
+        keys.fed["weight_dtype"] = "quantization_config"
+    values.update(overrides)
+    try:
+        return TransformerConfig(name=str(title).lower(), description=description,
+                                 sources={"config": origin}, **values)
+    except SpecError as exc:
+        raise SpecError(_name_the_key(str(exc), keys.fed)) from None
+
+
+def _name_the_key(message: str, fed: Mapping[str, str]) -> str:
+    """A config error, with the config.json key behind the field it names."""
+    found = re.search(r"field '(\w+)'", message)
+    if found and found.group(1) in fed:
+        return f"{message} (config.json key {fed[found.group(1)]!r})"
+    return message
+
+
+def defaults_table() -> str:
+    """:data:`DEFAULTS` as a Markdown table, one row per model_type (``docs/models.md``)."""
+    rows = ["| model_type | defaults of the keys read |", "| --- | --- |"]
+    for model_type, defaults in DEFAULTS.items():
+        cells = ", ".join(f"`{key}`: {json.dumps(value)}" for key, value in defaults.items())
+        rows.append(f"| `{model_type}` | {cells} |")
+    return "\n".join(rows)
