@@ -298,3 +298,21 @@ def test_defaults_table_in_the_docs_matches_the_code() -> None:
     docs = (Path(__file__).parents[1] / "docs" / "models.md").read_text()
     assert hf.defaults_table() in docs
     assert f"transformers {hf.TRANSFORMERS_VERSION}" in docs
+
+
+@pytest.mark.parametrize(("builtin", "file"), [
+    ("gpt-j-6b", "gpt-j-6b"), ("llama-2-70b", "llama-2-70b"), ("bert-large", "bert-large-uncased"),
+    ("deepseek-v3", "deepseek-v3"), ("gemma-2-9b", "gemma-2-9b"), ("qwen2.5-72b", "qwen2.5-72b"),
+    ("mixtral-8x22b", "mixtral-8x22b-v0.1"),
+])
+def test_built_in_files_agree_with_the_config_json_they_cite(builtin: str, file: str) -> None:
+    ours, theirs = models.load(builtin), load(file)
+    assert isinstance(ours, models.Transformer)
+    assert ours.params_breakdown() == theirs.params_breakdown()
+    assert ours.active_params == theirs.active_params
+    assert ours.kv_bytes_per_token() == theirs.kv_bytes_per_token()
+    assert ours.config.weight_dtype == theirs.config.weight_dtype
+    decode = (lambda m: m.decode(4, 512)) if ours.config.architecture == "decoder" else (
+        lambda m: m.forward(4, 512))
+    assert decode(ours).flops == pytest.approx(decode(theirs).flops)
+    assert decode(ours).bytes == pytest.approx(decode(theirs).bytes)

@@ -26,7 +26,9 @@ from pytest_roofline import (
 from pytest_roofline.models import ResNetConfig, TransformerConfig
 
 REQUIRED_MODELS = ["llama-2-7b", "llama-3-8b", "llama-3-70b", "llama-3-405b", "mistral-7b",
-                   "mixtral-8x7b", "gpt-2", "bert-base", "resnet-50", "qwen2.5-7b"]
+                   "mixtral-8x7b", "gpt-2", "bert-base", "resnet-50", "qwen2.5-7b",
+                   "gpt-j-6b", "llama-2-70b", "bert-large", "deepseek-v3", "gemma-2-9b",
+                   "qwen2.5-72b", "mixtral-8x22b"]
 
 # Llama-3-8B shapes (config.json): hidden 4096, 32 layers, 32 heads, 8 KV heads, head_dim 128,
 # intermediate 14336, vocab 128256, untied lm_head.
@@ -52,6 +54,10 @@ def test_parameter_count_within_one_percent_of_the_model_card(name):
     assert config.published_params is not None, f"{name} cites no published count"
     assert config.published_params_source  # the citation travels with the figure
     assert model.params == pytest.approx(config.published_params, rel=0.01)
+    if isinstance(config, models.TransformerConfig) and config.published_active_params:
+        active = (model.active_params if config.published_active_embedding
+                  else model.active_params_no_embedding)
+        assert active == pytest.approx(config.published_active_params, rel=0.01)
 
 
 def test_llama_3_8b_parameters_from_the_config():

@@ -799,3 +799,25 @@ def test_the_summary_fits_an_80_column_ci_log(suite: pytest.Pytester,
     assert all(len(line) <= 80 for line in table), table
     # parameter ids sort as numbers: 1, 2, 10
     assert [line.split()[0].rsplit("[", 1)[1] for line in table[1:]] == ["1]", "2]", "10]"]
+
+
+def test_a_config_json_path_through_the_fixture_names_the_knob(pytester: pytest.Pytester) -> None:
+    # DeepSeek-V3 from its published config.json (fp8 weights), decode on 8 H200 with tensor
+    # parallelism: memory-bound at batch 64, and the failure says which batch turns it.
+    from pathlib import Path
+
+    config = Path(__file__).parent / "data" / "hf" / "deepseek-v3.json"
+    pytester.makepyfile(f"""
+        import pytest
+        from pytest_roofline import models
+
+        @pytest.mark.roofline(hw="h200", regime="compute")
+        def test_deepseek_v3_decode(roofline):
+            model = models.load({str(config)!r})
+            roofline.add(model.decode(batch=64, context=256, tp=8))
+    """)
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*expected compute-bound on h200 (bf16), but*: memory-bound. Compute-bound from "
+        "batch >= *"])

@@ -113,6 +113,8 @@ class TransformerConfig:
     shared_expert_gate: bool = False
     local_layers: int | None = None
     weight_dtype: str | None = None
+    published_active_params: float | None = None
+    published_active_embedding: bool = True
     aliases: tuple[str, ...] = ()
     description: str = ""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -313,7 +315,8 @@ class ResNetConfig:
 
 ModelConfig = TransformerConfig | ResNetConfig
 
-_COMMON = {"name", "family", "aliases", "description", "sources", "params", "notes"}
+_COMMON = {"name", "family", "aliases", "description", "sources", "params", "active_params",
+           "notes"}
 _REQUIRED = {
     "transformer": ("hidden", "layers", "heads", "kv_heads", "intermediate", "vocab",
                     "tie_embeddings"),
@@ -337,7 +340,8 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> ModelConfig:
     cls = _CLASSES[str(family)]
     own = {f.name for f in fields(cls)} - {"aliases", "description", "sources",
                                            "published_params", "published_params_source",
-                                           "origin", "name"}
+                                           "published_active_params",
+                                           "published_active_embedding", "origin", "name"}
     allowed = own | _COMMON | _INFORMATIONAL
     unknown = sorted(set(map(str, data)) - allowed)
     if unknown:
@@ -361,6 +365,13 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> ModelConfig:
     published, published_source = _published(data.get("params"), sources, origin)
     kwargs: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v)
                               for k, v in data.items() if k in own}
+    if "active_params" in data:
+        if family != "transformer":
+            raise SpecError(f"{origin}: field 'active_params' is for a mixture of experts")
+        raw = data["active_params"]
+        kwargs["published_active_params"] = _published(raw, sources, origin)[0]
+        kwargs["published_active_embedding"] = _flag(
+            raw.get("input_embedding"), f"{origin}: field 'active_params.input_embedding'")
     return cls(name=str(data["name"]).lower(), aliases=tuple(aliases),
                description=str(data.get("description", "")),
                sources={str(k): str(v) for k, v in sources.items()},
