@@ -292,3 +292,23 @@ def test_usage_without_a_command_and_the_script_entry_point() -> None:
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
     assert scripts.get("pytest-roofline", "pytest_roofline.cli:main") == \
         "pytest_roofline.cli:main"
+
+
+def test_analyze_a_model_from_its_config_json() -> None:
+    # the path of a Hugging Face config.json works wherever a model name does
+    config = REPO / "tests" / "data" / "hf" / "deepseek-v3.json"
+    result = cli("analyze", "model", str(config), "--phase", "decode", "--batch", "64",
+                 "--context", "4096", "--tp", "8", "--hw", "h200", "--json")
+    assert result.returncode == 0, result.stderr
+    (only,) = json.loads(result.stdout)["results"]
+    assert only["workload"].startswith("deepseek-v3 decode(batch=64, context=4096, bf16, "
+                                       "fp8 weights, tp=8)")
+    names = {k["name"] for k in only["kernels"]}
+    assert {"q_absorb", "v_up", "experts.gate_up_proj", "shared.gate_up_proj"} <= names
+    naive = cli("analyze", "model", str(config), "--phase", "decode", "--batch", "64",
+                "--context", "4096", "--tp", "8", "--hw", "h200", "--no-absorb", "--json")
+    assert naive.returncode == 0, naive.stderr
+    assert "kv_b_proj" in {k["name"] for k in json.loads(naive.stdout)["results"][0]["kernels"]}
+    bad = cli("analyze", "model", str(REPO / "tests" / "data" / "hf" / "missing.json"),
+              "--hw", "h200")
+    assert "missing.json" in one_line_error(bad)

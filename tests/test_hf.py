@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_roofline import SpecError, WorkloadError, analyze, knob_hint, models, ops
 from pytest_roofline.models import hf
@@ -316,3 +318,43 @@ def test_built_in_files_agree_with_the_config_json_they_cite(builtin: str, file:
         lambda m: m.forward(4, 512))
     assert decode(ours).flops == pytest.approx(decode(theirs).flops)
     assert decode(ours).bytes == pytest.approx(decode(theirs).bytes)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-4, 1 << 20) | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                 max_size=3),
+    max_leaves=6)
+FILES = sorted(p.stem for p in DATA.glob("*.json"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(FILES), data=st.data(), value=JSON_VALUES)
+def test_any_value_under_any_key_gives_a_config_or_a_spec_error(name: str, data: st.DataObject,
+                                                                 value: object) -> None:
+    # Property: whatever one key of a real file holds, loading returns a valid config or
+    # raises SpecError; never another exception, never a silently odd model.
+    config = json.loads((DATA / f"{name}.json").read_text())
+    key = data.draw(st.sampled_from(sorted(config)))
+    config[key] = value
+    try:
+        result = models.from_hf_config(config, "fuzzed")
+    except SpecError as exc:
+        assert str(exc)
+    else:
+        assert isinstance(result, models.TransformerConfig)
+        assert models.load(result).params > 0
+
+
+def test_unknown_override_is_named() -> None:
+    with pytest.raises(SpecError, match=r"unknown field 'kv_head'. Did you mean 'kv_heads'"):
+        models.from_hf_config({"model_type": "llama"}, kv_head=2)
+
+
+def test_register_a_config_json_then_load_it_by_name(tmp_path: Path) -> None:
+    folder = tmp_path / "Phi-3-mini"
+    folder.mkdir()
+    (folder / "config.json").write_text((DATA / "phi-3-mini-4k-instruct.json").read_text())
+    models.register(str(folder / "config.json"))
+    assert models.load("phi-3-mini").params == load("phi-3-mini-4k-instruct").params

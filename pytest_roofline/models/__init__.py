@@ -71,5 +71,6 @@ def list_models() -> list[str]:
 
 
 def register(spec: ModelConfig | Mapping[str, Any] | str | os.PathLike[str]) -> Model:
-    """Make a model known by name: a config object, a model-file mapping or a file path."""
+    """Make a model known by name: a config object, a model-file mapping, a file path, or a
+    Hugging Face ``config.json`` (its path, or its mapping with a ``model_type``)."""
     return CATALOG.register(spec)

@@ -49,14 +49,19 @@ class Catalog(SpecIndex):
         self._configs.pop(key, None)
 
     def register(self, spec: ModelConfig | Mapping[str, Any] | str | os.PathLike[str]) -> Model:
-        """Make a model known by name: a config object, a model-file mapping or a file path."""
+        """Make a model known by name: a config object, a model-file mapping, a file path, or
+        a Hugging Face config.json (path or mapping)."""
         self._scan()
         if isinstance(spec, (TransformerConfig, ResNetConfig)):
             self._add_object(spec.name, spec.aliases, spec.origin)
             self._configs[spec.name] = spec
             return build(spec)
+        if isinstance(spec, Mapping) and "model_type" in spec and "family" not in spec:
+            return self.register(from_hf_config(spec))  # a config.json mapping
         if isinstance(spec, Mapping):
             key = self._add_raw(dict(spec), "<registered>")
+        elif os.fspath(spec).endswith(".json"):
+            return self.register(from_hf_config(spec))
         else:
             text = self.name_text(spec)
             key = self._add_raw(load_yaml(Path(text), "model file"), text)

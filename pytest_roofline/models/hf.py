@@ -21,10 +21,11 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, did_you_mean
 from .config import TransformerConfig
 
 #: The ``transformers`` release whose config classes :data:`DEFAULTS` is read from.
@@ -135,8 +136,20 @@ class _Keys:
             self.fed[field] = key
         return value
 
-    def given(self, key: str) -> bool:
-        return key in self.data
+    def whole(self, key: str, field: str | None = None, minimum: int = 1) -> int:
+        """A key that sizes something: a whole number >= *minimum*, else a clear error."""
+        value = self(key, field)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise SpecError(f"{self.origin}: {key}={value!r}: expected a whole number >= "
+                            f"{minimum}")
+        return value
+
+    def flag(self, key: str) -> bool:
+        """A true/false key; anything else is refused rather than read as truthy."""
+        value = self(key)
+        if not isinstance(value, bool):
+            raise SpecError(f"{self.origin}: {key}={value!r}: expected true or false")
+        return value
 
     def refuse(self, key: str, what: str) -> SpecError:
         return SpecError(f"{self.origin}: {key}={self(key)!r} is not covered: {what}")
@@ -145,7 +158,8 @@ class _Keys:
 def _decoder(k: _Keys, *, head_dim: bool = True, activation: str = "hidden_act",
              kv_heads: bool = True) -> dict[str, Any]:
     """Llama-style keys: RMSNorm, gated MLP, rotary positions."""
-    values = {"hidden": k("hidden_size", "hidden"), "layers": k("num_hidden_layers", "layers"),
+    values = {"hidden": k("hidden_size", "hidden"),
+              "layers": k.whole("num_hidden_layers", "layers"),
               "heads": k("num_attention_heads", "heads"),
               "kv_heads": k("num_key_value_heads", "kv_heads") if kv_heads else None,
               "intermediate": k("intermediate_size", "intermediate"),
@@ -158,7 +172,7 @@ def _decoder(k: _Keys, *, head_dim: bool = True, activation: str = "hidden_act",
 
 
 def _attention_bias(k: _Keys, values: dict[str, Any]) -> dict[str, Any]:
-    if k("attention_bias"):
+    if k.flag("attention_bias"):
         values.update(qkv_bias=True, o_bias=True)
     return values
 
@@ -185,9 +199,9 @@ def _window_by_layer_types(k: _Keys, values: dict[str, Any], default: list[bool]
 
 def _qwen_window(k: _Keys, values: dict[str, Any], every_other: bool) -> None:
     """Qwen2's window: only with use_sliding_window, on the layers from max_window_layers."""
-    if not k("use_sliding_window"):
+    if not k.flag("use_sliding_window"):
         return
-    first = k("max_window_layers")
+    first = k.whole("max_window_layers", minimum=0)
     layers = int(values["layers"])
     _window_by_layer_types(k, values, [i >= first if not every_other else
                                        bool((i + 1) % 2) and i < first
@@ -196,9 +210,9 @@ def _qwen_window(k: _Keys, values: dict[str, Any], every_other: bool) -> None:
 
 def _moe_layers(k: _Keys, values: dict[str, Any]) -> None:
     """Qwen-MoE: a layer is sparse unless listed in mlp_only_layers or off decoder_sparse_step."""
-    step, only = k("decoder_sparse_step"), k("mlp_only_layers") or []
-    if not isinstance(step, int) or isinstance(step, bool) or step < 1:
-        raise k.refuse("decoder_sparse_step", "expected a whole number >= 1")
+    step, only = k.whole("decoder_sparse_step"), k("mlp_only_layers") or []
+    if not isinstance(only, list):
+        raise k.refuse("mlp_only_layers", "expected a list of layer indices")
     sparse = sum(1 for i in range(int(values["layers"]))
                  if i not in only and (i + 1) % step == 0)
     values.update(experts=k("num_experts", "experts"),
@@ -209,7 +223,7 @@ def _moe_layers(k: _Keys, values: dict[str, Any]) -> None:
 
 def _llama(k: _Keys) -> dict[str, Any]:
     values = _attention_bias(k, _decoder(k))
-    if k("mlp_bias"):
+    if k.flag("mlp_bias"):
         values["mlp_bias"] = True
     return values
 
@@ -250,7 +264,7 @@ def _gemma2(k: _Keys) -> dict[str, Any]:
 def _gemma3_text(k: _Keys) -> dict[str, Any]:
     values = _attention_bias(k, _decoder(k, activation="hidden_activation"))
     values.update(block_norms=4, qk_norm=True)
-    pattern = k("sliding_window_pattern")
+    pattern = k.whole("sliding_window_pattern")
     _window_by_layer_types(k, values, [bool((i + 1) % pattern)
                                        for i in range(values["layers"])])
     return values
@@ -258,7 +272,7 @@ def _gemma3_text(k: _Keys) -> dict[str, Any]:
 
 def _qwen2_moe(k: _Keys) -> dict[str, Any]:
     values = _decoder(k, head_dim=False)
-    values["qkv_bias"] = bool(k("qkv_bias"))
+    values["qkv_bias"] = k.flag("qkv_bias")
     _qwen_window(k, values, every_other=True)
     _moe_layers(k, values)
     shared = k("shared_expert_intermediate_size", "shared_intermediate")
@@ -269,7 +283,7 @@ def _qwen2_moe(k: _Keys) -> dict[str, Any]:
 
 def _qwen3_moe(k: _Keys) -> dict[str, Any]:
     values = _attention_bias(k, _decoder(k))
-    if k("use_sliding_window"):
+    if k.flag("use_sliding_window"):
         raise k.refuse("use_sliding_window", "Qwen3-MoE's windowed layers are not modelled")
     values["qk_norm"] = True
     _moe_layers(k, values)
@@ -278,13 +292,14 @@ def _qwen3_moe(k: _Keys) -> dict[str, Any]:
 
 def _deepseek(k: _Keys) -> dict[str, Any]:
     values = _decoder(k, head_dim=False, kv_heads=False)
-    if k("attention_bias"):
+    if k.flag("attention_bias"):
         raise k.refuse("attention_bias", "latent attention is modelled without biases")
     if k.data.get("moe_layer_freq", 1) != 1:
         raise SpecError(f"{k.origin}: moe_layer_freq={k.data['moe_layer_freq']!r} is not "
                         f"covered: expected 1 (every layer after first_k_dense_replace is "
                         f"a mixture of experts)")
-    nope, rope = k("qk_nope_head_dim", "head_dim"), k("qk_rope_head_dim", "qk_rope_head_dim")
+    nope = k.whole("qk_nope_head_dim", "head_dim")
+    rope = k.whole("qk_rope_head_dim", "qk_rope_head_dim", minimum=0)
     values.update(kv_heads=values["heads"], head_dim=nope + rope,
                   v_head_dim=k("v_head_dim", "v_head_dim"),
                   q_lora_rank=k("q_lora_rank", "q_lora_rank"),
@@ -299,9 +314,9 @@ def _deepseek(k: _Keys) -> dict[str, Any]:
 
 
 def _gpt2(k: _Keys) -> dict[str, Any]:
-    if k("add_cross_attention"):
+    if k.flag("add_cross_attention"):
         raise k.refuse("add_cross_attention", "cross-attention layers are not modelled")
-    hidden = k("n_embd", "hidden")
+    hidden = k.whole("n_embd", "hidden")
     return {"hidden": hidden, "layers": k("n_layer", "layers"), "heads": k("n_head", "heads"),
             "intermediate": k("n_inner", "intermediate") or 4 * hidden,
             "vocab": k("vocab_size", "vocab"), "max_positions": k("n_positions", "max_positions"),
@@ -311,7 +326,7 @@ def _gpt2(k: _Keys) -> dict[str, Any]:
 
 
 def _gptj(k: _Keys) -> dict[str, Any]:
-    hidden = k("n_embd", "hidden")
+    hidden = k.whole("n_embd", "hidden")
     return {"hidden": hidden, "layers": k("n_layer", "layers"), "heads": k("n_head", "heads"),
             "intermediate": k("n_inner", "intermediate") or 4 * hidden,
             "vocab": k("vocab_size", "vocab"),
@@ -323,18 +338,18 @@ def _gptj(k: _Keys) -> dict[str, Any]:
 def _gpt_neox(k: _Keys) -> dict[str, Any]:
     values = _decoder(k, head_dim=False, kv_heads=False)
     values.update(mlp="plain", norm="layernorm", mlp_bias=True,
-                  parallel_block=bool(k("use_parallel_residual")))
+                  parallel_block=k.flag("use_parallel_residual"))
     return _attention_bias(k, values)
 
 
 def _falcon(k: _Keys) -> dict[str, Any]:
-    hidden, heads = k("hidden_size", "hidden"), k("num_attention_heads", "heads")
-    new = bool(k("new_decoder_architecture"))
+    hidden, heads = k.whole("hidden_size", "hidden"), k("num_attention_heads", "heads")
+    new = k.flag("new_decoder_architecture")
     if new:
         kv_heads = k("num_kv_heads", "kv_heads")
     else:
-        kv_heads = 1 if k("multi_query") else heads
-    parallel = bool(k("parallel_attn")) or new
+        kv_heads = 1 if k.flag("multi_query") else heads
+    parallel = k.flag("parallel_attn") or new
     in_parallel = k("num_ln_in_parallel_attn")  # None: 2 with the new architecture, else 1
     norms = 2 if not parallel or in_parallel == 2 or (in_parallel is None and new) else 1
     return {"hidden": hidden, "layers": k("num_hidden_layers", "layers"), "heads": heads,
@@ -342,12 +357,12 @@ def _falcon(k: _Keys) -> dict[str, Any]:
             or 4 * hidden, "vocab": k("vocab_size", "vocab"),
             "tie_embeddings": k("tie_word_embeddings", "tie_embeddings"), "mlp": "plain",
             "norm": "layernorm", "parallel_block": parallel, "block_norms": norms,
-            "bias": bool(k("bias")), "position": "none" if k("alibi") else "rope",
+            "bias": k.flag("bias"), "position": "none" if k.flag("alibi") else "rope",
             "activation": str(k("activation"))}
 
 
 def _encoder(k: _Keys) -> dict[str, Any]:
-    if k("is_decoder"):
+    if k.flag("is_decoder"):
         raise k.refuse("is_decoder", "BERT-style models are modelled as encoders")
     return {"architecture": "encoder", "hidden": k("hidden_size", "hidden"),
             "layers": k("num_hidden_layers", "layers"),
@@ -381,8 +396,9 @@ def _weight_dtype(quant: object, origin: str) -> str:
     method = quant.get("quant_method")
     if method == "fp8":
         return "fp8"
-    if method in ("gptq", "awq") and quant.get("bits") in _QUANT_BITS:
-        return _QUANT_BITS[quant["bits"]]
+    bits = quant.get("bits")
+    if method in ("gptq", "awq") and isinstance(bits, int) and bits in _QUANT_BITS:
+        return _QUANT_BITS[bits]
     raise SpecError(f"{origin}: quantization_config.quant_method={method!r} (bits="
                     f"{quant.get('bits')!r}) is not covered: expected fp8, or gptq/awq with "
                     f"4 or 8 bits; pass weight_dtype=... to say what the weights are")
@@ -451,6 +467,11 @@ def from_hf_config(config: Mapping[str, Any] | str | os.PathLike[str], name: str
     if data.get("quantization_config") is not None:
         values["weight_dtype"] = _weight_dtype(data["quantization_config"], origin)
         keys.fed["weight_dtype"] = "quantization_config"
+    allowed = {f.name for f in fields(TransformerConfig)} - {"name", "origin"}
+    for key in overrides:
+        if key not in allowed:
+            raise SpecError(f"from_hf_config: unknown field {key!r}." + did_you_mean(
+                key, allowed) + f" Fields: {', '.join(sorted(allowed))}")
     values.update(overrides)
     try:
         return TransformerConfig(name=str(title).lower(), description=description,
