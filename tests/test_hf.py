@@ -150,6 +150,38 @@ def test_deepseek_v3_decode_on_8_h200_names_the_knob() -> None:
     # At 4096 positions no batch makes it compute-bound: under tensor parallelism every chip
     # reads the whole latent cache for its 16 of 128 heads (about 30 FLOP/B in attention).
     assert knob_hint(v3.decode(64, 4096, tp=8), "h200", "compute") is None
+    # Expert parallelism (attention data-parallel, 32 experts a chip) reads each sequence's
+    # latent once for all 128 heads: there a batch turns it compute-bound.
+    ep = v3.decode(256, 4096, ep=8)
+    assert analyze(ep, "h200").fits and not analyze(v3.decode(256, 4096, tp=8), "h200").fits
+    hint = knob_hint(ep, "h200", "compute")
+    assert hint is not None and re.fullmatch(r"compute-bound from batch >= \d+", hint)
+
+
+def test_expert_parallelism_spreads_experts_and_batch() -> None:
+    # ep=8: each chip keeps 256 / 8 = 32 routed experts and decodes 64 / 8 = 8 sequences;
+    # each MoE layer sends its 8 tokens x 8 experts x 7168 bf16 values out and back, 7/8 of
+    # them over the links (all-to-all on a switch).
+    v3 = load("deepseek-v3")
+    one, eight = v3.footprint(64, 4096), v3.footprint(64, 4096, ep=8)
+    assert eight.kv_cache == one.kv_cache / 8
+    experts = 58 * 256 * 3 * 7168 * 2048  # fp8: one byte each
+    assert one.weights - eight.weights == pytest.approx(experts * 7 / 8)
+    kernels = {k.name: k for k in v3.decode(64, 4096, ep=8).kernels}
+    dispatch = kernels["experts.dispatch"]
+    assert dispatch.count == 58
+    assert dispatch.link_bytes == pytest.approx(8 * 8 * 7168 * 2 * 7 / 8)
+    assert "experts.combine_all_to_all" in kernels
+    # the same (token, expert) pairs are computed, spread over 8 chips
+    whole = next(k for k in v3.decode(64, 4096).kernels if k.name == "experts.gate_up_proj")
+    spread = kernels["experts.gate_up_proj"]
+    assert 8 * spread.flops * spread.count == pytest.approx(whole.flops * whole.count)
+    with pytest.raises(WorkloadError, match="ep=8 with tp=2 is not modelled"):
+        v3.decode(64, 4096, ep=8, tp=2)
+    with pytest.raises(WorkloadError, match="has no experts to spread"):
+        load("llama-2-70b").decode(8, 128, ep=8)
+    with pytest.raises(WorkloadError, match="ep=3 must divide deepseek-v3's experts=256"):
+        v3.decode(8, 128, ep=3)
 
 
 def test_weight_precision_from_quantization_config_is_overridable() -> None:

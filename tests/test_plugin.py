@@ -803,7 +803,8 @@ def test_the_summary_fits_an_80_column_ci_log(suite: pytest.Pytester,
 
 def test_a_config_json_path_through_the_fixture_names_the_knob(pytester: pytest.Pytester) -> None:
     # DeepSeek-V3 from its published config.json (fp8 weights), decode on 8 H200 with tensor
-    # parallelism: memory-bound at batch 64, and the failure says which batch turns it.
+    # or expert parallelism: memory-bound at batch 64, and the failure says which batch turns
+    # it.
     from pathlib import Path
 
     config = Path(__file__).parent / "data" / "hf" / "deepseek-v3.json"
@@ -815,9 +816,15 @@ def test_a_config_json_path_through_the_fixture_names_the_knob(pytester: pytest.
         def test_deepseek_v3_decode(roofline):
             model = models.load({str(config)!r})
             roofline.add(model.decode(batch=64, context=256, tp=8))
+
+        @pytest.mark.roofline(hw="h200", regime="compute")
+        def test_deepseek_v3_decode_expert_parallel(roofline):
+            model = models.load({str(config)!r})
+            roofline.add(model.decode(batch=64, context=4096, ep=8))
     """)
     result = run(pytester)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*expected compute-bound on h200 (bf16), but*: memory-bound. Compute-bound from "
-        "batch >= *"])
+    result.assert_outcomes(failed=2)
+    verdicts = [line for line in result.stdout.lines if "FAIL: expected compute-bound on "
+                "h200 (bf16), but" in line and ": memory-bound. Compute-bound from batch >= "
+                in line]
+    assert len(verdicts) == 2, result.stdout.str()

@@ -30,6 +30,14 @@ all-reduces its attention output and its MLP output (T x hidden activations), th
 one more, and the logits are all-gathered. Heads and intermediate sizes must divide by tp; KV
 heads are split, or replicated when there are fewer of them than chips. The workload and its
 footprint are per chip.
+
+Expert parallelism over ``ep`` chips (decode and prefill of a mixture of experts, as DeepSeek
+serves V3): every chip holds the attention, the dense layers, the shared experts, the
+embedding and the lm_head whole, and E/ep of the routed experts; the batch is spread over the
+chips (each runs attention for batch/ep sequences, data-parallel), and each layer sends every
+token to the chips of its k experts and back (two all-to-alls of tokens x k x hidden, (ep-1)/ep
+of it over the links). With uniform routing each chip computes as many (token, expert) pairs
+as its own tokens make, on the experts of its own that the whole step touches.
 """
 
 from __future__ import annotations
@@ -104,6 +112,7 @@ class _Plan:
     link_count: int | None
     shared_inter: int = 0
     absorb: bool = False  # latent attention: decode with the up-projections absorbed
+    ep: int = 1  # expert parallelism (data-parallel attention, experts split over ep chips)
 
 
 class Transformer:
@@ -211,22 +220,41 @@ class Transformer:
             return q + h * (kvl + rope) + kvl * heads * (hd - rope + vd) + heads * vd * h
         return h * (heads * hd + kv_heads * (hd + vd)) + heads * vd * h
 
-    def _mlp_weights(self, inter: int, expert_inter: int, shared_inter: int) -> tuple[int, int]:
-        """Weights of one dense MLP layer and of one mixture-of-experts layer (experts and
-        shared experts), at the given inner widths."""
+    def _mlp_weights(self, inter: int, expert_inter: int, shared_inter: int,
+                     experts: int | None = None) -> tuple[int, int]:
+        """Weights of one dense MLP layer and of one mixture-of-experts layer (*experts*
+        routed experts, default all, and the shared experts), at the given inner widths."""
         c = self.config
         h = c.hidden
         dense = (3 if c.mlp == "gated" else 2) * h * inter
-        return dense, c.experts * 3 * h * expert_inter + 3 * h * shared_inter
+        routed = c.experts if experts is None else experts
+        return dense, routed * 3 * h * expert_inter + 3 * h * shared_inter
+
+    def _expert_parallel(self, plan: _Plan, ep: object) -> _Plan:
+        """*plan* over ``ep`` chips of expert parallelism (checked)."""
+        chips = size(ep, "ep")
+        if chips == 1:
+            return plan
+        c = self.config
+        if not c.is_moe:
+            raise WorkloadError(f"ep={chips}: {self.name} has no experts to spread; use tp")
+        if plan.tp > 1:
+            raise WorkloadError(f"ep={chips} with tp={plan.tp} is not modelled: expert "
+                                f"parallelism here runs attention data-parallel, one chip "
+                                f"per replica")
+        if c.experts % chips:
+            raise WorkloadError(f"ep={chips} must divide {self.name}'s experts={c.experts}")
+        return replace(plan, ep=chips)
 
     # -- phases ----------------------------------------------------------------------------
 
     def decode(self, batch: object, context: object, *, tp: object = 1, dtype: object = "bf16",
                weight_dtype: object = None, kv_dtype: object = None, fused: bool = True,
                link: str | None = None, link_count: int | None = None,
-               absorb: bool = True) -> Workload:
+               absorb: bool = True, ep: object = 1) -> Workload:
         """One decode step: one new token for each of *batch* sequences, each attending to
-        *context* cached positions. Knob: the batch (a numpy array sweeps it).
+        *context* cached positions. Knob: the batch (a numpy array sweeps it). ``ep``: expert
+        parallelism (see the module docstring).
 
         Latent attention decodes from the latent cache with the key and value
         up-projections absorbed into the query and the output (``absorb=True``, as serving
@@ -240,42 +268,47 @@ class Transformer:
         if not absorb and not self.config.is_mla:
             raise WorkloadError(f"decode: absorb=False applies to latent attention only; "
                                 f"{self.name} has no kv_lora_rank")
-        plan = replace(self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count),
-                       absorb=absorb and self.config.is_mla)
+        plan = replace(self._expert_parallel(
+            self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count), ep),
+            absorb=absorb and self.config.is_mla)
         self._check_positions(ctx, "decode: context")
         name = self._title("decode", f"batch={show(b)}, context={ctx}", plan)
-        kernels = self._inference(plan, b, 1, ctx, True, b)
-        footprint = self._footprint(plan, b, ctx, "decode").total
+        local = b / plan.ep  # expert parallelism: each chip decodes its share of the batch
+        kernels = self._inference(plan, local, 1, ctx, True, local)
+        footprint = self._footprint(plan, local, ctx, "decode").total
 
         def build(x: int) -> Workload:
             return self.decode(x, ctx, tp=tp, dtype=dtype, weight_dtype=weight_dtype,
                                kv_dtype=kv_dtype, fused=fused, link=link,
-                               link_count=link_count, absorb=absorb)
+                               link_count=link_count, absorb=absorb, ep=ep)
 
         return self._workload(kernels, footprint, name, b, build)
 
     def prefill(self, batch: object, seq: object, *, tp: object = 1, dtype: object = "bf16",
                 weight_dtype: object = None, kv_dtype: object = None, fused: bool = True,
                 all_logits: bool = False, link: str | None = None,
-                link_count: int | None = None) -> Workload:
+                link_count: int | None = None, ep: object = 1) -> Workload:
         """Prefill of *batch* prompts of *seq* tokens (causal), writing the KV cache. Logits of
-        the last token per sequence only, unless ``all_logits``. Knob: the batch."""
+        the last token per sequence only, unless ``all_logits``. Knob: the batch. ``ep``:
+        expert parallelism (see the module docstring)."""
         self._need("decoder", "prefill")
         b = sweep_size(batch, "prefill: batch")
         s = size(seq, "prefill: seq")
         if not isinstance(all_logits, bool):
             raise WorkloadError(f"prefill: all_logits must be True or False, got "
                                 f"{all_logits!r}")
-        plan = self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count)
+        plan = self._expert_parallel(
+            self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count), ep)
         self._check_positions(s, "prefill: seq")
         name = self._title("prefill", f"batch={show(b)}, seq={s}", plan)
-        kernels = self._inference(plan, b, s, s, True, b * s if all_logits else b)
-        footprint = self._footprint(plan, b, s, "prefill").total
+        local = b / plan.ep
+        kernels = self._inference(plan, local, s, s, True, local * s if all_logits else local)
+        footprint = self._footprint(plan, local, s, "prefill").total
 
         def build(x: int) -> Workload:
             return self.prefill(x, s, tp=tp, dtype=dtype, weight_dtype=weight_dtype,
                                 kv_dtype=kv_dtype, fused=fused, all_logits=all_logits,
-                                link=link, link_count=link_count)
+                                link=link, link_count=link_count, ep=ep)
 
         return self._workload(kernels, footprint, name, b, build)
 
@@ -340,7 +373,7 @@ class Transformer:
 
     def footprint(self, batch: object, context: object, *, phase: str = "decode",
                   tp: object = 1, dtype: object = "bf16", weight_dtype: object = None,
-                  kv_dtype: object = None) -> Footprint:
+                  kv_dtype: object = None, ep: object = 1) -> Footprint:
         """Bytes resident per chip while running *phase* ("decode", "prefill", "forward" or
         "train") on *batch* sequences of *context* tokens.
 
@@ -358,8 +391,11 @@ class Transformer:
                                 f"'train', got {phase!r}")
         b = sweep_size(batch, "footprint: batch")
         ctx = size(context, "footprint: context")
-        plan = self._plan(tp, dtype, weight_dtype, kv_dtype, True, None, None)
-        return self._footprint(plan, b, ctx, phase)
+        plan = self._expert_parallel(
+            self._plan(tp, dtype, weight_dtype, kv_dtype, True, None, None), ep)
+        if phase in ("forward", "train") and plan.ep > 1:
+            raise WorkloadError(f"footprint: ep={plan.ep} is modelled for decode and prefill")
+        return self._footprint(plan, b / plan.ep, ctx, phase)
 
     def _footprint(self, plan: _Plan, b: Number, context: int, phase: str) -> Footprint:
         c = self.config
@@ -449,6 +485,8 @@ class Transformer:
             parts.append(f"{plan.kv} kv")
         if plan.tp > 1:
             parts.append(f"tp={plan.tp}")
+        if plan.ep > 1:
+            parts.append(f"ep={plan.ep}")
         return f"{self.name} {phase}({', '.join(parts)})"
 
     def _workload(self, kernels: list[Kernel], footprint: Number, name: str, batch: Number,
@@ -526,17 +564,25 @@ class Transformer:
     def _moe(self, plan: _Plan, tokens: Number, L: float) -> list[Kernel | _Linear]:
         c = self.config
         h, inter, act = c.hidden, plan.expert_inter, plan.act
-        e, k = float(c.experts), float(c.experts_per_token)
-        touched = e * (1.0 - (1.0 - k / e) ** tokens)
+        e, k, ep = float(c.experts), float(c.experts_per_token), plan.ep
+        # this chip's E/ep experts, among those the step's tokens on all ep chips touch; with
+        # uniform routing a chip computes as many (token, expert) pairs as its tokens make
+        touched = e / ep * (1.0 - (1.0 - k / e) ** (tokens * ep))
         per_expert = tokens * k / touched
         ops: list[Kernel | _Linear] = [
             _Linear("router", tokens, h, c.experts, L, False),
-            softmax_kernel("router.softmax_topk", tokens, e, act, L),
+            softmax_kernel("router.softmax_topk", tokens, e, act, L)]
+        if ep > 1:
+            ops.append(collective_kernel("all_to_all", "experts.dispatch", tokens * k * h, ep,
+                                         act, plan.link, plan.link_count, L))
+        ops += [
             _Linear("experts.gate_up_proj", per_expert, h, 2 * inter, L * touched, True),
             elementwise_kernel("experts.act", tokens * k * inter, 2, 1, GLU_FLOPS, act, L),
-            _Linear("experts.down_proj", per_expert, inter, h, L * touched, True),
-            elementwise_kernel("experts.combine", tokens * h, k, 1, 2.0 * k, act, L),
-        ]
+            _Linear("experts.down_proj", per_expert, inter, h, L * touched, True)]
+        if ep > 1:
+            ops.append(collective_kernel("all_to_all", "experts.combine_all_to_all",
+                                         tokens * k * h, ep, act, plan.link, plan.link_count, L))
+        ops.append(elementwise_kernel("experts.combine", tokens * h, k, 1, 2.0 * k, act, L))
         if c.shared_expert_gate:
             ops.append(_Linear("shared.gate", tokens, h, 1, L, False))
         if c.shared_experts:
@@ -608,7 +654,8 @@ class Transformer:
         """Weights of the blocks' linear layers on one chip (the ones weight_dtype applies to)."""
         c = self.config
         attention = self._attention_weights(plan.heads, plan.kv_heads)
-        dense, moe = self._mlp_weights(plan.inter, plan.expert_inter, plan.shared_inter)
+        dense, moe = self._mlp_weights(plan.inter, plan.expert_inter, plan.shared_inter,
+                                       self.config.experts // plan.ep)
         return float(c.layers * attention + (c.layers - c.moe_layers) * dense
                      + c.moe_layers * moe)
 
