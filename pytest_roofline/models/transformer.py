@@ -8,7 +8,9 @@ has a few dozen kernels whatever its depth. What each phase reads (per chip):
   whole [hidden, vocab] matrix (for tied embeddings, that matrix is the table).
 * **KV cache**: decode reads ``context`` positions of K and V per sequence, with the KV head
   count, in ``kv_dtype`` (with a sliding window of W, the last min(context, W), and the cache
-  keeps only those); prefill reads the K and V it has just written.
+  keeps only those; ``local_layers`` limits the window to some layers); prefill reads the K
+  and V it has just written. Latent attention (DeepSeek-V2/V3) caches one latent of
+  kv_lora_rank + qk_rope_head_dim per position and layer instead (see ``_mla_ops``).
 * **Activations**: each kernel reads its inputs and writes its outputs once (see ``ops``).
 
 Fusion assumed (what inference engines do): the residual add is fused into the next norm,
@@ -378,7 +380,9 @@ class Transformer:
         "train") on *batch* sequences of *context* tokens.
 
         * weights: per-chip parameters at their precision (see the module docstring);
-        * kv_cache: batch·context·layers·2·kv_heads·head_dim·|kv_dtype| (decode, prefill);
+        * kv_cache: batch·context·layers·kv_heads·(head_dim + v_head_dim)·|kv_dtype| (decode,
+          prefill; windowed layers keep min(context, window) positions); latent attention:
+          batch·context·layers·(kv_lora_rank + qk_rope_head_dim)·|kv_dtype| on every chip;
         * activations, inference: the largest live set of one layer (residual stream and
           normalized input, 2·hidden, plus QKV and attention output, or the MLP's
           intermediates), for every token of the step, plus the step's logits; training: every
