@@ -52,6 +52,7 @@ PUBLISHED = [
      "HF microsoft/Phi-3-mini-4k-instruct safetensors: 3.82B"),
     ("qwen1.5-moe-a2.7b", 14.3e9, 2.7e9, "with",
      "Qwen blog, Qwen1.5-MoE: 14.3B total, 2.7B activated"),
+    ("qwen3-8b", 8.2e9, None, "", "HF Qwen/Qwen3-8B card: 8.2B (non-embedding 6.95B)"),
     ("qwen3-30b-a3b", 30.5e9, 3.3e9, "with",
      "HF Qwen/Qwen3-30B-A3B card: 30.5B total, 3.3B activated (2%: the card rounds 3.35)"),
     ("bert-large-uncased", 336e6, None, "",

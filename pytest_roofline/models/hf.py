@@ -53,6 +53,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
               "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
               "hidden_act": "silu", "tie_word_embeddings": False, "use_sliding_window": False,
               "sliding_window": 4096, "max_window_layers": 28, "layer_types": None},
+    "qwen3": {"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016,
+              "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+              "head_dim": 128, "hidden_act": "silu", "tie_word_embeddings": False,
+              "attention_bias": False, "use_sliding_window": False, "sliding_window": 4096,
+              "max_window_layers": 28, "layer_types": None},
     "phi3": {"vocab_size": 32064, "hidden_size": 3072, "intermediate_size": 8192,
              "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": None,
              "hidden_act": "silu", "tie_word_embeddings": False, "sliding_window": None},
@@ -246,6 +251,13 @@ def _qwen2(k: _Keys) -> dict[str, Any]:
     return values
 
 
+def _qwen3(k: _Keys) -> dict[str, Any]:
+    values = _attention_bias(k, _decoder(k))
+    values["qk_norm"] = True
+    _qwen_window(k, values, every_other=False)
+    return values
+
+
 def _phi3(k: _Keys) -> dict[str, Any]:
     return _window_all_layers(k, _decoder(k, head_dim=False))
 
@@ -376,7 +388,7 @@ def _encoder(k: _Keys) -> dict[str, Any]:
 
 
 _MAPPINGS: dict[str, Callable[[_Keys], dict[str, Any]]] = {
-    "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2,
+    "llama": _llama, "mistral": _mistral, "mixtral": _mixtral, "qwen2": _qwen2, "qwen3": _qwen3,
     "phi3": _phi3, "gemma": _gemma, "gemma2": _gemma2, "gemma3_text": _gemma3_text,
     "qwen2_moe": _qwen2_moe, "qwen3_moe": _qwen3_moe, "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek, "gpt2": _gpt2, "gptj": _gptj, "gpt_neox": _gpt_neox,
