@@ -132,6 +132,10 @@ def test_mla_decode_absorbed_reads_the_latent_once() -> None:
     attn = next(k for k in naive.kernels if k.name == "attention")
     assert attn.flops == pytest.approx(b * 2 * 128 * ctx * (192 + 128))
     assert naive.flops > 20 * v3.decode(b, ctx).flops
+    # an fp8 cache is read as fp8 by the up-projection (1 B per latent element, not 2)
+    fp8 = next(k for k in v3.decode(b, ctx, absorb=False, kv_dtype="fp8").kernels
+               if k.name == "kv_b_proj")
+    assert up.bytes - fp8.bytes == pytest.approx(b * ctx * 512 * (2 - 1))
     with pytest.raises(WorkloadError, match="absorb=False applies to latent attention only"):
         load("llama-2-70b").decode(1, 128, absorb=False)
 

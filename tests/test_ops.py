@@ -13,8 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_roofline import WorkloadError, analyze, crossover, get_hardware, knob_hint, ops
+from pytest_roofline.ops.attention import scored_pairs
 
 
 @pytest.fixture(scope="module")
@@ -437,3 +440,23 @@ def test_sliding_window_attention_counts_only_the_window() -> None:
     assert scored_pairs(6, 6, True, 100) == scored_pairs(6, 6, True)
     with pytest.raises(WorkloadError, match="window=16 needs causal=True"):
         ops.attention(1, 1, 64, 4, 4, 8, window=16)
+
+
+@settings(max_examples=100, deadline=None)
+@given(b=st.integers(1, 64), q=st.integers(1, 256), extra=st.integers(0, 4096),
+       kv_heads=st.sampled_from([1, 2, 8]), group=st.integers(1, 8),
+       d=st.integers(1, 512), dv=st.integers(1, 512), causal=st.booleans(),
+       fused=st.booleans())
+def test_attention_value_heads_priced_with_their_own_width(b, q, extra, kv_heads, group, d, dv,
+                                                            causal, fused):
+    # Property: changing only v_head_dim changes the P.V FLOPs by 2 x scores x (dv - d) and
+    # the bytes by (O written + V read) x (dv - d); v_head_dim=head_dim is the default.
+    kv, h = q + extra, kv_heads * group
+    same = ops.attention(b, q, kv, h, kv_heads, d, causal=causal, fused=fused)
+    assert ops.attention(b, q, kv, h, kv_heads, d, v_head_dim=d, causal=causal,
+                         fused=fused).flops == same.flops
+    other = ops.attention(b, q, kv, h, kv_heads, d, v_head_dim=dv, causal=causal, fused=fused)
+    pairs = b * h * (scored_pairs(q, kv, causal) if fused else q * kv)
+    assert other.flops - same.flops == pytest.approx(2 * pairs * (dv - d), abs=1e-6 * same.flops)
+    moved = (b * q * h + b * kv * kv_heads) * (dv - d) * 2  # bf16
+    assert other.bytes - same.bytes == pytest.approx(moved, abs=1e-6 * same.bytes)

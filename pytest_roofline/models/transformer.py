@@ -93,6 +93,7 @@ class _Linear:
     n: int
     count: Number
     quantized: bool
+    input_dtype: str | None = None  # the input's precision when not the activations' (a cache)
 
 
 @dataclass(frozen=True)
@@ -648,7 +649,9 @@ class Transformer:
                                        v_head_dim=kvl, shared_kv=True),
                     _Linear("v_up", tokens, kvl, vd, L * heads, True)]
         else:
-            ops += [_Linear("kv_b_proj", batch * kv_len, kvl, heads * (hd - rope + vd), L, True),
+            cached = plan.kv if q_len < kv_len else act  # decode up-projects the cache
+            ops += [_Linear("kv_b_proj", batch * kv_len, kvl, heads * (hd - rope + vd), L, True,
+                            cached),
                     *attention_kernels("attention", batch, q_len, kv_len, heads, heads, hd,
                                        causal, plan.fused, act, act, count=L, v_head_dim=vd)]
         ops.append(_Linear("o_proj", tokens, heads * vd, h, L, True))
@@ -674,8 +677,8 @@ class Transformer:
 def _materialize(op: _Linear, plan: _Plan) -> Kernel:
     weight = plan.weight if op.quantized else plan.act
     compute = plan.compute if op.quantized else plan.act
-    return matmul_kernel(op.name, op.m, op.k, op.n, plan.act, weight, plan.act, compute,
-                         op.count)
+    return matmul_kernel(op.name, op.m, op.k, op.n, op.input_dtype or plan.act, weight,
+                         plan.act, compute, op.count)
 
 
 def _with_backward(op: Kernel | _Linear, plan: _Plan) -> list[Kernel]:
