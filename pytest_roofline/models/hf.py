@@ -218,6 +218,8 @@ def _moe_layers(k: _Keys, values: dict[str, Any]) -> None:
     step, only = k.whole("decoder_sparse_step"), k("mlp_only_layers") or []
     if not isinstance(only, list):
         raise k.refuse("mlp_only_layers", "expected a list of layer indices")
+    if not k("num_experts"):  # no experts: every layer is dense
+        return
     sparse = sum(1 for i in range(int(values["layers"]))
                  if i not in only and (i + 1) % step == 0)
     values.update(experts=k("num_experts", "experts"),
@@ -288,7 +290,7 @@ def _qwen2_moe(k: _Keys) -> dict[str, Any]:
     _qwen_window(k, values, every_other=True)
     _moe_layers(k, values)
     shared = k("shared_expert_intermediate_size", "shared_intermediate")
-    if shared:
+    if shared and values.get("experts"):
         values.update(shared_experts=1, shared_intermediate=shared, shared_expert_gate=True)
     return values
 
