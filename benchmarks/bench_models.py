@@ -37,6 +37,10 @@ def main() -> int:
     llama70 = models.load("llama-3-70b")
     mixtral = models.load("mixtral-8x7b")
     resnet = models.load("resnet-50")
+    deepseek = models.load("deepseek-v3")
+    config_json = str(Path(__file__).resolve().parents[1] / "tests" / "data" / "hf"
+                      / "deepseek-v3.json")
+    h200 = get_hardware("h200")
     cases: list[tuple[str, Callable[[], object], bool]] = [
         ("llama-3-70b decode(8, 4096): build + analyze",
          lambda: analyze(llama70.decode(8, 4096), h100), True),
@@ -49,6 +53,10 @@ def main() -> int:
          lambda: analyze(llama70.train_step(1, 4096, tp=8), h100), False),
         ("mixtral-8x7b decode(32, 4096): build + analyze",
          lambda: analyze(mixtral.decode(32, 4096), h100), False),
+        ("deepseek-v3 decode(64, 4096, ep=8): build + analyze",
+         lambda: analyze(deepseek.decode(64, 4096, ep=8), h200), False),
+        ("deepseek-v3 config.json: read + map + validate",
+         lambda: models.from_hf_config(config_json), False),
         ("resnet-50 forward(64): build + analyze",
          lambda: analyze(resnet.forward(64), h100), False),
         ("ops.matmul(4096, 4096, 4096): build + analyze",
