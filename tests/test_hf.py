@@ -395,3 +395,29 @@ def test_register_a_config_json_then_load_it_by_name(tmp_path: Path) -> None:
     (folder / "config.json").write_text((DATA / "phi-3-mini-4k-instruct.json").read_text())
     models.register(str(folder / "config.json"))
     assert models.load("phi-3-mini").params == load("phi-3-mini-4k-instruct").params
+
+
+@settings(max_examples=100, deadline=None)
+@given(layers=st.integers(1, 96), kv_heads=st.sampled_from([1, 2, 4, 8]),
+       group=st.integers(1, 8), head_dim=st.sampled_from([64, 80, 128, 256]),
+       hidden=st.sampled_from([512, 2048, 4096]), inter=st.integers(1, 30000),
+       vocab=st.integers(1, 200000), tied=st.booleans(), batch=st.integers(1, 64),
+       context=st.integers(1, 8192))
+def test_llama_mapping_counts_and_caches_in_closed_form(layers, kv_heads, group, head_dim,
+                                                        hidden, inter, vocab, tied, batch,
+                                                        context):
+    # Property: a Llama config.json gives params = V·H·(1 or 2) + L·(attention + 3·H·I +
+    # 2·H) + H and a cache of 2·L·kv_heads·head_dim bytes per position per element byte.
+    heads = kv_heads * group
+    model = models.load({"model_type": "llama", "hidden_size": hidden,
+                         "num_hidden_layers": layers, "num_attention_heads": heads,
+                         "num_key_value_heads": kv_heads, "head_dim": head_dim,
+                         "intermediate_size": inter, "vocab_size": vocab,
+                         "tie_word_embeddings": tied})
+    attention = hidden * (heads + 2 * kv_heads) * head_dim + heads * head_dim * hidden
+    expected = vocab * hidden * (1 if tied else 2) + layers * (
+        attention + 3 * hidden * inter + 2 * hidden) + hidden
+    assert model.params == expected
+    per_position = 2 * layers * kv_heads * head_dim * 2  # bf16
+    assert model.kv_bytes_per_token() == per_position
+    assert model.footprint(batch, context).kv_cache == batch * context * per_position
