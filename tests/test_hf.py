@@ -397,7 +397,7 @@ def test_register_a_config_json_then_load_it_by_name(tmp_path: Path) -> None:
     assert models.load("phi-3-mini").params == load("phi-3-mini-4k-instruct").params
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(layers=st.integers(1, 96), kv_heads=st.sampled_from([1, 2, 4, 8]),
        group=st.integers(1, 8), head_dim=st.sampled_from([64, 80, 128, 256]),
        hidden=st.sampled_from([512, 2048, 4096]), inter=st.integers(1, 30000),
