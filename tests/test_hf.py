@@ -421,3 +421,22 @@ def test_llama_mapping_counts_and_caches_in_closed_form(layers, kv_heads, group,
     per_position = 2 * layers * kv_heads * head_dim * 2  # bf16
     assert model.kv_bytes_per_token() == per_position
     assert model.footprint(batch, context).kv_cache == batch * context * per_position
+
+
+@settings(max_examples=100, deadline=None)
+@given(name=st.sampled_from(FILES), data=st.data())
+def test_dropping_keys_falls_back_to_defaults_or_a_spec_error(name: str,
+                                                              data: st.DataObject) -> None:
+    # Property: a file missing any keys still loads (transformers' defaults fill them) or
+    # raises SpecError (say, kv heads that no longer divide the default head count).
+    config = json.loads((DATA / f"{name}.json").read_text())
+    dropped = data.draw(st.sets(st.sampled_from(sorted(set(config) - {"model_type"})),
+                                max_size=4))
+    for key in dropped:
+        del config[key]
+    try:
+        result = models.from_hf_config(config, "trimmed")
+    except SpecError as exc:
+        assert str(exc)
+    else:
+        assert models.load(result).params > 0
