@@ -440,3 +440,11 @@ def test_dropping_keys_falls_back_to_defaults_or_a_spec_error(name: str,
         assert str(exc)
     else:
         assert models.load(result).params > 0
+
+
+def test_a_model_file_mapping_loads_beside_config_json_mappings() -> None:
+    yaml_like = {"name": "tiny", "family": "transformer", "sources": {"made-up": "a test"},
+                 "hidden": 64, "layers": 2, "heads": 4, "kv_heads": 4, "intermediate": 128,
+                 "vocab": 100, "tie_embeddings": True}
+    assert models.load(yaml_like).name == "tiny"
+    assert models.get_config({"model_type": "gpt2", "n_layer": 2}).layers == 2

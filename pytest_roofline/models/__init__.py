@@ -44,8 +44,9 @@ __all__ = [
 
 
 def load(name_or_path: str | os.PathLike[str] | ModelConfig | Mapping[str, Any]) -> Model:
-    """A model by name or alias (case-insensitive), from a model file (``.yaml``), a Hugging
-    Face ``config.json`` (a path, or its mapping: see :func:`from_hf_config`), or a config.
+    """A model by name or alias (case-insensitive), from a model file (``.yaml``, or its
+    mapping), a Hugging Face ``config.json`` (a path, or its mapping: see
+    :func:`from_hf_config`), or a config.
 
     An unknown name raises :class:`~pytest_roofline.UnknownModelError` listing close matches.
     """
@@ -54,13 +55,16 @@ def load(name_or_path: str | os.PathLike[str] | ModelConfig | Mapping[str, Any])
     if isinstance(name_or_path, (TransformerConfig, ResNetConfig)):
         return build(name_or_path)
     if isinstance(name_or_path, Mapping):
-        return build(from_hf_config(name_or_path))
+        return build(get_config(name_or_path))
     return CATALOG.get(name_or_path)
 
 
 def get_config(name_or_path: str | os.PathLike[str] | Mapping[str, Any]) -> ModelConfig:
-    """The validated configuration of a model (see :func:`load`)."""
+    """The validated configuration of a model (see :func:`load`); a mapping is a
+    ``config.json`` (with ``model_type``) or a model file's content (with ``family``)."""
     if isinstance(name_or_path, Mapping):
+        if "family" in name_or_path and "model_type" not in name_or_path:
+            return config_from_dict(name_or_path, "<mapping>")
         return from_hf_config(name_or_path)
     return CATALOG.config(name_or_path)
 
