@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from . import models, ops
+    from . import fusion, models, ops
     from .analysis import KernelResult, Result, analyze, crossover, knob_hint
     from .errors import (
         BaselineError,
@@ -60,6 +60,7 @@ __all__ = [
     "__version__",
     "analyze",
     "crossover",
+    "fusion",
     "get_hardware",
     "knob_hint",
     "list_hardware",
@@ -72,7 +73,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     import importlib
 
-    if name in ("ops", "models"):
+    if name in ("ops", "models", "fusion"):
         value: Any = importlib.import_module(f".{name}", __name__)
     elif name in _WHERE:
         value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)

@@ -10,7 +10,16 @@ Rules (the same for every caller, deterministic on any machine):
 * A program's time is the sum of its kernels' times. Its intensity is total FLOPs over total
   memory bytes. Its regime is the resource that holds the largest share of the time, each
   kernel's time counting for the resource that bounds it.
-* ``ridge`` is the matrix-unit peak of the precision in force over the memory bandwidth.
+* A kernel and the kernels that run in its epilogue (``Kernel.epilogue_of``, see
+  :mod:`pytest_roofline.fusion`) are timed as one: the larger of their matrix-unit time,
+  their vector-unit time and their memory time. The host kernel carries that time; the
+  epilogue kernels keep their FLOPs and bytes at no time of their own.
+* Off-chip bytes exclude the handoffs that stay on chip (``fusion.kept_on_chip``: a tensor
+  passed straight to the next kernel that fits in the chip's largest on-chip memory). Where
+  the spec publishes that memory's bandwidth, every byte the kernel moves (off-chip and kept)
+  also crosses it, and the memory time is the larger of the two (a hierarchical roofline).
+* ``ridge`` is the matrix-unit peak of the precision in force over the memory bandwidth
+  (for fp32 on a chip whose matrix units have no fp32 path, the fp32 vector peak).
 * FLOP convention: 2 FLOPs per multiply-accumulate (the vendors'). ``flops_per_mac=1`` halves
   every FLOP count and every peak alike, so intensities and ridges halve while times and
   regimes do not change.
@@ -32,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import RooflineError, WorkloadError, brief
+from .fusion import kept_on_chip, onchip_level
 from .hardware import Hardware, get_hardware
 from .workload import Kernel, Number, Workload, intensity, is_array
 
@@ -56,6 +66,9 @@ class KernelResult:
     time: Number
     regime: Any  # str, or an array of str for a sweep
     share: Number  # fraction of the program's time
+    fused: tuple[str, ...] = ()  # kernels run in this kernel's epilogue (timed with it)
+    onchip_bytes: Number = 0.0  # handoff bytes kept on chip, not charged to off-chip memory
+    epilogue_of: str | None = None  # the kernel this one runs in (its time is counted there)
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,7 @@ class Result:
     kernels: tuple[KernelResult, ...]
     flops_per_mac: int = 2
     derate: float = 1.0
+    peak_label: str = ""  # which peak sets the ridge, e.g. "matrix:bf16" or "vector:fp32"
 
     @property
     def bound_times(self) -> dict[str, Number]:
@@ -104,7 +118,7 @@ class Result:
             "t_network_s": plain(self.t_network), "attainable_flops": plain(self.attainable),
             "footprint_B": plain(self.footprint), "capacity_B": self.capacity,
             "fits": plain(self.fits), "flops_per_mac": self.flops_per_mac,
-            "derate": self.derate,
+            "derate": self.derate, "peak_label": self.peak_label,
         }
 
 
@@ -189,20 +203,72 @@ def _finite(total: Number, workload: str, hw: str) -> None:
 
 
 def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool,
-                   scale: float, derate: float) -> list[Any]:
-    """[name, count, flops, bytes, link_bytes, peak, label, t_compute, t_memory, t_network]."""
-    label, peak = hw.peak_key(kernel.dtype or dtype, kernel.unit,
-                              sparse and kernel.unit == "matrix")
+                   scale: float, derate: float, capacity: float,
+                   onchip_bandwidth: float | None) -> list[Any]:
+    """[name, count, flops, bytes, link_bytes, peak, label, t_compute, t_memory, t_network,
+    onchip_bytes]."""
+    precision = kernel.dtype or dtype
+    if kernel.operands and hw.mixed_matmul:
+        precision = hw.mixed_path(*kernel.operands) or precision
+    label, peak = hw.peak_key(precision, kernel.unit, sparse and kernel.unit == "matrix")
     count = kernel.count
     flops = kernel.flops * count * scale
-    nbytes = kernel.bytes * count
+    kept = kept_on_chip(kernel, capacity) * count if capacity > 0 else 0.0
+    nbytes = kernel.bytes * count - kept
     link_bytes = kernel.link_bytes * count
     if is_array(link_bytes) or link_bytes > 0:
         t_network = link_bytes / (hw.link_bandwidth(kernel.link, kernel.link_count) * derate)
     else:
         t_network = 0.0
+    t_compute = flops / (peak * scale * derate)
+    if onchip_bandwidth is None:
+        t_memory = nbytes / (hw.memory_bandwidth * derate)
+    else:
+        t_memory = _memory_time(nbytes, kept, hw.memory_bandwidth, onchip_bandwidth, derate)
     return [kernel.name, count, flops, nbytes, link_bytes, peak * scale, label,
-            flops / (peak * scale * derate), nbytes / (hw.memory_bandwidth * derate), t_network]
+            t_compute, t_memory, t_network, kept]
+
+
+def _epilogues(kernels: tuple[Kernel, ...], rows: list[list[Any]]) -> dict[int, list[int]]:
+    """Time each host kernel and its epilogue kernels as one (see the module docstring).
+
+    Returns {host index: [epilogue indices]}; an epilogue names the last kernel before it of
+    that name. Rows are updated in place: the host's compute time is the larger of the
+    group's matrix and vector times, its memory and network times the group's sums; the
+    epilogues' times become 0.
+    """
+    hosts: dict[int, list[int]] = {}
+    if len(kernels) < 2:
+        return hosts
+    last: dict[str, int] = {}
+    for i, kernel in enumerate(kernels):
+        host = None if kernel.epilogue_of is None else last.get(kernel.epilogue_of)
+        if host is None:
+            last[kernel.name] = i
+        else:
+            hosts.setdefault(host, []).append(i)
+    for host, members in hosts.items():
+        group = (host, *members)
+        matrix = _total(rows[j][7] for j in group if kernels[j].unit == "matrix")
+        vector = _total(rows[j][7] for j in group if kernels[j].unit == "vector")
+        rows[host][7] = _max3(matrix, vector, 0.0)
+        rows[host][8] = _total(rows[j][8] for j in group)
+        rows[host][9] = _total(rows[j][9] for j in group)
+        labels = dict.fromkeys(rows[j][6] for j in group)
+        rows[host][6] = " + ".join(labels)
+        for j in members:
+            rows[j][7] = rows[j][8] = rows[j][9] = 0.0
+    return hosts
+
+
+def _memory_time(nbytes: Number, kept: Number, bandwidth: float,
+                 onchip_bandwidth: float | None, derate: float) -> Number:
+    """Off-chip bytes over the off-chip bandwidth, or all bytes over a published on-chip
+    bandwidth, whichever is longer."""
+    t_memory = nbytes / (bandwidth * derate)
+    if onchip_bandwidth is None:
+        return t_memory
+    return _max3(t_memory, (nbytes + kept) / (onchip_bandwidth * derate), 0.0)
 
 
 def analyze(
@@ -225,10 +291,19 @@ def analyze(
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
     _check_settings(flops_per_mac, derate, sparse)
     scale = flops_per_mac / 2.0
-    rows = [_kernel_bounds(k, chip, dtype, sparse, scale, derate) for k in workload.kernels]
+    level = onchip_level(chip)
+    capacity = 0.0 if level is None else level.capacity
+    rows = [_kernel_bounds(k, chip, dtype, sparse, scale, derate, capacity,
+                           None if level is None else level.bandwidth)
+            for k in workload.kernels]
+    kept = [row.pop() for row in rows]
+    hosts = _epilogues(workload.kernels, rows)
     for row in rows:
         row.append(_max3(row[7], row[8], row[9]))          # time
         row.append(_regime(row[7], row[8], row[9]))        # regime
+    for host, members in hosts.items():
+        for j in members:
+            rows[j][11] = rows[host][11]                   # an epilogue shares its host's regime
 
     flops = _total(row[2] for row in rows)
     nbytes = _total(row[3] for row in rows)
@@ -245,9 +320,12 @@ def analyze(
     kernels = tuple(
         KernelResult(name, count, k_flops, k_bytes, k_link,
                      _kernel_intensity(k_flops, k_bytes, name), peak, label, t_c, t_m, t_n,
-                     k_time, k_regime, _divide(k_time, time))
-        for name, count, k_flops, k_bytes, k_link, peak, label, t_c, t_m, t_n, k_time, k_regime
-        in rows)
+                     k_time, k_regime, _divide(k_time, time),
+                     tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
+                     on_chip, kernel.epilogue_of)
+        for i, ((name, count, k_flops, k_bytes, k_link, peak, label, t_c, t_m, t_n, k_time,
+                 k_regime), kernel, on_chip) in enumerate(zip(rows, workload.kernels, kept,
+                                                              strict=True)))
 
     ridge_dtype = dtype if dtype is not None else _main_dtype(workload)
     ridge_label, ridge_peak = chip.peak_key(ridge_dtype, "matrix", sparse)
@@ -270,7 +348,8 @@ def analyze(
         peak=ridge_peak, bandwidth=chip.memory_bandwidth, t_compute=t_compute,
         t_memory=t_memory, t_network=t_network, time=time, regime=regime,
         attainable=_divide(flops, time), footprint=footprint, capacity=capacity, fits=fits,
-        shares=shares, kernels=kernels, flops_per_mac=flops_per_mac, derate=float(derate))
+        shares=shares, kernels=kernels, flops_per_mac=flops_per_mac, derate=float(derate),
+        peak_label=ridge_label)
 
 
 def _total(values: Any) -> Number:
@@ -391,6 +470,11 @@ def knob_hint(workload: Workload, hw: Hardware | str, regime: str,
         if regime_at(knob.hi) == regime:
             at = crossover(knob.build, chip, regime=regime, lo=max(knob.lo, 1), hi=knob.hi,
                            dtype=dtype, **settings)
+            if at is not None and at <= knob.value and regime_at(knob.value) != regime:
+                # the regime changes more than once (on-chip reuse at middling sizes): name
+                # the crossing above the current value
+                at = crossover(knob.build, chip, regime=regime, lo=knob.value + 1, hi=knob.hi,
+                               dtype=dtype, **settings)
             return None if at is None else f"{regime}-bound from {knob.name} >= {at}"
         if regime_at(knob.lo) == regime:
             last = last_true(lambda x: regime_at(x) == regime, knob.lo, knob.value)

@@ -2,7 +2,10 @@
 
 One table, used by the command line, the plugin's report section and anyone with a Result:
 name, count, FLOPs, bytes, intensity, the peak that priced the FLOPs, time, regime, share.
-A kernel that moves no memory bytes (a fused softmax) shows "on chip" for its intensity.
+A kernel that moves no memory bytes (a fused softmax) shows "on chip" for its intensity. A
+kernel that runs fused epilogues is named with them (``conv3 + add + relu``) and carries their
+time, its peak reading ``matrix:int8 + vector:bf16``; the epilogue kernels follow it, named
+``(in conv3)``, with their FLOPs and bytes and no time of their own.
 """
 
 from __future__ import annotations
@@ -47,8 +50,20 @@ def format_breakdown(result: Result, *, sort: bool = True) -> list[str]:
     if any(is_array(k.time) for k in kernels):
         raise WorkloadError("format_breakdown needs a single workload, not a sweep")
     si, fmt = units.si, units.format_time
-    rows = [[k.name, f"{float(k.count):g}", si(float(k.flops), "FLOP"), si(float(k.bytes), "B"),
+    rows = [[_label(k), f"{float(k.count):g}", si(float(k.flops), "FLOP"),
+             si(float(k.bytes), "B"),
              "on chip" if k.intensity is None else f"{float(k.intensity):.4g}", k.peak_label,
              fmt(float(k.time)), str(k.regime),
              f"{float(k.share):.1%}"] for k in kernels]
     return render(HEADERS, rows, align="lrrrrlrlr")
+
+
+def _label(kernel: KernelResult) -> str:
+    """``host + epilogue + ...`` for a host kernel, ``name (in host)`` for an epilogue."""
+    if kernel.epilogue_of is not None:
+        return f"{kernel.name} (in {kernel.epilogue_of})"
+    if not kernel.fused:
+        return kernel.name
+    prefix = kernel.name + "."
+    return " + ".join((kernel.name, *(n[len(prefix):] if n.startswith(prefix) else n
+                                      for n in kernel.fused)))

@@ -29,8 +29,10 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _TOP_KEYS = frozenset({
     "name", "aliases", "vendor", "description", "default_dtype", "sources", "memory", "matrix",
     "matrix_sparse", "vector", "links", "onchip", "clock", "notes", "extends", "vector_fallback",
-    "default_link", "note",
+    "default_link", "note", "vector_matmul", "mixed_matmul",
 })
+_MIXED_KEYS = frozenset({"paths", "source", "note", "notes"})
+_VECTOR_MATMUL_KEYS = frozenset({"precisions", "source", "note", "notes"})
 _MEMORY_KEYS = frozenset({"capacity", "bandwidth", "kind", "source", "note", "notes"})
 _LINK_KEYS = frozenset({"bandwidth", "count", "source", "note", "notes", "kind"})
 _LEVEL_KEYS = frozenset({"name", "capacity", "bandwidth", "source", "note", "notes", "kind"})
@@ -90,6 +92,8 @@ class Hardware:
     default_dtype: str = "bf16"
     default_link: str | None = None
     vector_fallback: str = "fp32"
+    vector_matmul: tuple[str, ...] = ()
+    mixed_matmul: Mapping[str, str] = field(default_factory=dict)
     clock: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     origin: str = "<python>"
@@ -120,6 +124,15 @@ class Hardware:
         if self.default_link is not None and self.default_link not in self.links:
             raise SpecError(f"{where}: default_link {self.default_link!r} is not one of its links "
                             f"({', '.join(self.links) or 'none'})")
+        for name in self.vector_matmul:
+            if name not in self.vector or name in self.matrix:
+                raise SpecError(f"{where}: vector_matmul lists {name!r}, which needs a vector "
+                                f"peak and no matrix peak of that precision")
+        for pair, path in self.mixed_matmul.items():
+            if path not in self.matrix:
+                raise SpecError(f"{where}: mixed_matmul {pair!r} runs at {path!r}, which has no "
+                                f"matrix peak; the chip lists {', '.join(self.matrix)}")
+        object.__setattr__(self, "mixed_matmul", MappingProxyType(dict(self.mixed_matmul)))
         if self.vector_fallback not in ("fp32", "matrix"):
             raise SpecError(f"{where}: vector_fallback must be 'fp32' or 'matrix', "
                             f"got {self.vector_fallback!r}")
@@ -153,13 +166,26 @@ class Hardware:
 
     def peak_key(self, dtype: str | None = None, unit: str = "matrix",
                  sparse: bool = False) -> tuple[str, float]:
-        """``(label, FLOP/s)`` where *label* says which peak was used, e.g. ``"vector:fp32"``."""
+        """``(label, FLOP/s)`` where *label* says which peak was used, e.g. ``"vector:fp32"``.
+
+        Vector work in a precision of 8 bits or fewer (fp8, int8, fp4 programs) runs at the
+        chip's 16-bit vector peak (the faster of fp16 and bf16) when one is listed: engines
+        dequantize to the activation precision for norms, softmax and activations. Matrix work
+        in a precision listed under ``vector_matmul`` (fp32 where the matrix units have no
+        fp32 path, e.g. H100, A100) runs at that precision's vector peak, and the label says
+        so (``"vector:fp32"``); TF32 is used only when asked for.
+        """
         name = self.default_dtype if dtype is None else dtypes.canonical(dtype)
         if name in dtypes.VECTOR_ONLY:  # no matrix unit multiplies int16/32/64 or bool
             unit, sparse = "vector", False
         if unit == "vector":
             if name in self.vector:
                 return f"vector:{name}", self.vector[name]
+            if dtypes.ITEMSIZE[name] < 2:
+                wide = [d for d in ("bf16", "fp16") if d in self.vector]
+                if wide:
+                    best = max(wide, key=lambda d: self.vector[d])  # bf16 on a tie
+                    return f"vector:{best}", self.vector[best]
             if self.vector_fallback == "fp32" and "fp32" in self.vector:
                 return "vector:fp32", self.vector["fp32"]
             if self.vector_fallback == "matrix" and name in self.matrix:
@@ -171,12 +197,19 @@ class Hardware:
         if unit != "matrix":
             raise ValueError(f"unit must be 'matrix' or 'vector', got {unit!r}")
         table = self.matrix_sparse if sparse else self.matrix
+        if not sparse and name not in table and name in self.vector_matmul:
+            return f"vector:{name}", self.vector[name]
         if name not in table:
             kind = "sparse" if sparse else "dense"
             raise UnsupportedPrecisionError(
                 f"{self.name} has no {kind} {name} peak on its matrix units; it has: "
                 f"{', '.join(table) or 'none'}")
         return f"{'sparse' if sparse else 'matrix'}:{name}", table[name]
+
+    def mixed_path(self, activations: str, weights: str) -> str | None:
+        """The precision whose matrix peak a product of *activations* x *weights* runs at,
+        when the spec states a mixed path for the pair (None otherwise)."""
+        return self.mixed_matmul.get(f"{activations} x {weights}")
 
     def ridge(self, dtype: str | None = None, unit: str = "matrix", sparse: bool = False) -> float:
         """Ridge point in FLOP/B: peak FLOP/s over memory bandwidth (2 FLOPs per MAC)."""
@@ -220,8 +253,10 @@ class Hardware:
             "memory_bandwidth_Bps": self.memory_bandwidth,
             "memory_capacity_B": self.memory_capacity,
             "matrix_flops": dict(self.matrix), "matrix_sparse_flops": dict(self.matrix_sparse),
-            "vector_flops": dict(self.vector),
-            "ridge_flop_per_byte": {d: self.ridge(d) for d in self.matrix},
+            "vector_flops": dict(self.vector), "vector_matmul": list(self.vector_matmul),
+            "mixed_matmul": dict(self.mixed_matmul),
+            "ridge_flop_per_byte": {d: self.ridge(d) for d in (*self.matrix,
+                                                               *self.vector_matmul)},
             "links": {n: {"bandwidth_Bps": lk.bandwidth, "count": lk.count, "note": lk.note}
                       for n, lk in self.links.items()},
             "onchip": [{"name": lv.name, "capacity_B": lv.capacity, "bandwidth_Bps": lv.bandwidth}
@@ -358,6 +393,38 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
         reader.keys("clock", clock_raw, _CLOCK_KEYS)
         boost = clock_raw.get("boost", clock_raw.get("value"))
         clock = reader.quantity("clock.boost", boost, "frequency", clock_raw.get("source"))
+    vector_matmul: tuple[str, ...] = ()
+    vm_raw = reader.section("vector_matmul")
+    if vm_raw:
+        reader.keys("vector_matmul", vm_raw, _VECTOR_MATMUL_KEYS)
+        reader.cite("vector_matmul", vm_raw.get("source"))
+        names = vm_raw.get("precisions")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise reader.error("vector_matmul.precisions", names,
+                               "a list of precisions, e.g. [fp32]")
+        try:
+            vector_matmul = tuple(dtypes.canonical(n) for n in names)
+        except UnsupportedPrecisionError as exc:
+            raise SpecError(f"{origin}: field 'vector_matmul.precisions': {exc}") from None
+    mixed: dict[str, str] = {}
+    mixed_raw = reader.section("mixed_matmul")
+    if mixed_raw:
+        reader.keys("mixed_matmul", mixed_raw, _MIXED_KEYS)
+        reader.cite("mixed_matmul", mixed_raw.get("source"))
+        paths = mixed_raw.get("paths")
+        if not isinstance(paths, dict) or not paths:
+            raise reader.error("mixed_matmul.paths", paths,
+                               "a mapping such as {'bf16 x fp8': fp8} (activations x weights: "
+                               "the precision whose peak applies)")
+        for pair, path in paths.items():
+            parts = str(pair).split(" x ")
+            try:
+                if len(parts) != 2:
+                    raise UnsupportedPrecisionError(f"{pair!r} is not 'ACTIVATIONS x WEIGHTS'")
+                key = " x ".join(dtypes.canonical(p.strip()) for p in parts)
+                mixed[key] = dtypes.canonical(path)
+            except UnsupportedPrecisionError as exc:
+                raise SpecError(f"{origin}: field 'mixed_matmul.paths': {exc}") from None
     aliases = data.get("aliases") or []
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise reader.error("aliases", aliases, "a list of names")
@@ -388,6 +455,8 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
             default_link=None if data.get("default_link") is None
             else str(data["default_link"]).lower(),
             vector_fallback=str(data.get("vector_fallback", "fp32")),
+            vector_matmul=vector_matmul,
+            mixed_matmul=mixed,
             clock=clock,
             sources=reader.sources,
             origin=origin,

@@ -3,8 +3,15 @@
 A :class:`Kernel` is one operation bounded on its own: the FLOPs it performs (counting a
 multiply-accumulate as 2 FLOPs), the bytes it moves to and from off-chip memory, the bytes it
 sends over a chip-to-chip link, the unit it runs on (``"matrix"`` or ``"vector"``), its
-precision, and how many times it runs. A :class:`Workload` is a program of kernels plus the
-memory footprint it needs resident (for the capacity check).
+precision, and how many times it runs. A kernel may also say which of its bytes are its
+output (``out_bytes``, what an epilogue fused into it would read), which tensors it receives
+from or hands to neighbouring kernels (``handoff_in``, the sizes of the handed tensors it
+reads; ``handoff_out``, its handed output; ``handoff_pieces``, how many independent pieces,
+the images of a batch, they split into: what an on-chip memory may keep), whether it runs in
+another kernel's epilogue (``epilogue_of``: that kernel's name), and, for a product of two
+precisions, which (``operands``: activations, weights; a chip may state a mixed path);
+:mod:`pytest_roofline.fusion` documents the rules. A :class:`Workload` is a program of
+kernels plus the memory footprint it needs resident (for the capacity check).
 
 Quantities may be numpy arrays of one shape (a sweep over batch sizes); analysis then returns
 arrays of the same shape.
@@ -15,7 +22,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Union
 
 from . import dtypes, units
@@ -29,6 +36,9 @@ else:
     Number = Any
 
 UNITS = ("matrix", "vector")
+_INF = float("inf")
+#: The fusion model's numeric fields of a kernel and their dimensions.
+_NUMERIC = (("out_bytes", "byte"), ("handoff_out", "byte"), ("handoff_pieces", "flop"))
 
 
 def is_array(value: object) -> bool:
@@ -83,6 +93,12 @@ class Kernel:
     link: str | None = None
     link_count: int | None = None
     count: Number = 1.0
+    out_bytes: Number = 0.0
+    handoff_in: tuple[Number, ...] = ()
+    handoff_out: Number = 0.0
+    handoff_pieces: Number = 1.0
+    epilogue_of: str | None = None
+    operands: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         name = self.name
@@ -99,6 +115,28 @@ class Kernel:
         if not isinstance(self.unit, str) or self.unit not in UNITS:
             raise WorkloadError(f"{what}: unit must be 'matrix' or 'vector', got "
                                 f"{brief(self.unit)}")
+        for attr, dim in _NUMERIC:  # the fusion model's figures (plain floats: no parsing)
+            value = getattr(self, attr)
+            if type(value) is not float or not (0.0 <= value < _INF):
+                set_(self, attr, _quantity(value, dim, f"{what}: {attr}"))
+        handed = self.handoff_in
+        if type(handed) is not tuple:
+            raise WorkloadError(f"{what}: handoff_in must be a tuple of tensor sizes in bytes, "
+                                f"got {brief(handed)}")
+        if handed:
+            set_(self, "handoff_in", tuple(_quantity(v, "byte", f"{what}: handoff_in")
+                                           for v in handed))
+        if self.epilogue_of is not None and not isinstance(self.epilogue_of, str):
+            raise WorkloadError(f"{what}: epilogue_of must be the name of the kernel it runs "
+                                f"in, or None, got {brief(self.epilogue_of)}")
+        if self.operands:
+            if type(self.operands) is not tuple or len(self.operands) != 2:
+                raise WorkloadError(f"{what}: operands must be a pair of precisions "
+                                    f"(activations, weights), got {brief(self.operands)}")
+            try:
+                set_(self, "operands", tuple(dtypes.canonical(o) for o in self.operands))
+            except LookupError as exc:
+                raise WorkloadError(f"{what}: operands: {exc}") from None
         if self.dtype is not None:
             try:
                 set_(self, "dtype", dtypes.canonical(self.dtype))
@@ -136,8 +174,16 @@ class Kernel:
 
     def scaled(self, factor: Number) -> Kernel:
         """The same kernel run *factor* times as often."""
-        return Kernel(self.name, self.flops, self.bytes, self.link_bytes, self.unit, self.dtype,
-                      self.link, self.link_count, self.count * factor)
+        return replace(self, count=self.count * factor)
+
+    def evolve(self, **changes: Any) -> Kernel:
+        """A copy with *changes*, unchecked: for values derived from this kernel's own,
+        already validated figures (the fusion model's sums and marks). Use ``dataclasses.
+        replace`` for anything else."""
+        new = object.__new__(Kernel)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
 
 
 @dataclass(frozen=True)

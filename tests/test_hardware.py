@@ -10,8 +10,10 @@ from pytest_roofline import (
     SpecError,
     UnknownHardwareError,
     UnsupportedPrecisionError,
+    analyze,
     get_hardware,
     list_hardware,
+    ops,
 )
 from pytest_roofline.hardware import Catalog, builtin_spec_dir
 
@@ -71,7 +73,12 @@ def test_vector_units_are_slower_than_matrix_units_on_h100() -> None:
     # Whitepaper: 133.8 TFLOP/s bf16 on CUDA cores vs 989.4 on tensor cores.
     hw = get_hardware("h100")
     assert hw.peak("bf16", unit="vector") == pytest.approx(133.8e12, rel=1e-3)
-    assert hw.peak_key("fp8", unit="vector") == ("vector:fp32", hw.vector["fp32"])
+    # Norms, softmax and activations of an fp8 or int8 program run on 16-bit data (the chip
+    # has no 8-bit vector path): the bf16 vector peak, not the fp32 one (half of it).
+    assert hw.peak_key("fp8", unit="vector") == ("vector:bf16", hw.vector["bf16"])
+    assert hw.peak_key("int8", unit="vector") == ("vector:bf16", hw.vector["bf16"])
+    # L4 lists only an fp32 vector peak (Ada runs 16-bit non-tensor math at the fp32 rate)
+    assert get_hardware("l4").peak_key("int8", unit="vector")[0] == "vector:fp32"
 
 
 def test_unknown_name_lists_close_matches() -> None:
@@ -225,3 +232,58 @@ def test_an_unknown_precision_suggests_only_listed_precisions() -> None:
         get_hardware("h100").peak("f17")
     message = str(info.value)
     assert "'fp16'" in message.split("Did you mean")[1] and "'f16'" not in message
+
+
+@pytest.mark.parametrize(("block", "message"), [
+    ("vector_matmul: {precisions: [fp32]}\n", r"vector_matmul.source"),
+    ("vector_matmul: {precisions: fp32, source: ds}\n", r"vector_matmul.precisions"),
+    ("vector_matmul: {precisions: [fp99], source: ds}\n", r"unknown precision 'fp99'"),
+    ("vector_matmul: {precisions: [bf16], source: ds}\n", r"no matrix peak of that"),
+    ("vector_matmul: {precision: [fp32], source: ds}\n", r"vector_matmul.precision'"),
+])
+def test_bad_vector_matmul_entries_name_the_field(tmp_path: Path, block: str,
+                                                  message: str) -> None:
+    text = (SPEC.format(name="chip", bandwidth="1 TB/s")
+            + "vector: {source: ds, fp32: 10 TFLOP/s, bf16: 20 TFLOP/s}\n" + block)
+    catalog, path = _catalog_with(tmp_path, text)
+    with pytest.raises(SpecError, match=message):
+        catalog.get(str(path))
+
+
+def test_a_vector_matmul_entry_prices_fp32_matmuls_at_the_vector_peak(tmp_path: Path) -> None:
+    # A100 (19.5 TFLOP/s fp32 on the CUDA cores, 2.039 TB/s): ridge 9.56 FLOP/B
+    a100 = get_hardware("a100-80gb-sxm")
+    assert a100.peak_key("fp32") == ("vector:fp32", 19.5e12)
+    assert a100.ridge("fp32") == pytest.approx(19.5e12 / a100.bandwidth)
+    assert "fp32" in a100.summary()["ridge_flop_per_byte"]
+
+
+def test_a_stated_mixed_path_prices_a_mixed_product(tmp_path: Path) -> None:
+    # No built-in chip states one (fp8 weights with bf16 activations run at the bf16 peak on
+    # H100); a user spec may: bf16 x fp8 at the fp8 peak, twice the bf16 one.
+    text = """\
+name: h100-mixed
+extends: h100
+sources: {lab: "Hypothetical mixed-input tensor cores, https://example.com/lab"}
+mixed_matmul: {paths: {"bf16 x fp8": fp8}, source: lab}
+"""
+    catalog, path = _catalog_with(tmp_path, text)
+    mixed = catalog.get(str(path))
+    work = ops.matmul(8192, 8192, 8192, dtype="bf16", b_dtype="fp8")
+    assert analyze(work, "h100").kernels[0].peak_label == "matrix:bf16"
+    result = analyze(work, mixed)
+    assert result.kernels[0].peak_label == "matrix:fp8"
+    assert result.t_compute == pytest.approx(2 * 8192**3 / 1978.9e12)
+    assert mixed.mixed_path("bf16", "fp8") == "fp8" and mixed.mixed_path("fp8", "bf16") is None
+
+
+@pytest.mark.parametrize(("block", "message"), [
+    ('mixed_matmul: {paths: {"bf16 x fp8": fp8}}\n', r"mixed_matmul.source"),
+    ('mixed_matmul: {paths: {"bf16 by fp8": fp8}, source: ds}\n', r"ACTIVATIONS x WEIGHTS"),
+    ('mixed_matmul: {paths: {"bf16 x fp8": fp8}, source: ds}\n', r"runs at 'fp8', which has no"),
+    ("mixed_matmul: {paths: [], source: ds}\n", r"mixed_matmul.paths"),
+])
+def test_bad_mixed_paths_name_the_field(tmp_path: Path, block: str, message: str) -> None:
+    catalog, path = _catalog_with(tmp_path, SPEC.format(name="chip", bandwidth="1 TB/s") + block)
+    with pytest.raises(SpecError, match=message):
+        catalog.get(str(path))

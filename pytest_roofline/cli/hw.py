@@ -45,10 +45,19 @@ def cmd_hw_show(args: argparse.Namespace) -> int:
     def peak(table: Any, name: str) -> str:
         return si(table[name], "FLOP/s") if name in table else "-"
 
-    rows = [[n, peak(chip.matrix, n), peak(chip.matrix_sparse, n), peak(chip.vector, n),
-             f"{chip.ridge(n):.1f}" if n in chip.matrix else "-"] for n in names]
+    def dense(name: str) -> str:
+        if name in chip.vector_matmul:
+            return "on vector units"
+        return peak(chip.matrix, name)
+
+    rows = [[n, dense(n), peak(chip.matrix_sparse, n), peak(chip.vector, n),
+             f"{chip.ridge(n):.1f}" if n in chip.matrix or n in chip.vector_matmul else "-"]
+            for n in names]
     echo(render_table(["precision", "matrix (dense)", "matrix (sparse)", "vector",
                   "ridge FLOP/B"], rows, align="lrrrr"))
+    if chip.vector_matmul:
+        echo(f"matmuls in {', '.join(chip.vector_matmul)} run on the vector units (no matrix "
+             f"path); TF32 only when asked for")
     if chip.links:
         echo("\nlinks (one direction):")
         for link in chip.links.values():

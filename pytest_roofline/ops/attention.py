@@ -99,7 +99,7 @@ def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number,
         pairs = batch * heads * scored_pairs(q_len, kv_len, causal, window)
         return [
             Kernel(prefix, 2.0 * pairs * (head_dim + dv), q_bytes + o_bytes + k_bytes + v_bytes,
-                   0.0, "matrix", work, None, None, count),
+                   0.0, "matrix", work, None, None, count, out_bytes=o_bytes),
             Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, 0.0, "vector", dtype,
                    None, None, count),
         ]

@@ -71,9 +71,11 @@ def conv_kernel(name: str, batch: Number, cin: int, cout: int, hw: tuple[int, in
     weights = cout * per_group * kernel[0] * kernel[1]
     flops = 2.0 * batch * ho * wo * cout * per_group * kernel[0] * kernel[1]
     w_item = item if weight_dtype is None else dtypes.ITEMSIZE[weight_dtype]
-    nbytes = (batch * cin * hw[0] * hw[1] + batch * cout * ho * wo) * item + weights * w_item
+    written = batch * cout * ho * wo * item
+    nbytes = batch * cin * hw[0] * hw[1] * item + written + weights * w_item
     unit = "vector" if per_group == 1 and groups > 1 else "matrix"
-    return Kernel(name, flops, nbytes, 0.0, unit, compute or dtype, None, None, count), (ho, wo)
+    return Kernel(name, flops, nbytes, 0.0, unit, compute or dtype, None, None, count,
+                  out_bytes=written), (ho, wo)
 
 
 def pool_kernel(name: str, batch: Number, channels: int, hw: tuple[int, int],
@@ -84,9 +86,10 @@ def pool_kernel(name: str, batch: Number, channels: int, hw: tuple[int, int],
     wo = out_size(hw[1], kernel[1], stride[1], padding[1], 1, name)
     outputs = batch * channels * ho * wo
     per = kernel[0] * kernel[1] - 1 + (1 if kind == "avg" else 0)
-    nbytes = (batch * channels * hw[0] * hw[1] + outputs) * dtypes.ITEMSIZE[dtype]
+    item = dtypes.ITEMSIZE[dtype]
+    nbytes = (batch * channels * hw[0] * hw[1] + outputs) * item
     return Kernel(name, outputs * per, nbytes, 0.0, "vector", compute or dtype, None, None,
-                  count), (ho, wo)
+                  count, out_bytes=outputs * item), (ho, wo)
 
 
 def conv2d(

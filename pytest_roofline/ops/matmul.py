@@ -8,8 +8,8 @@ on-chip memory, which only adds bytes: the roofline time is a lower bound.
 
 Precisions: each operand is priced at its own width. The product runs in the wider of the two
 input precisions (int8 weights with bf16 activations are dequantized and multiplied in bf16;
-two int8 operands multiply in int8), and the output is written in ``out_dtype`` (default:
-``dtype``).
+two int8 operands multiply in int8), unless the chip's spec states a mixed path for the pair
+(``mixed_matmul``), and the output is written in ``out_dtype`` (default: ``dtype``).
 
 With arrays, the bytes follow each array's storage dtype, and the precision overrides set the
 precision the product is *computed* in: ``dtype=`` the product's, ``a_dtype=``/``b_dtype=`` an
@@ -98,9 +98,10 @@ def matmul_kernel(name: str, m: Number, k: Number, n: Number, a: str, b: str, ou
     FLOPs = 2·m·k·n (a multiply-accumulate counts 2). Bytes = m·k·|a| + k·n·|b| + m·n·|out|.
     """
     size_of = dtypes.ITEMSIZE
-    return Kernel(name, 2.0 * m * k * n,
-                  m * k * size_of[a] + k * n * size_of[b] + m * n * size_of[out],
-                  0.0, "matrix", compute, None, None, count)
+    written = m * n * size_of[out]
+    return Kernel(name, 2.0 * m * k * n, m * k * size_of[a] + k * n * size_of[b] + written,
+                  0.0, "matrix", compute, None, None, count, out_bytes=written,
+                  operands=() if a == b else (a, b))
 
 
 def matmul(

@@ -47,8 +47,9 @@ def elementwise_kernel(name: str, n: Number, inputs: float, outputs: float, flop
                        dtype: str, count: Number = 1.0, *, compute: str | None = None) -> Kernel:
     """n elements: ``flops`` FLOPs each, ``inputs`` tensors read and ``outputs`` written, stored
     in *dtype* and computed in *compute* (default: *dtype*)."""
-    return Kernel(name, n * flops, n * (inputs + outputs) * dtypes.ITEMSIZE[dtype], 0.0,
-                  "vector", compute or dtype, None, None, count)
+    item = dtypes.ITEMSIZE[dtype]
+    return Kernel(name, n * flops, n * (inputs + outputs) * item, 0.0, "vector",
+                  compute or dtype, None, None, count, out_bytes=n * outputs * item)
 
 
 def norm_kernel(name: str, kind: str, rows: Number, hidden: int, dtype: str, *,
@@ -66,14 +67,15 @@ def norm_kernel(name: str, kind: str, rows: Number, hidden: int, dtype: str, *,
     elements = rows * hidden
     item = dtypes.ITEMSIZE[dtype]
     return Kernel(name, elements * per, (elements * streams + params * hidden) * item, 0.0,
-                  "vector", compute or dtype, None, None, count)
+                  "vector", compute or dtype, None, None, count, out_bytes=elements * item)
 
 
 def softmax_kernel(name: str, rows: Number, cols: Number, dtype: str,
                    count: Number = 1.0, *, compute: str | None = None) -> Kernel:
     elements = rows * cols
-    return Kernel(name, elements * SOFTMAX_FLOPS, 2.0 * elements * dtypes.ITEMSIZE[dtype], 0.0,
-                  "vector", compute or dtype, None, None, count)
+    item = dtypes.ITEMSIZE[dtype]
+    return Kernel(name, elements * SOFTMAX_FLOPS, 2.0 * elements * item, 0.0, "vector",
+                  compute or dtype, None, None, count, out_bytes=elements * item)
 
 
 def embedding_kernel(name: str, tokens: Number, hidden: int, dtype: str,

@@ -24,6 +24,7 @@ and each RECORD is the roofline of one test on one chip (figures in SI units)::
       "attainable_flops": 9.89e14,                               # FLOP/s
       "footprint_B": 1.0e8, "capacity_B": 8.0e10, "fits": true,  # fits: null when unknown
       "flops_per_mac": 2, "derate": 1.0,                         # the conventions in force
+      "peak_label": "matrix:bf16",     # the peak the ridge uses (vector:fp32: CUDA cores)
       "expected": ["compute"],         # allowed regimes; null: no regime asserted
       "expectation": "compute",        # the summary's label of every check
       "outcome": "passed",             # passed | failed | report (nothing asserted)
