@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -29,7 +29,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _TOP_KEYS = frozenset({
     "name", "aliases", "vendor", "description", "default_dtype", "sources", "memory", "matrix",
     "matrix_sparse", "vector", "links", "onchip", "clock", "notes", "extends", "vector_fallback",
-    "default_link", "note", "vector_matmul", "mixed_matmul",
+    "default_link", "note", "vector_matmul", "mixed_matmul", "provenance",
 })
 _MIXED_KEYS = frozenset({"paths", "source", "note", "notes"})
 _VECTOR_MATMUL_KEYS = frozenset({"precisions", "source", "note", "notes"})
@@ -97,6 +97,7 @@ class Hardware:
     clock: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     origin: str = "<python>"
+    provenance: Mapping[str, Any] = field(default_factory=dict)  # how a calibration was made
 
     def __post_init__(self) -> None:
         where = f"hardware {self.name!r}"
@@ -262,6 +263,7 @@ class Hardware:
             "onchip": [{"name": lv.name, "capacity_B": lv.capacity, "bandwidth_Bps": lv.bandwidth}
                        for lv in self.onchip],
             "sources": dict(self.sources), "origin": self.origin,
+            **({"provenance": dict(self.provenance)} if self.provenance else {}),
         }
 
 
@@ -460,11 +462,20 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
             clock=clock,
             sources=reader.sources,
             origin=origin,
+            provenance=_provenance(reader, data.get("provenance")),
         )
     except SpecError as exc:
         if str(exc).startswith(f"{origin}: "):
             raise
         raise SpecError(f"{origin}: {exc}") from None
+
+
+def _provenance(reader: _Reader, raw: object) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise reader.error("provenance", raw, "a mapping (how a calibrated spec was measured)")
+    return raw
 
 
 def _merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
@@ -485,6 +496,35 @@ def _is_dir(path: Path) -> bool:
 
 
 # -- the catalog -----------------------------------------------------------------------------
+
+#: Chips whose spec is made on demand, not read from a file: a name pattern (a regular
+#: expression matched against the whole lower-case name) -> ``"module:function"``, a function
+#: taking the name and returning a Hardware (or None). The module is imported on the first
+#: lookup of a matching name only, so the engine never imports it otherwise. Built in: the
+#: calibrations of this machine (``host``, ``cuda:N``), measured on first use.
+RESOLVERS: dict[str, str | Callable[[str], Hardware | None]] = {
+    r"host|cuda(?:[:-]\d+)?": "pytest_roofline.measure.calibration:resolve",
+}
+
+
+def is_dynamic(name: str) -> bool:
+    """Whether *name* is one the catalog makes on demand (a calibration such as ``host``)."""
+    return any(re.fullmatch(p, name.lower()) for p in RESOLVERS)
+
+
+def _dynamic(name: str) -> Hardware | None:
+    for pattern, target in RESOLVERS.items():
+        if not re.fullmatch(pattern, name):
+            continue
+        if isinstance(target, str):
+            import importlib
+
+            module, _, attr = target.partition(":")
+            target = getattr(importlib.import_module(module), attr)
+        chip = target(name)
+        if chip is not None:
+            return chip
+    return None
 
 
 def builtin_spec_dir() -> Path:
@@ -573,6 +613,12 @@ class Catalog(SpecIndex):
         self._scan()
         key = self._alias.get(text.lower())
         if key is None:
+            made = _dynamic(text.lower())
+            if made is not None:
+                self.register(made)
+                for alias in (text.lower(), *made.aliases):
+                    self._alias.setdefault(alias, made.name)
+                return made
             raise UnknownHardwareError(f"unknown hardware {text!r}." + self.suggest(text))
         if key not in self._built:
             self._built[key] = from_dict(self._resolve(key), self._raw[key][1])

@@ -190,11 +190,13 @@ def _prepare_hardware(config: pytest.Config, session: RooflineSession,
                 raise pytest.UsageError(message) from None
             raise RooflineError(message) from None
     if at_configure and session.settings.hw:
+        from ..hardware import is_dynamic
+
         known = CATALOG.aliases()
         for name in session.settings.hw:
             a_file = is_path(name)
             if (a_file and not Path(name).is_file()) or (
-                    not a_file and name.lower() not in known):
+                    not a_file and name.lower() not in known and not is_dynamic(name)):
                 raise pytest.UsageError(
                     f"--roofline-hw / roofline_hw: unknown hardware {name!r}."
                     + CATALOG.suggest(name))

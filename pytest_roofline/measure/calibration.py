@@ -1,0 +1,234 @@
+"""A calibration as a hardware spec: measured, written in the built-in schema, cached.
+
+``hw="host"`` (the CPU) and ``hw="cuda:0"`` (a GPU, through torch) name calibrations. The
+first lookup on a machine measures it (a progress line on stderr; a few seconds) and writes
+the spec to the user's cache folder, ``$XDG_CACHE_HOME/pytest-roofline/`` (default
+``~/.cache/pytest-roofline/``), under a key of the machine (node, CPU model, cores) and the
+software that ran the kernels (numpy's BLAS, torch). Later lookups read the file.
+``pytest-roofline calibrate`` measures again and replaces it.
+
+The spec file is an ordinary hardware spec (``specs/hardware/README.md``) whose source is the
+calibration itself, plus a ``provenance`` section: CPU/GPU model, cores, BLAS and version,
+driver, date, rounds, every sample and its spread. Concurrent first lookups (pytest-xdist
+workers) take a file lock, so one process measures while the others wait for its file:
+two calibrations running at once would halve each other's figures.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RooflineError
+from . import probe
+from .cpu import QUICK, Plan, Roofs
+
+if TYPE_CHECKING:
+    from ..hardware import Hardware
+
+_DEVICE = re.compile(r"^(host|cpu|cuda(?:[:-](\d+))?)$")
+#: Names the catalog resolves through :func:`resolve` (see ``hardware.RESOLVERS``).
+NAMES = r"host|cuda(?:[:-]\d+)?"
+
+Progress = Callable[[str], None]
+
+
+def _stderr(text: str) -> None:
+    print(f"pytest-roofline: {text}", file=sys.stderr, flush=True)
+
+
+#: Where progress lines go; the pytest plugin points it at the terminal.
+progress: Progress = _stderr
+
+
+def parse_device(text: str) -> tuple[str, str]:
+    """``"cpu"``/``"host"`` -> ``("cpu", "host")``; ``"cuda:1"`` -> ``("cuda:1", "cuda-1")``."""
+    match = _DEVICE.match(str(text).strip().lower())
+    if not match:
+        raise RooflineError(f"device {text!r} is not one to calibrate; allowed: cpu (or "
+                            f"host), cuda, cuda:N")
+    if match.group(1) in ("host", "cpu"):
+        return "cpu", "host"
+    index = int(match.group(2) or 0)
+    return f"cuda:{index}", f"cuda-{index}"
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/pytest-roofline``, else ``~/.cache/pytest-roofline``."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "pytest-roofline"
+
+
+def software_key(device: str) -> str:
+    """What else the figures depend on: numpy's BLAS for the CPU, torch for a GPU."""
+    if device == "cpu":
+        blas = probe.blas()
+        return f"numpy {blas.get('numpy')} {blas.get('name', '')} {blas.get('version', '')}"
+    torch = sys.modules.get("torch")
+    return f"torch {getattr(torch, '__version__', '?')}"
+
+
+def cache_path(device: str = "cpu") -> Path:
+    """The cached spec of *device* on this machine."""
+    device, name = parse_device(device)
+    return cache_dir() / f"{name}-{probe.machine_key(software_key(device))}.yaml"
+
+
+def _q(value: float, unit: str) -> str:
+    return f"{value:.6g} {unit}"
+
+
+def to_spec(roofs: Roofs, *, name: str, facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The hardware spec mapping of a calibration (the built-in schema plus provenance)."""
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    bandwidth = roofs.bandwidth
+    model = str(facts.get("model", "unknown"))
+    source = (f"measured on {platform.node() or 'this machine'} by pytest-roofline calibrate "
+              f"on {when}: best of {roofs.rounds} samples per figure (see provenance)")
+    spec: dict[str, Any] = {
+        "name": name,
+        "aliases": [name.replace("cuda-", "cuda:")] + (["cuda"] if name == "cuda-0" else []),
+        "vendor": str(facts.get("vendor", "")),
+        "description": f"{model}, calibrated ({facts.get('cores_label', '')})".replace(" ()", ""),
+        "default_dtype": str(facts.get("default_dtype", "fp32")),
+        "vector_fallback": "matrix",
+        "sources": {"calibration": source},
+        "memory": {"capacity": _q(float(facts["capacity"]), "B"),
+                   "bandwidth": _q(bandwidth.value, "B/s"), "source": "calibration",
+                   "note": bandwidth.detail},
+        "matrix": {**{k: _q(f.value, "FLOP/s") for k, f in roofs.matrix.items()},
+                   "source": "calibration"},
+        "provenance": {
+            "date": when, "device": facts.get("device"), "model": model,
+            "cores": roofs.threads, "rounds": roofs.rounds,
+            "seconds": round(roofs.seconds, 2),
+            **{k: v for k, v in facts.items()
+               if k in ("blas", "driver", "torch", "cuda", "python", "platform")},
+            "figures": {
+                **{f"matrix.{k}": f.to_dict() for k, f in roofs.matrix.items()},
+                **{f"memory.{k}": f.to_dict() for k, f in roofs.memory.items()},
+                **{f"cache.{lv.name}": lv.bandwidth.to_dict() for lv in roofs.levels},
+            },
+            "warnings": roofs.warnings(),
+        },
+    }
+    if name == "host":
+        spec["aliases"] = []
+    if roofs.levels:
+        spec["onchip"] = [{"name": lv.name, "capacity": _q(lv.capacity, "B"),
+                           "bandwidth": _q(lv.bandwidth.value, "B/s"), "source": "calibration",
+                           "note": lv.bandwidth.detail} for lv in roofs.levels]
+    if facts.get("clock"):
+        spec["clock"] = {"boost": _q(float(facts["clock"]), "Hz"), "source": "calibration",
+                         "note": "as the OS reports it"}
+    return spec
+
+
+def calibrate(device: str = "cpu", *, quick: bool = False,
+              say: Progress | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Measure *device* ("cpu", "cuda:N"); returns its spec mapping and any warnings.
+
+    *quick* takes fewer, smaller samples (for tests; figures are rougher).
+    """
+    device, name = parse_device(device)
+    plan: Plan = QUICK if quick else Plan()
+    facts: dict[str, Any] = {"device": device, "python": platform.python_version(),
+                             "platform": platform.platform()}
+    if device == "cpu":
+        from .cpu import calibrate_cpu
+
+        roofs = calibrate_cpu(plan, say)
+        cores = probe.cores()
+        cpuinfo = probe.cpu_model()
+        facts.update(model=cpuinfo, capacity=probe.memory_capacity(), clock=probe.clock(),
+                     blas=probe.blas(), default_dtype="fp64",
+                     cores_label=f"{cores} core{'s' if cores != 1 else ''}",
+                     vendor=cpuinfo.split()[0] if cpuinfo else "")
+    else:
+        from .gpu import calibrate_gpu
+
+        roofs, gpu = calibrate_gpu(int(device.split(":")[1]), plan, say)
+        facts.update(gpu, vendor="NVIDIA",
+                     default_dtype="bf16" if "bf16" in roofs.matrix else "fp32",
+                     cores_label=f"{gpu['multiprocessors']} SMs")
+    return to_spec(roofs, name=name, facts=facts), roofs.warnings()
+
+
+def save(path: str | os.PathLike[str], spec: Mapping[str, Any]) -> Path:
+    """Write *spec* as YAML: a temporary file in the same folder, then a rename."""
+    import tempfile
+
+    import yaml
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = ("# A hardware spec measured by `pytest-roofline calibrate` "
+            "(schema: specs/hardware/README.md).\n"
+            + yaml.safe_dump(dict(spec), sort_keys=False, width=100))
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(temp, 0o644)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock beside *path* (POSIX); elsewhere no lock."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(path.with_suffix(".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def load(device: str = "cpu", *, calibrate_missing: bool = True,
+         quick: bool = False) -> Hardware:
+    """The calibrated chip of *device*: the cached spec, or a new calibration (saved)."""
+    from ..hardware import from_dict
+    from ..specfiles import load_yaml
+
+    device, name = parse_device(device)
+    path = cache_path(device)
+    if not path.is_file():
+        if not calibrate_missing:
+            raise RooflineError(f"{name} is not calibrated on this machine (no {path}); run "
+                                f"pytest-roofline calibrate --device {device}")
+        with _locked(path):
+            if not path.is_file():  # another process may have written it meanwhile
+                started = time.perf_counter()
+                progress(f"calibrating {name} ({device}) on first use; cached in {path} ...")
+                spec, warnings = calibrate(device, quick=quick)
+                save(path, spec)
+                for line in warnings:
+                    progress(f"warning: {line}")
+                progress(f"calibrated {name} in {time.perf_counter() - started:.1f} s")
+    return from_dict(load_yaml(path), str(path))
+
+
+def resolve(name: str) -> Hardware | None:
+    """The catalog's hook: the calibrated chip for ``host``/``cuda[:N]``, else None."""
+    if not _DEVICE.match(name.strip().lower()) or name.strip().lower() == "cpu":
+        return None
+    return load(name)

@@ -1,0 +1,256 @@
+"""Calibrating a CPU with numpy: GEMM peaks, STREAM-style bandwidth, a cache sweep.
+
+* **Peaks** (fp64, fp32): numpy's BLAS GEMM on square matrices, doubled in size until one
+  call takes long enough to saturate the cores (tens of ms), then timed. The peak is
+  ``2 n^3 / t`` (2 FLOPs per multiply-accumulate): what a tuned GEMM reaches on every core,
+  the highest FLOP rate numpy code reaches on this machine.
+* **Memory bandwidth**: STREAM-style kernels on arrays of at least 4x the last-level cache
+  (32 MiB at least), run on 1 thread and on every allowed core (numpy releases the GIL inside
+  its loops): copy (16 B per element counted), add ``c = a + b`` (24 B) and triad
+  ``a = b + s*c`` (two numpy passes, 40 B counted). STREAM's convention: write-allocate reads
+  are not counted. The memory roof is the best of them.
+* **Cache levels** (a hierarchical roofline): for each data cache the OS reports, a working
+  set of half its capacity is summed into an accumulator over and over inside one numpy call
+  (``np.add.reduce`` over a broadcast array: 24 B per element counted), on one core.
+
+Robustness on shared machines: every figure is sampled in several rounds spread over time
+(all figures in each round, a pause between rounds), and the best sample is kept. The
+spread (best - worst) / best of each figure is recorded; a figure whose samples disagree by
+more than :data:`DISAGREE` makes a warning, because a calibration taken under load makes
+every later efficiency look better than it is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from . import probe
+
+DISAGREE = 0.10  # relative spread of a figure's samples above which calibration warns
+MiB = float(1 << 20)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One calibrated rate (FLOP/s or B/s): the best sample, and all of them."""
+
+    name: str
+    samples: tuple[float, ...]
+    detail: str = ""
+
+    @property
+    def value(self) -> float:
+        return max(self.samples)
+
+    @property
+    def spread(self) -> float:
+        """(best - median) / best of the samples: 0 when they agree."""
+        ordered = sorted(self.samples)
+        best, median = ordered[-1], ordered[len(ordered) // 2]
+        return (best - median) / best if best > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "spread": round(self.spread, 4),
+                "samples": [float(f"{s:.6g}") for s in self.samples], "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Level:
+    """A cache level: capacity from the OS, bandwidth measured at half that working set."""
+
+    name: str
+    capacity: float
+    bandwidth: Figure
+
+
+@dataclass
+class Plan:
+    """How long and how big: *rounds* samples of every figure, *pause* s apart."""
+
+    rounds: int = 5
+    pause: float = 0.15
+    gemm_time: float = 0.05  # s one GEMM call must take at least
+    gemm_max: int = 4096
+    stream_min: float = 32 * MiB  # B per array, at least
+    sweep_bytes: float = 2e8  # B counted per cache-sweep sample
+
+
+QUICK = Plan(rounds=2, pause=0.0, gemm_time=0.01, gemm_max=1024, sweep_bytes=3e7)
+
+
+@dataclass
+class Roofs:
+    """Every figure of one calibration (CPU or GPU), before it becomes a hardware spec."""
+
+    matrix: dict[str, Figure]
+    memory: dict[str, Figure]
+    levels: list[Level]
+    threads: int
+    seconds: float = 0.0
+    rounds: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bandwidth(self) -> Figure:
+        return max(self.memory.values(), key=lambda f: f.value)
+
+    def warnings(self) -> list[str]:
+        figures = [*self.matrix.values(), *self.memory.values(),
+                   *(lv.bandwidth for lv in self.levels)]
+        return disagreement(figures)
+
+
+def disagreement(figures: list[Figure]) -> list[str]:
+    """One warning naming the figures whose samples disagree by more than DISAGREE."""
+    noisy = [f for f in figures if f.spread > DISAGREE]
+    if not noisy:
+        return []
+    listed = ", ".join(f"{f.name} {f.spread:.0%}" for f in noisy)
+    return [f"calibration samples disagree (median below best by {listed}): the machine was "
+            f"busy; the best samples are kept. Recalibrate when it is quiet "
+            f"(pytest-roofline calibrate)."]
+
+
+def _best_time(fn: Callable[[], Any], calls: int = 1) -> float:
+    best = float("inf")
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _rate(call: Callable[[], Any], amount: float) -> float:
+    return amount / _best_time(call, 2)
+
+
+def _gemm(dtype: str, plan: Plan) -> tuple[Callable[[], float], str]:
+    """A sampler of GEMM FLOP/s in *dtype*, sized so that one call takes plan.gemm_time."""
+    import numpy as np
+
+    n = 256
+    while True:
+        a = np.full((n, n), 0.5, dtype=dtype)
+        b = np.full((n, n), 0.25, dtype=dtype)
+        call = partial(np.matmul, a, b)
+        call()  # warm-up: threads started, pages touched
+        if _best_time(call, 2) >= plan.gemm_time or n >= plan.gemm_max:
+            break
+        n *= 2
+    out = np.empty((n, n), dtype=dtype)
+    flops = 2.0 * n ** 3
+
+    def sample() -> float:
+        return flops / _best_time(lambda: np.matmul(a, b, out=out))
+
+    return sample, f"numpy matmul {n}x{n}x{n}"
+
+
+def _split(n: int, parts: int) -> list[slice]:
+    step = -(-n // parts)
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def _stream(threads: int, plan: Plan, llc: float,
+            pools: list[ThreadPoolExecutor]) -> dict[str, tuple[Callable[[], float], str]]:
+    """Samplers of copy, add and triad bandwidth over arrays well past the LLC."""
+    import numpy as np
+
+    per_array = max(plan.stream_min, 4 * llc)
+    n = int(per_array // 8)
+    a, b, c = np.full(n, 1.0), np.full(n, 2.0), np.full(n, 3.0)
+    pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
+    if pool is not None:
+        pools.append(pool)
+    pieces = _split(n, threads)
+
+    def run(kernel: Callable[[slice], Any]) -> Callable[[], Any]:
+        if pool is None:
+            return lambda: kernel(slice(0, n))
+        return lambda: list(pool.map(kernel, pieces))
+
+    def triad(s: slice) -> None:
+        np.multiply(c[s], 3.0, out=a[s])
+        np.add(a[s], b[s], out=a[s])
+
+    kernels: dict[str, tuple[Callable[[slice], Any], float]] = {
+        "copy": (lambda s: np.copyto(c[s], a[s]), 16.0),
+        "add": (lambda s: np.add(a[s], b[s], out=c[s]), 24.0),
+        "triad": (triad, 40.0),
+    }
+    samplers: dict[str, tuple[Callable[[], float], str]] = {}
+    size = f"3 arrays of {per_array / MiB:.0f} MiB, {threads} thread(s)"
+    for name, (kernel, per_element) in kernels.items():
+        call = run(kernel)
+        call()  # pages touched, threads started
+        samplers[name] = (
+            partial(_rate, call, per_element * n),
+            f"STREAM {name}, {per_element:.0f} B/element counted, {size}")
+    return samplers
+
+
+def _sweep(capacity: float, plan: Plan) -> Callable[[], float]:
+    """A sampler of in-cache bandwidth at a working set of half *capacity* (one core)."""
+    import numpy as np
+
+    n = max(64, int(capacity / 2 / 16))  # the source row and the accumulator, 8 B each
+    rows = max(2, int(plan.sweep_bytes / (24 * n)))
+    source = np.broadcast_to(np.full(n, 1e-9), (rows, n))
+    acc = np.zeros(n)
+    np.add.reduce(source, axis=0, out=acc)
+
+    def sample() -> float:
+        return 24.0 * rows * n / _best_time(lambda: np.add.reduce(source, axis=0, out=acc))
+
+    return sample
+
+
+def calibrate_cpu(plan: Plan | None = None,
+                  progress: Callable[[str], None] | None = None) -> Roofs:
+    """Measure this CPU's roofs (see the module docstring)."""
+    plan = plan or Plan()
+    say = progress or (lambda _text: None)
+    started = time.perf_counter()
+    threads = probe.cores()
+    caches = probe.caches()
+    llc = caches[-1].capacity if caches else 32 * MiB
+    samplers: dict[str, tuple[Callable[[], float], str]] = {}
+    say("sizing GEMM")
+    for dtype in ("float64", "float32"):
+        samplers["matrix." + ("fp64" if dtype == "float64" else "fp32")] = _gemm(dtype, plan)
+    say("allocating STREAM arrays")
+    counts = sorted({1, threads})
+    pools: list[ThreadPoolExecutor] = []
+    try:
+        for count in counts:
+            for name, sampler in _stream(count, plan, llc, pools).items():
+                suffix = "" if count == max(counts) else f".{count}t"
+                samplers[f"memory.{name}{suffix}"] = sampler
+        for cache in caches:
+            samplers[f"cache.{cache.name}"] = (
+                _sweep(cache.capacity, plan),
+                f"np.add.reduce, working set {cache.capacity / 2 / 1024:.0f} KiB, 1 thread")
+        results: dict[str, list[float]] = {key: [] for key in samplers}
+        for round_ in range(plan.rounds):
+            say(f"round {round_ + 1}/{plan.rounds}")
+            for key, (sample, _) in samplers.items():
+                results[key].append(sample())
+            if plan.pause and round_ + 1 < plan.rounds:
+                time.sleep(plan.pause)
+    finally:
+        for pool in pools:
+            pool.shutdown()
+
+    def figure(key: str) -> Figure:
+        return Figure(key, tuple(results[key]), samplers[key][1])
+
+    matrix = {key.split(".", 1)[1]: figure(key) for key in samplers if key.startswith("matrix.")}
+    memory = {key.split(".", 1)[1]: figure(key) for key in samplers if key.startswith("memory.")}
+    levels = [Level(c.name, c.capacity, figure(f"cache.{c.name}")) for c in caches]
+    return Roofs(matrix=matrix, memory=memory, levels=levels, threads=threads,
+                          seconds=time.perf_counter() - started, rounds=plan.rounds)

@@ -1,0 +1,156 @@
+"""Timing a call: warm-up, repeats, device synchronization, median and spread.
+
+``measure(fn, *args, **kwargs)`` calls ``fn(*args, **kwargs)`` a few times to warm up
+(compilation, allocation, caches of the library), then times repeated calls with
+:func:`time.perf_counter` until both a minimum number of samples and a minimum total time are
+reached. Work queued on an accelerator is waited for inside each timed sample: torch, jax and
+cupy are synchronized by duck typing (the result's ``block_until_ready()``; torch's and cupy's
+device synchronize when those libraries are already imported), so no framework is imported
+here.
+
+The figures: ``time`` is the median sample (robust to a few slow samples on a shared
+machine), ``best`` the fastest one, ``spread`` the interquartile range over the median.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time as _time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import RooflineError
+
+
+class MeasureError(RooflineError, ValueError):
+    """A measurement that cannot be made or used (bad settings, a call that takes no time)."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Timed samples of one call. Seconds; ``spread`` is relative (IQR / median)."""
+
+    time: float
+    spread: float
+    best: float
+    samples: tuple[float, ...]
+    warmup: int
+
+    def __post_init__(self) -> None:
+        if not self.samples:
+            raise MeasureError("a Measurement needs at least one timed sample")
+        if not (self.time > 0) or self.time == float("inf"):
+            raise MeasureError(f"measured time must be a finite number > 0 s, got {self.time!r}")
+
+    @property
+    def repeats(self) -> int:
+        return len(self.samples)
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[float], warmup: int = 0) -> Measurement:
+        """Median, IQR/median and best of *samples* (seconds)."""
+        values = sorted(float(s) for s in samples)
+        if not values:
+            raise MeasureError("no samples to summarize")
+        median = quantile(values, 0.5)
+        if not (median > 0):
+            raise MeasureError(f"the call took no measurable time (median {median!r} s); "
+                               f"time a larger piece of work")
+        spread = (quantile(values, 0.75) - quantile(values, 0.25)) / median
+        return cls(time=median, spread=spread, best=values[0], samples=tuple(values),
+                   warmup=warmup)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"time_s": self.time, "spread": self.spread, "best_s": self.best,
+                "repeats": self.repeats}
+
+
+def quantile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile of already sorted values."""
+    n = len(sorted_values)
+    pos = q * (n - 1)
+    lo = int(pos)
+    hi = min(lo + 1, n - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def synchronize(result: Any = None) -> None:
+    """Wait for work queued on an accelerator: jax arrays by ``block_until_ready``, torch and
+    cupy by their device synchronize when they are imported and a device is in use."""
+    ready = getattr(result, "block_until_ready", None)
+    if callable(ready):
+        ready()
+    elif isinstance(result, (tuple, list)):
+        for item in result:
+            blocker = getattr(item, "block_until_ready", None)
+            if callable(blocker):
+                blocker()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        cuda = getattr(torch, "cuda", None)
+        try:
+            if cuda is not None and cuda.is_initialized():
+                cuda.synchronize()
+        except Exception:  # an unusable CUDA runtime: nothing was queued on it
+            pass
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        with contextlib.suppress(Exception):
+            cupy.cuda.get_current_stream().synchronize()
+
+
+@dataclass(frozen=True)
+class Timer:
+    """Settings of a measurement: *warmup* untimed calls, then at least *repeats* timed calls
+    and at least *min_time* seconds of them, at most *max_repeats* calls."""
+
+    warmup: int = 1
+    repeats: int = 5
+    min_time: float = 0.2
+    max_repeats: int = 1000
+
+    def __post_init__(self) -> None:
+        for name in ("warmup", "repeats", "max_repeats"):
+            value = getattr(self, name)
+            minimum = 0 if name == "warmup" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise MeasureError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+        if self.max_repeats < self.repeats:
+            raise MeasureError(f"max_repeats={self.max_repeats} is below repeats="
+                               f"{self.repeats}")
+        if isinstance(self.min_time, bool) or not isinstance(self.min_time, (int, float)) or \
+                not (0 <= self.min_time < float("inf")):
+            raise MeasureError(f"min_time must be a number of seconds >= 0, got "
+                               f"{self.min_time!r}")
+
+    def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Measurement:
+        if not callable(fn):
+            raise MeasureError(f"measure() needs a callable, got {type(fn).__name__}: {fn!r}")
+        clock = _time.perf_counter
+        for _ in range(self.warmup):
+            synchronize(fn(*args, **kwargs))
+        samples: list[float] = []
+        total = 0.0
+        while len(samples) < self.max_repeats and (
+                len(samples) < self.repeats or total < self.min_time):
+            synchronize()
+            start = clock()
+            synchronize(fn(*args, **kwargs))
+            elapsed = clock() - start
+            samples.append(elapsed)
+            total += elapsed
+        return Measurement.from_samples(samples, self.warmup)
+
+
+DEFAULT = Timer()
+
+
+def measure(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Measurement:
+    """Time ``fn(*args, **kwargs)``: one warm-up call, then at least 5 timed calls and 0.2 s.
+
+    Returns a :class:`Measurement` (``time``: median s, ``spread``: IQR / median). For other
+    settings use ``Timer(warmup=..., repeats=..., min_time=...)(fn, *args, **kwargs)``.
+    """
+    return DEFAULT(fn, *args, **kwargs)
