@@ -30,6 +30,10 @@ Rules (the same for every caller, deterministic on any machine):
   does FLOPs but moves no memory bytes has no finite intensity and is a WorkloadError; a kernel
   inside a program may move none (a fused softmax stays on chip): its ``intensity`` is None.
   Figures too large for a float (sizes near 2**53 multiplied together) are a WorkloadError.
+* ``measured`` (seconds a real run of the same work took) adds ``efficiency`` = roofline time
+  / measured time: the fraction of the roof reached. Above 1 means the measurement beat a
+  lower bound: the workload overcounts its FLOPs or bytes, or its data stayed in a cache
+  faster than the memory roof used (``pytest_roofline.measure.diagnose`` says which).
 """
 
 from __future__ import annotations
@@ -99,6 +103,8 @@ class Result:
     flops_per_mac: int = 2
     derate: float = 1.0
     peak_label: str = ""  # which peak sets the ridge, e.g. "matrix:bf16" or "vector:fp32"
+    measured: float | None = None  # s, a timed run of the same work (None: not measured)
+    efficiency: Number | None = None  # time / measured: the fraction of the roof reached
 
     @property
     def bound_times(self) -> dict[str, Number]:
@@ -119,6 +125,8 @@ class Result:
             "footprint_B": plain(self.footprint), "capacity_B": self.capacity,
             "fits": plain(self.fits), "flops_per_mac": self.flops_per_mac,
             "derate": self.derate, "peak_label": self.peak_label,
+            **({} if self.measured is None else {
+                "measured_s": self.measured, "efficiency": plain(self.efficiency)}),
         }
 
 
@@ -279,17 +287,21 @@ def analyze(
     flops_per_mac: int = 2,
     derate: float = 1.0,
     sparse: bool = False,
+    measured: float | None = None,
 ) -> Result:
     """The roofline of *workload* on *hw* (a Hardware, a name or a spec path).
 
     *dtype* is the precision of kernels that name none (default: the chip's default, bf16 on
-    most). Kernels that name a precision keep it. See the module docstring for the rules.
+    most). Kernels that name a precision keep it. *measured* (s, or anything with a ``time``
+    in s such as a ``Measurement``) sets ``Result.measured`` and ``Result.efficiency``. See
+    the module docstring for the rules.
     """
     if not isinstance(workload, Workload):
         raise WorkloadError(f"analyze() needs a Workload, got {brief(workload)} "
                             f"({type(workload).__name__})")
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
     _check_settings(flops_per_mac, derate, sparse)
+    seconds = _measured(measured)
     scale = flops_per_mac / 2.0
     level = onchip_level(chip)
     capacity = 0.0 if level is None else level.capacity
@@ -349,7 +361,20 @@ def analyze(
         t_memory=t_memory, t_network=t_network, time=time, regime=regime,
         attainable=_divide(flops, time), footprint=footprint, capacity=capacity, fits=fits,
         shares=shares, kernels=kernels, flops_per_mac=flops_per_mac, derate=float(derate),
-        peak_label=ridge_label)
+        peak_label=ridge_label,
+        measured=seconds, efficiency=None if seconds is None else time / seconds)
+
+
+def _measured(value: Any) -> float | None:
+    """A measured time in s from a number or an object with a ``time`` (a Measurement)."""
+    if value is None:
+        return None
+    seconds = getattr(value, "time", value)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
+            0 < seconds < float("inf")):
+        raise RooflineError(f"measured must be a time in s > 0 (a number or a Measurement), "
+                            f"got {value!r}")
+    return float(seconds)
 
 
 def _total(values: Any) -> Number:

@@ -41,12 +41,12 @@ NAMES = r"host|cuda(?:[:-]\d+)?"
 Progress = Callable[[str], None]
 
 
-def _stderr(text: str) -> None:
+def stderr_progress(text: str) -> None:
     print(f"pytest-roofline: {text}", file=sys.stderr, flush=True)
 
 
 #: Where progress lines go; the pytest plugin points it at the terminal.
-progress: Progress = _stderr
+progress: Progress = stderr_progress
 
 
 def parse_device(text: str) -> tuple[str, str]:

@@ -9,15 +9,26 @@
 
 After the test body passes, the plugin checks the marker's expectations against the same
 workload (the marker's, plus everything added here) on every chip.
+
+``roofline.measure(fn, *args, **kwargs)`` times a call of the kernel (warm-up, repeats,
+accelerator sync) against that workload: the results then carry ``measured`` and
+``efficiency`` (roofline time / measured time), reported always and asserted only with the
+marker's ``min_efficiency=``. Several calls add up, like ``add()``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..analysis import Result
 from ..errors import WorkloadError
 from ..hardware import Hardware
 from ..workload import Knob, Workload, total
 from .marker import Expectation, MarkerError, _check_scalar
+
+if TYPE_CHECKING:
+    from ..measure.timing import Measurement
 
 
 class Roofline:
@@ -31,6 +42,7 @@ class Roofline:
         self._name = name
         self._added: list[Workload] = []
         self._results: tuple[Result, ...] | None = None
+        self._measurements: list[Measurement] = []
 
     def __repr__(self) -> str:
         chips = ", ".join(c.name for c in self.hardware)
@@ -78,6 +90,28 @@ class Roofline:
         self._results = None
         return workload
 
+    def measure(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Measurement:
+        """Time ``fn(*args, **kwargs)`` (see :func:`pytest_roofline.measure`) against the
+        test's workload; returns the Measurement. Several calls add up."""
+        from ..measure.timing import measure
+
+        measurement = measure(fn, *args, **kwargs)
+        self._measurements.append(measurement)
+        self._results = None
+        return measurement
+
+    @property
+    def measured(self) -> float | None:
+        """Seconds measured with :meth:`measure` (summed over calls), or None."""
+        if not self._measurements:
+            return None
+        return sum(m.time for m in self._measurements)
+
+    @property
+    def spread(self) -> float:
+        """The largest relative spread of the measurements (0 when none)."""
+        return max((m.spread for m in self._measurements), default=0.0)
+
     @property
     def workload(self) -> Workload | None:
         """Everything declared so far (the marker's workload plus added ones), or None."""
@@ -114,7 +148,8 @@ class Roofline:
                 raise WorkloadError("no workload declared yet: call roofline.add(...) first, or "
                                     "give workload= or flops=/bytes= to the marker")
             self._results = analyze_all(self._expectation, workload,
-                                        flops_per_mac=self._flops_per_mac, derate=self._derate)
+                                        flops_per_mac=self._flops_per_mac, derate=self._derate,
+                                        measured=self.measured)
         return self._results
 
     def result(self, hw: str | None = None) -> Result:

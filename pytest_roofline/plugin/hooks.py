@@ -256,8 +256,10 @@ def _expectation(item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
         try:
             _prepare_hardware(item.config, session)
             settings = session.settings
+            merged = merge((m.args, m.kwargs) for m in marks)
+            _show_calibration(item.config, merged.get("hw") or settings.hw)
             expectation: Any = parse(
-                merge((m.args, m.kwargs) for m in marks), default_hw=settings.hw,
+                merged, default_hw=settings.hw,
                 default_margin=settings.margin, name=name or "workload",
                 base=Path(item.path).parent)
         except RooflineError as exc:
@@ -280,6 +282,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "roofline" in getattr(item, "fixturenames", ()) and \
                 item.get_closest_marker("roofline") is None:
             item.add_marker(_FIXTURE_MARK)
+
+
+def _show_calibration(config: pytest.Config, hw: object) -> None:
+    """Before a calibrated chip (``host``, ``cuda:0``) is first looked up: its progress
+    lines go to the terminal, past output capturing (a first calibration takes seconds)."""
+    from ..hardware import is_dynamic
+
+    names = hw if isinstance(hw, (list, tuple)) else [hw]
+    if not any(isinstance(n, str) and is_dynamic(n) for n in names):
+        return
+    from ..measure import calibration
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        return
+
+    def write(text: str) -> None:
+        try:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(f"pytest-roofline: {text}")
+        except Exception:  # the session that installed this writer has ended
+            calibration.progress = calibration.stderr_progress
+            calibration.progress(text)
+
+    calibration.progress = write
 
 
 def _marks(item: pytest.Item) -> list[pytest.Mark]:
@@ -355,11 +383,13 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
     session = get_session(item.config)
     settings = session.settings
     expectation, handle = state.expectation, state.handle
-    if handle is None or handle.workload is expectation.workload:
+    if handle is None or (handle.workload is expectation.workload
+                          and handle.measured is None):
         judgement = _marker_judgement(item.config, expectation)
     else:
         judgement = judge(expectation, handle.workload, flops_per_mac=settings.flops_per_mac,
-                          derate=settings.derate, analyzed=lambda: handle.results)
+                          derate=settings.derate, analyzed=lambda: handle.results,
+                          spread=handle.spread)
     if judgement.error:
         _fail(item, judgement.error)
     # conftest hooks apply to the tests below them (item.ihook), but the global hook tells

@@ -44,6 +44,7 @@ def roofline(
     max_time: object = None,
     fits: bool | None = None,
     margin: float | None = None,
+    min_efficiency: float | None = None,
 ) -> None:
     """Analyze the test's workload on each chip in hw and check the expectations given."""
 
@@ -71,8 +72,9 @@ HELP = (
     "expectation does not hold: regime ('compute', 'memory', 'network' or a list of allowed "
     "ones), min_intensity/max_intensity (FLOP/B), max_time (roofline time bound, e.g. "
     "'2 ms'), fits (the footprint fits the chip's memory), margin (relative band around the "
-    "ridge where a regime assertion is too close to call). Without expectations the figures "
-    "are only reported."
+    "ridge where a regime assertion is too close to call), min_efficiency (roofline time over "
+    "the time measured with roofline.measure(), e.g. 0.5; measured figures are otherwise "
+    "only reported). Without expectations the figures are only reported."
 )
 
 
@@ -94,13 +96,14 @@ class Expectation:
     max_time: float | None = None
     fits: bool | None = None
     margin: float = 0.0
+    min_efficiency: float | None = None
 
     @property
     def checks(self) -> bool:
         """True when at least one expectation is set (otherwise the figures are reported)."""
         return (self.regime is not None or self.min_intensity is not None
                 or self.max_intensity is not None or self.max_time is not None
-                or self.fits is not None)
+                or self.fits is not None or self.min_efficiency is not None)
 
     @property
     def expected(self) -> list[str] | None:
@@ -123,6 +126,8 @@ class Expectation:
             parts.append(f"t<={format_time(self.max_time)}")
         if self.fits is not None:
             parts.append("fits" if self.fits else "no fit")
+        if self.min_efficiency is not None:
+            parts.append(f"eff>={self.min_efficiency:.0%}")
         return ", ".join(parts) if parts else "-"
 
 
@@ -196,10 +201,15 @@ def parse(
     sparse = kwargs.get("sparse", False)
     if not isinstance(sparse, bool):
         raise MarkerError(f"sparse={sparse!r} is not allowed; expected True or False")
+    min_efficiency = None
+    if kwargs.get("min_efficiency") is not None:
+        min_efficiency = _fraction(kwargs["min_efficiency"], "min_efficiency",
+                                   "a fraction of the roof in (0, 1] such as 0.5 or '50%'",
+                                   low_open=True)
     return Expectation(
         hw=hardware, regime=regime, workload=_workload(kwargs, name), dtype=dtype,
         sparse=sparse, min_intensity=min_i, max_intensity=max_i, max_time=max_time,
-        fits=fits, margin=margin)
+        fits=fits, margin=margin, min_efficiency=min_efficiency)
 
 
 def _hardware(value: object, base: Path | None, from_option: bool) -> tuple[Hardware, ...]:
@@ -287,6 +297,11 @@ def _intensity(value: object, key: str) -> float | None:
 
 
 def _margin(value: object) -> float:
+    return _fraction(value, "margin", "a relative band in [0, 1) such as 0.1 or '10%'")
+
+
+def _fraction(value: object, key: str, allowed: str, low_open: bool = False) -> float:
+    """A number or a percentage string; *low_open*: in (0, 1], else in [0, 1)."""
     text = value.strip() if isinstance(value, str) else value
     try:
         if isinstance(text, str):
@@ -297,9 +312,9 @@ def _margin(value: object) -> float:
             number = float("nan")
     except ValueError:
         number = float("nan")
-    if not (0 <= number < 1):
-        raise MarkerError(f"margin={value!r} is not allowed; expected a relative band in "
-                          f"[0, 1) such as 0.1 or '10%'")
+    inside = (0 < number <= 1) if low_open else (0 <= number < 1)
+    if not inside:
+        raise MarkerError(f"{key}={value!r} is not allowed; expected {allowed}")
     return number
 
 

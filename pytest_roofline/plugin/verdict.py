@@ -69,9 +69,11 @@ class Judgement:
 
 def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac: int = 2,
           derate: float = 1.0,
-          analyzed: Callable[[], Sequence[Result]] | None = None) -> Judgement:
+          analyzed: Callable[[], Sequence[Result]] | None = None,
+          spread: float = 0.0) -> Judgement:
     """Analyze *workload* on the expectation's chips (or take *analyzed*'s results) and
-    judge it. Problems that stop the analysis become :attr:`Judgement.error`."""
+    judge it. Problems that stop the analysis become :attr:`Judgement.error`. *spread* is
+    the relative spread of a measurement the results carry."""
     from ..report.records import make_record
 
     if workload is None:
@@ -83,13 +85,19 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
     except RooflineError as exc:
         return Judgement(f"roofline: {exc}")
     checks = evaluate(expectation, workload, results, flops_per_mac=flops_per_mac,
-                      derate=derate)
+                      derate=derate, spread=spread)
     records = []
     for check in checks:
         record = make_record("", check.result, expectation.expected, check.outcome,
                              check.message)
         del record["nodeid"]
         record["expectation"] = expectation.describe()
+        if check.result.measured is not None:
+            from ..measure.diagnose import FASTER, is_faster
+
+            record["measured_spread"] = spread
+            if is_faster(check.result, spread):
+                record["measured_note"] = FASTER
         records.append(record)
     return Judgement(None, checks, records)
 
@@ -103,13 +111,14 @@ def num(value: Any) -> str:
 
 
 def analyze_all(expectation: Expectation, workload: Workload, *, flops_per_mac: int = 2,
-                derate: float = 1.0) -> tuple[Result, ...]:
-    """The workload analyzed on every chip of the expectation, in order."""
+                derate: float = 1.0, measured: float | None = None) -> tuple[Result, ...]:
+    """The workload analyzed on every chip of the expectation, in order (*measured*: seconds
+    a timed run took, compared with every chip's bound)."""
     results = []
     for chip in expectation.hw:
         try:
             result = analyze(workload, chip, expectation.dtype, flops_per_mac=flops_per_mac,
-                             derate=derate, sparse=expectation.sparse)
+                             derate=derate, sparse=expectation.sparse, measured=measured)
         except RooflineError as exc:
             raise RooflineError(f"cannot analyze {workload.name!r} on {chip.name}: {exc}") \
                 from None
@@ -121,12 +130,30 @@ def analyze_all(expectation: Expectation, workload: Workload, *, flops_per_mac: 
 
 
 def evaluate(expectation: Expectation, workload: Workload, results: Sequence[Result], *,
-             flops_per_mac: int = 2, derate: float = 1.0) -> tuple[Check, ...]:
+             flops_per_mac: int = 2, derate: float = 1.0,
+             spread: float = 0.0) -> tuple[Check, ...]:
     """One :class:`Check` per Result, each listing the expectations that do not hold."""
     return tuple(
-        Check(r, tuple(_failures(expectation, workload, r, flops_per_mac, derate)),
+        Check(r, tuple(_failures(expectation, workload, r, flops_per_mac, derate)
+                       + _measured_failures(expectation, r, spread)),
               expectation.checks)
         for r in results)
+
+
+def _measured_failures(exp: Expectation, r: Result, spread: float) -> list[str]:
+    """Measured figures are asserted only with min_efficiency (never by default)."""
+    if exp.min_efficiency is None:
+        return []
+    if r.measured is None:
+        return [f"min_efficiency={exp.min_efficiency:g} needs a measurement on {r.hw}: time "
+                f"the kernel with roofline.measure(fn, *args) in the test."]
+    from ..measure.diagnose import efficiency_failure, explain_faster, is_faster
+
+    if is_faster(r, spread):
+        chip = next((c for c in exp.hw if c.name == r.hw), None)
+        return [explain_faster(r, chip, spread)]
+    line = efficiency_failure(r, exp.min_efficiency, spread)
+    return [line] if line else []
 
 
 def _failures(exp: Expectation, workload: Workload, r: Result, flops_per_mac: int,
@@ -266,6 +293,9 @@ def breakdown(checks: Sequence[Check]) -> str:
         if r.fits is not None:
             lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
+        if r.measured is not None and r.efficiency is not None:
+            lines.append(f"  measured {fmt(float(r.measured))}: {float(r.efficiency):.1%} of "
+                         f"the roof")
         if len(r.kernels) > 1:
             lines.extend("  " + line for line in format_breakdown(r))
         lines.extend(f"  FAIL: {f}" for f in check.failures)

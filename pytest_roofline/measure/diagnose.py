@@ -1,0 +1,75 @@
+"""A measured time against a roofline: efficiency, and a measurement faster than the bound.
+
+A roofline time is a lower bound: no honest run of the same work on the same chip is faster.
+A measurement faster than the bound by more than its own spread (and :data:`TOLERANCE`, the
+repeatability of a calibration) therefore means one of two things, and the message names
+both: the declared workload overcounts (FLOPs or bytes), or its data stayed in a cache whose
+roof the analysis did not use (the bound prices every byte at the memory roof). The working
+set is set against the chip's cache sizes to tell which is likely.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import units
+
+#: Slack above efficiency 1 before a measurement counts as faster than the bound: the
+#: calibration's own repeatability on a quiet machine.
+TOLERANCE = 0.05
+FASTER = "faster-than-bound"
+
+
+def is_faster(result: Any, spread: float = 0.0) -> bool:
+    """Whether *result*'s measurement beat its bound by more than *spread* and TOLERANCE."""
+    efficiency = getattr(result, "efficiency", None)
+    if efficiency is None:
+        return False
+    return float(efficiency) > 1.0 + max(float(spread), TOLERANCE)
+
+
+def _caches(chip: Any) -> list[tuple[str, float, float | None]]:
+    levels = getattr(chip, "onchip", ()) or ()
+    return [(lv.name, float(lv.capacity), lv.bandwidth) for lv in levels]
+
+
+def explain_faster(result: Any, chip: Any = None, spread: float = 0.0) -> str:
+    """The 'faster than the bound' message: both explanations and the working set."""
+    fmt, si = units.format_time, units.si
+    working = float(result.footprint) if float(result.footprint or 0) > 0 else float(
+        result.bytes)
+    what = "footprint" if float(result.footprint or 0) > 0 else "bytes moved"
+    caches = _caches(chip)
+    if caches:
+        sizes = ", ".join(f"{name} {si(cap, 'B')}" for name, cap, _ in caches)
+        holding = next(((n, c, b) for n, c, b in caches if working <= c), None)
+        if holding is None:
+            where = f"working set {si(working, 'B')} ({what}) is larger than every cache " \
+                    f"({sizes}), so a cache explains it only if the data is reused within a " \
+                    f"smaller piece: check the counts first"
+        else:
+            faster = f" (measured {si(holding[2], 'B/s')})" if holding[2] else ""
+            where = f"working set {si(working, 'B')} ({what}) fits in {holding[0]} " \
+                    f"{si(holding[1], 'B')}{faster} of the caches {sizes}: a benchmark that " \
+                    f"repeats on warm data runs from there; use data larger than the " \
+                    f"last-level cache, or a chip spec whose roof is that cache"
+    else:
+        where = f"working set {si(working, 'B')} ({what}); {result.hw} lists no cache sizes"
+    return (f"measured {fmt(float(result.measured))} is faster than the roofline bound "
+            f"{fmt(float(result.time))} on {result.hw} ({result.dtype}): efficiency "
+            f"{float(result.efficiency):.0%} > 100% beyond the spread "
+            f"({max(spread, TOLERANCE):.0%}). A lower bound cannot be beaten by honest counts: "
+            f"either the workload overcounts its FLOPs ({si(float(result.flops), 'FLOP')}) "
+            f"or bytes ({si(float(result.bytes), 'B')}), or its data stayed in a cache whose "
+            f"roof the analysis did not use: {where}.")
+
+
+def efficiency_failure(result: Any, minimum: float, spread: float = 0.0) -> str | None:
+    """The failure line when *result*'s efficiency is below *minimum* (None when it holds)."""
+    if result.efficiency is None or float(result.efficiency) >= minimum:
+        return None
+    fmt = units.format_time
+    return (f"expected efficiency >= {minimum:.0%} on {result.hw} ({result.dtype}), but "
+            f"measured {fmt(float(result.measured))} (spread {spread:.0%}) against a roofline "
+            f"bound of {fmt(float(result.time))} ({result.regime}-bound): "
+            f"{float(result.efficiency):.1%} of the roof.")
