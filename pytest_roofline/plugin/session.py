@@ -168,7 +168,7 @@ class RooflineSession:
         total = len(self)
         if not total or mode == "none":
             return []
-        from ..report.table import is_failure, summary
+        from ..report.table import MEASURED_COLUMNS, has_measured, headroom, is_failure, summary
 
         if mode == "failed" or (mode == "auto" and total > AUTO_SUMMARY_ROWS):
             # the text says whether a record failed: only those are decoded
@@ -176,9 +176,17 @@ class RooflineSession:
             failed += [decode(*item, self._shared) for item in self._encoded
                        if _FAILED in item[2] or _ERROR in item[2]]
             return summary(failed, mode="all", width=width, notes=self.notes,
-                           left_out=total - len(failed))
-        return summary(list(self._each()), mode=mode, width=width,
-                       auto_rows=AUTO_SUMMARY_ROWS, notes=self.notes)
+                           left_out=total - len(failed),
+                           extra_columns=MEASURED_COLUMNS if has_measured(failed) else ())
+        records = list(self._each())
+        measured = has_measured(records)
+        lines = summary(records, mode=mode, width=width, auto_rows=AUTO_SUMMARY_ROWS,
+                        notes=self.notes, extra_columns=MEASURED_COLUMNS if measured else ())
+        if measured:
+            ranked = headroom(records)
+            if len(ranked) > 2:  # a heading and a table of two or more tests
+                lines += ["", *ranked]
+        return lines
 
     def report(self) -> dict[str, Any]:
         """The JSON report of the run (see :mod:`pytest_roofline.records`)."""

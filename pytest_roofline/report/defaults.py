@@ -11,5 +11,6 @@ BASELINE_NAME = "baseline"
 #: One-line help text of the compare-rule option (pytest's and the command line's).
 RULES_HELP = ("fail when METRIC worsens by more than LIMIT against the baseline: intensity:10% "
               "(intensity fell by more than 10%), time:5% (bound time rose by more than 5%), "
-              "intensity:5 (FLOP/B), time:2us, flops:1%, bytes:10%, footprint:5%. May be "
+              "intensity:5 (FLOP/B), time:2us, flops:1%, bytes:10%, footprint:5%, efficiency:10% "
+              "(measured efficiency fell by more than 10%). May be "
               "repeated, or comma-separated; every rule applies. A regime change always fails.")

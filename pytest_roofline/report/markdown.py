@@ -101,10 +101,14 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 
     lines += ["### Results", ""]
     if items:
-        lines += ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
+        measured = any(_number(r, "measured_s") is not None for _, r in items)
+        extra = _MEASURED if measured else ()
+        lines += ["| " + " | ".join((*_COLUMNS, *extra)) + " |",
+                  "|" + "---|" * (len(_COLUMNS) + len(extra))]
         ordered = sorted(items, key=lambda item: _rank(item, regressed))
         shown = ordered if max_rows is None else ordered[:max_rows]
-        lines += [_row(k, r, k in regressed) for k, r in shown]
+        lines += [_row(k, r, k in regressed) + (_measured_cells(r) if measured else "")
+                  for k, r in shown]
         if len(shown) < len(ordered):
             lines += ["", f"... and {len(ordered) - len(shown)} more results (all passed or "
                           f"report-only; see the JSON report)."]
@@ -122,6 +126,16 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         lines += [f"Checks: {code(', '.join(['regime', 'fits', *map(str, comparison.rules)]))}."
                   f" {comparison.summary().capitalize()}.", ""]
     return "\n".join(lines)
+
+
+_MEASURED = ("measured", "% of roof")
+
+
+def _measured_cells(record: Mapping[str, Any]) -> str:
+    """The measured time and the % of the roof, as cells appended to a result row."""
+    from .table import percent_of_roof
+
+    return f" {_fmt(_number(record, 'measured_s'), 'time')} | {cell(percent_of_roof(record))} |"
 
 
 def _value(rule: str, value: Any) -> str:

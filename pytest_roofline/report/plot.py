@@ -6,7 +6,10 @@ record as a point at (intensity, attainable FLOP/s = FLOPs / bound time), colour
 verdict: passed green, failed red, report-only grey; a regression against the baseline is
 drawn as a downward triangle with a black edge. Points are numbered left to right; each
 number is placed where it overlaps no other number or point and stays inside the axes, and a
-table beside the chart names the test, regime, intensity and verdict of each number.
+table beside the chart names the test, regime, intensity and verdict of each number. A
+record with a measured time adds a hollow diamond at (intensity, FLOPs / measured time),
+joined to its predicted point and labelled with its % of roof: predicted and measured side
+by side.
 
 Roofs are scaled like the analysis that made the records (FLOPs per MAC, derate), so a
 one-kernel workload sits on its roof and a program of kernels under it. A chip the catalog does
@@ -67,6 +70,8 @@ class Point:
     regime: str
     outcome: str  # passed | failed | error | report
     regressed: bool
+    measured: float | None = None  # FLOP/s reached by the timed run (None: not measured)
+    efficiency: float | None = None  # fraction of the roof the timed run reached
 
 
 @dataclass(frozen=True)
@@ -113,8 +118,10 @@ def _scale(records: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
 
 
 def _catalog_roofs(hw: str, scale: float, derate: float) -> tuple[float, dict[str, float]] | None:
-    from ..hardware import get_hardware
+    from ..hardware import get_hardware, is_dynamic
 
+    if is_dynamic(hw):  # a calibration: this machine's may not be the report's; use its records
+        return None
     try:
         chip = get_hardware(hw)
     except (RooflineError, OSError):
@@ -148,8 +155,11 @@ def _point(nodeid: str, record: Mapping[str, Any], regressed: bool) -> Point | N
     if (intensity is None or performance is None or not math.isfinite(intensity)
             or not math.isfinite(performance) or intensity <= 0 or performance <= 0):
         return None
+    flops, measured_s = _number(record, "flops"), _number(record, "measured_s")
+    measured = flops / measured_s if flops and measured_s and measured_s > 0 else None
     return Point(short_name(nodeid), nodeid, str(record.get("dtype")), intensity, performance,
-                 str(record.get("regime", "")), str(record.get("outcome", "")), regressed)
+                 str(record.get("regime", "")), str(record.get("outcome", "")), regressed,
+                 measured, _number(record, "efficiency"))
 
 
 def charts(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
@@ -196,6 +206,7 @@ def bounds(chart: Chart, *, whole: bool = True) -> tuple[tuple[float, float], tu
     """
     xs = [p.intensity for p in chart.points]
     ys = [p.performance for p in chart.points]
+    ys += [p.measured for p in chart.points if p.measured]
     roofs = [r for r in chart.roofs if r.used]
     if not roofs and chart.top is not None:
         roofs = [chart.top]
@@ -283,6 +294,17 @@ def _draw(ax: Any, chart: Chart) -> None:
                    edgecolors=edge, linewidths=0.8, zorder=3, clip_on=True,
                    label=None if name in seen else name)
         seen.add(name)
+        if point.measured:
+            ax.plot([point.intensity, point.intensity], [point.performance, point.measured],
+                    color=colour, linewidth=0.8, linestyle=":", zorder=2)
+            ax.scatter([point.intensity], [point.measured], s=size, marker="D",
+                       facecolors="none", edgecolors=colour, linewidths=1.2, zorder=3,
+                       clip_on=True, label=None if "measured" in seen else "measured")
+            seen.add("measured")
+            if point.efficiency is not None:
+                ax.annotate(f"{point.efficiency:.0%} of roof", (point.intensity, point.measured),
+                            xytext=(4, -9), textcoords="offset points", fontsize=6,
+                            color=colour, zorder=4, annotation_clip=True)
     ax.set_title(chart.hw, fontsize=10)
     ax.set_xlabel("arithmetic intensity (FLOP/B)", fontsize=8)
     ax.set_ylabel("attainable performance (FLOP/s)", fontsize=8)

@@ -14,6 +14,10 @@ Further rules are written ``METRIC:LIMIT`` and parsed into :class:`Rule` objects
     flops:1%         FLOPs rose by more than 1%; absolute: flops:1GFLOP
     bytes:10%        memory traffic rose by more than 10%; absolute: bytes:64MB, bytes:1GiB
     footprint:5%     resident memory rose by more than 5%; absolute: footprint:1GB
+    efficiency:10%   measured efficiency (roofline time / measured time) fell by more than
+                     10% of the baseline value; absolute: efficiency:0.05 (5 points of roof).
+                     Records without a measurement are not checked. Efficiency carries
+                     across machines where measured times do not.
 
 "More than" is strict: ``intensity:10%`` accepts a fall of exactly 10%, and ``time:0%``
 fails on any rise at all. Plain numbers are in the metric's SI unit (FLOP/B, s, FLOP, B).
@@ -37,9 +41,9 @@ from .defaults import RULES_HELP
 BUILTIN = ("regime", "fits")
 
 GRAMMAR = ("A rule is METRIC:LIMIT, where METRIC is one of intensity, time, flops, bytes, "
-           "footprint and LIMIT is a percentage of the baseline value ('intensity:10%', "
-           "'time:5%') or an amount in the metric's unit ('intensity:5' FLOP/B, 'time:2us', "
-           "'flops:1GFLOP', 'bytes:64MB').")
+           "footprint, efficiency and LIMIT is a percentage of the baseline value "
+           "('intensity:10%', 'time:5%') or an amount in the metric's unit ('intensity:5' "
+           "FLOP/B, 'time:2us', 'flops:1GFLOP', 'bytes:64MB', 'efficiency:0.05').")
 
 #: One-line help text shared by the command line and the pytest option.
 HELP = RULES_HELP
@@ -94,6 +98,8 @@ METRICS: dict[str, Metric] = {
     "flops": Metric("flops", "flops", "FLOPs", "rise", "flop", _si("FLOP")),
     "bytes": Metric("bytes", "bytes", "memory traffic", "rise", "byte", _si("B")),
     "footprint": Metric("footprint", "footprint_B", "footprint", "rise", "byte", _si("B")),
+    "efficiency": Metric("efficiency", "efficiency", "measured efficiency", "fall", None,
+                         lambda v: f"{v:.1%}"),
 }
 
 

@@ -113,3 +113,57 @@ def summary(
         lines.append(f"{len(records) + left_out} rows, {failed} failed; {hidden} not shown "
                      f"(--roofline-summary=all lists every row)")
     return lines
+
+
+# -- measured results ------------------------------------------------------------------------
+
+
+def _measured(record: Mapping[str, Any]) -> str:
+    value = record.get("measured_s")
+    return units.format_time(float(value)) if isinstance(value, (int, float)) else "-"
+
+
+def percent_of_roof(record: Mapping[str, Any]) -> str:
+    """``68%`` of the roof; ``210% faster!`` for a measurement that beat the bound."""
+    value = record.get("efficiency")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    text = f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
+    return f"{text} faster!" if record.get("measured_note") == "faster-than-bound" else text
+
+
+#: The columns added to the summary when a record carries a measured time.
+MEASURED_COLUMNS: tuple[Column, ...] = (("measured", _measured), ("% roof", percent_of_roof))
+
+
+def has_measured(records: Sequence[Mapping[str, Any]]) -> bool:
+    return any(isinstance(r.get("measured_s"), (int, float)) for r in records)
+
+
+def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10) -> list[str]:
+    """Measured tests ranked by headroom: time share x (1 - efficiency).
+
+    The time share is a test's measured time over the measured time of every test (on each
+    test's first chip, so a test analyzed on several chips counts once). A test with much
+    time and little of its roof reached is the one worth optimizing; one at its roof has
+    none left however long it takes.
+    """
+    first: dict[str, Mapping[str, Any]] = {}
+    for record in records:
+        if isinstance(record.get("measured_s"), (int, float)) and isinstance(
+                record.get("efficiency"), (int, float)):
+            first.setdefault(str(record.get("nodeid")), record)
+    total = sum(float(r["measured_s"]) for r in first.values())
+    if not first or total <= 0:
+        return []
+    ranked = sorted(((float(r["measured_s"]) / total * max(0.0, 1 - float(r["efficiency"])),
+                      float(r["measured_s"]) / total, r) for r in first.values()),
+                    key=lambda row: (-row[0], str(row[2].get("nodeid"))))
+    rows = [[str(r.get("nodeid")), str(r.get("hw")), _measured(r), f"{share:.0%}",
+             percent_of_roof(r), f"{room:.1%}"] for room, share, r in ranked[:top]]
+    lines = ["Headroom (time share x (1 - efficiency)), most worth optimizing first:"]
+    lines += render(["test", "hw", "measured", "share", "% roof", "headroom"], rows,
+                    align="llrrrr")
+    if len(ranked) > top:
+        lines.append(f"{len(ranked) - top} more measured tests not shown")
+    return lines
