@@ -10,6 +10,7 @@ Subcommands::
     plot REPORT [-o chart.png|chart.svg]   a roofline chart (characters when no file is given)
     markdown REPORT [--compare BASE]       the Markdown summary
     baselines                              the baselines saved in the storage folder
+    calibrate [--device cpu|cuda[:N]] [-o FILE]   measure this machine's roofs (hw="host")
 
 Human output by default, ``--json`` for machines. Exit codes: 0 success, 1 regressions found
 (``compare``), 2 a usage or input error (bad option or rule, unknown chip, op or model, a
@@ -105,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("baselines", parents=[common], help="the saved baselines")
     add_storage_option(listing)
     listing.set_defaults(func=cmd_baselines)
+
+    from .calibrate import add_parser as add_calibrate
+
+    add_calibrate(sub, common)
     return parser
 
 

@@ -13,8 +13,11 @@
   set of half its capacity is summed into an accumulator over and over inside one numpy call
   (``np.add.reduce`` over a broadcast array: 24 B per element counted), on one core.
 
-Robustness on shared machines: every figure is sampled in several rounds spread over time
-(all figures in each round, a pause between rounds), and the best sample is kept. The
+Robustness on shared machines: every figure is sampled in rounds spread over time (all
+figures in each round, a pause between rounds), and the best sample is kept. Rounds go on
+until every figure's best sample is confirmed by a second one within :data:`CONFIRM` (at
+least ``min_rounds``), or the time budget is spent: a quiet machine calibrates in a few
+seconds, a busy one keeps sampling for a quiet moment. The
 spread (best - worst) / best of each figure is recorded; a figure whose samples disagree by
 more than :data:`DISAGREE` makes a warning, because a calibration taken under load makes
 every later efficiency look better than it is.
@@ -32,6 +35,7 @@ from typing import Any
 from . import probe
 
 DISAGREE = 0.10  # relative spread of a figure's samples above which calibration warns
+CONFIRM = 0.05  # a best sample counts as confirmed when another is within this of it
 MiB = float(1 << 20)
 
 
@@ -70,17 +74,29 @@ class Level:
 
 @dataclass
 class Plan:
-    """How long and how big: *rounds* samples of every figure, *pause* s apart."""
+    """How long and how big: *min_rounds* to *rounds* samples of every figure, *pause* s
+    apart, sampling stopping once the best samples are confirmed or *budget* s have passed."""
 
-    rounds: int = 5
-    pause: float = 0.15
-    gemm_time: float = 0.05  # s one GEMM call must take at least
+    rounds: int = 30
+    pause: float = 0.1
+    min_rounds: int = 4
+    budget: float = 14.0
+    gemm_time: float = 0.1  # s one GEMM call must take at least
     gemm_max: int = 4096
     stream_min: float = 32 * MiB  # B per array, at least
     sweep_bytes: float = 2e8  # B counted per cache-sweep sample
 
 
-QUICK = Plan(rounds=2, pause=0.0, gemm_time=0.01, gemm_max=1024, sweep_bytes=3e7)
+QUICK = Plan(rounds=2, pause=0.0, min_rounds=2, budget=0.0, gemm_time=0.01, gemm_max=1024,
+             sweep_bytes=3e7)
+
+
+def confirmed(samples: list[float]) -> bool:
+    """Whether the best sample is matched by another within CONFIRM."""
+    if len(samples) < 2:
+        return False
+    top = sorted(samples)[-2:]
+    return top[0] >= top[1] * (1 - CONFIRM)
 
 
 @dataclass
@@ -235,13 +251,7 @@ def calibrate_cpu(plan: Plan | None = None,
             samplers[f"cache.{cache.name}"] = (
                 _sweep(cache.capacity, plan),
                 f"np.add.reduce, working set {cache.capacity / 2 / 1024:.0f} KiB, 1 thread")
-        results: dict[str, list[float]] = {key: [] for key in samplers}
-        for round_ in range(plan.rounds):
-            say(f"round {round_ + 1}/{plan.rounds}")
-            for key, (sample, _) in samplers.items():
-                results[key].append(sample())
-            if plan.pause and round_ + 1 < plan.rounds:
-                time.sleep(plan.pause)
+        results = sample_rounds(samplers, plan, say, started)
     finally:
         for pool in pools:
             pool.shutdown()
@@ -253,4 +263,23 @@ def calibrate_cpu(plan: Plan | None = None,
     memory = {key.split(".", 1)[1]: figure(key) for key in samplers if key.startswith("memory.")}
     levels = [Level(c.name, c.capacity, figure(f"cache.{c.name}")) for c in caches]
     return Roofs(matrix=matrix, memory=memory, levels=levels, threads=threads,
-                          seconds=time.perf_counter() - started, rounds=plan.rounds)
+                 seconds=time.perf_counter() - started,
+                 rounds=len(next(iter(results.values()), [])))
+
+
+def sample_rounds(samplers: dict[str, tuple[Callable[[], float], str]], plan: Plan,
+                  say: Callable[[str], None], started: float) -> dict[str, list[float]]:
+    """Rounds of one sample per figure until confirmed or out of budget (see the docstring)."""
+    results: dict[str, list[float]] = {key: [] for key in samplers}
+    for round_ in range(plan.rounds):
+        for key, (sample, _) in samplers.items():
+            results[key].append(sample())
+        done = round_ + 1
+        settled = [k for k, v in results.items() if confirmed(v)]
+        say(f"round {done}: {len(settled)}/{len(results)} figures confirmed")
+        if done >= plan.min_rounds and (len(settled) == len(results)
+                                        or time.perf_counter() - started > plan.budget):
+            break
+        if plan.pause:
+            time.sleep(plan.pause)
+    return results

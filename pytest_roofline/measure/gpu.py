@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import RooflineError
-from .cpu import Figure, Plan, Roofs
+from .cpu import Figure, Plan, Roofs, sample_rounds
 
 TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32", "fp16": "float16",
                 "bf16": "bfloat16"}
@@ -89,19 +89,13 @@ def calibrate_gpu(index: int = 0, plan: Plan | None = None,
                                  f"memset of {size >> 20} MiB")
     for _, (sample, _) in samplers.items():
         sample()  # warm-up
-    results: dict[str, list[float]] = {key: [] for key in samplers}
-    for round_ in range(plan.rounds):
-        say(f"round {round_ + 1}/{plan.rounds}")
-        for key, (sample, _) in samplers.items():
-            results[key].append(sample())
-        if plan.pause and round_ + 1 < plan.rounds:
-            time.sleep(plan.pause)
+    results = sample_rounds(samplers, plan, say, started)
     figures = {key: Figure(key, tuple(v), samplers[key][1]) for key, v in results.items()}
     roofs = Roofs(
         matrix={k.split(".", 1)[1]: f for k, f in figures.items() if k.startswith("matrix.")},
         memory={k.split(".", 1)[1]: f for k, f in figures.items() if k.startswith("memory.")},
         levels=[], threads=int(props.multi_processor_count),
-        seconds=time.perf_counter() - started, rounds=plan.rounds)
+        seconds=time.perf_counter() - started, rounds=len(next(iter(results.values()))))
     facts = {
         "model": str(props.name), "capacity": float(props.total_memory),
         "multiprocessors": int(props.multi_processor_count),
