@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         WorkloadError,
     )
     from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
+    from .measure.timing import Measurement, measure
     from .workload import Kernel, Knob, Workload
 
 # Public name -> the module that defines it. Imported on first use, so that loading the pytest
@@ -36,6 +37,7 @@ _WHERE = {
     **dict.fromkeys(("Hardware", "Link", "get_hardware", "list_hardware", "register_hardware"),
                     "hardware"),
     **dict.fromkeys(("Kernel", "Knob", "Workload"), "workload"),
+    "Measurement": "measure.timing",
 }
 
 __version__ = "0.1.0"
@@ -47,6 +49,7 @@ __all__ = [
     "KernelResult",
     "Knob",
     "Link",
+    "Measurement",
     "Result",
     "RooflineError",
     "RuleError",
@@ -64,6 +67,7 @@ __all__ = [
     "get_hardware",
     "knob_hint",
     "list_hardware",
+    "measure",
     "models",
     "ops",
     "register_hardware",
@@ -73,7 +77,8 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     import importlib
 
-    if name in ("ops", "models", "fusion"):
+    if name in ("ops", "models", "fusion", "measure"):
+        # the measure package is callable: pytest_roofline.measure(fn, *args, **kwargs)
         value: Any = importlib.import_module(f".{name}", __name__)
     elif name in _WHERE:
         value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)

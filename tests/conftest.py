@@ -13,6 +13,9 @@ import yaml  # noqa: F401
 
 import pytest_roofline.analysis
 import pytest_roofline.hardware
+import pytest_roofline.measure.calibration
+import pytest_roofline.measure.diagnose
+import pytest_roofline.measure.timing
 import pytest_roofline.models
 import pytest_roofline.ops
 import pytest_roofline.report.compare

@@ -87,7 +87,7 @@ class Plan:
     sweep_bytes: float = 2e8  # B counted per cache-sweep sample
 
 
-QUICK = Plan(rounds=2, pause=0.0, min_rounds=2, budget=0.0, gemm_time=0.01, gemm_max=1024,
+QUICK = Plan(rounds=2, pause=0.0, min_rounds=2, budget=0.0, gemm_time=0.02, gemm_max=1024,
              sweep_bytes=3e7)
 
 

@@ -18,7 +18,7 @@ import contextlib
 import sys
 import time as _time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RooflineError
@@ -35,8 +35,8 @@ class Measurement:
     time: float
     spread: float
     best: float
-    samples: tuple[float, ...]
-    warmup: int
+    samples: tuple[float, ...] = field(repr=False)
+    warmup: int = 0
 
     def __post_init__(self) -> None:
         if not self.samples:

@@ -1,0 +1,267 @@
+"""Timing, efficiency and the measured figures in reports (plain tests, no timing asserted).
+
+Nothing here asserts how fast anything runs: the figures under test are computed from
+samples the tests choose, so the expected numbers follow from the definitions (median,
+interquartile range, roofline time over measured time) and hold exactly.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pytest_roofline as rl
+from pytest_roofline.errors import RooflineError
+from pytest_roofline.hardware import Hardware, MemoryLevel, is_dynamic
+from pytest_roofline.measure import diagnose
+from pytest_roofline.measure.timing import Measurement, MeasureError, Timer, measure, synchronize
+from pytest_roofline.plugin.marker import MarkerError, parse
+from pytest_roofline.report import markdown, plot, rules, table
+
+# A chip with round figures: 1 TFLOP/s fp32, 100 GB/s, caches of 32 KiB / 1 MiB / 32 MiB.
+CHIP = Hardware(
+    name="roundchip", memory_bandwidth=100e9, memory_capacity=16e9, matrix={"fp32": 1e12},
+    default_dtype="fp32", vector_fallback="matrix",
+    onchip=(MemoryLevel("L1d", 32 * 1024, 1e12), MemoryLevel("L2", 1 << 20, 5e11),
+            MemoryLevel("L3", 32 << 20, 2e11)))
+
+
+# -- Measurement and the timer -----------------------------------------------------------------
+
+
+def test_measurement_is_the_median_and_the_iqr_over_it() -> None:
+    # samples 1..5 s: median 3, quartiles 2 and 4 (linear interpolation) -> spread 2/3
+    m = Measurement.from_samples([5.0, 1.0, 3.0, 2.0, 4.0], warmup=1)
+    assert m.time == 3.0 and m.best == 1.0 and m.repeats == 5
+    assert m.spread == pytest.approx(2 / 3)
+    assert m.to_dict() == {"time_s": 3.0, "spread": pytest.approx(2 / 3), "best_s": 1.0,
+                           "repeats": 5}
+
+
+@given(st.lists(st.floats(1e-9, 1e3), min_size=1, max_size=50))
+def test_measurement_median_lies_within_the_samples(samples: list[float]) -> None:
+    m = Measurement.from_samples(samples)
+    assert min(samples) <= m.time <= max(samples)
+    assert m.best == min(samples) and m.spread >= 0
+
+
+@pytest.mark.parametrize("samples", [[], [0.0, 0.0, 0.0]])
+def test_measurement_refuses_no_time(samples: list[float]) -> None:
+    with pytest.raises(MeasureError):
+        Measurement.from_samples(samples)
+
+
+def test_timer_warms_up_then_repeats_and_passes_arguments() -> None:
+    calls: list[tuple[Any, ...]] = []
+
+    def kernel(a: int, *, b: int) -> int:
+        calls.append((a, b))
+        return a + b
+
+    m = Timer(warmup=2, repeats=7, min_time=0.0)(kernel, 1, b=2)
+    assert len(calls) == 2 + 7 and set(calls) == {(1, 2)}
+    assert m.repeats == 7 and m.warmup == 2 and m.time > 0
+
+
+def test_timer_runs_until_min_time() -> None:
+    import time
+
+    m = Timer(warmup=0, repeats=1, min_time=0.02)(time.sleep, 0.005)
+    assert m.repeats >= 3  # 0.02 s of 5 ms sleeps
+
+
+@pytest.mark.parametrize("settings", [{"warmup": -1}, {"repeats": 0}, {"min_time": -1.0},
+                                      {"repeats": 5, "max_repeats": 2}, {"repeats": True}])
+def test_timer_refuses_bad_settings(settings: dict[str, Any]) -> None:
+    with pytest.raises(MeasureError) as info:
+        Timer(**settings)
+    assert isinstance(info.value, RooflineError)
+
+
+def test_measure_refuses_what_is_not_callable() -> None:
+    with pytest.raises(MeasureError, match="needs a callable"):
+        measure(42)  # type: ignore[arg-type]
+
+
+def test_measure_is_public_and_callable() -> None:
+    m = rl.measure(sorted, [3, 1, 2])
+    assert isinstance(m, rl.Measurement) and m.time > 0
+    assert rl.Measurement is Measurement and callable(rl.measure)
+
+
+def test_synchronize_blocks_jax_style_results_and_torch_devices(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+
+    class Array:
+        def block_until_ready(self) -> Array:
+            events.append("jax")
+            return self
+
+    cuda = types.SimpleNamespace(is_initialized=lambda: True,
+                                 synchronize=lambda: events.append("torch"))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    synchronize(Array())
+    assert events == ["jax", "torch"]
+    Timer(warmup=0, repeats=2, min_time=0.0)(Array)
+    # each timed call: a sync before the clock starts and one after the call
+    assert events[2:].count("torch") == 4 and events[2:].count("jax") == 2
+
+
+# -- efficiency in the analysis ------------------------------------------------------------------
+
+
+def test_analyze_sets_measured_and_efficiency() -> None:
+    work = rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32")  # 12 GB
+    r = rl.analyze(work, CHIP, measured=0.24)
+    # bound: 12e9 B / 100e9 B/s = 0.12 s, measured 0.24 s -> half the roof
+    assert r.time == pytest.approx(0.12) and r.efficiency == pytest.approx(0.5)
+    assert r.to_dict()["measured_s"] == 0.24 and r.to_dict()["efficiency"] == pytest.approx(0.5)
+    plain = rl.analyze(work, CHIP)
+    assert plain.measured is None and plain.efficiency is None
+    assert "efficiency" not in plain.to_dict()
+
+
+def test_analyze_takes_a_measurement() -> None:
+    m = Measurement.from_samples([0.24, 0.24, 0.24])
+    r = rl.analyze(rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32"), CHIP,
+                   measured=m)
+    assert r.measured == 0.24
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan"), "1 s", True])
+def test_analyze_refuses_a_bad_measured_time(bad: Any) -> None:
+    with pytest.raises(RooflineError, match="measured must be a time"):
+        rl.analyze(rl.ops.matmul(64, 64, 64, dtype="fp32"), CHIP, measured=bad)
+
+
+# -- faster than the bound ---------------------------------------------------------------------
+
+
+def test_faster_than_the_bound_needs_more_than_the_spread_and_tolerance() -> None:
+    work = rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32")  # bound 0.12 s
+    assert not diagnose.is_faster(rl.analyze(work, CHIP, measured=0.12))
+    assert not diagnose.is_faster(rl.analyze(work, CHIP, measured=0.12 / 1.04))  # 4% < 5%
+    assert diagnose.is_faster(rl.analyze(work, CHIP, measured=0.12 / 1.2))
+    assert not diagnose.is_faster(rl.analyze(work, CHIP, measured=0.12 / 1.2), spread=0.3)
+
+
+def test_faster_message_names_both_causes_and_the_cache_holding_the_data() -> None:
+    # 20000 fp32 adds: 240 kB moved, which fits in the 1 MiB L2 of the chip
+    work = rl.ops.elementwise(20000, inputs=2, outputs=1, dtype="fp32")
+    r = rl.analyze(work, CHIP, measured=1e-7)
+    text = diagnose.explain_faster(r, CHIP)
+    assert "faster than the roofline bound" in text
+    assert "overcounts its FLOPs" in text and "stayed in a cache" in text
+    assert "fits in L2" in text and "L1d" in text and "L3" in text
+
+
+def test_faster_message_when_the_data_fits_no_cache() -> None:
+    r = rl.analyze(rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32"), CHIP,
+                   measured=1e-3)
+    assert "larger than every cache" in diagnose.explain_faster(r, CHIP)
+
+
+def test_efficiency_failure_gives_both_times() -> None:
+    r = rl.analyze(rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32"), CHIP,
+                   measured=1.2)
+    line = diagnose.efficiency_failure(r, 0.5)
+    assert line is not None and "1.2 s" in line and "120 ms" in line and "10.0%" in line
+    assert diagnose.efficiency_failure(r, 0.1) is None
+
+
+# -- the marker --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "expected"), [(0.5, 0.5), ("50%", 0.5), (1, 1.0)])
+def test_marker_min_efficiency(value: Any, expected: float) -> None:
+    exp = parse({"hw": CHIP, "flops": 1, "bytes": 1, "min_efficiency": value})
+    assert exp.min_efficiency == expected and exp.checks
+    assert "eff>=" in exp.describe()
+
+
+@pytest.mark.parametrize("value", [0, 1.5, -0.1, "fast", True])
+def test_marker_refuses_a_bad_min_efficiency(value: Any) -> None:
+    with pytest.raises(MarkerError, match="min_efficiency"):
+        parse({"hw": CHIP, "flops": 1, "bytes": 1, "min_efficiency": value})
+
+
+def test_calibrated_names_are_resolved_on_demand() -> None:
+    assert is_dynamic("host") and is_dynamic("cuda:0") and is_dynamic("CUDA-1")
+    assert is_dynamic("cuda") and not is_dynamic("h100") and not is_dynamic("hostile")
+
+
+# -- reports -----------------------------------------------------------------------------------
+
+
+def _record(nodeid: str, measured: float | None, efficiency: float | None,
+            **extra: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "nodeid": nodeid, "hw": "roundchip", "dtype": "fp32", "flops": 1e9, "bytes": 1e9,
+        "intensity": 1.0, "ridge": 10.0, "regime": "memory", "time_s": 0.01,
+        "t_memory_s": 0.01, "outcome": "report", "expected": None}
+    if measured is not None:
+        record.update(measured_s=measured, efficiency=efficiency)
+    record.update(extra)
+    return record
+
+
+def test_headroom_ranks_by_time_share_times_missing_efficiency() -> None:
+    # shares: a 0.6 s of 1.0 s, b 0.3 s, c 0.1 s; headroom = share x (1 - efficiency):
+    # a 0.6 x 0.9 = 54%, b 0.3 x 0.5 = 15%, c 0.1 x 0 = 0%
+    records = [_record("t::c", 0.1, 1.0), _record("t::a", 0.6, 0.1), _record("t::b", 0.3, 0.5),
+               _record("t::unmeasured", None, None)]
+    lines = table.headroom(records)
+    order = [line.split()[0] for line in lines[2:]]
+    assert order == ["t::a", "t::b", "t::c"]
+    assert "54.0%" in lines[2] and "15.0%" in lines[3] and "0.0%" in lines[4]
+
+
+def test_summary_shows_measured_columns_only_with_measurements() -> None:
+    measured = [_record("t::a", 0.02, 0.5), _record("t::b", None, None)]
+    lines = table.summary(measured, extra_columns=table.MEASURED_COLUMNS)
+    assert "% roof" in lines[0] and "50%" in lines[1] + lines[2]
+    assert table.has_measured(measured) and not table.has_measured([_record("x", None, None)])
+    fast = _record("t::f", 0.001, 10.0, measured_note="faster-than-bound")
+    assert table.percent_of_roof(fast) == "1000% faster!"
+
+
+def test_markdown_shows_measured_and_percent_of_roof() -> None:
+    text = markdown.render([_record("t::a", 0.02, 0.5)])
+    assert "| measured | % of roof |" in text and "| 20 ms | 50% |" in text
+    assert "% of roof" not in markdown.render([_record("t::a", None, None)])
+
+
+def test_chart_points_carry_the_measured_performance() -> None:
+    [chart] = plot.charts([_record("t::a", 0.02, 0.5)])
+    [point] = chart.points
+    assert point.measured == pytest.approx(1e9 / 0.02) and point.efficiency == 0.5
+
+
+def test_chart_of_a_calibrated_chip_uses_the_records_not_this_machine() -> None:
+    record = _record("t::a", 0.02, 0.5, hw="host")
+    [chart] = plot.charts([record])  # must not calibrate this machine
+    assert chart.bandwidth == pytest.approx(1e9 / 0.01)
+
+
+def test_chart_draws_measured_points(tmp_path: Any) -> None:
+    pytest.importorskip("matplotlib")
+    out = plot.write([_record("t::a", 0.02, 0.5)], tmp_path / "chart.png")
+    assert out.stat().st_size > 0
+
+
+def test_efficiency_rule_compares_measured_efficiency() -> None:
+    [rule] = rules.parse_rules("efficiency:10%")
+    base = _record("t::a", 0.02, 0.8)
+    # 0.8 -> 0.7 is a fall of 12.5% of the baseline value: over 10%
+    assert rule.check(base, _record("t::a", 0.02, 0.7)) is not None
+    # 0.8 -> 0.75 is 6.25%: within
+    assert rule.check(base, _record("t::a", 0.02, 0.75)) is None
+    assert rule.check(base, _record("t::a", None, None)) is None  # not measured: not checked
+    [points] = rules.parse_rules("efficiency:0.05")
+    assert points.check(base, _record("t::a", 0.02, 0.74)) is not None
