@@ -8,7 +8,10 @@ engine and the libraries it loads on demand are therefore imported here, once, u
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pint  # noqa: F401
+import pytest
 import yaml  # noqa: F401
 
 import pytest_roofline.analysis
@@ -21,3 +24,28 @@ import pytest_roofline.ops
 import pytest_roofline.report.compare
 import pytest_roofline.report.markdown
 import pytest_roofline.workload  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def quick_host_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder (for XDG_CACHE_HOME) holding a quick calibration of this machine.
+
+    Measured once per test session, in the quick mode (two rounds, small GEMMs): its
+    figures are rough, and the tests that use it assert nothing that depends on them
+    beyond what a Python loop or a made-up chip makes certain.
+    """
+    from pytest_roofline.measure import calibration
+
+    folder = tmp_path_factory.mktemp("xdg-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(folder))
+        spec, _ = calibration.calibrate("cpu", quick=True)
+        calibration.save(calibration.cache_path("cpu"), spec)
+    return folder
+
+
+@pytest.fixture
+def host_cache(quick_host_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """XDG_CACHE_HOME pointed at the quick calibration, so ``hw="host"`` never measures."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(quick_host_cache))
+    return quick_host_cache

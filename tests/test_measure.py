@@ -228,7 +228,8 @@ def test_summary_shows_measured_columns_only_with_measurements() -> None:
     assert "% roof" in lines[0] and "50%" in lines[1] + lines[2]
     assert table.has_measured(measured) and not table.has_measured([_record("x", None, None)])
     fast = _record("t::f", 0.001, 10.0, measured_note="faster-than-bound")
-    assert table.percent_of_roof(fast) == "1000% faster!"
+    assert table.percent_of_roof(fast) == "10x faster!"
+    assert table.percent_of_roof({**fast, "efficiency": 2.1}) == "210% faster!"
 
 
 def test_markdown_shows_measured_and_percent_of_roof() -> None:

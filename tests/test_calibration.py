@@ -1,0 +1,186 @@
+"""Calibrating this machine: the spec it writes, the cache, the names host and cuda:N.
+
+The figures of a quick calibration are rough on a shared machine, so these tests assert the
+spec's shape, its provenance and where it is kept, not how fast this machine is. The
+acceptance figures (calibration time, repeatability, efficiencies) are checked by
+``tests/test_measure_acceptance.py``, which runs only when asked to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_roofline import hardware
+from pytest_roofline.cli import main
+from pytest_roofline.errors import RooflineError
+from pytest_roofline.measure import calibration, cpu, probe
+from pytest_roofline.specfiles import load_yaml
+
+
+@pytest.fixture(scope="module")
+def spec(quick_host_cache: Path) -> dict[str, Any]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(quick_host_cache))
+        return load_yaml(calibration.cache_path("cpu"))
+
+
+def test_spec_is_in_the_built_in_schema(spec: dict[str, Any]) -> None:
+    chip = hardware.from_dict(spec, "<calibration>")
+    assert chip.name == "host" and chip.default_dtype == "fp64"
+    assert set(chip.matrix) == {"fp64", "fp32"} and all(v > 0 for v in chip.matrix.values())
+    assert chip.memory_bandwidth > 0 and chip.memory_capacity > 0
+    assert chip.vector_fallback == "matrix"  # a CPU's vector work runs on the same FMA units
+    assert "calibrate" in chip.sources["calibration"]
+
+
+def test_spec_records_its_provenance(spec: dict[str, Any]) -> None:
+    prov = spec["provenance"]
+    assert prov["device"] == "cpu" and prov["cores"] == probe.cores() and prov["rounds"] == 2
+    assert prov["blas"]["numpy"] and re.match(r"\d{4}-\d\d-\d\dT", prov["date"])
+    for name in ("matrix.fp64", "matrix.fp32", "memory.copy", "memory.add", "memory.triad"):
+        figure = prov["figures"][name]
+        assert len(figure["samples"]) == 2 and figure["value"] == pytest.approx(
+            max(figure["samples"]), rel=1e-5)
+        assert 0 <= figure["spread"] < 1
+
+
+def test_bandwidth_is_measured_past_the_last_level_cache(spec: dict[str, Any]) -> None:
+    """A bandwidth measured in cache would be too high a roof; the arrays must not fit."""
+    caches = probe.caches()
+    llc = caches[-1].capacity if caches else 0.0
+    for name in ("copy", "add", "triad"):
+        detail = spec["provenance"]["figures"][f"memory.{name}"]["detail"]
+        mib = float(re.search(r"3 arrays of (\d+) MiB", detail).group(1))  # type: ignore[union-attr]
+        assert mib * 2**20 >= max(4 * llc, 32 * 2**20)
+
+
+def test_cache_levels_follow_the_os(spec: dict[str, Any]) -> None:
+    names = [c.name for c in probe.caches()]
+    assert [level["name"] for level in spec.get("onchip", [])] == names
+
+
+def test_cache_folder_honours_xdg_cache_home(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert calibration.cache_dir() == tmp_path / "pytest-roofline"
+    assert calibration.cache_path("host").parent == tmp_path / "pytest-roofline"
+    assert calibration.cache_path("cpu").name.startswith("host-")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the spec says: absolute only
+    assert calibration.cache_dir() == Path.home() / ".cache" / "pytest-roofline"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert calibration.cache_dir() == Path.home() / ".cache" / "pytest-roofline"
+
+
+def test_load_reads_the_cache_without_measuring(host_cache: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def no(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("calibrated although a cached spec exists")
+
+    monkeypatch.setattr(calibration, "calibrate", no)
+    assert calibration.load("host").name == "host"
+
+
+def test_first_use_calibrates_once_with_progress_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: dict[str, Any]) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls: list[str] = []
+    lines: list[str] = []
+    monkeypatch.setattr(calibration, "calibrate",
+                        lambda device, **_: (calls.append(device), (spec, ["noisy"]))[1])
+    monkeypatch.setattr(calibration, "progress", lines.append)
+    assert calibration.load("host").name == "host"
+    assert calibration.load("host").name == "host"
+    assert calls == ["cpu"] and calibration.cache_path("cpu").is_file()
+    assert lines[0].startswith("calibrating host (cpu) on first use")
+    assert "warning: noisy" in lines and lines[-1].startswith("calibrated host in")
+
+
+def test_load_without_calibrating_names_the_command(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with pytest.raises(RooflineError, match="pytest-roofline calibrate --device cpu"):
+        calibration.load("host", calibrate_missing=False)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("cpu", ("cpu", "host")), ("HOST", ("cpu", "host")), ("cuda", ("cuda:0", "cuda-0")),
+    ("cuda:1", ("cuda:1", "cuda-1")), ("cuda-2", ("cuda:2", "cuda-2"))])
+def test_devices(text: str, expected: tuple[str, str]) -> None:
+    assert calibration.parse_device(text) == expected
+
+
+@pytest.mark.parametrize("text", ["gpu", "cuda:x", "tpu:0", ""])
+def test_bad_devices(text: str) -> None:
+    with pytest.raises(RooflineError, match="allowed: cpu"):
+        calibration.parse_device(text)
+
+
+def test_get_hardware_host_is_the_calibration(host_cache: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hardware, "CATALOG", hardware.Catalog())
+    chip = hardware.get_hardware("host")
+    assert chip.name == "host" and chip.provenance["device"] == "cpu"
+    assert hardware.get_hardware("HOST") is chip and "host" in hardware.list_hardware()
+
+
+def test_disagreeing_samples_warn_and_confirmed_ones_do_not() -> None:
+    steady = cpu.Figure("memory.add", (10.0, 9.8, 9.9))
+    noisy = cpu.Figure("matrix.fp64", (10.0, 5.0, 4.0))
+    assert steady.value == 10.0 and steady.spread == pytest.approx(0.01)
+    assert noisy.spread == pytest.approx(0.5)
+    assert cpu.disagreement([steady]) == []
+    [warning] = cpu.disagreement([steady, noisy])
+    assert "matrix.fp64 50%" in warning and "memory.add" not in warning
+    assert cpu.confirmed([10.0, 9.6]) and not cpu.confirmed([10.0, 9.0]) \
+        and not cpu.confirmed([10.0])
+
+
+def test_cli_calibrate_writes_the_cache_and_the_output(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        spec: dict[str, Any]) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(calibration, "calibrate", lambda device, **_: (spec, []))
+    out = tmp_path / "my-host.yaml"
+    assert main(["calibrate", "--quick", "-o", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["spec"]["name"] == "host" and out.is_file()
+    assert calibration.cache_path("cpu").is_file()
+    assert hardware.from_dict(load_yaml(out), str(out)).name == "host"
+    assert main(["calibrate"]) == 0
+    text = capsys.readouterr().out
+    assert "memory roof" in text and "matrix.fp64" in text
+
+
+def test_cli_calibrate_refuses_a_bad_device(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--device", "gpu"]) == 2
+    assert "allowed: cpu" in capsys.readouterr().err
+
+
+def _cuda() -> bool:
+    try:
+        import torch  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.skipif(not _cuda(), reason="torch sees no CUDA GPU here (the GPU path needs one)")
+def test_cuda_calibration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    spec, _ = calibration.calibrate("cuda:0", quick=True)
+    chip = hardware.from_dict(spec, "<cuda>")
+    assert chip.name == "cuda-0" and "cuda:0" in chip.aliases
+    assert {"fp32", "fp16"} <= set(chip.matrix) and chip.memory_bandwidth > 1e11
+    assert spec["provenance"]["model"] and spec["provenance"]["torch"]
+
+
+@pytest.mark.skipif(_cuda(), reason="a CUDA GPU is present: the GPU path is tested instead")
+def test_cuda_without_a_gpu_is_a_clear_error() -> None:
+    with pytest.raises(RooflineError, match="torch"):
+        calibration.calibrate("cuda:0", quick=True)
