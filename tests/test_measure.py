@@ -19,7 +19,7 @@ import pytest_roofline as rl
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.hardware import Hardware, MemoryLevel, is_dynamic
 from pytest_roofline.measure import diagnose
-from pytest_roofline.measure.timing import Measurement, MeasureError, Timer, measure, synchronize
+from pytest_roofline.measure.timing import MeasureError, Measurement, Timer, measure, synchronize
 from pytest_roofline.plugin.marker import MarkerError, parse
 from pytest_roofline.report import markdown, plot, rules, table
 
