@@ -109,7 +109,7 @@ def to_spec(roofs: Roofs, *, name: str, facts: Mapping[str, Any]) -> dict[str, A
                    "source": "calibration"},
         "provenance": {
             "date": when, "device": facts.get("device"), "model": model,
-            "cores": roofs.threads, "rounds": roofs.rounds,
+            "cores": roofs.threads, "rounds": roofs.rounds, "load_average": roofs.load,
             "seconds": round(roofs.seconds, 2),
             **{k: v for k, v in facts.items()
                if k in ("blas", "driver", "torch", "cuda", "python", "platform")},

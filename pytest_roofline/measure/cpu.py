@@ -110,6 +110,7 @@ class Roofs:
     seconds: float = 0.0
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
+    load: float | None = None  # the 1-minute load average at the start (CPU)
 
     @property
     def bandwidth(self) -> Figure:
@@ -118,7 +119,13 @@ class Roofs:
     def warnings(self) -> list[str]:
         figures = [*self.matrix.values(), *self.memory.values(),
                    *(lv.bandwidth for lv in self.levels)]
-        return disagreement(figures)
+        busy = []
+        if self.load is not None and self.load > self.threads + 0.5:
+            busy = [f"the machine was busy when calibrated (load average {self.load:.1f} on "
+                    f"{self.threads} cores): samples that all agree can still all be low, "
+                    f"which makes later efficiencies look better than they are. Recalibrate "
+                    f"when it is quiet (pytest-roofline calibrate)."]
+        return busy + disagreement(figures)
 
 
 def disagreement(figures: list[Figure]) -> list[str]:
@@ -232,6 +239,7 @@ def calibrate_cpu(plan: Plan | None = None,
     plan = plan or Plan()
     say = progress or (lambda _text: None)
     started = time.perf_counter()
+    load = probe.load_average()
     threads = probe.cores()
     caches = probe.caches()
     llc = caches[-1].capacity if caches else 32 * MiB
@@ -264,7 +272,7 @@ def calibrate_cpu(plan: Plan | None = None,
     levels = [Level(c.name, c.capacity, figure(f"cache.{c.name}")) for c in caches]
     return Roofs(matrix=matrix, memory=memory, levels=levels, threads=threads,
                  seconds=time.perf_counter() - started,
-                 rounds=len(next(iter(results.values()), [])))
+                 rounds=len(next(iter(results.values()), [])), load=load)
 
 
 def sample_rounds(samplers: dict[str, tuple[Callable[[], float], str]], plan: Plan,

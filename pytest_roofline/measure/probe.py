@@ -128,6 +128,14 @@ def blas() -> dict[str, Any]:
     return info
 
 
+def load_average() -> float | None:
+    """Runnable processes averaged over the last minute (None where the OS does not say)."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return None
+
+
 def machine_key(*parts: str) -> str:
     """A short stable key for this machine and software: it names the cached calibration."""
     text = "|".join((platform.node(), cpu_model(), str(cores()), platform.machine(), *parts))

@@ -1,0 +1,88 @@
+"""The measured-roofline figures this machine must reach (timed; run only when asked).
+
+These tests time real kernels, so a busy machine can fail them: they run only with
+``PYTEST_ROOFLINE_TIMING=1`` (``PYTEST_ROOFLINE_TIMING=1 pytest tests/test_measure_acceptance.py``)
+and are skipped otherwise, so that CI never turns flaky. Each asserts the wide band the
+project promises, on any quiet machine:
+
+* a full calibration takes under 20 s, and two calibrations agree within 10%;
+* a 2048^3 fp64 numpy matmul reaches an efficiency between 0.5 and 1.05 against ``host``;
+* an add of two 64 MB float64 arrays into a third (``out=``) is memory-bound with an
+  efficiency between 0.6 and 1.05 (a bandwidth measured in cache would make it < 0.6).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pytest_roofline as rl
+from pytest_roofline import hardware
+from pytest_roofline.measure import calibration
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("PYTEST_ROOFLINE_TIMING") != "1",
+    reason="timed acceptance checks: set PYTEST_ROOFLINE_TIMING=1 on a quiet machine")
+
+
+@pytest.fixture(scope="module")
+def calibrations(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, Any], float]]:
+    np = pytest.importorskip("numpy")
+    del np
+    out = []
+    for _ in range(2):
+        started = time.perf_counter()
+        spec, _ = calibration.calibrate("cpu")
+        out.append((spec, time.perf_counter() - started))
+    return out
+
+
+@pytest.fixture(scope="module")
+def host(calibrations: list[tuple[dict[str, Any], float]]) -> hardware.Hardware:
+    return hardware.from_dict(calibrations[-1][0], "<acceptance>")
+
+
+def test_calibration_takes_under_20_s(calibrations: list[tuple[dict[str, Any], float]]) -> None:
+    assert all(seconds < 20 for _, seconds in calibrations), [s for _, s in calibrations]
+
+
+def test_two_calibrations_agree_within_10_percent(
+        calibrations: list[tuple[dict[str, Any], float]]) -> None:
+    first, second = (hardware.from_dict(spec, "<c>") for spec, _ in calibrations)
+    pairs = {"memory": (first.memory_bandwidth, second.memory_bandwidth),
+             **{f"matrix.{d}": (first.matrix[d], second.matrix[d]) for d in first.matrix}}
+    for name, (a, b) in pairs.items():
+        assert abs(a - b) / max(a, b) <= 0.10, (name, a, b)
+
+
+def test_gemm_2048_reaches_half_its_roof(host: hardware.Hardware) -> None:
+    import numpy as np
+
+    a, b = np.full((2048, 2048), 0.5), np.full((2048, 2048), 0.25)
+    c = np.empty((2048, 2048))
+    m = rl.measure(np.matmul, a, b, out=c)
+    r = rl.analyze(rl.ops.matmul(2048, 2048, 2048, dtype="fp64"), host, measured=m)
+    assert r.regime == "compute"
+    assert 0.5 <= r.efficiency <= 1.05, (r.efficiency, m.time, r.time)  # type: ignore[operator]
+
+
+def test_add_of_64_mb_arrays_is_memory_bound_near_its_roof(host: hardware.Hardware) -> None:
+    import numpy as np
+
+    n = 64 * 2**20 // 8
+    a, b, c = np.full(n, 1.0), np.full(n, 2.0), np.empty(n)
+    m = rl.measure(np.add, a, b, out=c)
+    r = rl.analyze(rl.ops.elementwise(n, inputs=2, outputs=1, dtype="fp64"), host,
+                   measured=m)
+    assert r.regime == "memory"
+    assert 0.6 <= r.efficiency <= 1.05, (r.efficiency, m.time, r.time)  # type: ignore[operator]
+
+
+def test_spec_can_be_written_and_read(host: hardware.Hardware, tmp_path: Path,
+                                      calibrations: list[tuple[dict[str, Any], float]]) -> None:
+    path = calibration.save(tmp_path / "host.yaml", calibrations[-1][0])
+    assert hardware.get_hardware(str(path)).memory_bandwidth == host.memory_bandwidth
