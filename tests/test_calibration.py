@@ -184,3 +184,40 @@ def test_cuda_calibration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 def test_cuda_without_a_gpu_is_a_clear_error() -> None:
     with pytest.raises(RooflineError, match="torch"):
         calibration.calibrate("cuda:0", quick=True)
+
+
+def test_a_busy_machine_is_named_in_the_warnings() -> None:
+    figure = cpu.Figure("matrix.fp64", (10.0, 9.9))
+    busy = cpu.Roofs(matrix={"fp64": figure}, memory={"add": figure}, levels=[], threads=2,
+                     load=5.5)
+    [warning] = busy.warnings()
+    assert "load average 5.5 on 2 cores" in warning
+    quiet = cpu.Roofs(matrix={"fp64": figure}, memory={"add": figure}, levels=[], threads=2,
+                      load=1.0)
+    assert quiet.warnings() == []
+
+
+def test_concurrent_first_uses_calibrate_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              spec: dict[str, Any]) -> None:
+    """pytest-xdist workers resolving host together: one measures, the others read its file."""
+    import threading
+    import time
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(calibration, "progress", lambda _text: None)
+    calls: list[int] = []
+
+    def slow(device: str, **_: Any) -> tuple[dict[str, Any], list[str]]:
+        calls.append(1)
+        time.sleep(0.2)
+        return spec, []
+
+    monkeypatch.setattr(calibration, "calibrate", slow)
+    names: list[str] = []
+    threads = [threading.Thread(target=lambda: names.append(calibration.load("host").name))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert names == ["host"] * 3 and len(calls) == 1
