@@ -31,6 +31,10 @@ and each RECORD is the roofline of one test on one chip (figures in SI units)::
       "message": ""                    # the failure lines, if any
     }
 
+A test that timed its kernel (``roofline.measure()``) adds ``"measured_s"`` (the median time,
+s), ``"efficiency"`` (roofline time / measured time), ``"measured_spread"`` (IQR / median)
+and, when the run beat the bound beyond its spread, ``"measured_note": "faster-than-bound"``.
+
 Fields added by a ``pytest_roofline_result`` hook travel with the record. Records are keyed
 by ``(nodeid, hw, dtype)`` when compared against a baseline.
 """
