@@ -221,3 +221,13 @@ def test_concurrent_first_uses_calibrate_once(tmp_path: Path, monkeypatch: pytes
     for thread in threads:
         thread.join()
     assert names == ["host"] * 3 and len(calls) == 1
+
+
+def test_a_damaged_cached_spec_says_how_to_recover(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = calibration.cache_path("cpu")
+    path.parent.mkdir(parents=True)
+    path.write_text("name: host\nsources: {c: x}\nmemory: {capacity: 1 GB}\n")
+    with pytest.raises(RooflineError, match="run pytest-roofline calibrate --device cpu"):
+        calibration.load("host")

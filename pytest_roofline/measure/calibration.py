@@ -73,8 +73,11 @@ def software_key(device: str) -> str:
     if device == "cpu":
         blas = probe.blas()
         return f"numpy {blas.get('numpy')} {blas.get('name', '')} {blas.get('version', '')}"
-    torch = sys.modules.get("torch")
-    return f"torch {getattr(torch, '__version__', '?')}"
+    try:
+        import torch  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return "no torch"
+    return f"torch {torch.__version__}"
 
 
 def cache_path(device: str = "cpu") -> Path:
@@ -224,7 +227,11 @@ def load(device: str = "cpu", *, calibrate_missing: bool = True,
                 for line in warnings:
                     progress(f"warning: {line}")
                 progress(f"calibrated {name} in {time.perf_counter() - started:.1f} s")
-    return from_dict(load_yaml(path), str(path))
+    try:
+        return from_dict(load_yaml(path), str(path))
+    except RooflineError as exc:
+        raise RooflineError(f"{exc} (a damaged calibration: run pytest-roofline calibrate "
+                            f"--device {device} to measure again)") from None
 
 
 def resolve(name: str) -> Hardware | None:
