@@ -231,3 +231,31 @@ def test_a_damaged_cached_spec_says_how_to_recover(tmp_path: Path,
     path.write_text("name: host\nsources: {c: x}\nmemory: {capacity: 1 GB}\n")
     with pytest.raises(RooflineError, match="run pytest-roofline calibrate --device cpu"):
         calibration.load("host")
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_rate = st.floats(1e6, 1e16, allow_nan=False)
+
+
+@given(fp64=st.lists(_rate, min_size=1, max_size=5), fp32=st.lists(_rate, min_size=1,
+       max_size=5), add=st.lists(_rate, min_size=1, max_size=5),
+       copy=st.lists(_rate, min_size=1, max_size=5), l1=_rate)
+def test_any_calibration_round_trips_through_the_spec_schema(
+        fp64: list[float], fp32: list[float], add: list[float], copy: list[float],
+        l1: float) -> None:
+    roofs = cpu.Roofs(
+        matrix={"fp64": cpu.Figure("matrix.fp64", tuple(fp64)),
+                "fp32": cpu.Figure("matrix.fp32", tuple(fp32))},
+        memory={"add": cpu.Figure("memory.add", tuple(add)),
+                "copy": cpu.Figure("memory.copy", tuple(copy))},
+        levels=[cpu.Level("L1d", 32768.0, cpu.Figure("cache.L1d", (l1,)))], threads=2,
+        rounds=len(fp64))
+    spec = calibration.to_spec(roofs, name="host", facts={
+        "capacity": 8e9, "model": "test CPU", "device": "cpu", "default_dtype": "fp64"})
+    chip = hardware.from_dict(spec, "<round trip>")
+    assert chip.matrix["fp64"] == pytest.approx(max(fp64), rel=1e-5)
+    assert chip.matrix["fp32"] == pytest.approx(max(fp32), rel=1e-5)
+    assert chip.memory_bandwidth == pytest.approx(max(max(add), max(copy)), rel=1e-5)
+    assert chip.onchip[0].bandwidth == pytest.approx(l1, rel=1e-5)

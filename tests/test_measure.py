@@ -266,3 +266,33 @@ def test_efficiency_rule_compares_measured_efficiency() -> None:
     assert rule.check(base, _record("t::a", None, None)) is None  # not measured: not checked
     [points] = rules.parse_rules("efficiency:0.05")
     assert points.check(base, _record("t::a", 0.02, 0.74)) is not None
+
+
+def test_synchronize_waits_for_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    stream = types.SimpleNamespace(synchronize=lambda: events.append("cupy"))
+    cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: stream))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    synchronize(None)
+    assert events == ["cupy"]
+
+
+@given(flops=st.floats(1.0, 1e15), nbytes=st.floats(1.0, 1e12),
+       measured=st.floats(1e-9, 1e3))
+def test_efficiency_is_the_bound_over_the_measured_time(flops: float, nbytes: float,
+                                                        measured: float) -> None:
+    r = rl.analyze(rl.Workload(flops=flops, bytes=nbytes, dtype="fp32"), CHIP,
+                   measured=measured)
+    assert r.efficiency == pytest.approx(float(r.time) / measured)
+    assert r.measured == measured and r.to_dict()["measured_s"] == measured
+
+
+@given(st.lists(st.tuples(st.floats(1e-6, 10.0), st.floats(0.0, 1.0)), min_size=1,
+                max_size=20))
+def test_headroom_shares_add_up_and_rank_descending(rows: list[tuple[float, float]]) -> None:
+    records = [_record(f"t::k{i}", t, e) for i, (t, e) in enumerate(rows)]
+    lines = table.headroom(records, top=len(records))
+    values = [float(line.split()[-1].rstrip("%")) for line in lines[2:]]
+    assert values == sorted(values, reverse=True)
+    assert sum(values) <= 100.0 + 0.05 * len(values)  # rounded to 0.1%

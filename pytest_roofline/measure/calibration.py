@@ -130,6 +130,9 @@ def to_spec(roofs: Roofs, *, name: str, facts: Mapping[str, Any]) -> dict[str, A
         spec["onchip"] = [{"name": lv.name, "capacity": _q(lv.capacity, "B"),
                            "bandwidth": _q(lv.bandwidth.value, "B/s"), "source": "calibration",
                            "note": lv.bandwidth.detail} for lv in roofs.levels]
+    elif float(facts.get("l2_cache") or 0) > 0:  # a GPU: the L2 size the driver reports
+        spec["onchip"] = [{"name": "l2", "capacity": _q(float(facts["l2_cache"]), "B"),
+                           "source": "calibration", "note": "as torch reports it"}]
     if facts.get("clock"):
         spec["clock"] = {"boost": _q(float(facts["clock"]), "Hz"), "source": "calibration",
                          "note": "as the OS reports it"}
