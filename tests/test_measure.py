@@ -296,3 +296,11 @@ def test_headroom_shares_add_up_and_rank_descending(rows: list[tuple[float, floa
     values = [float(line.split()[-1].rstrip("%")) for line in lines[2:]]
     assert values == sorted(values, reverse=True)
     assert sum(values) <= 100.0 + 0.05 * len(values)  # rounded to 0.1%
+
+
+def test_terminal_chart_marks_the_measured_point() -> None:
+    from pytest_roofline.report import ascii_plot
+
+    text = ascii_plot.render([_record("t::a", 0.05, 0.2)])
+    assert "@" in text and "measured 20% of roof (@)" in text
+    assert "@" not in ascii_plot.render([_record("t::a", None, None)])

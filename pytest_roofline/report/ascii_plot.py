@@ -6,7 +6,9 @@ bandwidth slope and ``-`` along the compute peak; ``^`` under the x axis marks t
 record is a letter (``A``, ``B``, ... then ``a``, ``b``, ... then digits), explained in a
 legend below the chart, left to right; ``*`` marks a cell that holds several records, and a
 line under the legend says which (``* at 2028.0 FLOP/B: B, C``); ``.`` marks records past
-the 62nd. Records that cannot be placed (no FLOPs or no bytes) are listed after the legend.
+the 62nd. A record with a measured time adds ``@`` at the FLOP/s its timed run reached, and
+its % of roof in the legend. Records that cannot be placed (no FLOPs or no bytes) are listed
+after the legend.
 """
 
 from __future__ import annotations
@@ -90,9 +92,15 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
         verdict = _VERDICT.get(point.outcome, point.outcome)
         if point.regressed:
             verdict += ", REGRESSED"
+        if point.efficiency is not None:
+            verdict += f", measured {point.efficiency:.0%} of roof (@)"
         if i < len(LETTERS):
             legend.append(f"  {letter}  {point.name:<32} {point.regime:<8} "
                           f"{format_number(point.intensity):>9} FLOP/B  {verdict}")
+    measured = {(_row(p.measured, y_lo, y_hi, height), _column(p.intensity, x_lo, x_hi, width))
+                for p in chart.points if p.measured}
+    for row, col in measured:
+        grid[row][col] = "@"
     for (row, col), mark in cells.items():
         grid[row][col] = mark
 
