@@ -80,7 +80,7 @@ class Plan:
     rounds: int = 30
     pause: float = 0.1
     min_rounds: int = 4
-    budget: float = 14.0
+    budget: float = 12.0
     gemm_time: float = 0.1  # s one GEMM call must take at least
     gemm_max: int = 4096
     stream_min: float = 32 * MiB  # B per array, at least
