@@ -47,6 +47,7 @@ def host(calibrations: list[tuple[dict[str, Any], float]]) -> hardware.Hardware:
 
 
 def test_calibration_takes_under_20_s(calibrations: list[tuple[dict[str, Any], float]]) -> None:
+    print("calibration seconds:", [round(s, 1) for _, s in calibrations])
     assert all(seconds < 20 for _, seconds in calibrations), [s for _, s in calibrations]
 
 
@@ -55,6 +56,8 @@ def test_two_calibrations_agree_within_10_percent(
     first, second = (hardware.from_dict(spec, "<c>") for spec, _ in calibrations)
     pairs = {"memory": (first.memory_bandwidth, second.memory_bandwidth),
              **{f"matrix.{d}": (first.matrix[d], second.matrix[d]) for d in first.matrix}}
+    print({name: (f"{a:.4g}", f"{b:.4g}", f"{abs(a - b) / max(a, b):.1%}")
+           for name, (a, b) in pairs.items()})
     for name, (a, b) in pairs.items():
         assert abs(a - b) / max(a, b) <= 0.10, (name, a, b)
 
@@ -66,6 +69,8 @@ def test_gemm_2048_reaches_half_its_roof(host: hardware.Hardware) -> None:
     c = np.empty((2048, 2048))
     m = rl.measure(np.matmul, a, b, out=c)
     r = rl.analyze(rl.ops.matmul(2048, 2048, 2048, dtype="fp64"), host, measured=m)
+    print(f"gemm 2048: measured {m.time:.4g} s (spread {m.spread:.1%}), bound "
+          f"{float(r.time):.4g} s, efficiency {float(r.efficiency):.3f}")  # type: ignore[arg-type]
     assert r.regime == "compute"
     assert 0.5 <= r.efficiency <= 1.05, (r.efficiency, m.time, r.time)  # type: ignore[operator]
 
@@ -78,6 +83,8 @@ def test_add_of_64_mb_arrays_is_memory_bound_near_its_roof(host: hardware.Hardwa
     m = rl.measure(np.add, a, b, out=c)
     r = rl.analyze(rl.ops.elementwise(n, inputs=2, outputs=1, dtype="fp64"), host,
                    measured=m)
+    print(f"add 64 MB: measured {m.time:.4g} s (spread {m.spread:.1%}), bound "
+          f"{float(r.time):.4g} s, efficiency {float(r.efficiency):.3f}")  # type: ignore[arg-type]
     assert r.regime == "memory"
     assert 0.6 <= r.efficiency <= 1.05, (r.efficiency, m.time, r.time)  # type: ignore[operator]
 
