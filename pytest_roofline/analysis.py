@@ -42,7 +42,7 @@ import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import RooflineError, WorkloadError, brief
 from .fusion import kept_on_chip, onchip_level
@@ -50,6 +50,13 @@ from .hardware import Hardware, get_hardware
 from .workload import Kernel, Number, Workload, intensity, is_array
 
 REGIMES = ("compute", "memory", "network")
+
+
+class Timed(Protocol):
+    """Anything with a measured ``time`` in s, such as ``pytest_roofline.Measurement``."""
+
+    @property
+    def time(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -287,7 +294,7 @@ def analyze(
     flops_per_mac: int = 2,
     derate: float = 1.0,
     sparse: bool = False,
-    measured: float | None = None,
+    measured: float | Timed | None = None,
 ) -> Result:
     """The roofline of *workload* on *hw* (a Hardware, a name or a spec path).
 
