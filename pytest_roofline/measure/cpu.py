@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -109,7 +109,6 @@ class Roofs:
     threads: int
     seconds: float = 0.0
     rounds: int = 0
-    notes: list[str] = field(default_factory=list)
     load: float | None = None  # the 1-minute load average at the start (CPU)
 
     @property
@@ -184,7 +183,8 @@ def _stream(threads: int, plan: Plan, llc: float,
     """Samplers of copy, add and triad bandwidth over arrays well past the LLC."""
     import numpy as np
 
-    per_array = max(plan.stream_min, 4 * llc)
+    # well past the LLC, but two sets of three arrays within an eighth of the memory
+    per_array = min(max(plan.stream_min, 4 * llc), probe.memory_capacity() / 48)
     n = int(per_array // 8)
     a, b, c = np.full(n, 1.0), np.full(n, 2.0), np.full(n, 3.0)
     pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None
