@@ -117,6 +117,9 @@ def blas() -> dict[str, Any]:
                      if k in found})
     except (TypeError, AttributeError):  # numpy < 1.25
         pass
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        if os.environ.get(var):
+            info[var] = os.environ[var]
     try:  # the threads the BLAS runs with, when threadpoolctl is installed
         from threadpoolctl import threadpool_info  # type: ignore[import-not-found]
 
