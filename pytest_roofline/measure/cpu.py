@@ -79,8 +79,8 @@ class Plan:
 
     rounds: int = 30
     pause: float = 0.1
-    min_rounds: int = 4
-    budget: float = 12.0
+    min_rounds: int = 3
+    budget: float = 15.0  # s from the start of the calibration, set-up included
     gemm_time: float = 0.1  # s one GEMM call must take at least
     gemm_max: int = 4096
     stream_min: float = 32 * MiB  # B per array, at least
@@ -280,13 +280,16 @@ def sample_rounds(samplers: dict[str, tuple[Callable[[], float], str]], plan: Pl
     """Rounds of one sample per figure until confirmed or out of budget (see the docstring)."""
     results: dict[str, list[float]] = {key: [] for key in samplers}
     for round_ in range(plan.rounds):
+        round_start = time.perf_counter()
         for key, (sample, _) in samplers.items():
             results[key].append(sample())
         done = round_ + 1
         settled = [k for k, v in results.items() if confirmed(v)]
         say(f"round {done}: {len(settled)}/{len(results)} figures confirmed")
-        if done >= plan.min_rounds and (len(settled) == len(results)
-                                        or time.perf_counter() - started > plan.budget):
+        now = time.perf_counter()
+        # stop when confirmed, or when another round would end past the budget
+        out_of_time = now + (now - round_start) + plan.pause - started > plan.budget
+        if done >= plan.min_rounds and (len(settled) == len(results) or out_of_time):
             break
         if plan.pause:
             time.sleep(plan.pause)
