@@ -305,3 +305,11 @@ def test_terminal_chart_marks_the_measured_point() -> None:
     text = ascii_plot.render([_record("t::a", 0.05, 0.2)])
     assert "@" in text and "measured 20% of roof (@)" in text
     assert "@" not in ascii_plot.render([_record("t::a", None, None)])
+
+
+def test_faster_than_a_calibration_names_a_busy_calibration() -> None:
+    calibrated = CHIP.replace(provenance={"device": "cpu"})
+    r = rl.analyze(rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32"), calibrated,
+                   measured=1e-3)
+    assert "pytest-roofline calibrate" in diagnose.explain_faster(r, calibrated)
+    assert "calibrate" not in diagnose.explain_faster(r, CHIP)

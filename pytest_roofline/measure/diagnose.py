@@ -5,7 +5,8 @@ A measurement faster than the bound by more than its own spread (and :data:`TOLE
 repeatability of a calibration) therefore means one of two things, and the message names
 both: the declared workload overcounts (FLOPs or bytes), or its data stayed in a cache whose
 roof the analysis did not use (the bound prices every byte at the memory roof). The working
-set is set against the chip's cache sizes to tell which is likely.
+set is set against the chip's cache sizes to tell which is likely. Against a calibrated chip
+a third cause is named: a calibration taken on a busy machine has roofs that are too low.
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0) -> str:
             f"({max(spread, TOLERANCE):.0%}). A lower bound cannot be beaten by honest counts: "
             f"either the workload overcounts its FLOPs ({si(float(result.flops), 'FLOP')}) "
             f"or bytes ({si(float(result.bytes), 'B')}), or its data stayed in a cache whose "
-            f"roof the analysis did not use: {where}.")
+            f"roof the analysis did not use: {where}."
+            + (f" {result.hw} is a calibration: if it was measured while the machine was "
+               f"busy, its roofs are too low; measure again with pytest-roofline calibrate."
+               if getattr(chip, "provenance", None) else ""))
 
 
 def efficiency_failure(result: Any, minimum: float, spread: float = 0.0) -> str | None:
