@@ -9,6 +9,7 @@ bound" cases use a made-up chip whose 1 MB/s memory makes any real run look impo
 from __future__ import annotations
 
 import json
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,15 @@ from pytest_roofline.measure import calibration
 
 pytest_plugins = ("pytester",)
 
-# from tests/test_plugin.py
-from test_plugin import ISOLATE, plugin_args  # noqa: E402
+#: Other plugins of this environment stay out of the inner runs (as in test_plugin.py).
+ISOLATE = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
+
+
+def plugin_args() -> list[str]:
+    """Load the plugin by module when the package is importable but not installed."""
+    installed = any(ep.value == "pytest_roofline.plugin.hooks"
+                    for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "pytest_roofline.plugin.hooks"]
 
 SLOW_SPEC = """\
 name: slowchip
