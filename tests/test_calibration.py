@@ -8,6 +8,7 @@ acceptance figures (calibration time, repeatability, efficiencies) are checked b
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -259,3 +260,25 @@ def test_any_calibration_round_trips_through_the_spec_schema(
     assert chip.matrix["fp32"] == pytest.approx(max(fp32), rel=1e-5)
     assert chip.memory_bandwidth == pytest.approx(max(max(add), max(copy)), rel=1e-5)
     assert chip.onchip[0].bandwidth == pytest.approx(l1, rel=1e-5)
+
+
+def test_levels_are_read_off_a_sweep_where_the_os_lists_no_caches() -> None:
+    # a made-up sweep: 200 GB/s up to 32 KiB working sets, 100 GB/s up to 512 KiB,
+    # 20 GB/s beyond (main memory): two levels, of twice the last working set on each plateau
+    rates = {16e3: 200e9, 32e3: 190e9, 128e3: 100e9, 512e3: 95e9, 2e6: 20e9, 8e6: 21e9}
+    sweep = [(ws, cpu.Figure(f"sweep.{ws:.0f}", (rate,))) for ws, rate in rates.items()]
+    levels = cpu.levels_from_sweep(sweep)
+    assert [(lv.name, lv.capacity, lv.bandwidth.value) for lv in levels] == [
+        ("L1", 64e3, 200e9), ("L2", 1024e3, 100e9)]
+    assert cpu.levels_from_sweep([]) == []
+
+
+def test_sweep_sizes_reach_past_the_last_level_cache() -> None:
+    sizes = cpu.sweep_sizes(32 * 2**20)
+    assert sizes[0] == 16 * 1024 and sizes[-1] >= 64 * 2**20
+    assert all(b == 4 * a for a, b in itertools.pairwise(sizes))
+
+
+def test_spec_records_the_sweep(spec: dict[str, Any]) -> None:
+    sweep = spec["provenance"]["sweep"]
+    assert len(sweep) >= 4 and all(rate > 0 for _, rate in sweep)

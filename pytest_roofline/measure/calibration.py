@@ -121,6 +121,8 @@ def to_spec(roofs: Roofs, *, name: str, facts: Mapping[str, Any]) -> dict[str, A
                 **{f"memory.{k}": f.to_dict() for k, f in roofs.memory.items()},
                 **{f"cache.{lv.name}": lv.bandwidth.to_dict() for lv in roofs.levels},
             },
+            "sweep": [[working_set, float(f"{figure.value:.6g}")]
+                      for working_set, figure in roofs.sweep],
             "warnings": roofs.warnings(),
         },
     }

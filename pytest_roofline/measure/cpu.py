@@ -9,9 +9,12 @@
   its loops): copy (16 B per element counted), add ``c = a + b`` (24 B) and triad
   ``a = b + s*c`` (two numpy passes, 40 B counted). STREAM's convention: write-allocate reads
   are not counted. The memory roof is the best of them.
-* **Cache levels** (a hierarchical roofline): for each data cache the OS reports, a working
-  set of half its capacity is summed into an accumulator over and over inside one numpy call
-  (``np.add.reduce`` over a broadcast array: 24 B per element counted), on one core.
+* **Cache levels** (a hierarchical roofline): a working-set sweep (16 KiB, 64 KiB, ... up to
+  twice the last-level cache) sums a row into an accumulator over and over inside one numpy
+  call (``np.add.reduce`` over a broadcast array: 24 B per element counted), on one core.
+  For each data cache the OS reports, the same is measured at half its capacity; where the
+  OS reports none, the levels are read off the sweep: a level ends where the rate falls
+  below 3/4 of its plateau.
 
 Robustness on shared machines: every figure is sampled in rounds spread over time (all
 figures in each round, a pause between rounds), and the best sample is kept. Rounds go on
@@ -28,7 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -107,6 +110,7 @@ class Roofs:
     memory: dict[str, Figure]
     levels: list[Level]
     threads: int
+    sweep: list[tuple[float, Figure]] = field(default_factory=list)  # (working set B, rate)
     seconds: float = 0.0
     rounds: int = 0
     load: float | None = None  # the 1-minute load average at the start (CPU)
@@ -259,6 +263,10 @@ def calibrate_cpu(plan: Plan | None = None,
             samplers[f"cache.{cache.name}"] = (
                 _sweep(cache.capacity, plan),
                 f"np.add.reduce, working set {cache.capacity / 2 / 1024:.0f} KiB, 1 thread")
+        for working_set in sweep_sizes(llc if caches else 32 * MiB):
+            samplers[f"sweep.{working_set:.0f}"] = (
+                _sweep(2 * working_set, plan),
+                f"np.add.reduce, working set {working_set / 1024:.0f} KiB, 1 thread")
         results = sample_rounds(samplers, plan, say, started)
     finally:
         for pool in pools:
@@ -269,10 +277,41 @@ def calibrate_cpu(plan: Plan | None = None,
 
     matrix = {key.split(".", 1)[1]: figure(key) for key in samplers if key.startswith("matrix.")}
     memory = {key.split(".", 1)[1]: figure(key) for key in samplers if key.startswith("memory.")}
-    levels = [Level(c.name, c.capacity, figure(f"cache.{c.name}")) for c in caches]
+    sweep = [(float(key.split(".", 1)[1]), figure(key)) for key in samplers
+             if key.startswith("sweep.")]
+    if caches:
+        levels = [Level(c.name, c.capacity, figure(f"cache.{c.name}")) for c in caches]
+    else:
+        levels = levels_from_sweep(sweep)
     return Roofs(matrix=matrix, memory=memory, levels=levels, threads=threads,
                  seconds=time.perf_counter() - started,
-                 rounds=len(next(iter(results.values()), [])), load=load)
+                 rounds=len(next(iter(results.values()), [])), load=load, sweep=sweep)
+
+
+def sweep_sizes(llc: float) -> list[float]:
+    """Working sets of the sweep: 16 KiB, x4 each, until twice the last-level cache."""
+    sizes = [16 * 1024.0]
+    while sizes[-1] < 2 * llc:
+        sizes.append(sizes[-1] * 4)
+    return sizes
+
+
+def levels_from_sweep(sweep: list[tuple[float, Figure]], drop: float = 0.75) -> list[Level]:
+    """Cache levels read off a working-set sweep: a plateau of rates ends where the rate
+    falls below *drop* of the plateau's best; the level's capacity is twice the largest
+    working set on the plateau. The last plateau is main memory, not a level."""
+    levels: list[Level] = []
+    plateau: list[tuple[float, Figure]] = []
+    for working_set, figure in sorted(sweep, key=lambda p: p[0]):
+        best = max((f.value for _, f in plateau), default=0.0)
+        if plateau and figure.value < drop * best:
+            top = max(plateau, key=lambda p: p[1].value)[1]
+            levels.append(Level(f"L{len(levels) + 1}", 2 * plateau[-1][0],
+                                Figure(f"cache.L{len(levels) + 1}", top.samples,
+                                       f"{top.detail} (read off the sweep)")))
+            plateau = []
+        plateau.append((working_set, figure))
+    return levels
 
 
 def sample_rounds(samplers: dict[str, tuple[Callable[[], float], str]], plan: Plan,
@@ -284,12 +323,13 @@ def sample_rounds(samplers: dict[str, tuple[Callable[[], float], str]], plan: Pl
         for key, (sample, _) in samplers.items():
             results[key].append(sample())
         done = round_ + 1
-        settled = [k for k, v in results.items() if confirmed(v)]
-        say(f"round {done}: {len(settled)}/{len(results)} figures confirmed")
+        checked = [k for k in results if not k.startswith("sweep.")]
+        settled = [k for k in checked if confirmed(results[k])]
+        say(f"round {done}: {len(settled)}/{len(checked)} figures confirmed")
         now = time.perf_counter()
         # stop when confirmed, or when another round would end past the budget
         out_of_time = now + (now - round_start) + plan.pause - started > plan.budget
-        if done >= plan.min_rounds and (len(settled) == len(results) or out_of_time):
+        if done >= plan.min_rounds and (len(settled) == len(checked) or out_of_time):
             break
         if plan.pause:
             time.sleep(plan.pause)
