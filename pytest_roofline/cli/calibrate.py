@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from .common import EXIT_OK, echo, print_json, render_table
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-               common: argparse.ArgumentParser) -> None:
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``calibrate`` to the subcommands *sub* (an ``add_subparsers()`` result)."""
     parser = sub.add_parser(
         "calibrate", parents=[common],
         help="measure this machine's peaks, bandwidth and caches into a spec (host, cuda:N)",

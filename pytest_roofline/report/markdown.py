@@ -15,7 +15,7 @@ from typing import Any
 
 from .compare import Comparison, Key, index, records_of, where
 from .rules import METRICS, format_number
-from .table import FORMATS, natural
+from .table import FORMATS, MEASURED_COLUMNS, has_measured, natural
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 _STATUS = {"passed": "ok", "failed": "**FAIL**", "error": "**ERROR**", "report": "report"}
@@ -101,7 +101,7 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 
     lines += ["### Results", ""]
     if items:
-        measured = any(_number(r, "measured_s") is not None for _, r in items)
+        measured = has_measured([r for _, r in items])
         extra = _MEASURED if measured else ()
         lines += ["| " + " | ".join((*_COLUMNS, *extra)) + " |",
                   "|" + "---|" * (len(_COLUMNS) + len(extra))]
@@ -133,9 +133,7 @@ _MEASURED = ("measured", "% of roof")
 
 def _measured_cells(record: Mapping[str, Any]) -> str:
     """The measured time and the % of the roof, as cells appended to a result row."""
-    from .table import percent_of_roof
-
-    return f" {_fmt(_number(record, 'measured_s'), 'time')} | {cell(percent_of_roof(record))} |"
+    return " " + " | ".join(cell(show(record)) for _, show in MEASURED_COLUMNS) + " |"
 
 
 def _value(rule: str, value: Any) -> str:
