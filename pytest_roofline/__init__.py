@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     )
     from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
     from .measure.timing import Measurement, measure
+    from .trace import TraceError, Tracer, trace
     from .workload import Kernel, Knob, Workload
 
 # Public name -> the module that defines it. Imported on first use, so that loading the pytest
@@ -38,6 +39,7 @@ _WHERE = {
                     "hardware"),
     **dict.fromkeys(("Kernel", "Knob", "Workload"), "workload"),
     "Measurement": "measure.timing",
+    **dict.fromkeys(("TraceError", "Tracer", "trace"), "trace"),
 }
 
 __version__ = "0.1.0"
@@ -54,6 +56,8 @@ __all__ = [
     "RooflineError",
     "RuleError",
     "SpecError",
+    "TraceError",
+    "Tracer",
     "UnitError",
     "UnknownHardwareError",
     "UnknownModelError",
@@ -71,6 +75,7 @@ __all__ = [
     "models",
     "ops",
     "register_hardware",
+    "trace",
 ]
 
 

@@ -1,0 +1,176 @@
+"""Workloads from the code users already have: trace a PyTorch or JAX callable.
+
+``trace(fn, *args, **kwargs)`` calls ``fn(*args, **kwargs)`` and returns the
+:class:`~pytest_roofline.Workload` of what it ran, one kernel per op, with the FLOP and byte
+conventions of ``pytest_roofline.ops`` (see ``_kernels``; docs/trace.md has the full list):
+
+* **PyTorch**: a dispatch mode records each aten op on real, ``meta`` or fake tensors (on meta
+  nothing is computed). Eager torch runs op by op: every op reads its inputs from memory and
+  writes its outputs (fusion ``"none"``). Kernels are named after the op and the module path
+  (``layers.0.mlp.up_proj.mm``).
+* **JAX**: the program ``jax.jit`` lowers (its jaxpr), one kernel per primitive; a jitted
+  program fuses elementwise epilogues into the product that feeds them and makes layout ops
+  free (fusion ``"epilogue"``). Arguments may be arrays or ``jax.ShapeDtypeStruct``.
+
+The framework is read from the arguments (and from *fn*: an ``nn.Module`` is torch).
+:class:`Tracer` holds the options: ``Tracer(dtype="tf32")(fn, *args)`` prices the matrix
+kernels in another precision (bytes still follow the tensors' storage), ``fusion=`` picks the
+policy, ``name=`` names the workload.
+
+This package is named like the function it exports; the module object is callable too, so
+``pytest_roofline.trace(fn, *args)`` works however it was imported.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .. import dtypes
+from ..errors import RooflineError
+from ..workload import Kernel, Workload
+
+__all__ = ["FRAMEWORKS", "FUSION", "TraceError", "Tracer", "require", "trace"]
+
+#: Fusion policies: "none" (every op round-trips memory), "epilogue" (elementwise ops after a
+#: matrix product stay on chip, layout ops are free).
+FUSION = ("none", "epilogue")
+#: Framework -> the extra that installs it.
+FRAMEWORKS = {"torch": "torch", "jax": "jax"}
+_DEFAULT_FUSION = {"torch": "none", "jax": "epilogue"}
+
+
+class TraceError(RooflineError, ValueError):
+    """A callable or its arguments that cannot be traced."""
+
+
+def require(framework: str) -> None:
+    """Import *framework*, or raise a TraceError naming the extra that installs it."""
+    import importlib
+
+    try:
+        importlib.import_module(framework)
+    except ImportError:
+        raise TraceError(f"tracing {framework} code needs {framework} installed: pip install "
+                         f"'pytest-roofline[{FRAMEWORKS[framework]}]'") from None
+
+
+def _leaves(value: object, depth: int = 0) -> Iterable[object]:
+    if depth > 4:
+        return
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item, depth + 1)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item, depth + 1)
+    else:
+        yield value
+
+
+def detect(fn: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """``"torch"`` or ``"jax"``, from the arguments' types (no framework is imported)."""
+    found: set[str] = set()
+    for value in (fn, getattr(fn, "__self__", None), *_leaves(args), *_leaves(kwargs)):
+        module = type(value).__module__.split(".")[0]
+        if module == "torch":
+            found.add("torch")
+        elif module in ("jax", "jaxlib"):
+            found.add("jax")
+    if len(found) == 1:
+        return found.pop()
+    if found:
+        raise TraceError("trace(): found both torch tensors and jax arrays among the "
+                         "arguments; trace one framework at a time")
+    kinds = ", ".join(type(v).__name__ for v in _leaves(args)) or "none"
+    raise TraceError(f"trace(): found no torch tensor or jax array among the arguments "
+                     f"(argument types: {kinds}); pass what fn takes, e.g. torch.empty(..., "
+                     f"device='meta') or jax.ShapeDtypeStruct(shape, dtype), or give "
+                     f"Tracer(framework='torch' or 'jax')")
+
+
+class Tracer:
+    """Trace options; calling it traces: ``Tracer(dtype="tf32")(fn, *args, **kwargs)``.
+
+    * ``dtype``: the precision matrix kernels are priced in (default: the operands' own);
+      bytes always follow the tensors' storage widths.
+    * ``fusion``: ``"none"`` or ``"epilogue"`` (see :data:`FUSION`); default: ``"none"`` for
+      eager torch, ``"epilogue"`` for a jitted JAX program. Eager torch runs op by op, so it
+      takes ``"none"`` only.
+    * ``name``: the workload's name (default ``trace(<fn name>)``).
+    * ``framework``: ``"torch"`` or ``"jax"`` (default: read from the arguments).
+    """
+
+    __slots__ = ("dtype", "framework", "fusion", "name")
+
+    def __init__(self, *, dtype: object = None, fusion: str | None = None,
+                 name: str | None = None, framework: str | None = None) -> None:
+        if dtype is not None:
+            try:
+                dtype = dtypes.canonical(dtype)
+            except LookupError as exc:
+                raise TraceError(f"Tracer: dtype={dtype!r}: {exc}") from None
+        if fusion is not None and fusion not in FUSION:
+            raise TraceError(f"Tracer: fusion={fusion!r} is not a policy; allowed: "
+                             f"{', '.join(map(repr, FUSION))}")
+        if framework is not None and framework not in FRAMEWORKS:
+            raise TraceError(f"Tracer: framework={framework!r} is not allowed; allowed: "
+                             f"{', '.join(map(repr, FRAMEWORKS))}")
+        if name is not None and not isinstance(name, str):
+            raise TraceError(f"Tracer: name={name!r} must be a string")
+        self.dtype: str | None = dtype
+        self.fusion = fusion
+        self.name = name
+        self.framework = framework
+
+    def __repr__(self) -> str:
+        return (f"Tracer(dtype={self.dtype!r}, fusion={self.fusion!r}, name={self.name!r}, "
+                f"framework={self.framework!r})")
+
+    def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
+        if not callable(fn):
+            raise TraceError(f"trace(fn, *args): fn must be callable, got "
+                             f"{type(fn).__name__}: {fn!r:.80}")
+        framework = self.framework or detect(fn, args, kwargs)
+        require(framework)
+        fusion = self.fusion or _DEFAULT_FUSION[framework]
+        if framework == "torch":
+            if fusion != "none":
+                raise TraceError(f"Tracer: fusion={fusion!r}: eager torch runs op by op, every "
+                                 f"op round-tripping memory; it takes fusion='none'")
+            from . import _torch
+
+            kernels = _torch.record(fn, args, kwargs, self.dtype)
+            footprint = _torch.footprint(fn, args, kwargs)
+        else:
+            from . import _jax
+
+            kernels, footprint = _jax.record(fn, args, kwargs, self.dtype, fusion)
+        return workload(kernels, footprint=footprint,
+                        name=self.name or f"trace({getattr(fn, '__name__', type(fn).__name__)})")
+
+
+def workload(kernels: list[Kernel], *, footprint: float, name: str) -> Workload:
+    """The traced program, or a TraceError when it ran nothing worth a kernel."""
+    if not kernels:
+        raise TraceError(f"{name}: the traced code ran no op that reads or writes memory")
+    return Workload(kernels, footprint=footprint, name=name)
+
+
+_DEFAULT = Tracer()
+
+
+def trace(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
+    """Call ``fn(*args, **kwargs)`` and return the Workload of what it ran (see the module
+    docstring; :class:`Tracer` for options)."""
+    return _DEFAULT(fn, *args, **kwargs)
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
+        return trace(fn, *args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

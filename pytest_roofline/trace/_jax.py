@@ -1,0 +1,235 @@
+"""Record what a JAX callable runs: one kernel per primitive of the program ``jax.jit``
+lowers (its jaxpr, the program XLA receives).
+
+FLOPs follow ``_kernels`` (the ``ops`` conventions). A ``dot_general`` counts 2 FLOPs per
+multiply-accumulate and a convolution 2 per multiply-accumulate of *valid* taps, skipping the
+taps that fall on padding, as XLA's cost analysis does (torch's counter counts them); both
+equal XLA's figures. Sub-programs (``pjit``, ``custom_jvp``/``custom_vjp``, ``remat``,
+``closed_call``) are walked in place; a ``scan`` body counts ``length`` times; a
+``while_loop`` body once (its trip count is not known before it runs: the bound stays a
+lower bound); a ``cond`` counts its cheapest branch.
+
+Fusion policies (bytes only; FLOPs never change):
+
+* ``"epilogue"`` (default: what XLA does to a jitted program at least): an elementwise chain
+  that consumes a matrix product's result, and is its only consumer, runs in the product's
+  epilogue; the intermediate results stay on chip (neither written nor read back).
+* ``"none"``: every primitive reads its inputs and writes its outputs.
+
+Under both, ``reshape``, ``squeeze``, ``expand_dims`` and ``broadcast_in_dim`` move nothing
+(metadata, or folded into the consumer's indexing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import jax
+
+from ..workload import Kernel
+from . import _kernels as K
+
+_FREE = frozenset({"reshape", "squeeze", "expand_dims", "broadcast_in_dim"})
+_REDUCE = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax",
+                     "argmin", "reduce_and", "reduce_or", "reduce_xor", "cumsum", "cummax",
+                     "cummin", "cumprod", "cumlogsumexp", "reduce_precision"})
+#: Elementwise primitives that compute (1 FLOP per output element unless ELEMENT_FLOPS says).
+_ARITHMETIC = frozenset({
+    "add", "sub", "mul", "div", "neg", "max", "min", "exp", "exp2", "log", "log1p", "expm1",
+    "tanh", "logistic", "sqrt", "rsqrt", "cbrt", "pow", "integer_pow", "abs", "sign", "sin",
+    "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2",
+    "erf", "erfc", "erf_inv", "square", "rem", "floor", "ceil", "round", "nextafter", "eq",
+    "ne", "lt", "le", "gt", "ge", "and", "or", "not", "xor", "shift_left",
+    "shift_right_logical", "shift_right_arithmetic", "clamp", "is_finite", "lgamma",
+    "digamma", "add_any", "population_count", "clz", "imag", "real", "conj", "complex"})
+#: Elementwise primitives that only move or select data: they fuse, but compute nothing.
+_MOVING = frozenset({"convert_element_type", "select_n", "copy", "copy_p", "stop_gradient"})
+_FUSABLE = _ARITHMETIC | _MOVING | _FREE
+
+
+def _bytes(var: Any) -> float:
+    aval = getattr(var, "aval", None)
+    if aval is None or not hasattr(aval, "shape"):
+        return 0.0
+    return float(math.prod(aval.shape) * aval.dtype.itemsize)
+
+
+def _dtype(var: Any) -> str | None:
+    return K.precision(var.aval.dtype.name)
+
+
+try:
+    from jax.extend.core import Literal as _Literal
+except ImportError:  # jax < 0.4.36
+    _Literal = jax.core.Literal
+
+
+def _is_var(value: Any) -> bool:
+    return not isinstance(value, _Literal)
+
+
+_CALLS = ("jaxpr", "call_jaxpr", "fun_jaxpr")
+
+
+class _Op:
+    """One primitive of the flattened program: call-like sub-programs are inlined, so an
+    epilogue fuses across a ``jax.jit``-decorated helper as XLA fuses it."""
+
+    __slots__ = ("count", "invars", "kernels", "name", "outvars", "params")
+
+    def __init__(self, name: str, invars: list[Any], outvars: list[Any], params: Any,
+                 count: float, kernels: list[Kernel] | None = None) -> None:
+        self.name, self.invars, self.outvars = name, invars, outvars
+        self.params, self.count, self.kernels = params, count, kernels
+
+
+class _Walk:
+    def __init__(self, dtype: str | None, fusion: str) -> None:
+        self.dtype = dtype
+        self.fusion = fusion
+        self.kernels: list[Kernel] = []
+
+    def walk(self, jaxpr: Any, count: float) -> None:
+        ops: list[_Op] = []
+        self._flatten(jaxpr, {}, count, ops)
+        consumers: dict[Any, list[_Op]] = {}
+        for op in ops:
+            for var in op.invars:
+                if _is_var(var):
+                    consumers.setdefault(var, []).append(op)
+        outputs = {v for v in jaxpr.outvars if _is_var(v)}
+        chain: set[Any] = set()  # values held on chip in a product's epilogue
+
+        def stays(var: Any) -> bool:
+            """True when every consumer of an epilogue value fuses: it is never written."""
+            users = consumers.get(var, ())
+            return var not in outputs and bool(users) and all(u.name in _FUSABLE
+                                                              for u in users)
+
+        epilogue = self.fusion == "epilogue"
+        for op in ops:
+            if op.kernels is not None:  # a loop or a branch, walked on its own
+                self.kernels.extend(op.kernels)
+                continue
+            name = op.name
+            matrix = name in ("dot_general", "conv_general_dilated")
+            fused = epilogue and not matrix and name in _FUSABLE and any(
+                _is_var(v) and v in chain for v in op.invars)
+            if name in _FREE:  # metadata: moves nothing, passes an epilogue value through
+                if fused:
+                    chain.update(op.outvars)
+                continue
+            nbytes = sum(_bytes(v) for v in op.invars
+                         if not (fused and _is_var(v) and v in chain))
+            for out in op.outvars:
+                if epilogue and (matrix or fused):
+                    chain.add(out)  # fusable consumers take it on chip
+                    if stays(out):
+                        continue
+                nbytes += _bytes(out)
+            self.kernels.append(self._kernel(op, name, nbytes, op.count))
+
+    def _flatten(self, jaxpr: Any, env: dict[Any, Any], count: float,
+                 ops: list[_Op]) -> None:
+        def key(var: Any) -> Any:
+            return env.get(var, var) if _is_var(var) else var
+
+        for eqn in jaxpr.eqns:
+            name, params = eqn.primitive.name, eqn.params
+            invars = [key(v) for v in eqn.invars]
+            if name in ("scan", "while", "cond"):
+                ops.append(_Op(name, invars, list(eqn.outvars), params, count,
+                               self._control(name, params, count)))
+                continue
+            sub = next((params[k] for k in _CALLS if k in params), None)
+            if sub is not None:
+                inner = getattr(sub, "jaxpr", sub)
+                inner_env = dict(zip(inner.invars, invars, strict=False))
+                self._flatten(inner, inner_env, count, ops)
+                for outer, var in zip(eqn.outvars, inner.outvars, strict=False):
+                    env[outer] = inner_env.get(var, var) if _is_var(var) else var
+                continue
+            ops.append(_Op(name, invars, list(eqn.outvars), params, count))
+
+    def _control(self, name: str, params: Any, count: float) -> list[Kernel]:
+        """Kernels of a loop or branch (see the module docstring), fused inside only."""
+        if name == "scan":
+            return self._sub(params["jaxpr"].jaxpr, count * params["length"])
+        if name == "while":
+            return (self._sub(params["cond_jaxpr"].jaxpr, count)
+                    + self._sub(params["body_jaxpr"].jaxpr, count))
+        branches = [self._sub(b.jaxpr, count) for b in params["branches"]]
+        return min(branches, key=lambda ks: sum(k.total_flops for k in ks))
+
+    def _sub(self, jaxpr: Any, count: float) -> list[Kernel]:
+        walker = _Walk(self.dtype, self.fusion)
+        walker.walk(jaxpr, count)
+        return walker.kernels
+
+    def _kernel(self, eqn: _Op, name: str, nbytes: float, count: float) -> Kernel:
+        outs, ins = eqn.outvars, [v for v in eqn.invars if hasattr(v, "aval")]
+        label = name
+        if name == "dot_general":
+            (contract, _), _ = eqn.params["dimension_numbers"]
+            lhs = ins[0].aval
+            macs = float(math.prod(outs[0].aval.shape) * math.prod(lhs.shape[i]
+                                                                    for i in contract))
+            dtype = self.dtype or K.wider(_dtype(ins[0]), _dtype(ins[1]))
+            kernel = K.matrix(label, macs=macs, nbytes=nbytes, dtype=dtype)
+        elif name == "conv_general_dilated":
+            dtype = self.dtype or K.wider(_dtype(ins[0]), _dtype(ins[1]))
+            kernel = K.matrix(label, macs=conv_macs(eqn), nbytes=nbytes, dtype=dtype)
+        else:
+            elements = float(math.prod(outs[0].aval.shape)) if outs else 0.0
+            if name in _REDUCE and ins:
+                flops = max(float(math.prod(ins[0].aval.shape)) - elements, 0.0)
+            elif name in _ARITHMETIC:
+                flops = K.ELEMENT_FLOPS.get(name, 1.0) * elements
+            else:
+                flops = 0.0  # index, gather, scatter, copy, concatenate, pad, ...
+            kernel = K.vector(label, flops=flops, nbytes=nbytes,
+                              dtype=_dtype(outs[0]) if outs else None)
+        return kernel.scaled(count) if count != 1.0 else kernel
+
+
+def conv_macs(eqn: _Op) -> float:
+    """Multiply-accumulates of a convolution over its valid taps, as XLA counts them."""
+    p = eqn.params
+    lhs, rhs, out = eqn.invars[0].aval, eqn.invars[1].aval, eqn.outvars[0].aval
+    lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
+    batch = lhs.shape[lhs_spec[0]]
+    in_features = lhs.shape[lhs_spec[1]]
+    out_features = rhs.shape[rhs_spec[0]]
+    valid = 1.0
+    for i, (li, ri, oi) in enumerate(zip(lhs_spec[2:], rhs_spec[2:], out_spec[2:],
+                                         strict=True)):
+        stride = p["window_strides"][i]
+        low = p["padding"][i][0]
+        base = p["lhs_dilation"][i]
+        dilation = p["rhs_dilation"][i]
+        size, taps, outputs = lhs.shape[li], rhs.shape[ri], out.shape[oi]
+        span = (size - 1) * base + 1  # the dilated input's extent
+        pairs = 0
+        for k in range(taps):
+            for o in range(outputs):
+                position = o * stride - low + k * dilation
+                if 0 <= position < span and position % base == 0:
+                    pairs += 1
+        valid *= pairs
+    groups = p["feature_group_count"]
+    batch_groups = p["batch_group_count"]
+    return float(batch // batch_groups * (in_features // groups) * out_features * valid)
+
+
+def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+           dtype: str | None, fusion: str) -> tuple[list[Kernel], float]:
+    """The kernels of ``fn(*args, **kwargs)`` and the bytes of its arguments."""
+    target = partial(fn, **kwargs) if kwargs else fn
+    closed = jax.make_jaxpr(target)(*args)
+    walker = _Walk(dtype, fusion)
+    walker.walk(closed.jaxpr, 1.0)
+    footprint = sum(_bytes(v) for v in closed.jaxpr.invars)
+    return walker.kernels, float(footprint)

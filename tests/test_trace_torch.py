@@ -1,0 +1,211 @@
+"""Tracing PyTorch code: a Llama-style decoder block (tests/llama_block.py, ordinary torch
+modules) against torch's own FlopCounterMode, against ``models`` and against ``ops``.
+
+Expected numbers come from torch.utils.flop_counter (the matmul family), from the ``models``
+and ``ops`` formulas for the same shapes (vector ops, causal attention), and from the shapes
+themselves (bytes of one product). Tolerances are stated where a figure is not exact.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from llama_block import Model, inputs  # noqa: E402
+
+import pytest_roofline as rl  # noqa: E402
+from pytest_roofline import models, ops  # noqa: E402
+from pytest_roofline.trace import TraceError, Tracer  # noqa: E402
+
+LLAMA3_8B = {"hidden": 4096, "heads": 32, "kv_heads": 8, "intermediate": 14336}
+#: models' names of one decoder layer's kernels
+LAYER = ("attn_norm", "qkv_proj", "attention", "attention.softmax", "o_proj", "mlp_norm",
+         "gate_up_proj", "act", "down_proj")
+
+
+@pytest.fixture(scope="module")
+def block() -> Model:
+    return Model(1, device="meta", dtype=torch.bfloat16, **LLAMA3_8B)
+
+
+def _args(batch: int, seq: int, context: int) -> tuple[object, ...]:
+    return inputs(batch, seq, context, hidden=4096, heads=32, kv_heads=8)
+
+
+def _matrix(workload: rl.Workload, attention: bool) -> float:
+    return sum(k.total_flops for k in workload.kernels if k.unit == "matrix"
+               and ("attention" in k.name) == attention)
+
+
+def _torch_counts(module: Model, args: tuple[object, ...]) -> dict[str, float]:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        module(*args)
+    counts = counter.get_flop_counts()["Global"]
+    return {str(op).split(".")[-1]: float(n) for op, n in counts.items()}
+
+
+@pytest.mark.parametrize(("batch", "seq", "context"), [(2, 256, 256), (4, 1, 1024),
+                                                       (1, 64, 512)])
+def test_llama_block_matmul_flops_equal_torch_flop_counter(block, batch, seq, context):
+    args = _args(batch, seq, context)
+    traced = rl.trace(block, *args)
+    counts = _torch_counts(block, args)
+    # torch counts the projections as mm, exactly as ops does (2 FLOPs per MAC)
+    assert _matrix(traced, attention=False) == counts.pop("mm")
+    # torch's counter sees SDPA on meta as its decomposition (two bmm over every pair) and
+    # ignores is_causal; the trace counts the scored pairs only (top-left alignment)
+    full = counts.pop("bmm")
+    assert not counts, counts  # nothing else counted by torch
+    q, kv = seq, context
+    if seq > 1:  # is_causal=True in the block
+        pairs = q * (q + 1) / 2 + (q - min(q, kv)) * kv if q <= kv else None
+        assert _matrix(traced, attention=True) == pytest.approx(full * pairs / (q * kv),
+                                                                rel=1e-12)
+    else:
+        assert _matrix(traced, attention=True) == full
+
+
+@pytest.mark.parametrize(("phase", "batch", "seq"), [("prefill", 1, 2048), ("prefill", 4, 512),
+                                                     ("decode", 8, 4096), ("decode", 1, 128)])
+def test_llama_block_total_flops_within_2_percent_of_models(block, phase, batch, seq):
+    model = models.load("llama-3-8b")
+    if phase == "prefill":
+        declared = model.prefill(batch, seq)
+        traced = rl.trace(block, *_args(batch, seq, seq))
+    else:
+        declared = model.decode(batch, seq)
+        traced = rl.trace(block, *_args(batch, 1, seq))
+    layer = sum(k.flops for k in declared.kernels if k.name in LAYER)  # one layer's worth
+    assert traced.flops == pytest.approx(layer, rel=0.02)
+    # the matrix family alone agrees to float rounding: same shapes, same convention
+    declared_matrix = sum(k.flops for k in declared.kernels if k.name in LAYER
+                          and k.unit == "matrix")
+    assert _matrix(traced, True) + _matrix(traced, False) == pytest.approx(declared_matrix,
+                                                                           rel=1e-9)
+
+
+def test_llama_block_is_memory_bound_decoding_and_compute_bound_prefilling(block):
+    decode = rl.analyze(rl.trace(block, *_args(1, 1, 4096)), "h100")
+    prefill = rl.analyze(rl.trace(block, *_args(1, 2048, 2048)), "h100")
+    assert decode.regime == "memory"
+    assert prefill.regime == "compute"
+
+
+def test_kernels_are_named_after_the_op_and_the_module_path(block):
+    names = [k.name for k in rl.trace(block, *_args(1, 4, 4)).kernels]
+    for expected in ("layers.0.mlp.up_proj.mm", "layers.0.self_attn.q_proj.mm",
+                     "layers.0.self_attn.scaled_dot_product_attention",
+                     "layers.0.self_attn.scaled_dot_product_attention.softmax",
+                     "layers.0.input_layernorm.rsqrt", "layers.0.mlp.silu"):
+        assert expected in names
+    assert not any(n.endswith((".view", ".t", ".transpose", "._unsafe_view")) for n in names)
+
+
+def test_one_product_moves_its_operands_once_as_ops_matmul_counts():
+    a = torch.empty(64, 256, device="meta", dtype=torch.bfloat16)
+    b = torch.empty(256, 512, device="meta", dtype=torch.bfloat16)
+    (kernel,) = rl.trace(torch.mm, a, b).kernels
+    expected = ops.matmul(64, 256, 512)
+    assert (kernel.flops, kernel.bytes, kernel.unit, kernel.dtype) == (
+        expected.flops, expected.bytes, "matrix", "bf16")
+
+
+def test_real_cpu_tensors_count_like_meta_tensors():
+    layer = torch.nn.Linear(32, 16)
+    x = torch.randn(8, 32)
+    real = rl.trace(layer, x)
+    meta = rl.trace(layer.to("meta"), x.to("meta"))
+    assert [(k.name, k.flops, k.bytes) for k in real.kernels] == [
+        (k.name, k.flops, k.bytes) for k in meta.kernels]
+    (kernel,) = real.kernels  # addmm: the bias add rides along, as in torch's count
+    assert kernel.name == "addmm" and kernel.flops == 2 * 8 * 32 * 16
+    assert kernel.bytes == (8 * 32 + 32 * 16 + 16 + 8 * 16) * 4
+
+
+def test_causal_attention_counts_the_scored_pairs_as_ops_attention():
+    q = torch.empty(2, 8, 128, 64, device="meta", dtype=torch.float16)
+    k = torch.empty(2, 2, 128, 64, device="meta", dtype=torch.float16)
+    v = torch.empty(2, 2, 128, 64, device="meta", dtype=torch.float16)
+
+    def attend(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                                enable_gqa=True)
+
+    traced = rl.trace(attend, q, k, v)
+    declared = ops.attention(2, 128, 128, 8, 2, 64, causal=True, dtype="fp16")
+    assert [(k.unit, k.flops, k.bytes) for k in traced.kernels] == [
+        (k.unit, k.flops, k.bytes) for k in declared.kernels]
+
+
+def test_torch_is_causal_aligns_queries_top_left():
+    # 4 queries, 10 keys: torch's is_causal lets query i see keys 0..i: 1+2+3+4 = 10 pairs
+    q = torch.empty(1, 1, 4, 16, device="meta")
+    k = torch.empty(1, 1, 10, 16, device="meta")
+    traced = rl.trace(lambda q, k: torch.nn.functional.scaled_dot_product_attention(
+        q, k, k, is_causal=True), q, k)
+    assert traced.kernels[0].flops == 4 * 10 * 16
+    assert traced.kernels[1].flops == 5 * 10
+
+
+def test_vector_ops_count_as_ops_vector():
+    x = torch.empty(64, 1000, device="meta", dtype=torch.bfloat16)
+    (softmax,) = rl.trace(lambda x: torch.softmax(x, -1), x).kernels
+    assert (softmax.flops, softmax.bytes) == (ops.softmax(64, 1000).flops,
+                                              ops.softmax(64, 1000).bytes)
+    norm = torch.nn.LayerNorm(1000, device="meta", dtype=torch.bfloat16)
+    (layernorm,) = rl.trace(norm, x).kernels
+    assert layernorm.flops == ops.layernorm(64, 1000).flops
+
+
+def test_index_mask_and_copy_ops_move_bytes_only():
+    x = torch.empty(16, 32, device="meta")
+    mask = torch.empty(16, 32, device="meta", dtype=torch.bool)
+    ids = torch.empty(8, device="meta", dtype=torch.int64)
+
+    def f(x, mask, ids):
+        return x.masked_fill(mask, 0.0), x[ids], x.t().contiguous(), torch.cat([x, x])
+
+    kernels = rl.trace(f, x, mask, ids).kernels
+    assert [k.flops for k in kernels] == [0.0] * len(kernels)
+    fill = kernels[0]
+    assert fill.bytes == 16 * 32 * (4 + 1 + 4)  # x and the mask read, the result written
+
+
+def test_integer_and_bool_arithmetic_is_priced_at_the_fp32_vector_peak():
+    ids = torch.empty(1000, device="meta", dtype=torch.int64)
+    (kernel,) = rl.trace(lambda i: i + 1, ids).kernels
+    assert (kernel.unit, kernel.dtype, kernel.flops, kernel.bytes) == ("vector", "fp32",
+                                                                      1000.0, 16000.0)
+
+
+def test_a_dtype_override_prices_the_matrix_units_and_keeps_the_bytes():
+    a = torch.empty(256, 256, device="meta", dtype=torch.float32)
+    b = torch.empty(256, 256, device="meta", dtype=torch.float32)
+    plain = rl.trace(torch.mm, a, b)
+    tf32 = Tracer(dtype="tf32")(torch.mm, a, b)
+    assert tf32.kernels[0].dtype == "tf32" and plain.kernels[0].dtype == "fp32"
+    assert tf32.bytes == plain.bytes == 3 * 256 * 256 * 4
+
+
+def test_the_package_is_callable_like_the_function():
+    import pytest_roofline.trace as module
+
+    a = torch.empty(4, 4, device="meta")
+    assert module(torch.mm, a, a).flops == rl.trace(torch.mm, a, a).flops == 128
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(TraceError, match="no torch tensor or jax array"):
+        rl.trace(lambda x: x, 3)
+    a = torch.empty(4, 4, device="meta")
+    with pytest.raises(TraceError, match="fusion='none'"):
+        Tracer(fusion="epilogue")(torch.mm, a, a)
+    with pytest.raises(TraceError, match="fusion='fused'"):
+        Tracer(fusion="fused")
+    with pytest.raises(TraceError, match="ran no op"):
+        rl.trace(lambda x: x.view(16), a)
+    with pytest.raises(TraceError, match="must be callable"):
+        rl.trace(a, a)
