@@ -51,8 +51,9 @@ _FUSABLE = _ARITHMETIC | _MOVING | _FREE
 
 
 def _bytes(var: Any) -> float:
+    """Bytes of a value; scalars (rank 0) ride in the kernel's arguments and count none."""
     aval = getattr(var, "aval", None)
-    if aval is None or not hasattr(aval, "shape"):
+    if aval is None or not getattr(aval, "shape", ()):
         return 0.0
     return float(math.prod(aval.shape) * aval.dtype.itemsize)
 

@@ -1,0 +1,104 @@
+"""Tracing JAX code: dot and convolution FLOPs against XLA's own cost analysis of the
+lowered program (``jax.jit(f).lower(...).cost_analysis()``), exact; bytes of the epilogue
+fusion against the shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+import pytest_roofline as rl  # noqa: E402
+from pytest_roofline.trace import Tracer  # noqa: E402
+
+
+def _spec(*shape: int, dtype: object = None) -> object:
+    return jax.ShapeDtypeStruct(shape, dtype or jnp.float32)
+
+
+def _xla_flops(f: object, *args: object) -> float:
+    cost = jax.jit(f).lower(*args).cost_analysis()
+    if isinstance(cost, list):  # older jax: one dict per computation
+        cost = cost[0]
+    return float(cost["flops"])
+
+
+def _matrix_flops(workload: rl.Workload) -> float:
+    return sum(k.total_flops for k in workload.kernels if k.unit == "matrix")
+
+
+@pytest.mark.parametrize(("f", "shapes"), [
+    (jnp.dot, [(64, 128), (128, 256)]),
+    (jnp.matmul, [(4, 3, 64, 32), (4, 3, 32, 16)]),  # batched
+    (lambda a, b: jnp.einsum("bhqd,bhkd->bhqk", a, b), [(2, 8, 16, 64), (2, 8, 48, 64)]),
+    (lambda a, b: jnp.einsum("ij,j->i", a, b), [(300, 200), (200,)]),
+])
+def test_dot_flops_equal_xla_cost_analysis(f, shapes):
+    args = [_spec(*s) for s in shapes]
+    traced = rl.trace(f, *args)
+    assert _matrix_flops(traced) == _xla_flops(f, *args)
+
+
+@pytest.mark.parametrize(("x", "w", "kwargs"), [
+    ((2, 3, 17, 17), (8, 3, 3, 3), {"window_strides": (2, 2), "padding": "SAME"}),
+    ((1, 4, 9, 9), (6, 2, 5, 5), {"window_strides": (1, 1), "padding": ((2, 3), (1, 1)),
+                                  "feature_group_count": 2}),
+    ((1, 2, 12, 12), (4, 2, 3, 3), {"window_strides": (1, 1), "padding": "SAME",
+                                    "rhs_dilation": (2, 2)}),
+    ((1, 2, 6, 6), (4, 2, 3, 3), {"window_strides": (1, 1), "padding": ((1, 1), (1, 1)),
+                                  "lhs_dilation": (2, 2)}),  # a transposed convolution
+    ((8, 16, 32), (32, 16, 5), {"window_strides": (1,), "padding": "VALID"}),
+])
+def test_convolution_flops_equal_xla_cost_analysis_skipping_padded_taps(x, w, kwargs):
+    def conv(a, b):
+        return jax.lax.conv_general_dilated(a, b, **kwargs)
+
+    args = (_spec(*x), _spec(*w))
+    traced = rl.trace(conv, *args)
+    assert _matrix_flops(traced) == _xla_flops(conv, *args)
+
+
+def test_same_padding_counts_fewer_taps_than_torch_would():
+    # 3x3 SAME on 4x4: border outputs skip the padded taps; torch counts all 9 taps
+    def conv(a, b):
+        return jax.lax.conv_general_dilated(a, b, (1, 1), "SAME")
+
+    flops = _matrix_flops(rl.trace(conv, _spec(1, 1, 4, 4), _spec(1, 1, 3, 3)))
+    assert flops == 2 * 10 * 10  # 10 valid (output, tap) pairs per axis: 2+3+3+2
+    assert flops < 2 * 16 * 9
+
+
+def test_an_epilogue_stays_on_chip():
+    def layer(x, w, b):
+        return jax.nn.relu(x @ w + b)
+
+    args = (_spec(128, 256, dtype=jnp.bfloat16), _spec(256, 512, dtype=jnp.bfloat16),
+            _spec(512, dtype=jnp.bfloat16))
+    fused = rl.trace(layer, *args)
+    # x, w and b read once, the activation written once; x @ w never leaves the chip
+    assert fused.bytes == 2 * (128 * 256 + 256 * 512 + 512 + 128 * 512)
+    unfused = Tracer(fusion="none")(layer, *args)
+    assert unfused.flops == fused.flops
+    assert unfused.bytes > fused.bytes + 2 * 2 * 128 * 512  # the product written, read back
+
+
+def test_jitted_functions_scans_and_arrays():
+    @jax.jit
+    def step(x, w):
+        return jnp.tanh(x @ w)
+
+    def loop(x, w):
+        return jax.lax.scan(lambda c, _: (step(c, w), None), x, None, length=5)[0]
+
+    x, w = jnp.ones((8, 16)), jnp.ones((16, 16))
+    once = rl.trace(step, x, w)
+    assert _matrix_flops(once) == 2 * 8 * 16 * 16
+    assert _matrix_flops(rl.trace(loop, x, w)) == 5 * _matrix_flops(once)
+    assert rl.trace(step, _spec(8, 16), _spec(16, 16)).flops == once.flops
+
+
+def test_precision_follows_the_arrays_and_the_override():
+    args = (_spec(64, 64, dtype=jnp.bfloat16), _spec(64, 64, dtype=jnp.bfloat16))
+    assert rl.trace(jnp.dot, *args).kernels[0].dtype == "bf16"
+    assert Tracer(dtype="fp8")(jnp.dot, *args).kernels[0].dtype == "fp8"
