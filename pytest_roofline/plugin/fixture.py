@@ -41,6 +41,7 @@ class Roofline:
         self._derate = derate
         self._name = name
         self._added: list[Workload] = []
+        self._traced: list[Workload] = []
         self._results: tuple[Result, ...] | None = None
         self._measurements: list[Measurement] = []
 
@@ -111,6 +112,23 @@ class Roofline:
     def spread(self) -> float:
         """The largest relative spread of the measurements (0 when none)."""
         return max((m.spread for m in self._measurements), default=0.0)
+
+    def trace(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
+        """Trace ``fn(*args, **kwargs)`` (torch or jax, see ``pytest_roofline.trace``) and add
+        the workload it ran to the test's. With the marker's ``cross_check=``, the traced
+        workload is kept apart and checked against the declared one instead. Returns it."""
+        from ..trace import trace
+
+        workload = trace(fn, *args, **kwargs)
+        if self._expectation.cross_check is not None:
+            self._traced.append(workload)
+            return workload
+        return self.add(workload)
+
+    @property
+    def traced(self) -> list[Workload]:
+        """Workloads traced for the cross-check (with ``cross_check=`` only)."""
+        return list(self._traced)
 
     @property
     def workload(self) -> Workload | None:

@@ -26,6 +26,7 @@ from .options import pick as pick_option
 if TYPE_CHECKING:
     from collections.abc import Generator
 
+    from ..workload import Workload
     from .fixture import Roofline
     from .marker import Expectation
     from .session import RooflineSession
@@ -44,11 +45,12 @@ _FAILED_KEY = pytest.StashKey[str]()
 class _ItemState:
     """What the plugin knows of one roofline test while it runs."""
 
-    __slots__ = ("expectation", "handle")
+    __slots__ = ("expectation", "handle", "traced")
 
     def __init__(self, expectation: Expectation) -> None:
         self.expectation = expectation
         self.handle: Roofline | None = None
+        self.traced: Workload | None = None  # what trace=True recorded of the test body
 
 
 def get_session(config: pytest.Config) -> RooflineSession:
@@ -335,8 +337,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if not marks and not uses_fixture:
         return
     expectation = _expectation(item, marks)
+    if expectation.trace:
+        from ..errors import RooflineError
+        from ..trace import require
+
+        try:
+            require("torch")
+        except RooflineError as exc:
+            _fail(item, f"roofline marker on {item.name}: trace=True: {exc}")
     if expectation.workload is None:
-        if not uses_fixture:
+        if not uses_fixture and not expectation.trace:
             _fail(item, f"roofline marker on {item.name}: no workload: pass workload= "
                         f"(from pytest_roofline.ops or models) or flops=/bytes= to the marker, "
                         f"or request the roofline fixture and call roofline.add() in the test")
@@ -367,13 +377,56 @@ def _marker_judgement(config: pytest.Config, expectation: Expectation) -> Judgem
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     try:
-        yield  # the test body: its own failure propagates as the user's failure, never ours
         state = item.stash.get(_ITEM_KEY, None)
+        if state is not None and state.expectation.trace:
+            from ..trace._torch import Session
+
+            with Session({}, None) as recorder:
+                yield  # the test body, recorded
+            state.traced = _traced(item, recorder.kernels)
+        else:
+            yield  # the test body: its own failure propagates as the user's failure, never ours
         if state is not None:
             _verdict(item, state)
     finally:
         if _ITEM_KEY in item.stash:
             del item.stash[_ITEM_KEY]  # the handle and its results are not needed any more
+
+
+def _traced(item: pytest.Item, kernels: list[Any]) -> Workload:
+    from ..errors import RooflineError
+    from ..trace import workload
+
+    try:
+        return workload(kernels, footprint=0.0, name=f"trace({item.name})")
+    except RooflineError:
+        _fail(item, f"roofline marker on {item.name}: trace=True, but the test body ran no "
+                    f"torch op that moves memory")
+
+
+def _workloads(item: pytest.Item, state: _ItemState) -> tuple[Workload | None, list[str]]:
+    """The workload to judge, and the cross-check's failure lines (see docs/trace.md)."""
+    from ..trace.crosscheck import compare
+    from ..workload import total
+
+    expectation, handle = state.expectation, state.handle
+    declared = expectation.workload if handle is None else handle.workload
+    traced = ([state.traced] if state.traced is not None else []) + (
+        handle.traced if handle is not None else [])
+    if expectation.cross_check is None:
+        if state.traced is not None:  # trace=True: the recorded body adds to the workload
+            parts = [w for w in (declared, state.traced) if w is not None]
+            return total(parts, name=" + ".join(w.name for w in parts)), []
+        return declared, []
+    if declared is None or not traced:
+        missing = ("a declared workload (workload=, flops=/bytes= or roofline.add())"
+                   if declared is None else
+                   "a traced workload (trace=True, or roofline.trace(fn, *args))")
+        _fail(item, f"roofline marker on {item.name}: cross_check="
+                    f"{expectation.cross_check!r} needs {missing}")
+    program = traced[0] if len(traced) == 1 else total(traced, name=" + ".join(
+        w.name for w in traced))
+    return declared, compare(declared, program, expectation.cross_check)
 
 
 def _verdict(item: pytest.Item, state: _ItemState) -> None:
@@ -383,13 +436,16 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
     session = get_session(item.config)
     settings = session.settings
     expectation, handle = state.expectation, state.handle
-    if handle is None or (handle.workload is expectation.workload
-                          and handle.measured is None):
+    workload, crosscheck = _workloads(item, state)
+    if workload is expectation.workload and (handle is None or handle.measured is None):
         judgement = _marker_judgement(item.config, expectation)
-    else:
-        judgement = judge(expectation, handle.workload, flops_per_mac=settings.flops_per_mac,
+    elif handle is not None and workload is handle.workload:
+        judgement = judge(expectation, workload, flops_per_mac=settings.flops_per_mac,
                           derate=settings.derate, analyzed=lambda: handle.results,
                           spread=handle.spread)
+    else:  # a recorded test body added to what was declared: analyzed here
+        judgement = judge(expectation, workload, flops_per_mac=settings.flops_per_mac,
+                          derate=settings.derate)
     if judgement.error:
         _fail(item, judgement.error)
     # conftest hooks apply to the tests below them (item.ihook), but the global hook tells
@@ -397,9 +453,10 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
     hook = item.config.hook.pytest_roofline_result
     if hook.get_hookimpls():
         hook = item.ihook.pytest_roofline_result
-    failures: list[str] = []
+    failures: list[str] = list(crosscheck)
     checks = list(judgement.checks)
-    if not hook.get_hookimpls():  # the common case: the judgement's properties, shared
+    hooked = bool(hook.get_hookimpls())
+    if not hooked and not crosscheck:  # the common case: the judgement's properties, shared
         for check, properties in zip(judgement.checks, judgement.properties, strict=True):
             failures.extend(check.failures)
             item.user_properties.extend(properties)
@@ -408,6 +465,13 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
                                                   strict=True)):
             failures.extend(check.failures)
             record = {"nodeid": item.nodeid, **template}
+            if crosscheck:  # the cross-check failed: so did this record
+                checks[i] = check = check.with_failures(crosscheck[:1])
+                record["outcome"] = "failed"
+                record["message"] = " ".join(check.failures)
+            if not hooked:
+                item.user_properties.extend(to_properties(record))
+                continue
             extra = _hook_failures(hook(config=item.config, item=item, nodeid=item.nodeid,
                                         result=check.result, record=record))
             if extra:
@@ -419,7 +483,8 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
     if failures or item.config.get_verbosity() >= 2:
         item.add_report_section("call", "roofline", breakdown(checks))
     if failures:
-        _fail(item, "\n".join(f"roofline: {line}" for line in failures))
+        _fail(item, "\n".join(line if line.startswith("  ") else f"roofline: {line}"
+                              for line in failures))
 
 
 def _hook_failures(answers: list[Any]) -> list[str]:

@@ -45,6 +45,8 @@ def roofline(
     fits: bool | None = None,
     margin: float | None = None,
     min_efficiency: float | None = None,
+    trace: bool = False,
+    cross_check: float | None = None,
 ) -> None:
     """Analyze the test's workload on each chip in hw and check the expectations given."""
 
@@ -74,7 +76,9 @@ HELP = (
     "'2 ms'), fits (the footprint fits the chip's memory), margin (relative band around the "
     "ridge where a regime assertion is too close to call), min_efficiency (roofline time over "
     "the time measured with roofline.measure(), e.g. 0.5; measured figures are otherwise "
-    "only reported). Without expectations the figures are only reported."
+    "only reported). trace=True records the torch ops the test body runs as its workload; "
+    "cross_check=0.02 asks a declared and a traced workload to agree within 2% per kernel "
+    "family. Without expectations the figures are only reported."
 )
 
 
@@ -97,6 +101,8 @@ class Expectation:
     fits: bool | None = None
     margin: float = 0.0
     min_efficiency: float | None = None
+    trace: bool = False
+    cross_check: float | None = None
 
     @property
     def checks(self) -> bool:
@@ -206,10 +212,19 @@ def parse(
         min_efficiency = _fraction(kwargs["min_efficiency"], "min_efficiency",
                                    "a fraction of the roof in (0, 1] such as 0.5 or '50%'",
                                    low_open=True)
+    trace = kwargs.get("trace", False)
+    if not isinstance(trace, bool):
+        raise MarkerError(f"trace={trace!r} is not allowed; expected True (record the torch "
+                          f"ops the test body runs) or False")
+    cross_check = None
+    if kwargs.get("cross_check") is not None:
+        cross_check = _fraction(kwargs["cross_check"], "cross_check",
+                                "a relative band in [0, 1) such as 0.02 or '2%'")
     return Expectation(
         hw=hardware, regime=regime, workload=_workload(kwargs, name), dtype=dtype,
         sparse=sparse, min_intensity=min_i, max_intensity=max_i, max_time=max_time,
-        fits=fits, margin=margin, min_efficiency=min_efficiency)
+        fits=fits, margin=margin, min_efficiency=min_efficiency, trace=trace,
+        cross_check=cross_check)
 
 
 def _hardware(value: object, base: Path | None, from_option: bool) -> tuple[Hardware, ...]:

@@ -290,6 +290,9 @@ def roots_of(fn: Callable[..., Any], args: tuple[Any, ...],
     return roots
 
 
+_ACTIVE: list[Recorder] = []
+
+
 class Session:
     """The modes and hooks of one recording; a context manager (used by ``trace=True``)."""
 
@@ -305,6 +308,9 @@ class Session:
             register_module_forward_pre_hook,
         )
 
+        for outer in _ACTIVE:  # a trace inside a recorded test body is counted once
+            outer.hidden += 1
+        _ACTIVE.append(self.recorder)
         self._hooks = [register_module_forward_pre_hook(self.recorder.enter),
                        register_module_forward_hook(self.recorder.leave, always_call=True)]
         self._functions.__enter__()
@@ -319,6 +325,9 @@ class Session:
             for hook in self._hooks:
                 hook.remove()
             self._hooks = []
+            _ACTIVE.remove(self.recorder)
+            for outer in _ACTIVE:
+                outer.hidden -= 1
 
 
 def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
