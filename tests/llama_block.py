@@ -30,7 +30,16 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def repeat_kv(x: torch.Tensor, times: int) -> torch.Tensor:
+    """[b, kv_heads, s, d] -> [b, kv_heads * times, s, d], as Hugging Face's Llama does."""
+    b, kv_heads, s, d = x.shape
+    return x[:, :, None].expand(b, kv_heads, times, s, d).reshape(b, kv_heads * times, s, d)
+
+
 class Attention(nn.Module):
+    #: False: repeat K and V to every query head before SDPA (a copy), as older code does
+    enable_gqa = True
+
     def __init__(self, hidden: int, heads: int, kv_heads: int, **factory: object) -> None:
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
@@ -50,7 +59,11 @@ class Attention(nn.Module):
         if past is not None:
             k = torch.cat((past[0], k), dim=2)
             v = torch.cat((past[1], v), dim=2)
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=s > 1, enable_gqa=True)
+        if not self.enable_gqa:
+            k = repeat_kv(k, self.heads // self.kv_heads)
+            v = repeat_kv(v, self.heads // self.kv_heads)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=s > 1,
+                                             enable_gqa=self.enable_gqa)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
 
 

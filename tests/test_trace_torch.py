@@ -49,7 +49,12 @@ def _torch_counts(module: Model, args: tuple[object, ...]) -> dict[str, float]:
 
 @pytest.mark.parametrize(("batch", "seq", "context"), [(2, 256, 256), (4, 1, 1024),
                                                        (1, 64, 512)])
-def test_llama_block_matmul_flops_equal_torch_flop_counter(block, batch, seq, context):
+@pytest.mark.parametrize("enable_gqa", [True, False])
+def test_llama_block_matmul_flops_equal_torch_flop_counter(block, batch, seq, context,
+                                                           enable_gqa, monkeypatch):
+    from llama_block import Attention
+
+    monkeypatch.setattr(Attention, "enable_gqa", enable_gqa)
     args = _args(batch, seq, context)
     traced = rl.trace(block, *args)
     counts = _torch_counts(block, args)
@@ -188,6 +193,18 @@ def test_a_dtype_override_prices_the_matrix_units_and_keeps_the_bytes():
     tf32 = Tracer(dtype="tf32")(torch.mm, a, b)
     assert tf32.kernels[0].dtype == "tf32" and plain.kernels[0].dtype == "fp32"
     assert tf32.bytes == plain.bytes == 3 * 256 * 256 * 4
+
+
+def test_a_trace_inside_a_recording_is_counted_once():
+    from pytest_roofline.trace._torch import Session
+
+    a = torch.empty(8, 8, device="meta")
+    b = torch.empty(8, 8, device="meta")
+    with Session({}, None) as outer:
+        inner = rl.trace(torch.mm, a, b)
+        torch.add(a, b)
+    assert len(inner.kernels) == 1
+    assert [k.name for k in outer.kernels] == ["add"]
 
 
 def test_the_package_is_callable_like_the_function():

@@ -236,6 +236,12 @@ def _arg(args: tuple[Any, ...], index: int) -> Any:
 
 
 class _Dispatch(TorchDispatchMode):  # type: ignore[misc]
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in torch._disable_dynamo, whose first call
+        # imports torch._dynamo (1-2 s). Nothing here is compiled: keep the plain method.
+        return False
+
     def __init__(self, recorder: Recorder) -> None:
         super().__init__()
         self.recorder = recorder
