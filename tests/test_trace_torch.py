@@ -179,6 +179,30 @@ def test_index_mask_and_copy_ops_move_bytes_only():
     assert fill.bytes == 16 * 32 * (4 + 1 + 4)  # x and the mask read, the result written
 
 
+def test_a_gather_reads_only_the_rows_it_gathers():
+    table = torch.nn.Embedding(128256, 4096, device="meta", dtype=torch.bfloat16)
+    ids = torch.empty(8, 3, device="meta", dtype=torch.int64)
+    (lookup,) = rl.trace(table, ids).kernels
+    # ids read (8 B each), 24 rows read and 24 rows written: never the 1 GB table
+    assert (lookup.name, lookup.flops) == ("embedding", 0.0)
+    assert lookup.bytes == 24 * 8 + 2 * 24 * 4096 * 2
+    assert lookup.bytes == ops.embedding(24, 4096).bytes + 24 * 8
+
+
+def test_a_cache_update_writes_the_new_positions_only():
+    cache = torch.empty(1, 8, 4096, 128, device="meta", dtype=torch.bfloat16)
+    new = torch.empty(1, 8, 1, 128, device="meta", dtype=torch.bfloat16)
+    position = torch.empty(1, device="meta", dtype=torch.int64)
+
+    def update(cache, new, position):
+        cache[:, :, 7:8] = new                      # copy_ into a slice
+        cache.index_copy_(2, position, new)         # a scatter
+
+    copy, scatter = rl.trace(update, cache, new, position).kernels
+    assert copy.bytes == 2 * 8 * 128 * 2            # read new, write its slot
+    assert scatter.bytes == 8 + 2 * 8 * 128 * 2     # the index too
+
+
 def test_integer_and_bool_arithmetic_is_priced_at_the_fp32_vector_peak():
     ids = torch.empty(1000, device="meta", dtype=torch.int64)
     (kernel,) = rl.trace(lambda i: i + 1, ids).kernels

@@ -94,6 +94,32 @@ def _nbytes(inputs: Iterable[torch.Tensor], outputs: Iterable[torch.Tensor]) -> 
 _DTYPES: dict[Any, str | None] = {}
 
 
+#: Ops that read only the rows they gather from their first operand (a table, a source).
+_GATHER = frozenset({"embedding", "index_select", "index", "gather", "_unsafe_index", "take",
+                     "take_along_dim"})
+#: In-place ops that write only where their last operand (the values) goes.
+_SCATTER = frozenset({"index_put_", "_index_put_impl_", "index_copy_", "scatter_",
+                      "scatter_add_", "scatter_reduce_", "index_add_", "index_fill_",
+                      "masked_scatter_"})
+#: In-place ops that write their first operand without reading it.
+_OVERWRITE = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_"})
+
+
+def _moved(op: str, base: str, inputs: list[torch.Tensor],
+           outputs: list[torch.Tensor]) -> float:
+    """Bytes a vector, index or copy op moves (see :func:`_nbytes` for the general rule)."""
+    if base in _GATHER and inputs and outputs:
+        source, rest = inputs[0], inputs[1:]
+        rows = outputs[0].numel() * source.dtype.itemsize  # the gathered rows, read
+        return float(rows) + _nbytes(rest, outputs)
+    if op in _SCATTER and len(inputs) >= 2:
+        values = inputs[-1]
+        return _nbytes(inputs[1:], ()) + float(values.numel() * values.dtype.itemsize)
+    if op in _OVERWRITE and inputs:
+        return _nbytes(inputs[1:], outputs)
+    return _nbytes(inputs, outputs)
+
+
 def _dtype(t: torch.Tensor) -> str | None:
     """The canonical precision of a tensor's storage (None for integer and bool types)."""
     try:
@@ -146,7 +172,7 @@ class Recorder:
             self._sdpa_aten(op, func, args, kwargs, inputs, outputs)
         else:
             self.kernels.append(K.vector(self._name(op), flops=self._vector_flops(
-                func, base, args, inputs, outputs), nbytes=_nbytes(inputs, outputs),
+                func, base, args, inputs, outputs), nbytes=_moved(op, base, inputs, outputs),
                 dtype=_dtype(outputs[0]) if outputs else (_dtype(inputs[0]) if inputs
                                                           else None)))
 
