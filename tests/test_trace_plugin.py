@@ -147,13 +147,19 @@ def test_bad_trace():
 @pytest.mark.roofline(hw="toy", trace=True)
 def test_no_torch_op():
     pass
+
+@pytest.mark.roofline(hw="toy", trace=True, fits=True)
+def test_fits_without_footprint():
+    gemm(4)
 """)
     result = run(suite)
-    result.assert_outcomes(failed=3, errors=1)
+    result.assert_outcomes(failed=4, errors=1)
     result.stdout.fnmatch_lines([
         "*trace='yes' is not allowed; expected True*",
         "*test_nothing_traced: cross_check=0.02 needs a traced workload (trace=True, or "
         "roofline.trace(fn, *args))",
         "*test_nothing_declared: cross_check=0.5 needs a declared workload*",
         "*test_no_torch_op: trace=True, but the test body ran no torch op*",
+        "*test_fits_without_footprint: fits=True needs a footprint, and trace=True records "
+        "none*",
     ])

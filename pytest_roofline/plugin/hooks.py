@@ -414,6 +414,10 @@ def _workloads(item: pytest.Item, state: _ItemState) -> tuple[Workload | None, l
     traced = ([state.traced] if state.traced is not None else []) + (
         handle.traced if handle is not None else [])
     if expectation.cross_check is None:
+        if state.traced is not None and declared is None and expectation.fits is not None:
+            _fail(item, f"roofline marker on {item.name}: fits={expectation.fits!r} needs a "
+                        f"footprint, and trace=True records none: declare a workload too, or "
+                        f"trace a call with roofline.trace(fn, *args)")
         if state.traced is not None:  # trace=True: the recorded body adds to the workload
             parts = [w for w in (declared, state.traced) if w is not None]
             return total(parts, name=" + ".join(w.name for w in parts)), []
