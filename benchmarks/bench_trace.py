@@ -59,7 +59,7 @@ def main() -> int:
     first = rl.trace(layer, *cases["prefill b=1 s=2048"])
     print(f"first trace in this process: {1e3 * (time.perf_counter() - start):.0f} ms "
           f"({len(first.kernels)} kernels)")
-    print(f"{'Llama-3-8B layer, meta tensors':<36}{'median':>10}{'best':>10}")
+    print(f"{'Llama-3-8B layer, meta tensors':<46}{'median':>11}{'best':>11}")
     worst = 0.0
     for label, args in cases.items():
         rows = [("pytest_roofline.trace", lambda a=args: rl.trace(layer, *a)),
@@ -81,7 +81,7 @@ def main() -> int:
         args_j = (spec((2048, 4096), jnp.bfloat16), spec((4096, 14336), jnp.bfloat16),
                   spec((14336, 4096), jnp.bfloat16))
         median, best = measure(lambda: rl.trace(mlp, *args_j))
-        print(f"  {'jax MLP (jaxpr): pytest_roofline.trace':<34}{1e3 * median:>8.2f} ms"
+        print(f"  {'jax MLP (jaxpr): pytest_roofline.trace':<44}{1e3 * median:>8.2f} ms"
               f"{1e3 * best:>8.2f} ms")
     except ImportError:
         print("  (jax not installed: no JAX figures)")

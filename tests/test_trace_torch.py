@@ -130,6 +130,17 @@ def test_real_cpu_tensors_count_like_meta_tensors():
     assert kernel.bytes == (8 * 32 + 32 * 16 + 16 + 8 * 16) * 4
 
 
+def test_fake_tensors_count_like_meta_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        layer = torch.nn.Linear(32, 16)
+        fake = rl.trace(layer, torch.empty(8, 32))
+    meta = rl.trace(torch.nn.Linear(32, 16, device="meta"), torch.empty(8, 32, device="meta"))
+    assert [(k.name, k.flops, k.bytes) for k in fake.kernels] == [
+        (k.name, k.flops, k.bytes) for k in meta.kernels]
+
+
 def test_causal_attention_counts_the_scored_pairs_as_ops_attention():
     q = torch.empty(2, 8, 128, 64, device="meta", dtype=torch.float16)
     k = torch.empty(2, 2, 128, 64, device="meta", dtype=torch.float16)

@@ -156,7 +156,7 @@ class Recorder:
     # -- ops ---------------------------------------------------------------------------------
 
     def op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
-        if func.is_view:
+        if func.is_view or func.namespace == "prim":  # views; prim.device and co: metadata
             return
         op = func.overloadpacket.__name__
         base = op.rstrip("_") if not op.startswith("__") else op.strip("_")
