@@ -69,7 +69,7 @@ def main() -> int:
             median, best = measure(fn)
             if name.startswith("pytest_roofline"):
                 worst = max(worst, median)
-            print(f"  {label + ': ' + name:<34}{1e3 * median:>8.2f} ms{1e3 * best:>8.2f} ms")
+            print(f"  {label + ': ' + name:<44}{1e3 * median:>8.2f} ms{1e3 * best:>8.2f} ms")
     try:
         import jax
         import jax.numpy as jnp
