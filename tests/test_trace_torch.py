@@ -9,6 +9,8 @@ themselves (bytes of one product). Tolerances are stated where a figure is not e
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -116,6 +118,33 @@ def test_one_product_moves_its_operands_once_as_ops_matmul_counts():
     expected = ops.matmul(64, 256, 512)
     assert (kernel.flops, kernel.bytes, kernel.unit, kernel.dtype) == (
         expected.flops, expected.bytes, "matrix", "bf16")
+
+
+@pytest.mark.parametrize(("groups", "unit"), [(1, "matrix"), (2, "matrix"), (16, "vector")])
+def test_convolutions_count_as_ops_conv2d_and_torch(groups, unit):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    conv = torch.nn.Conv2d(16, 32, 3, stride=2, padding=1, groups=groups, bias=False,
+                           device="meta", dtype=torch.bfloat16)
+    x = torch.empty(4, 16, 56, 56, device="meta", dtype=torch.bfloat16)
+    (kernel,) = rl.trace(conv, x).kernels
+    declared = ops.conv2d(4, 16, 32, 56, 3, stride=2, padding=1, groups=groups)
+    with FlopCounterMode(display=False) as counter:
+        conv(x)
+    assert kernel.flops == declared.flops == counter.get_total_flops()  # padded taps too
+    assert (kernel.bytes, kernel.unit) == (declared.bytes, unit)
+    assert declared.kernels[0].unit == unit  # depthwise runs on the vector units
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 300), k=st.integers(1, 300), n=st.integers(1, 300),
+       batch=st.sampled_from([(), (3,), (2, 5)]))
+def test_any_product_counts_as_ops_matmul(m, k, n, batch):
+    a = torch.empty(*batch, m, k, device="meta", dtype=torch.bfloat16)
+    b = torch.empty(*batch, k, n, device="meta", dtype=torch.bfloat16)
+    traced = rl.trace(torch.matmul, a, b)
+    declared = ops.matmul(a, b)
+    assert (traced.flops, traced.bytes) == (declared.flops, declared.bytes)
 
 
 def test_real_cpu_tensors_count_like_meta_tensors():

@@ -222,8 +222,14 @@ class Recorder:
         spatial = x.shape[2:] if transposed else out.shape[2:]
         macs = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
         dtype = self.dtype or K.wider(_dtype(x), _dtype(w))
-        self.kernels.append(K.matrix(self._name(op), macs=macs,
-                                     nbytes=_nbytes(inputs, outputs), dtype=dtype))
+        nbytes = _nbytes(inputs, outputs)
+        groups = _arg(args, 8) if op in ("convolution", "_convolution") else None
+        if not transposed and isinstance(groups, int) and groups > 1 and w.shape[1] == 1:
+            # depthwise: no reduction over channels to feed a matrix unit (as ops.conv2d)
+            self.kernels.append(K.vector(self._name(op), flops=2.0 * macs, nbytes=nbytes,
+                                         dtype=dtype))
+            return
+        self.kernels.append(K.matrix(self._name(op), macs=macs, nbytes=nbytes, dtype=dtype))
 
     def _sdpa_aten(self, op: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                    inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
