@@ -59,6 +59,15 @@ def test_convolution_flops_equal_xla_cost_analysis_skipping_padded_taps(x, w, kw
     assert _matrix_flops(traced) == _xla_flops(conv, *args)
 
 
+def test_a_depthwise_convolution_runs_on_the_vector_units():
+    def conv(a, b):
+        return jax.lax.conv_general_dilated(a, b, (1, 1), "VALID", feature_group_count=8)
+
+    args = (_spec(1, 8, 10, 10), _spec(8, 1, 3, 3))
+    (kernel,) = rl.trace(conv, *args).kernels
+    assert (kernel.unit, kernel.flops) == ("vector", _xla_flops(conv, *args))
+
+
 def test_same_padding_counts_fewer_taps_than_torch_would():
     # 3x3 SAME on 4x4: border outputs skip the padded taps; torch counts all 9 taps
     def conv(a, b):

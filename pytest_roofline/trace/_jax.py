@@ -182,7 +182,13 @@ class _Walk:
             kernel = K.matrix(label, macs=macs, nbytes=nbytes, dtype=dtype)
         elif name == "conv_general_dilated":
             dtype = self.dtype or K.wider(_dtype(ins[0]), _dtype(ins[1]))
-            kernel = K.matrix(label, macs=conv_macs(eqn), nbytes=nbytes, dtype=dtype)
+            macs = conv_macs(eqn)
+            rhs_spec = eqn.params["dimension_numbers"][1]
+            if eqn.params["feature_group_count"] > 1 and ins[1].aval.shape[rhs_spec[1]] == 1:
+                # depthwise: no reduction over channels for a matrix unit (as ops.conv2d)
+                kernel = K.vector(label, flops=2.0 * macs, nbytes=nbytes, dtype=dtype)
+            else:
+                kernel = K.matrix(label, macs=macs, nbytes=nbytes, dtype=dtype)
         else:
             elements = float(math.prod(outs[0].aval.shape)) if outs else 0.0
             if name in _REDUCE and ins:
