@@ -205,6 +205,16 @@ def test_vector_ops_count_as_ops_vector():
     assert layernorm.flops == ops.layernorm(64, 1000).flops
 
 
+def test_vector_products_run_on_the_vector_units():
+    x = torch.empty(4096, device="meta", dtype=torch.bfloat16)
+    y = torch.empty(4096, device="meta", dtype=torch.bfloat16)
+    a = torch.empty(1024, 4096, device="meta", dtype=torch.bfloat16)
+    dot, mv = rl.trace(lambda x, y, a: (torch.dot(x, y), torch.mv(a, x)), x, y, a).kernels
+    assert (dot.unit, dot.flops, dot.bytes) == ("vector", ops.dot(4096).flops,
+                                                ops.dot(4096).bytes)
+    assert (mv.unit, mv.flops) == ("vector", 2 * 1024 * 4096)
+
+
 def test_index_mask_and_copy_ops_move_bytes_only():
     x = torch.empty(16, 32, device="meta")
     mask = torch.empty(16, 32, device="meta", dtype=torch.bool)

@@ -194,6 +194,11 @@ class Recorder:
         if base in ("_fused_rms_norm", "rms_norm"):
             return K.norm_flops("rmsnorm", float(inputs[0].numel()),
                                 weight=_arg(args, 2) is not None, bias=False)
+        if base in ("mv", "addmv"):  # a matrix-vector product: vector units, 2 per MAC
+            matrix = args[1] if base == "addmv" else args[0]
+            return 2.0 * float(matrix.numel())
+        if base in ("dot", "vdot"):  # as ops.dot: n multiplies, n - 1 adds
+            return 2.0 * float(inputs[0].numel()) - 1.0
         if base in _REDUCE_ONE:
             return float(max(inputs[0].numel() - outputs[0].numel(), 0))
         if base in _REDUCE_PER_ELEMENT:
