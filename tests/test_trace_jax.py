@@ -133,3 +133,18 @@ def test_any_convolution_counts_as_xla(size, taps, stride, dilation, base, low, 
 
     args = (_spec(2, 2 * groups, size, 3), _spec(4, 2, taps, 1))
     assert _matrix_flops(rl.trace(conv, *args)) == _xla_flops(conv, *args)
+
+
+def test_a_while_loop_counts_its_body_once_and_a_cond_its_cheapest_branch():
+    x, w = _spec(8, 16), _spec(16, 16)
+    one = 2 * 8 * 16 * 16
+
+    def loop(x, w):
+        return jax.lax.while_loop(lambda c: c[1] < 10, lambda c: (c[0] @ w, c[1] + 1),
+                                  (x, 0))[0]
+
+    def branch(p, x, w):
+        return jax.lax.cond(p, lambda x: (x @ w) @ w, lambda x: x @ w, x)
+
+    assert _matrix_flops(rl.trace(loop, x, w)) == one  # trip count unknown: a lower bound
+    assert _matrix_flops(rl.trace(branch, _spec(dtype=jnp.bool_), x, w)) == one
