@@ -111,6 +111,16 @@ def test_kernels_are_named_after_the_op_and_the_module_path(block):
     assert not any(n.endswith((".view", ".t", ".transpose", "._unsafe_view")) for n in names)
 
 
+def test_modules_not_reached_from_fn_are_named_by_their_class():
+    from pytest_roofline.trace._torch import Session
+
+    layer = torch.nn.Sequential(torch.nn.Linear(8, 8, device="meta"), torch.nn.ReLU())
+    with Session({}, None) as recorder:
+        layer(torch.empty(2, 8, device="meta"))
+    assert [k.name for k in recorder.kernels] == ["Sequential.Linear.addmm",
+                                                  "Sequential.ReLU.relu"]
+
+
 def test_one_product_moves_its_operands_once_as_ops_matmul_counts():
     a = torch.empty(64, 256, device="meta", dtype=torch.bfloat16)
     b = torch.empty(256, 512, device="meta", dtype=torch.bfloat16)

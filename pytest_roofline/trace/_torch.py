@@ -143,7 +143,10 @@ class Recorder:
 
     def enter(self, module: torch.nn.Module, args: object) -> None:
         name = self.names.get(id(module))
-        self.path.append(self.path[-1] if name is None and self.path else name or "")
+        if name is None:  # a module not reached from fn: named by its class
+            parent = self.path[-1] if self.path else ""
+            name = f"{parent}.{type(module).__name__}" if parent else type(module).__name__
+        self.path.append(name)
 
     def leave(self, module: torch.nn.Module, args: object, output: object) -> None:
         if self.path:
