@@ -277,6 +277,10 @@ def test_a_dtype_override_prices_the_matrix_units_and_keeps_the_bytes():
     tf32 = Tracer(dtype="tf32")(torch.mm, a, b)
     assert tf32.kernels[0].dtype == "tf32" and plain.kernels[0].dtype == "fp32"
     assert tf32.bytes == plain.bytes == 3 * 256 * 256 * 4
+    q = torch.empty(1, 2, 16, 8, device="meta")
+    products, softmax = Tracer(dtype="tf32")(
+        torch.nn.functional.scaled_dot_product_attention, q, q, q).kernels
+    assert (products.dtype, softmax.dtype) == ("tf32", "fp32")
 
 
 def test_a_trace_inside_a_recording_is_counted_once():

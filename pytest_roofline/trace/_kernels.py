@@ -74,15 +74,17 @@ def causal_pairs_top_left(q_len: int, kv_len: int) -> float:
 
 
 def attention(name: str, *, heads: float, pairs: float, head_dim: int, value_dim: int,
-              nbytes: float, dtype: str | None) -> list[Kernel]:
+              nbytes: float, dtype: str | None, softmax_dtype: str | None) -> list[Kernel]:
     """Fused attention over *pairs* scored pairs per (sequence, head), *heads* of them in all.
 
     Matrix FLOPs 2·pairs·head_dim (Q·Kᵀ) + 2·pairs·value_dim (P·V), all the bytes; the
-    softmax (5 FLOPs a pair) is a vector kernel of its own with no off-chip bytes.
+    softmax (5 FLOPs a pair) is a vector kernel of its own with no off-chip bytes, priced in
+    *softmax_dtype* (the operands' precision: a dtype override prices the products only).
     """
     scored = heads * pairs
     return [matrix(name, macs=scored * (head_dim + value_dim), nbytes=nbytes, dtype=dtype),
-            vector(f"{name}.softmax", flops=SOFTMAX_FLOPS * scored, nbytes=0.0, dtype=dtype)]
+            vector(f"{name}.softmax", flops=SOFTMAX_FLOPS * scored, nbytes=0.0,
+                   dtype=softmax_dtype)]
 
 
 def norm_flops(kind: str, elements: float, *, weight: bool, bias: bool) -> float:

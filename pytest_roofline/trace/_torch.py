@@ -265,10 +265,10 @@ class Recorder:
         heads = float(math.prod(q.shape[:-2]))  # batch · query heads
         pairs = (K.causal_pairs_top_left(q_len, kv_len) if causal
                  else float(q_len) * kv_len)
-        dtype = self.dtype or _dtype(q)
         self.kernels.extend(K.attention(self._name(op), heads=heads, pairs=pairs,
                                         head_dim=q.shape[-1], value_dim=v.shape[-1],
-                                        nbytes=nbytes, dtype=dtype))
+                                        nbytes=nbytes, dtype=self.dtype or _dtype(q),
+                                        softmax_dtype=_dtype(q)))
 
 
 def _arg(args: tuple[Any, ...], index: int) -> Any:
