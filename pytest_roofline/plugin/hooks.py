@@ -406,11 +406,13 @@ def _traced(item: pytest.Item, kernels: list[Any]) -> Workload:
 
 def _workloads(item: pytest.Item, state: _ItemState) -> tuple[Workload | None, list[str]]:
     """The workload to judge, and the cross-check's failure lines (see docs/trace.md)."""
+    expectation, handle = state.expectation, state.handle
+    declared = expectation.workload if handle is None else handle.workload
+    if expectation.cross_check is None and state.traced is None:
+        return declared, []  # the common case: nothing traced for the plugin to handle
     from ..trace.crosscheck import compare
     from ..workload import total
 
-    expectation, handle = state.expectation, state.handle
-    declared = expectation.workload if handle is None else handle.workload
     traced = ([state.traced] if state.traced is not None else []) + (
         handle.traced if handle is not None else [])
     if expectation.cross_check is None:
@@ -418,10 +420,8 @@ def _workloads(item: pytest.Item, state: _ItemState) -> tuple[Workload | None, l
             _fail(item, f"roofline marker on {item.name}: fits={expectation.fits!r} needs a "
                         f"footprint, and trace=True records none: declare a workload too, or "
                         f"trace a call with roofline.trace(fn, *args)")
-        if state.traced is not None:  # trace=True: the recorded body adds to the workload
-            parts = [w for w in (declared, state.traced) if w is not None]
-            return total(parts, name=" + ".join(w.name for w in parts)), []
-        return declared, []
+        parts = [w for w in (declared, state.traced) if w is not None]  # trace=True adds
+        return total(parts, name=" + ".join(w.name for w in parts)), []
     if declared is None or not traced:
         missing = ("a declared workload (workload=, flops=/bytes= or roofline.add())"
                    if declared is None else
