@@ -94,6 +94,50 @@ def test_llama_block_total_flops_within_2_percent_of_models(block, phase, batch,
                                                                            rel=1e-9)
 
 
+class FusedBlock(torch.nn.Module):
+    """The same layer written another way: fused QKV and gate/up weights split after the
+    product, torch's nn.RMSNorm, K and V repeated to every head, causal attention by an
+    explicit call per phase."""
+
+    def __init__(self, hidden=4096, heads=32, kv_heads=8, inter=14336):
+        super().__init__()
+        self.h, self.kv, self.d, self.inter = heads, kv_heads, hidden // heads, inter
+        meta = {"device": "meta", "dtype": torch.bfloat16}
+        self.norms = torch.nn.ModuleList(torch.nn.RMSNorm(hidden, **meta) for _ in range(2))
+        self.wqkv = torch.nn.Parameter(torch.empty((heads + 2 * kv_heads) * self.d, hidden,
+                                                   **meta))
+        self.wo = torch.nn.Parameter(torch.empty(hidden, hidden, **meta))
+        self.w13 = torch.nn.Parameter(torch.empty(2 * inter, hidden, **meta))
+        self.w2 = torch.nn.Parameter(torch.empty(hidden, inter, **meta))
+
+    def forward(self, x):
+        F = torch.nn.functional
+        qkv = F.linear(self.norms[0](x), self.wqkv)
+        q, k, v = qkv.split([self.h * self.d, self.kv * self.d, self.kv * self.d], dim=-1)
+        q = q.unflatten(-1, (self.h, self.d)).transpose(1, 2)
+        k, v = (t.unflatten(-1, (self.kv, self.d)).transpose(1, 2)
+                .repeat_interleave(self.h // self.kv, dim=1) for t in (k, v))
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + F.linear(o.transpose(1, 2).flatten(2), self.wo)
+        gate, up = F.linear(self.norms[1](x), self.w13).chunk(2, dim=-1)
+        return x + F.linear(F.silu(gate) * up, self.w2)
+
+
+@pytest.mark.parametrize(("batch", "seq"), [(1, 2048), (4, 256)])
+def test_a_block_written_another_way_agrees_too(batch, seq):
+    block = FusedBlock()
+    x = torch.empty(batch, seq, 4096, device="meta", dtype=torch.bfloat16)
+    traced = rl.trace(block, x)
+    counts = _torch_counts(block, (x,))
+    assert _matrix(traced, attention=False) == counts["mm"]
+    pairs = seq * (seq + 1) / 2
+    assert _matrix(traced, attention=True) == counts["bmm"] * pairs / (seq * seq)
+    declared = models.load("llama-3-8b").prefill(batch, seq)
+    layer = sum(k.flops for k in declared.kernels if k.name in LAYER)
+    assert traced.flops == pytest.approx(layer, rel=0.02)
+    assert "norms.0._to_copy" in {k.name for k in traced.kernels}
+
+
 def test_llama_block_is_memory_bound_decoding_and_compute_bound_prefilling(block):
     decode = rl.analyze(rl.trace(block, *_args(1, 1, 4096)), "h100")
     prefill = rl.analyze(rl.trace(block, *_args(1, 2048, 2048)), "h100")
@@ -213,6 +257,10 @@ def test_vector_ops_count_as_ops_vector():
     norm = torch.nn.LayerNorm(1000, device="meta", dtype=torch.bfloat16)
     (layernorm,) = rl.trace(norm, x).kernels
     assert layernorm.flops == ops.layernorm(64, 1000).flops
+    # torch's own RMSNorm runs op by op here (fp32 upcast, pow, mean, rsqrt, two muls): the
+    # same 4 FLOPs per element, plus an add and an rsqrt per row
+    rms = rl.trace(torch.nn.RMSNorm(1000, device="meta", dtype=torch.bfloat16), x)
+    assert rms.flops == ops.rmsnorm(64, 1000).flops + 2 * 64
 
 
 def test_vector_products_run_on_the_vector_units():
