@@ -239,6 +239,16 @@ def test_causal_attention_counts_the_scored_pairs_as_ops_attention():
         (k.unit, k.flops, k.bytes) for k in declared.kernels]
 
 
+def test_a_fused_attention_op_reached_below_the_function_counts_the_same():
+    q, k, v = (torch.randn(1, 2, 16, 8) for _ in range(3))
+    fused = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    below = rl.trace(lambda q, k, v: fused(q, k, v, is_causal=True)[0], q, k, v)
+    above = rl.trace(lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, is_causal=True), q, k, v)
+    assert [(k.unit, k.flops, k.bytes) for k in below.kernels] == [
+        (k.unit, k.flops, k.bytes) for k in above.kernels]
+
+
 def test_torch_is_causal_aligns_queries_top_left():
     # 4 queries, 10 keys: torch's is_causal lets query i see keys 0..i: 1+2+3+4 = 10 pairs
     q = torch.empty(1, 1, 4, 16, device="meta")
