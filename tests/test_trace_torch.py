@@ -259,6 +259,16 @@ def test_torch_is_causal_aligns_queries_top_left():
     assert traced.kernels[1].flops == 5 * 10
 
 
+def test_a_backward_pass_traces_too_three_products_per_linear_layer():
+    layer = torch.nn.Linear(64, 32, bias=False, device="meta")
+    x = torch.empty(8, 64, device="meta", requires_grad=True)
+    step = rl.trace(lambda x: layer(x).sum().backward(), x)
+    products = [k for k in step.kernels if k.unit == "matrix"]
+    # forward, input gradient and weight gradient: 3x the forward's FLOPs (the 6·N·T rule)
+    assert [k.flops for k in products] == [2 * 8 * 64 * 32] * 3
+    assert products[0].name == "mm" and products[1].name == "mm"
+
+
 def test_vector_ops_count_as_ops_vector():
     x = torch.empty(64, 1000, device="meta", dtype=torch.bfloat16)
     (softmax,) = rl.trace(lambda x: torch.softmax(x, -1), x).kernels
