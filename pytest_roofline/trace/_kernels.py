@@ -45,9 +45,13 @@ def precision(name: object) -> str | None:
         return None
 
 
+#: Floating-point precisions: the vector peaks are quoted for these only.
+FLOATING = frozenset({"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4"})
+
+
 def vector_dtype(dtype: str | None) -> str:
     """The precision a vector kernel is priced in (integer and bool ops: the fp32 peak)."""
-    return INTEGER_PRICING if dtype is None or dtype in ("int8", "int4") else dtype
+    return dtype if dtype in FLOATING else INTEGER_PRICING
 
 
 def wider(a: str | None, b: str | None) -> str | None:
