@@ -148,3 +148,23 @@ def test_a_while_loop_counts_its_body_once_and_a_cond_its_cheapest_branch():
 
     assert _matrix_flops(rl.trace(loop, x, w)) == one  # trip count unknown: a lower bound
     assert _matrix_flops(rl.trace(branch, _spec(dtype=jnp.bool_), x, w)) == one
+
+
+def test_the_fixture_traces_jax_code(pytester: pytest.Pytester) -> None:
+    from test_plugin import ISOLATE, TOY_SPEC, plugin_args
+
+    rl.trace(jnp.dot, _spec(2, 2), _spec(2, 2))  # loaded before the in-process run
+    pytester.makefile(".yaml", toychip=TOY_SPEC)
+    pytester.makeini("[pytest]\nroofline_specs = toychip.yaml\n")
+    pytester.makepyfile("""
+import jax
+import jax.numpy as jnp
+import pytest
+
+@pytest.mark.roofline(hw="toy", regime="compute")
+def test_jax_gemm(roofline):
+    spec = jax.ShapeDtypeStruct((4096, 4096), jnp.bfloat16)
+    w = roofline.trace(jnp.dot, spec, spec)
+    assert w.flops == 2 * 4096 ** 3
+""")
+    pytester.runpytest_inprocess(*plugin_args(), *ISOLATE).assert_outcomes(passed=1)
