@@ -107,6 +107,17 @@ def test_jitted_functions_scans_and_arrays():
     assert rl.trace(step, _spec(8, 16), _spec(16, 16)).flops == once.flops
 
 
+def test_kernels_are_named_after_their_scopes():
+    @jax.jit
+    def f(x, w):
+        with jax.named_scope("layers.0"), jax.named_scope("mlp"):
+            y = x @ w
+        return jnp.tanh(y)
+
+    names = [k.name for k in Tracer(fusion="none")(f, _spec(4, 4), _spec(4, 4)).kernels]
+    assert names == ["layers.0.mlp.dot_general", "tanh"]
+
+
 def test_precision_follows_the_arrays_and_the_override():
     args = (_spec(64, 64, dtype=jnp.bfloat16), _spec(64, 64, dtype=jnp.bfloat16))
     assert rl.trace(jnp.dot, *args).kernels[0].dtype == "bf16"

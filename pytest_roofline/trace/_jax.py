@@ -16,6 +16,9 @@ Fusion policies (bytes only; FLOPs never change):
   epilogue; the intermediate results stay on chip (neither written nor read back).
 * ``"none"``: every primitive reads its inputs and writes its outputs.
 
+Kernels are named after the primitive, prefixed by the named scopes it ran in
+(``jax.named_scope``; flax modules open one each): ``layers.0.mlp.dot_general``.
+
 Under both, ``reshape``, ``squeeze``, ``expand_dims`` and ``broadcast_in_dim`` move nothing
 (metadata, or folded into the consumer's indexing).
 """
@@ -79,11 +82,13 @@ class _Op:
     """One primitive of the flattened program: call-like sub-programs are inlined, so an
     epilogue fuses across a ``jax.jit``-decorated helper as XLA fuses it."""
 
-    __slots__ = ("count", "invars", "kernels", "name", "outvars", "params")
+    __slots__ = ("count", "invars", "kernels", "label", "name", "outvars", "params")
 
-    def __init__(self, name: str, invars: list[Any], outvars: list[Any], params: Any,
-                 count: float, kernels: list[Kernel] | None = None) -> None:
-        self.name, self.invars, self.outvars = name, invars, outvars
+    def __init__(self, label: str, invars: list[Any], outvars: list[Any], params: Any,
+                 count: float, kernels: list[Kernel] | None = None, *, prim: str = "") -> None:
+        self.name = prim or label  # the primitive
+        self.label = label  # the kernel's name: named scopes (flax modules) and primitive
+        self.invars, self.outvars = invars, outvars
         self.params, self.count, self.kernels = params, count, kernels
 
 
@@ -153,7 +158,9 @@ class _Walk:
                 for outer, var in zip(eqn.outvars, inner.outvars, strict=False):
                     env[outer] = inner_env.get(var, var) if _is_var(var) else var
                 continue
-            ops.append(_Op(name, invars, list(eqn.outvars), params, count))
+            scope = str(eqn.source_info.name_stack).replace("/", ".")
+            label = f"{scope}.{name}" if scope else name
+            ops.append(_Op(label, invars, list(eqn.outvars), params, count, prim=name))
 
     def _control(self, name: str, params: Any, count: float) -> list[Kernel]:
         """Kernels of a loop or branch (see the module docstring), fused inside only."""
@@ -172,7 +179,7 @@ class _Walk:
 
     def _kernel(self, eqn: _Op, name: str, nbytes: float, count: float) -> Kernel:
         outs, ins = eqn.outvars, [v for v in eqn.invars if hasattr(v, "aval")]
-        label = name
+        label = eqn.label
         if name == "dot_general":
             (contract, _), _ = eqn.params["dimension_numbers"]
             lhs = ins[0].aval
