@@ -28,6 +28,9 @@ def test_the_framework_is_read_from_the_arguments_without_importing_it() -> None
     jax_like = type("ArrayImpl", (), {"__module__": "jaxlib.xla_extension"})()
     assert detect(len, (torch_like,), {}) == "torch"
     assert detect(len, ([1, {"x": jax_like}],), {}) == "jax"
+    module = type("Module", (), {"__module__": "torch.nn.modules.module"})
+    model = type("MyModel", (module,), {"__module__": "my_project"})()
+    assert detect(model, (3,), {}) == "torch"  # a subclass of nn.Module, taking no tensor
     with pytest.raises(TraceError, match="both torch tensors and jax arrays"):
         detect(len, (torch_like, jax_like), {})
     with pytest.raises(TraceError, match=r"no torch tensor or jax array .*int, str"):

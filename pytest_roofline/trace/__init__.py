@@ -73,11 +73,14 @@ def _leaves(value: object, depth: int = 0) -> Iterable[object]:
 def detect(fn: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     """``"torch"`` or ``"jax"``, from the arguments' types (no framework is imported)."""
     found: set[str] = set()
-    for value in (fn, getattr(fn, "__self__", None), *_leaves(args), *_leaves(kwargs)):
-        module = type(value).__module__.split(".")[0]
+    owners = (fn, getattr(fn, "__self__", None))  # an nn.Module subclass, a flax Module
+    classes = [c for owner in owners for c in type(owner).__mro__]
+    classes += [type(value) for value in (*_leaves(args), *_leaves(kwargs))]
+    for cls in classes:
+        module = cls.__module__.split(".")[0]
         if module == "torch":
             found.add("torch")
-        elif module in ("jax", "jaxlib"):
+        elif module in ("jax", "jaxlib", "flax"):
             found.add("jax")
     if len(found) == 1:
         return found.pop()
