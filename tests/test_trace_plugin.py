@@ -99,7 +99,9 @@ def test_agree_fixture(roofline):
     roofline.trace(lambda x: torch.softmax(x, -1), x)
     assert roofline.workload.name.startswith("softmax")  # the traced one is kept apart
 """)
-    run(suite).assert_outcomes(passed=2)
+    result = run(suite)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_agree_fixture*xcheck 0.02*ok"])
 
 
 def test_cross_check_fails_listing_both_counts_per_family(suite: pytest.Pytester) -> None:

@@ -109,7 +109,8 @@ class Expectation:
         """True when at least one expectation is set (otherwise the figures are reported)."""
         return (self.regime is not None or self.min_intensity is not None
                 or self.max_intensity is not None or self.max_time is not None
-                or self.fits is not None or self.min_efficiency is not None)
+                or self.fits is not None or self.min_efficiency is not None
+                or self.cross_check is not None)
 
     @property
     def expected(self) -> list[str] | None:
@@ -134,6 +135,8 @@ class Expectation:
             parts.append("fits" if self.fits else "no fit")
         if self.min_efficiency is not None:
             parts.append(f"eff>={self.min_efficiency:.0%}")
+        if self.cross_check is not None:
+            parts.append(f"xcheck {self.cross_check:.3g}")
         return ", ".join(parts) if parts else "-"
 
 
