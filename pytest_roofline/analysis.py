@@ -47,7 +47,7 @@ from typing import Any, Protocol
 from .errors import RooflineError, WorkloadError, brief
 from .fusion import kept_on_chip, onchip_level
 from .hardware import Hardware, get_hardware
-from .workload import Kernel, Number, Workload, intensity, is_array
+from .workload import Kernel, Number, Workload, add_up, intensity, is_array
 
 REGIMES = ("compute", "memory", "network")
 
@@ -264,11 +264,11 @@ def _epilogues(kernels: tuple[Kernel, ...], rows: list[list[Any]]) -> dict[int, 
             hosts.setdefault(host, []).append(i)
     for host, members in hosts.items():
         group = (host, *members)
-        matrix = _total(rows[j][7] for j in group if kernels[j].unit == "matrix")
-        vector = _total(rows[j][7] for j in group if kernels[j].unit == "vector")
+        matrix = add_up(rows[j][7] for j in group if kernels[j].unit == "matrix")
+        vector = add_up(rows[j][7] for j in group if kernels[j].unit == "vector")
         rows[host][7] = _max3(matrix, vector, 0.0)
-        rows[host][8] = _total(rows[j][8] for j in group)
-        rows[host][9] = _total(rows[j][9] for j in group)
+        rows[host][8] = add_up(rows[j][8] for j in group)
+        rows[host][9] = add_up(rows[j][9] for j in group)
         labels = dict.fromkeys(rows[j][6] for j in group)
         rows[host][6] = " + ".join(labels)
         for j in members:
@@ -324,15 +324,15 @@ def analyze(
         for j in members:
             rows[j][11] = rows[host][11]                   # an epilogue shares its host's regime
 
-    flops = _total(row[2] for row in rows)
-    nbytes = _total(row[3] for row in rows)
-    time = _total(row[10] for row in rows)
+    flops = add_up(row[2] for row in rows)
+    nbytes = add_up(row[3] for row in rows)
+    time = add_up(row[10] for row in rows)
     if len(rows) == 1:
         t_compute, t_memory, t_network, regime = rows[0][7], rows[0][8], rows[0][9], rows[0][11]
     else:
-        t_compute = _total(row[7] for row in rows)
-        t_memory = _total(row[8] for row in rows)
-        t_network = _total(row[9] for row in rows)
+        t_compute = add_up(row[7] for row in rows)
+        t_memory = add_up(row[8] for row in rows)
+        t_network = add_up(row[9] for row in rows)
     shares = _shares(rows, time)
     if len(rows) > 1:
         regime = _regime(shares["compute"], shares["memory"], shares["network"])
@@ -355,7 +355,7 @@ def analyze(
         fits: Any = footprint <= capacity
     else:
         fits = None if footprint == 0 else bool(footprint <= capacity)
-    link_bytes = _total(row[4] for row in rows)
+    link_bytes = add_up(row[4] for row in rows)
     # every figure is >= 0 and each resource's time is at most the total time, so this one
     # sum is finite exactly when every figure of the result is
     _finite(flops + nbytes + link_bytes + time, workload.name, chip.name)
@@ -384,15 +384,6 @@ def _measured(value: Any) -> float | None:
     return float(seconds)
 
 
-def _total(values: Any) -> Number:
-    total: Number = 0.0
-    try:
-        for value in values:
-            total = total + value
-    except ValueError:  # numpy: sweeps of shapes that do not broadcast
-        raise WorkloadError("the workload's kernels are sweeps of shapes that do not broadcast "
-                            "together") from None
-    return total
 
 
 def _shares(rows: list[list[Any]], time: Number) -> dict[str, Number]:

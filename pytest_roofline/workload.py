@@ -268,15 +268,15 @@ class Workload:
 
     @property
     def flops(self) -> Number:
-        return _sum(k.total_flops for k in self.kernels)
+        return add_up(k.total_flops for k in self.kernels)
 
     @property
     def bytes(self) -> Number:
-        return _sum(k.total_bytes for k in self.kernels)
+        return add_up(k.total_bytes for k in self.kernels)
 
     @property
     def link_bytes(self) -> Number:
-        return _sum(k.total_link_bytes for k in self.kernels)
+        return add_up(k.total_link_bytes for k in self.kernels)
 
     @property
     def intensity(self) -> Number:
@@ -290,7 +290,7 @@ class Workload:
         if not isinstance(other, Workload):
             return NotImplemented
         return Workload((*self.kernels, *other.kernels),
-                        footprint=_sum((self.footprint, other.footprint)),
+                        footprint=add_up((self.footprint, other.footprint)),
                         name=f"{self.name} + {other.name}")
 
     def __mul__(self, factor: object) -> Workload:
@@ -324,7 +324,9 @@ class Workload:
                         knob=self.knob if knob is None else knob)
 
 
-def _sum(values: Iterable[Number]) -> Number:
+def add_up(values: Iterable[Number]) -> Number:
+    """The sum of figures that may be sweeps (numpy arrays); shapes that do not broadcast
+    together are a WorkloadError, not numpy's ValueError."""
     total: Number = 0.0
     try:
         for value in values:
@@ -383,4 +385,4 @@ def total(workloads: Iterable[Workload], name: str = "program") -> Workload:
     if not items:
         raise WorkloadError("total() of no workloads")
     kernels = [k for w in items for k in w.kernels]
-    return Workload(kernels, footprint=_sum(w.footprint for w in items), name=name)
+    return Workload(kernels, footprint=add_up(w.footprint for w in items), name=name)
