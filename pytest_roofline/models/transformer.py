@@ -13,9 +13,28 @@ has a few dozen kernels whatever its depth. What each phase reads (per chip):
   kv_lora_rank + qk_rope_head_dim per position and layer instead (see ``_mla_ops``).
 * **Activations**: each kernel reads its inputs and writes its outputs once (see ``ops``).
 
-Fusion assumed (what inference engines do): the residual add is fused into the next norm,
-rotary embeddings and biases into the neighbouring kernels, attention is FlashAttention-style
-(``fused=False`` for the unfused form). Quantization: ``weight_dtype`` applies to the linear
+Fusion follows :mod:`pytest_roofline.fusion`. With ``fusion="epilogue"`` (the default, what
+inference engines and compilers do) the residual add runs in the next norm, the MLP's
+activation (GELU, or the SwiGLU/GeGLU gate act(gate)·up) in the epilogue of the up/gate
+projection (per expert for a mixture of experts, and in the shared experts' projection),
+rotary embeddings and biases in the neighbouring kernels. ``fusion="none"`` is eager PyTorch:
+each residual add (two a layer in a parallel block) and each activation is a kernel of its
+own, reading and writing off-chip memory. Either way attention is FlashAttention-style
+(``fused=False`` for the unfused form), and these tensors are handed straight to their only
+reader (kept on chip where they fit, see the fusion module): a sequential block's
+attention-norm output to qkv_proj (not in a parallel block, where the MLP reads it too), the
+MLP norm's output to gate/up (when every layer runs that MLP), the attention output to o_proj,
+the activated intermediate to down_proj; in latent attention q_a_proj's output to q_a_norm
+and on to q_b_proj, and the absorbed attention output to v_up and on to o_proj.
+
+Mixed lengths: ``prefill``, ``decode`` and ``forward`` take one length for every sequence, or
+a list (or 1-D array) of per-sequence lengths, one per sequence of the batch (prompt lengths
+for prefill and forward, cached contexts for decode). Padding-free by default (as serving
+engines batch): linear layers see the sum of the lengths, attention scores each sequence's
+own causal pairs and reads its own context, the KV cache holds each sequence's own positions.
+``padded=True`` charges the padded batch instead: every sequence at the longest length.
+
+Quantization: ``weight_dtype`` applies to the linear
 layers of the blocks (attention, MLP, experts); embeddings, lm_head, router, norms and biases
 stay in ``dtype``, as GPTQ/AWQ/FP8 checkpoints keep them. Each linear layer multiplies in the
 wider of ``dtype`` and ``weight_dtype`` (``ops.matmul``'s rule). Group scales of quantized
@@ -44,11 +63,12 @@ as its own tokens make, on the experts of its own that the whole step touches.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import dtypes
+from .. import fusion as _fusion
 from ..errors import WorkloadError
 from ..ops._common import precision, show, size, sweep_size
 from ..ops.attention import attention_kernels
@@ -116,6 +136,11 @@ class _Plan:
     shared_inter: int = 0
     absorb: bool = False  # latent attention: decode with the up-projections absorbed
     ep: int = 1  # expert parallelism (data-parallel attention, experts split over ep chips)
+    fusion: str = _fusion.MODEL_DEFAULT
+
+
+#: (sequences, q_len, kv_len) of one length of a batch; a mixed-length batch has several.
+_Group = tuple[Number, int, int]
 
 
 class Transformer:
@@ -254,87 +279,125 @@ class Transformer:
     def decode(self, batch: object, context: object, *, tp: object = 1, dtype: object = "bf16",
                weight_dtype: object = None, kv_dtype: object = None, fused: bool = True,
                link: str | None = None, link_count: int | None = None,
-               absorb: bool = True, ep: object = 1) -> Workload:
+               absorb: bool = True, ep: object = 1, fusion: str = _fusion.MODEL_DEFAULT,
+               padded: bool = False) -> Workload:
         """One decode step: one new token for each of *batch* sequences, each attending to
-        *context* cached positions. Knob: the batch (a numpy array sweeps it). ``ep``: expert
-        parallelism (see the module docstring).
+        *context* cached positions (or a list of per-sequence contexts, see the module
+        docstring). Knob: the batch (a numpy array sweeps it). ``ep``: expert parallelism;
+        ``fusion``: "epilogue" or "none" (see the module docstring).
 
         Latent attention decodes from the latent cache with the key and value
         up-projections absorbed into the query and the output (``absorb=True``, as serving
         engines run it: one KV head of kv_lora_rank + qk_rope_head_dim); ``absorb=False``
         up-projects the whole cached context to per-head K and V every step."""
         self._need("decoder", "decode")
-        b = sweep_size(batch, "decode: batch")
-        ctx = size(context, "decode: context")
         if not isinstance(absorb, bool):
             raise WorkloadError(f"decode: absorb must be True or False, got {absorb!r}")
         if not absorb and not self.config.is_mla:
             raise WorkloadError(f"decode: absorb=False applies to latent attention only; "
                                 f"{self.name} has no kv_lora_rank")
+        lengths = _lengths(context, batch, padded, "decode: context")
         plan = replace(self._expert_parallel(
-            self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count), ep),
+            self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count, fusion), ep),
             absorb=absorb and self.config.is_mla)
+        if lengths is not None:
+            return self._mixed("decode", plan, lengths, True, False)
+        b = sweep_size(batch, "decode: batch")
+        ctx = size(context, "decode: context")
         self._check_positions(ctx, "decode: context")
         name = self._title("decode", f"batch={show(b)}, context={ctx}", plan)
         local = b / plan.ep  # expert parallelism: each chip decodes its share of the batch
-        kernels = self._inference(plan, local, 1, ctx, True, local)
-        footprint = self._footprint(plan, local, ctx, "decode").total
+        kernels = self._inference(plan, [(local, 1, ctx)], True, local)
+        footprint = self._footprint(plan, [(ctx, local)], "decode").total
 
         def build(x: int) -> Workload:
             return self.decode(x, ctx, tp=tp, dtype=dtype, weight_dtype=weight_dtype,
                                kv_dtype=kv_dtype, fused=fused, link=link,
-                               link_count=link_count, absorb=absorb, ep=ep)
+                               link_count=link_count, absorb=absorb, ep=ep, fusion=fusion)
 
         return self._workload(kernels, footprint, name, b, build)
 
     def prefill(self, batch: object, seq: object, *, tp: object = 1, dtype: object = "bf16",
                 weight_dtype: object = None, kv_dtype: object = None, fused: bool = True,
                 all_logits: bool = False, link: str | None = None,
-                link_count: int | None = None, ep: object = 1) -> Workload:
-        """Prefill of *batch* prompts of *seq* tokens (causal), writing the KV cache. Logits of
-        the last token per sequence only, unless ``all_logits``. Knob: the batch. ``ep``:
-        expert parallelism (see the module docstring)."""
+                link_count: int | None = None, ep: object = 1,
+                fusion: str = _fusion.MODEL_DEFAULT, padded: bool = False) -> Workload:
+        """Prefill of *batch* prompts of *seq* tokens (or a list of per-prompt lengths; causal),
+        writing the KV cache. Logits of the last token per sequence only, unless
+        ``all_logits``. Knob: the batch. ``ep``: expert parallelism; ``fusion`` and
+        ``padded``: see the module docstring."""
         self._need("decoder", "prefill")
-        b = sweep_size(batch, "prefill: batch")
-        s = size(seq, "prefill: seq")
         if not isinstance(all_logits, bool):
             raise WorkloadError(f"prefill: all_logits must be True or False, got "
                                 f"{all_logits!r}")
+        lengths = _lengths(seq, batch, padded, "prefill: seq")
         plan = self._expert_parallel(
-            self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count), ep)
+            self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count, fusion), ep)
+        if lengths is not None:
+            return self._mixed("prefill", plan, lengths, True, all_logits)
+        b = sweep_size(batch, "prefill: batch")
+        s = size(seq, "prefill: seq")
         self._check_positions(s, "prefill: seq")
         name = self._title("prefill", f"batch={show(b)}, seq={s}", plan)
         local = b / plan.ep
-        kernels = self._inference(plan, local, s, s, True, local * s if all_logits else local)
-        footprint = self._footprint(plan, local, s, "prefill").total
+        kernels = self._inference(plan, [(local, s, s)], True,
+                                  local * s if all_logits else local)
+        footprint = self._footprint(plan, [(s, local)], "prefill").total
 
         def build(x: int) -> Workload:
             return self.prefill(x, s, tp=tp, dtype=dtype, weight_dtype=weight_dtype,
                                 kv_dtype=kv_dtype, fused=fused, all_logits=all_logits,
-                                link=link, link_count=link_count, ep=ep)
+                                link=link, link_count=link_count, ep=ep, fusion=fusion)
 
         return self._workload(kernels, footprint, name, b, build)
 
     def forward(self, batch: object, seq: object, *, tp: object = 1, dtype: object = "bf16",
                 weight_dtype: object = None, fused: bool = True, link: str | None = None,
-                link_count: int | None = None) -> Workload:
-        """A full forward pass over *batch* sequences of *seq* tokens, keeping no KV cache:
-        an encoder's inference (bidirectional attention, pooler), or a decoder scoring every
-        position (causal, all logits). Knob: the batch."""
+                link_count: int | None = None, fusion: str = _fusion.MODEL_DEFAULT,
+                padded: bool = False) -> Workload:
+        """A full forward pass over *batch* sequences of *seq* tokens (or a list of
+        per-sequence lengths), keeping no KV cache: an encoder's inference (bidirectional
+        attention, pooler), or a decoder scoring every position (causal, all logits). Knob:
+        the batch. ``fusion`` and ``padded``: see the module docstring."""
+        decoder = self.config.architecture == "decoder"
+        lengths = _lengths(seq, batch, padded, "forward: seq")
+        plan = self._plan(tp, dtype, weight_dtype, None, fused, link, link_count, fusion)
+        if lengths is not None:
+            return self._mixed("forward", plan, lengths, decoder, decoder)
         b = sweep_size(batch, "forward: batch")
         s = size(seq, "forward: seq")
-        plan = self._plan(tp, dtype, weight_dtype, None, fused, link, link_count)
         self._check_positions(s, "forward: seq")
         name = self._title("forward", f"batch={show(b)}, seq={s}", plan)
-        decoder = self.config.architecture == "decoder"
-        kernels = self._inference(plan, b, s, s, decoder, b * s if decoder else 0.0)
-        footprint = self._footprint(plan, b, s, "forward").total
+        kernels = self._inference(plan, [(b, s, s)], decoder, b * s if decoder else 0.0)
+        footprint = self._footprint(plan, [(s, b)], "forward").total
 
         def build(x: int) -> Workload:
             return self.forward(x, s, tp=tp, dtype=dtype, weight_dtype=weight_dtype,
-                                fused=fused, link=link, link_count=link_count)
+                                fused=fused, link=link, link_count=link_count, fusion=fusion)
 
         return self._workload(kernels, footprint, name, b, build)
+
+    def _mixed(self, phase: str, plan: _Plan, lengths: list[tuple[int, int]], causal: bool,
+               all_logits: bool) -> Workload:
+        """A phase over sequences of several lengths ((length, how many) pairs): prompt
+        lengths for prefill and forward, cached contexts for decode (one new token each).
+        Under expert parallelism each chip runs 1/ep of every length's sequences."""
+        what = "context" if phase == "decode" else "seq"
+        self._check_positions(max(length for length, _ in lengths), f"{phase}: {what}")
+        batch = float(sum(n for _, n in lengths))
+        local = [(length, n / plan.ep) for length, n in lengths]
+        if phase == "decode":
+            groups: list[_Group] = [(n, 1, length) for length, n in local]
+            logits = batch / plan.ep
+        else:
+            groups = [(n, length, length) for length, n in local]
+            tokens = float(sum(n * length for length, n in local))
+            logits = tokens if all_logits else (batch / plan.ep if phase == "prefill" else 0.0)
+        sizes = f"batch={show(batch)}, {what}s={_show_lengths(lengths)}"
+        name = self._title(phase, sizes, plan)
+        footprint = self._footprint(plan, local, phase).total
+        kernels = self._inference(plan, groups, causal, logits)
+        return Workload(kernels, footprint=footprint, name=name)
 
     def train_step(self, batch: object, seq: object, *, tp: object = 1, dtype: object = "bf16",
                    link: str | None = None, link_count: int | None = None) -> Workload:
@@ -355,7 +418,7 @@ class Transformer:
         self._check_positions(s, "train_step: seq")
         name = self._title("train_step", f"batch={show(b)}, seq={s}", plan)
         decoder = self.config.architecture == "decoder"
-        ops = self._ops(plan, b, s, s, decoder, b * s if decoder else 0.0)
+        ops = self._ops(plan, [(b, s, s)], decoder, b * s if decoder else 0.0)
         kernels: list[Kernel] = []
         for op in ops:
             kernels.extend(_with_backward(op, plan))
@@ -365,7 +428,7 @@ class Transformer:
         kernels.append(Kernel("optimizer.adam", ADAM_FLOPS * per_chip,
                               (24.0 + 2.0 * dtypes.ITEMSIZE[plan.act]) * per_chip, 0.0,
                               "vector", "fp32"))
-        footprint = self._footprint(plan, b, s, "train").total
+        footprint = self._footprint(plan, [(s, b)], "train").total
 
         def build(x: int) -> Workload:
             return self.train_step(x, s, tp=tp, dtype=dtype, link=link, link_count=link_count)
@@ -400,14 +463,16 @@ class Transformer:
             self._plan(tp, dtype, weight_dtype, kv_dtype, True, None, None), ep)
         if phase in ("forward", "train") and plan.ep > 1:
             raise WorkloadError(f"footprint: ep={plan.ep} is modelled for decode and prefill")
-        return self._footprint(plan, b / plan.ep, ctx, phase)
+        return self._footprint(plan, [(ctx, b / plan.ep)], phase)
 
-    def _footprint(self, plan: _Plan, b: Number, context: int, phase: str) -> Footprint:
+    def _footprint(self, plan: _Plan, lengths: Sequence[tuple[int, Number]],
+                   phase: str) -> Footprint:
+        """*lengths*: (length, how many sequences) pairs; one pair unless lengths are mixed."""
         c = self.config
-        ctx = float(context)
         hd = c.head_dim or 0
         act = dtypes.ITEMSIZE[plan.act]
-        tokens = b if phase == "decode" else b * ctx
+        b: Number = sum(n for _, n in lengths)
+        tokens = b if phase == "decode" else sum(n * float(length) for length, n in lengths)
         per_chip = self._params_per_chip(plan)
         linear = self._linear_params_per_chip(plan)
         weights = linear * dtypes.ITEMSIZE[plan.weight] + (per_chip - linear) * act
@@ -415,8 +480,10 @@ class Transformer:
         if phase in ("decode", "prefill"):
             # a sliding window keeps a rolling cache of its last W positions
             local = float(c.windowed_layers)
-            kept = (c.layers - local) * ctx + local * min(ctx, float(c.sliding_window or 0))
-            kv_cache = b * kept * self._kv_entries(plan.kv_heads) * dtypes.ITEMSIZE[plan.kv]
+            window = float(c.sliding_window or 0)
+            kept: Number = sum(n * ((c.layers - local) * float(ctx) + local * min(
+                float(ctx), window)) for ctx, n in lengths)
+            kv_cache = kept * self._kv_entries(plan.kv_heads) * dtypes.ITEMSIZE[plan.kv]
         vd = c.v_head_dim or 0
         qkv = plan.heads * hd + plan.kv_heads * (hd + vd)
         hd = vd  # the attention output is as wide as the value heads
@@ -450,9 +517,11 @@ class Transformer:
                                 f"table of {c.max_positions} positions")
 
     def _plan(self, tp: object, dtype: object, weight_dtype: object, kv_dtype: object,
-              fused: bool, link: str | None, link_count: int | None) -> _Plan:
+              fused: bool, link: str | None, link_count: int | None,
+              fusion: object = _fusion.MODEL_DEFAULT) -> _Plan:
         c = self.config
         chips = size(tp, "tp")
+        policy = _fusion.policy(fusion)
         if not isinstance(fused, bool):
             raise WorkloadError(f"fused must be True or False, got {fused!r}")
         if link is not None and not isinstance(link, str):
@@ -480,7 +549,7 @@ class Transformer:
         return _Plan(chips, act, weight, kv, compute, c.heads // chips,
                      max(1, kv_heads // chips), c.intermediate // chips,
                      c.expert_intermediate // chips, -(-c.vocab // chips), fused, link, lc,
-                     c.shared_width // chips)
+                     c.shared_width // chips, fusion=policy)
 
     def _title(self, phase: str, sizes: str, plan: _Plan) -> str:
         parts = [sizes, plan.act]
@@ -492,6 +561,8 @@ class Transformer:
             parts.append(f"tp={plan.tp}")
         if plan.ep > 1:
             parts.append(f"ep={plan.ep}")
+        if plan.fusion != _fusion.MODEL_DEFAULT:
+            parts.append(f"fusion={plan.fusion}")
         return f"{self.name} {phase}({', '.join(parts)})"
 
     def _workload(self, kernels: list[Kernel], footprint: Number, name: str, batch: Number,
@@ -499,20 +570,23 @@ class Transformer:
         knob = None if is_array(batch) else Knob("batch", int(batch), build)
         return Workload(kernels, footprint=footprint, name=name, knob=knob)
 
-    def _inference(self, plan: _Plan, batch: Number, q_len: int, kv_len: int, causal: bool,
+    def _inference(self, plan: _Plan, groups: Sequence[_Group], causal: bool,
                    logits: Number) -> list[Kernel]:
         kernels: list[Kernel] = []
-        for op in self._ops(plan, batch, q_len, kv_len, causal, logits):
+        for op in self._ops(plan, groups, causal, logits):
             kernels.append(_materialize(op, plan) if isinstance(op, _Linear) else op)
-        return kernels
+        return _fuse(kernels, plan.fusion, self.config.parallel_block)
 
-    def _ops(self, plan: _Plan, batch: Number, q_len: int, kv_len: int, causal: bool,
+    def _ops(self, plan: _Plan, groups: Sequence[_Group], causal: bool,
              logits: Number) -> list[Kernel | _Linear]:
-        """The forward pass as kernels and linear layers, layers folded into counts."""
+        """The forward pass as kernels and linear layers, layers folded into counts. *groups*:
+        (sequences, q_len, kv_len), one per length of the batch."""
         c = self.config
         h, L = c.hidden, float(c.layers)
         act, item = plan.act, dtypes.ITEMSIZE[plan.act]
-        tokens = batch * q_len
+        batch: Number = sum(n for n, _, _ in groups)
+        tokens: Number = sum(n * q for n, q, _ in groups)
+        eager = plan.fusion == "none"  # residual adds of their own, not in the next norm
         tables = 1 + (c.position == "learned") + (c.token_types > 0)
         ops: list[Kernel | _Linear] = [
             Kernel("embedding", (tables - 1) * tokens * h, (tables + 1) * tokens * h * item,
@@ -520,12 +594,17 @@ class Transformer:
         ops += self._all_reduce("embedding.all_reduce", tokens, 1.0, plan)
         if c.embedding_norm:
             ops.append(norm_kernel("embedding_norm", c.norm, tokens, h, act))
-        ops.append(norm_kernel("attn_norm", c.norm, tokens, h, act, residual=True, count=L))
-        ops += self._attention_ops(plan, batch, q_len, kv_len, causal)
+        # a parallel block adds the attention and the MLP outputs to the residual: two adds
+        ops += _residual_add("attn_residual", tokens, h, act, L * (1 + c.parallel_block), eager)
+        ops.append(norm_kernel("attn_norm", c.norm, tokens, h, act, residual=not eager,
+                               count=L))
+        ops += self._attention_ops(plan, groups, causal)
         if not c.parallel_block:
             ops += self._all_reduce("attn.all_reduce", tokens, L, plan)
         if c.block_norms >= 2:
-            ops.append(norm_kernel("mlp_norm", c.norm, tokens, h, act, residual=True, count=L))
+            ops += _residual_add("mlp_residual", tokens, h, act, L, eager)
+            ops.append(norm_kernel("mlp_norm", c.norm, tokens, h, act, residual=not eager,
+                                   count=L))
         if c.block_norms > 2:  # Gemma 2/3: a norm after attention and after the MLP too
             ops.append(norm_kernel("post_norms", c.norm, tokens, h, act,
                                    count=L * (c.block_norms - 2)))
@@ -537,7 +616,8 @@ class Transformer:
         ops += self._all_reduce("block.all_reduce" if c.parallel_block else "mlp.all_reduce",
                                 tokens, L, plan)
         if c.architecture == "decoder":
-            ops.append(norm_kernel("final_norm", c.norm, tokens, h, act, residual=True))
+            ops += _residual_add("final_residual", tokens, h, act, 1.0, eager)
+            ops.append(norm_kernel("final_norm", c.norm, tokens, h, act, residual=not eager))
         if c.pooler:
             ops += [_Linear("pooler", batch, h, h, 1.0, False),
                     elementwise_kernel("pooler.tanh", batch * h, 1, 1, 1.0, act)]
@@ -582,7 +662,9 @@ class Transformer:
                                          act, plan.link, plan.link_count, L))
         ops += [
             _Linear("experts.gate_up_proj", per_expert, h, 2 * inter, L * touched, True),
-            elementwise_kernel("experts.act", tokens * k * inter, 2, 1, GLU_FLOPS, act, L),
+            # per touched expert, like the projections around it (so it fuses into them)
+            elementwise_kernel("experts.act", per_expert * inter, 2, 1, GLU_FLOPS, act,
+                               L * touched),
             _Linear("experts.down_proj", per_expert, inter, h, L * touched, True)]
         if ep > 1:
             ops.append(collective_kernel("all_to_all", "experts.combine_all_to_all",
@@ -597,28 +679,30 @@ class Transformer:
                     _Linear("shared.down_proj", tokens, shared, h, L, True)]
         return ops
 
-    def _attention_ops(self, plan: _Plan, batch: Number, q_len: int, kv_len: int,
+    def _attention_ops(self, plan: _Plan, groups: Sequence[_Group],
                        causal: bool) -> list[Kernel | _Linear]:
-        """Projections and attention of every layer; windowed layers apart from global ones."""
+        """Projections and attention of every layer; windowed layers apart from global ones;
+        attention per length of a mixed-length batch (each sequence its own pairs)."""
         c = self.config
         if c.is_mla:
-            return self._mla_ops(plan, batch, q_len, kv_len, causal)
+            return self._mla_ops(plan, groups, causal)
         h, hd, vd, L = c.hidden, c.head_dim or 0, c.v_head_dim or 0, float(c.layers)
-        tokens = batch * q_len
+        tokens: Number = sum(n * q for n, q, _ in groups)
         local = float(c.windowed_layers) if causal else 0.0
         ops: list[Kernel | _Linear] = [
             _Linear("qkv_proj", tokens, h, plan.heads * hd + plan.kv_heads * (hd + vd), L, True)]
         for name, count, window in (("attention", L - local, None),
                                     ("attention.local", local, c.sliding_window)):
             if count:
-                ops += attention_kernels("attention" if local == L else name, batch, q_len,
-                                         kv_len, plan.heads, plan.kv_heads, hd, causal,
-                                         plan.fused, plan.act, plan.kv, count=count,
-                                         window=window, v_head_dim=vd)
+                for n, q_len, kv_len in groups:
+                    ops += attention_kernels(
+                        _group_name("attention" if local == L else name, groups, kv_len), n,
+                        q_len, kv_len, plan.heads, plan.kv_heads, hd, causal, plan.fused,
+                        plan.act, plan.kv, count=count, window=window, v_head_dim=vd)
         ops.append(_Linear("o_proj", tokens, plan.heads * vd, h, L, True))
         return ops
 
-    def _mla_ops(self, plan: _Plan, batch: Number, q_len: int, kv_len: int,
+    def _mla_ops(self, plan: _Plan, groups: Sequence[_Group],
                  causal: bool) -> list[Kernel | _Linear]:
         """Multi-head latent attention (DeepSeek-V2/V3) of every layer.
 
@@ -632,7 +716,7 @@ class Transformer:
         c = self.config
         h, hd, vd, L, act = c.hidden, c.head_dim or 0, c.v_head_dim or 0, float(c.layers), plan.act
         kvl, rope, heads = c.kv_lora_rank or 0, c.qk_rope_head_dim, plan.heads
-        tokens = batch * q_len
+        tokens: Number = sum(n * q for n, q, _ in groups)
         ops: list[Kernel | _Linear] = []
         if c.q_lora_rank:
             ops += [_Linear("q_a_proj", tokens, h, c.q_lora_rank, L, True),
@@ -643,17 +727,21 @@ class Transformer:
         ops += [_Linear("kv_a_proj", tokens, h, kvl + rope, L, True),
                 norm_kernel("kv_a_norm", c.norm, tokens, kvl, act, count=L)]
         if plan.absorb:
-            ops += [_Linear("q_absorb", tokens, hd - rope, kvl, L * heads, True),
-                    *attention_kernels("attention", batch, q_len, kv_len, heads, 1, kvl + rope,
-                                       causal, plan.fused, act, plan.kv, count=L,
-                                       v_head_dim=kvl, shared_kv=True),
-                    _Linear("v_up", tokens, kvl, vd, L * heads, True)]
+            ops.append(_Linear("q_absorb", tokens, hd - rope, kvl, L * heads, True))
+            for n, q_len, kv_len in groups:
+                ops += attention_kernels(_group_name("attention", groups, kv_len), n, q_len,
+                                         kv_len, heads, 1, kvl + rope, causal, plan.fused, act,
+                                         plan.kv, count=L, v_head_dim=kvl, shared_kv=True)
+            ops.append(_Linear("v_up", tokens, kvl, vd, L * heads, True))
         else:
-            cached = plan.kv if q_len < kv_len else act  # decode up-projects the cache
-            ops += [_Linear("kv_b_proj", batch * kv_len, kvl, heads * (hd - rope + vd), L, True,
-                            cached),
-                    *attention_kernels("attention", batch, q_len, kv_len, heads, heads, hd,
-                                       causal, plan.fused, act, act, count=L, v_head_dim=vd)]
+            # decode up-projects the cache (in its precision); prefill the K and V just made
+            cached = plan.kv if groups[0][1] < groups[0][2] else act
+            ops.append(_Linear("kv_b_proj", sum(n * kv for n, _, kv in groups), kvl,
+                               heads * (hd - rope + vd), L, True, cached))
+            for n, q_len, kv_len in groups:
+                ops += attention_kernels(_group_name("attention", groups, kv_len), n, q_len,
+                                         kv_len, heads, heads, hd, causal, plan.fused, act, act,
+                                         count=L, v_head_dim=vd)
         ops.append(_Linear("o_proj", tokens, heads * vd, h, L, True))
         return ops
 
@@ -706,3 +794,81 @@ def _positive(value: Any) -> bool:
 def _rename(kernel: Kernel, name: str) -> Kernel:
     return Kernel(name, kernel.flops, kernel.bytes, kernel.link_bytes, kernel.unit, kernel.dtype,
                   kernel.link, kernel.link_count, kernel.count)
+
+
+#: (producer, consumer) names of the tensors a layer hands straight to their only reader.
+_HANDOFFS = frozenset({
+    ("attn_norm", "qkv_proj"), ("attention", "o_proj"), ("mlp_norm", "gate_up_proj"),
+    ("mlp_norm", "up_proj"), ("gate_up_proj", "act"), ("up_proj", "act"), ("act", "down_proj"),
+    ("shared.gate_up_proj", "shared.act"), ("shared.act", "shared.down_proj"),
+    ("experts.gate_up_proj", "experts.act"), ("experts.act", "experts.down_proj"),
+    ("q_a_proj", "q_a_norm"), ("q_a_norm", "q_b_proj"), ("attention", "v_up"),
+    ("v_up", "o_proj")})
+#: (producer, elementwise consumer) pairs that epilogue fusion runs as one.
+_EPILOGUES = frozenset({("gate_up_proj", "act"), ("up_proj", "act"),
+                        ("shared.gate_up_proj", "shared.act"),
+                        ("experts.gate_up_proj", "experts.act")})
+
+
+def _fuse(kernels: list[Kernel], policy: str, parallel_block: bool) -> list[Kernel]:
+    """Apply the fusion model to one layer's kernels (see the module docstring): each
+    activation in its projection's epilogue (``policy="epilogue"``), then the handed tensors
+    marked. A producer and its reader must run equally often (a norm feeding dense and MoE
+    layers hands nothing), and a parallel block's attention norm is read by the MLP too."""
+    out: list[Kernel] = []
+    for kernel in kernels:
+        if policy == "epilogue" and out and (out[-1].name, kernel.name) in _EPILOGUES:
+            out[-1], kernel = _fusion.epilogue(out[-1], kernel)
+        out.append(kernel)
+    for i in range(len(out) - 1):
+        first, second = out[i], out[i + 1]
+        if ((first.name, second.name) in _HANDOFFS and second.epilogue_of is None
+                and not (parallel_block and first.name == "attn_norm")
+                and _fusion._same(first.count, second.count) and _positive(first.out_bytes)):
+            out[i], out[i + 1] = _fusion.handoff(first, second)
+    return out
+
+
+def _residual_add(name: str, tokens: Number, hidden: int, act: str, count: float,
+                  eager: bool) -> list[Kernel | _Linear]:
+    """The residual add as its own kernel (eager: read two, write one), or nothing (run in
+    the next norm)."""
+    if not eager:
+        return []
+    return [elementwise_kernel(name, tokens * hidden, 2, 1, 1.0, act, count)]
+
+
+def _group_name(name: str, groups: Sequence[_Group], kv_len: int) -> str:
+    return f"{name}[kv={kv_len}]" if len(groups) > 1 else name
+
+
+def _lengths(value: object, batch: object, padded: object,
+             what: str) -> list[tuple[int, int]] | None:
+    """Per-sequence lengths as sorted (length, how many) pairs, or None for one length."""
+    if not isinstance(padded, bool):
+        raise WorkloadError(f"padded must be True or False, got {padded!r}")
+    if isinstance(value, (list, tuple)) or (is_array(value) and getattr(value, "ndim", 0) == 1):
+        values: Sequence[object] = list(value)  # type: ignore[call-overload]
+        if not values:
+            raise WorkloadError(f"{what}: give at least one sequence length, got an empty "
+                                f"{type(value).__name__}")
+        items = [size(v, f"{what}[{i}]") for i, v in enumerate(values)]
+        phase = what.split(":")[0]
+        if is_array(batch) or size(batch, f"{phase}: batch") != len(items):
+            raise WorkloadError(f"{what}: {len(items)} per-sequence lengths for batch="
+                                f"{batch!r}; the batch must be the number of lengths")
+        if padded:
+            return [(max(items), len(items))]
+        counts: dict[int, int] = {}
+        for length in items:
+            counts[length] = counts.get(length, 0) + 1
+        return sorted(counts.items())
+    if padded:
+        raise WorkloadError(f"{what}: padded=True needs a list of per-sequence lengths, got "
+                            f"{value!r}")
+    return None
+
+
+def _show_lengths(lengths: list[tuple[int, int]]) -> str:
+    return "[" + ", ".join(f"{length}x{n}" if n > 1 else str(length)
+                           for length, n in lengths) + "]"
