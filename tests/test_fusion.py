@@ -246,3 +246,183 @@ def test_kernel_fusion_fields_are_checked(fields: dict[str, object], message: st
     assert Kernel("k", 1.0, 10.0, out_bytes="4 B").out_bytes == 4.0  # units parsed once
 
 
+
+
+# -- transformers: fusion and mixed lengths ------------------------------------------------------
+
+
+def test_bert_gelu_runs_in_the_up_projection_epilogue() -> None:
+    # BERT-base, 8 x 128 tokens: eager writes the [1024, 3072] MLP intermediate, reads it for
+    # GELU, writes it again and down_proj reads it (4 passes of 6.3 MB per layer); fused, the
+    # up projection writes GELU's output once: 2 passes saved. Eager also runs each residual
+    # add apart (read 2, write 1, then the norm reads 1, writes 1: 5 passes) where the fused
+    # model adds in the norm (read 2, write 2: 4 passes): 1 pass per site, 2 sites a layer.
+    bert = models.load("bert-base")
+    fused, eager = bert.forward(8, 128), bert.forward(8, 128, fusion="none")
+    assert fused.flops == pytest.approx(eager.flops, rel=1e-12)  # fusion moves bytes only
+    tokens, inter, hidden, layers = 8 * 128, 3072, 768, 12
+    mlp_saved = 2 * tokens * inter * 2 * layers
+    residual_extra = tokens * hidden * 2 * 2 * layers
+    assert eager.bytes - fused.bytes == pytest.approx(mlp_saved + residual_extra, rel=1e-9)
+    act = next(k for k in fused.kernels if k.name == "act")
+    assert act.epilogue_of == "up_proj" and act.flops == 8 * tokens * inter  # per layer
+    assert act.count == layers
+    assert "fusion=none" in eager.name and "fusion" not in fused.name
+
+
+def test_swiglu_gate_is_fused_and_eager_decode_pays_the_round_trips() -> None:
+    # Llama 3 8B, one decode token at 2048: eager writes gate/up's [1, 2·14336] output and the
+    # SwiGLU reads it back (2 passes of 57 344 B a layer, 32 layers), and runs the residual add
+    # before each of 2·32 + 1 norms apart (1 extra pass of 4096·2 B each, see the BERT test):
+    # 32·114 688 + 65·8192 = 4 202 496 B more than the fused step.
+    llama = models.load("llama-3-8b")
+    fused, eager = llama.decode(1, 2048), llama.decode(1, 2048, fusion="none")
+    act = next(k for k in fused.kernels if k.name == "act")
+    assert act.epilogue_of == "gate_up_proj"
+    assert eager.bytes - fused.bytes == pytest.approx(32 * 114_688 + 65 * 8192, rel=1e-12)
+    assert [k.name for k in eager.kernels].count("attn_residual") == 1
+    # handed on: the attention norm's output to qkv_proj, the attention output (past the
+    # softmax's vector work) to o_proj, the MLP norm's to gate/up, the SwiGLU output to down
+    handed = {k.name: k.handoff_out for k in fused.kernels if k.handoff_out}
+    assert handed == {"attn_norm": 8192.0, "attention": 8192.0, "mlp_norm": 8192.0,
+                      "act": 28_672.0}
+    o_proj = next(k for k in fused.kernels if k.name == "o_proj")
+    assert o_proj.handoff_in == (8192.0,)
+
+
+def test_parallel_block_fusion_and_its_shared_norm() -> None:
+    # GPT-J 6B (parallel block, one layernorm a layer, plain GELU MLP), prefill 2 x 256:
+    # T = 512 tokens, h = 4096, inter = 16 384, L = 28. Eager adds attention and MLP outputs
+    # to the residual in two kernels (3 passes each: 6 a layer) and the final norm's add
+    # apart (3 passes), where the fused norms add in place (2 passes more than a plain norm,
+    # L + 1 of them): (6L + 3) - (2L + 2) = 4L + 1 passes of T·h·2 B; GELU saves 2 passes of
+    # T·inter·2 B a layer.
+    gptj = models.load("gpt-j-6b")
+    fused, eager = gptj.prefill(2, 256), gptj.prefill(2, 256, fusion="none")
+    t, h, inter, layers = 512, 4096, 16_384, 28
+    expected = (4 * layers + 1) * t * h * 2 + 2 * layers * t * inter * 2
+    assert eager.bytes - fused.bytes == pytest.approx(expected, rel=1e-12)
+    # FLOPs: the fused norm counts one residual add of the two (1 FLOP per element), eager
+    # runs both: L·T·h more, the only FLOP difference
+    assert eager.flops - fused.flops == pytest.approx(layers * t * h, rel=1e-9)
+    act = next(k for k in fused.kernels if k.name == "act")
+    assert act.epilogue_of == "up_proj"
+    # the MLP reads the attention norm's output too: it is not handed to qkv_proj alone
+    norm = next(k for k in fused.kernels if k.name == "attn_norm")
+    assert norm.handoff_out == 0.0
+    assert next(k for k in eager.kernels if k.name == "attn_residual").count == 2 * layers
+
+
+def test_latent_attention_and_experts_fuse_under_expert_parallelism() -> None:
+    # DeepSeek-V3 decode, 64 sequences at 1024 over ep=8: each chip's touched experts run the
+    # SwiGLU in the gate/up epilogue, as often as the projection (count L·touched); the
+    # shared expert and the 3 dense layers likewise. FLOPs do not move with fusion.
+    v3 = models.load("deepseek-v3")
+    fused, eager = v3.decode(64, 1024, ep=8), v3.decode(64, 1024, ep=8, fusion="none")
+    assert fused.flops == pytest.approx(eager.flops, rel=1e-12)
+    hosts = {k.name: k.epilogue_of for k in fused.kernels if k.epilogue_of}
+    assert hosts == {"act": "gate_up_proj", "experts.act": "experts.gate_up_proj",
+                     "shared.act": "shared.gate_up_proj"}
+    experts = {k.name: k for k in fused.kernels if k.name.startswith("experts.")}
+    assert experts["experts.act"].count == experts["experts.gate_up_proj"].count
+    # the MLP norm feeds 3 dense layers and 58 MoE routers: it hands nothing; q_a_proj's
+    # [8, 1536] output is handed to q_a_norm and on to q_b_proj (8 local sequences)
+    handed = {k.name: k.handoff_out for k in fused.kernels if k.handoff_out}
+    assert "mlp_norm" not in handed and handed["q_a_proj"] == handed["q_a_norm"] == 8 * 1536 * 2
+    # expert-parallel decode stays below what eager pays, and the bound holds either way
+    assert analyze(fused, "h200").time <= analyze(eager, "h200").time
+
+
+def test_mixed_lengths_are_padding_free_unless_padded() -> None:
+    # Linear layers and attention are per token / per sequence, so a batch of prompts of
+    # 100, 200 and 300 tokens costs the sum of three single prefills; padded, three of 300.
+    llama = models.load("llama-3-8b")
+    mixed = llama.prefill(3, [100, 200, 300])
+    assert mixed.flops == pytest.approx(sum(llama.prefill(1, s).flops for s in (100, 200, 300)),
+                                        rel=1e-12)
+    assert llama.prefill(3, [100, 200, 300], padded=True).flops == pytest.approx(
+        llama.prefill(3, 300).flops, rel=1e-12)
+    assert "seqs=[100, 200, 300]" in mixed.name
+    # decode: each sequence reads its own context from the KV cache:
+    # 32 layers x (K, V) x 8 KV heads x 128 x 2 B = 131 072 B per position
+    kv_per_position = 32 * 2 * 8 * 128 * 2
+    step = llama.decode(3, [100, 200, 300])
+    assert step.bytes == pytest.approx(llama.decode(3, 200).bytes, rel=1e-12)  # 600 positions
+    assert llama.decode(3, [100, 200, 900]).bytes - step.bytes == pytest.approx(
+        600 * kv_per_position, rel=1e-12)
+    assert step.footprint == pytest.approx(llama.decode(3, 200).footprint, rel=1e-12)
+    # BERT serving without padding: forward over per-sequence lengths, a list or an array
+    bert = models.load("bert-base")
+    assert bert.forward(2, [64, 128]).flops < bert.forward(2, 128).flops
+    assert bert.forward(2, np.array([64, 128])).flops == bert.forward(2, [64, 128]).flops
+
+
+def test_mixed_lengths_through_latent_attention_and_expert_parallelism() -> None:
+    # DeepSeek-V3 caches one latent of 512 + 64 values per position and layer (61 layers,
+    # bf16): 600 more cached positions read 600·61·576·2 B more in an absorbed decode step.
+    v3 = models.load("deepseek-v3")
+    step = v3.decode(3, [100, 200, 300])
+    assert v3.decode(3, [100, 200, 900]).bytes - step.bytes == pytest.approx(
+        600 * 61 * 576 * 2, rel=1e-12)
+    # attention FLOPs and cache reads are linear in each context, linear layers in tokens: 16
+    # sequences at 512 and 1536 cost what 16 at 1024 do, per chip under ep=8
+    lengths = [512] * 8 + [1536] * 8
+    mixed, even = v3.decode(16, lengths, ep=8), v3.decode(16, 1024, ep=8)
+    assert mixed.flops == pytest.approx(even.flops, rel=1e-12)
+    assert mixed.bytes == pytest.approx(even.bytes, rel=1e-12)
+    assert "ep=8" in mixed.name
+    # prefill, up-projecting per-head K and V: the sum of single prompts' FLOPs
+    assert v3.prefill(2, [300, 700]).flops == pytest.approx(
+        v3.prefill(1, 300).flops + v3.prefill(1, 700).flops, rel=1e-12)
+    # un-absorbed decode up-projects each sequence's own cache: 600 more positions through
+    # kv_b_proj ([512] -> 128 heads x (128 + 128)), 2 FLOPs per multiply-add, 61 layers
+    extra = (v3.decode(3, [100, 200, 900], absorb=False).flops
+             - v3.decode(3, [100, 200, 300], absorb=False).flops)
+    attention = 2 * 600 * 128 * (192 + 128) * 61 + 600 * 128 * 61 * 5  # QK, PV; softmax
+    assert extra == pytest.approx(2 * 600 * 512 * 128 * 256 * 61 + attention, rel=1e-3)
+
+
+def test_gpt_j_mixed_forward_costs_its_sequences() -> None:
+    # a parallel block with mixed lengths: each sequence's causal pairs, tokens summed
+    gptj = models.load("gpt-j-6b")
+    mixed = gptj.forward(2, [128, 512], fusion="none")
+    assert mixed.flops == pytest.approx(gptj.forward(1, 128, fusion="none").flops
+                                        + gptj.forward(1, 512, fusion="none").flops, rel=1e-12)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda m: m.prefill(2, [10, 20, 30]), r"3 per-sequence lengths for batch=2"),
+    (lambda m: m.prefill(1, 10, padded=True), r"padded=True needs a list"),
+    (lambda m: m.prefill(2, [10, 0]), r"prefill: seq\[1\] must be a whole number >= 1"),
+    (lambda m: m.decode(2, [10, -3]), r"decode: context\[1\] must be a whole number >= 1"),
+    (lambda m: m.forward(2, [10, 2.5]), r"forward: seq\[1\] must be a whole number"),
+    (lambda m: m.decode(0, []), r"decode: context: give at least one sequence length"),
+    (lambda m: m.decode(np.array([1, 2]), [10, 20]), r"the batch must be the number"),
+    (lambda m: m.decode(1, 10, fusion="eager"), r"fusion must be one of"),
+    (lambda m: m.decode(2, [10, 20], padded="yes"), r"padded must be True or False"),
+])
+def test_mixed_length_and_fusion_errors(call, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(WorkloadError, match=message) as info:
+        call(models.load("llama-3-8b"))
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("chip", ["h100", "tpu-v5e"])
+def test_transformer_sweeps_over_batch_match_single_points(chip: str) -> None:
+    batches = np.array([1, 8, 64, 256])
+    v3, gptj = models.load("deepseek-v3"), models.load("gpt-j-6b")
+    for build in (lambda b: v3.decode(b * 8, 1024, ep=8), lambda b: gptj.decode(b, 2048),
+                  lambda b: gptj.prefill(b, 512, fusion="none")):
+        sweep = analyze(build(batches), chip)
+        points = [float(analyze(build(int(b)), chip).time) for b in batches]
+        assert sweep.time == pytest.approx(points, rel=1e-12)
+
+
+@given(lengths=st.lists(st.integers(1, 4096), min_size=1, max_size=6))
+def test_a_mixed_length_batch_costs_the_sum_of_its_sequences(lengths: list[int]) -> None:
+    llama = models.load("llama-3-8b")
+    mixed = llama.forward(len(lengths), lengths)
+    assert mixed.flops == pytest.approx(sum(llama.forward(1, s).flops for s in lengths),
+                                        rel=1e-9)
+    padded = llama.forward(len(lengths), lengths, padded=True)
+    assert padded.flops >= mixed.flops * (1 - 1e-12)

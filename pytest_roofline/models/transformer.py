@@ -23,9 +23,10 @@ own, reading and writing off-chip memory. Either way attention is FlashAttention
 (``fused=False`` for the unfused form), and these tensors are handed straight to their only
 reader (kept on chip where they fit, see the fusion module): a sequential block's
 attention-norm output to qkv_proj (not in a parallel block, where the MLP reads it too), the
-MLP norm's output to gate/up (when every layer runs that MLP), the attention output to o_proj,
-the activated intermediate to down_proj; in latent attention q_a_proj's output to q_a_norm
-and on to q_b_proj, and the absorbed attention output to v_up and on to o_proj.
+MLP norm's output to gate/up (when every layer runs that MLP), the attention output to o_proj
+(one length, FlashAttention-style; not through the absorbed latent path's per-head v_up), the
+activated intermediate to down_proj (per expert too); in latent attention q_a_proj's output
+to q_a_norm and on to q_b_proj. Nothing else is assumed kept.
 
 Mixed lengths: ``prefill``, ``decode`` and ``forward`` take one length for every sequence, or
 a list (or 1-D array) of per-sequence lengths, one per sequence of the batch (prompt lengths
@@ -802,8 +803,7 @@ _HANDOFFS = frozenset({
     ("mlp_norm", "up_proj"), ("gate_up_proj", "act"), ("up_proj", "act"), ("act", "down_proj"),
     ("shared.gate_up_proj", "shared.act"), ("shared.act", "shared.down_proj"),
     ("experts.gate_up_proj", "experts.act"), ("experts.act", "experts.down_proj"),
-    ("q_a_proj", "q_a_norm"), ("q_a_norm", "q_b_proj"), ("attention", "v_up"),
-    ("v_up", "o_proj")})
+    ("q_a_proj", "q_a_norm"), ("q_a_norm", "q_b_proj")})
 #: (producer, elementwise consumer) pairs that epilogue fusion runs as one.
 _EPILOGUES = frozenset({("gate_up_proj", "act"), ("up_proj", "act"),
                         ("shared.gate_up_proj", "shared.act"),
@@ -821,11 +821,14 @@ def _fuse(kernels: list[Kernel], policy: str, parallel_block: bool) -> list[Kern
             out[-1], kernel = _fusion.epilogue(out[-1], kernel)
         out.append(kernel)
     for i in range(len(out) - 1):
-        first, second = out[i], out[i + 1]
+        j = i + 1
+        if out[j].name == f"{out[i].name}.softmax" and j + 1 < len(out):
+            j += 1  # fused attention's softmax: vector work inside the attention kernel
+        first, second = out[i], out[j]
         if ((first.name, second.name) in _HANDOFFS and second.epilogue_of is None
                 and not (parallel_block and first.name == "attn_norm")
                 and _fusion._same(first.count, second.count) and _positive(first.out_bytes)):
-            out[i], out[i + 1] = _fusion.handoff(first, second)
+            out[i], out[j] = _fusion.handoff(first, second)
     return out
 
 
