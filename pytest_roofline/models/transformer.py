@@ -804,6 +804,7 @@ _HANDOFFS = frozenset({
     ("shared.gate_up_proj", "shared.act"), ("shared.act", "shared.down_proj"),
     ("experts.gate_up_proj", "experts.act"), ("experts.act", "experts.down_proj"),
     ("q_a_proj", "q_a_norm"), ("q_a_norm", "q_b_proj")})
+_PRODUCERS = frozenset(producer for producer, _ in _HANDOFFS)
 #: (producer, elementwise consumer) pairs that epilogue fusion runs as one.
 _EPILOGUES = frozenset({("gate_up_proj", "act"), ("up_proj", "act"),
                         ("shared.gate_up_proj", "shared.act"),
@@ -821,8 +822,10 @@ def _fuse(kernels: list[Kernel], policy: str, parallel_block: bool) -> list[Kern
             out[-1], kernel = _fusion.epilogue(out[-1], kernel)
         out.append(kernel)
     for i in range(len(out) - 1):
+        if out[i].name not in _PRODUCERS:
+            continue
         j = i + 1
-        if out[j].name == f"{out[i].name}.softmax" and j + 1 < len(out):
+        if out[j].name == "attention.softmax" and j + 1 < len(out):
             j += 1  # fused attention's softmax: vector work inside the attention kernel
         first, second = out[i], out[j]
         if ((first.name, second.name) in _HANDOFFS and second.epilogue_of is None
