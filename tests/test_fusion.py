@@ -382,6 +382,17 @@ def test_mixed_lengths_through_latent_attention_and_expert_parallelism() -> None
     assert extra == pytest.approx(2 * 600 * 512 * 128 * 256 * 61 + attention, rel=1e-3)
 
 
+def test_mixed_contexts_on_windowed_layers() -> None:
+    # Gemma 2 9B: 21 global layers and 21 with a 4096-position window; 8 KV heads x (256 + 256)
+    # x 2 B = 8192 B per position and layer. Growing one context from 5000 to 7000 adds 2000
+    # positions on the global layers only (the windowed ones keep and read their last 4096
+    # either way): 21·2000·8192 B more cache and more read, the other sequence unchanged.
+    gemma = models.load("gemma-2-9b")
+    short, long = gemma.decode(2, [1000, 5000]), gemma.decode(2, [1000, 7000])
+    assert long.footprint - short.footprint == pytest.approx(21 * 2000 * 8192, rel=1e-12)
+    assert long.bytes - short.bytes == pytest.approx(21 * 2000 * 8192, rel=1e-12)
+
+
 def test_gpt_j_mixed_forward_costs_its_sequences() -> None:
     # a parallel block with mixed lengths: each sequence's causal pairs, tokens summed
     gptj = models.load("gpt-j-6b")
