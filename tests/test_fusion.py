@@ -343,6 +343,18 @@ def test_mixed_lengths_are_padding_free_unless_padded() -> None:
     assert llama.prefill(3, [100, 200, 300], padded=True).flops == pytest.approx(
         llama.prefill(3, 300).flops, rel=1e-12)
     assert "seqs=[100, 200, 300]" in mixed.name
+    # attention per sequence: each length's kernel scores its own causal pairs and reads its
+    # own K and V, so the attention kernels' FLOPs and bytes are the single prefills' own
+
+    def attention(w: Workload) -> tuple[float, float]:
+        kernels = [k for k in w.kernels if k.name.startswith("attention")]
+        return (sum(k.total_flops for k in kernels), sum(k.total_bytes for k in kernels))
+
+    singles = [attention(llama.prefill(1, s)) for s in (100, 200, 300)]
+    assert attention(mixed) == pytest.approx((sum(f for f, _ in singles),
+                                              sum(b for _, b in singles)), rel=1e-12)
+    assert {k.name for k in mixed.kernels if k.unit == "matrix" and "attention" in k.name} == {
+        "attention[kv=100]", "attention[kv=200]", "attention[kv=300]"}
     # decode: each sequence reads its own context from the KV cache:
     # 32 layers x (K, V) x 8 KV heads x 128 x 2 B = 131 072 B per position
     kv_per_position = 32 * 2 * 8 * 128 * 2
