@@ -97,6 +97,19 @@ def test_analyze_a_model_phase_with_a_breakdown() -> None:
     assert "breakdown on h100-sxm (bf16):" in human.stdout and "share" in human.stdout
 
 
+def test_analyze_a_model_with_per_sequence_lengths_and_eager_fusion() -> None:
+    result = cli("analyze", "model", "llama-3-8b", "--phase", "prefill", "--batch", "3",
+                 "--seq", "100,200,300", "--fusion", "none", "--hw", "h100")
+    assert result.returncode == 0, result.stderr
+    assert "prefill(batch=3, seqs=[100, 200, 300], bf16, fusion=none)" in result.stdout
+    padded = cli("analyze", "model", "llama-3-8b", "--phase", "prefill", "--batch", "3",
+                 "--seq", "100,200,300", "--padded", "--hw", "h100")
+    assert "seqs=[300x3]" in padded.stdout
+    bad = cli("analyze", "model", "llama-3-8b", "--phase", "decode", "--batch", "2",
+              "--context", "100,0", "--hw", "h100")
+    assert "decode: context[1] must be a whole number >= 1, got 0" in one_line_error(bad)
+
+
 def test_analyze_help_lists_an_ops_options_from_its_signature() -> None:
     result = cli("analyze", "attention", "--help")
     assert result.returncode == 0
