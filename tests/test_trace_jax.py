@@ -92,6 +92,26 @@ def test_an_epilogue_stays_on_chip():
     assert unfused.bytes > fused.bytes + 2 * 2 * 128 * 512  # the product written, read back
 
 
+
+def test_an_epilogue_is_timed_with_its_product():
+    """The fused bias add and ReLU name the matmul they run in, so analyze() overlaps their
+    vector time with its matrix time (fusion.epilogue's rule) instead of adding them up."""
+    def layer(x, w, b):
+        return jax.nn.relu(x @ w + b)
+
+    args = (_spec(128, 256, dtype=jnp.bfloat16), _spec(256, 512, dtype=jnp.bfloat16),
+            _spec(512, dtype=jnp.bfloat16))
+    fused = rl.trace(layer, *args)
+    host, *epilogues = fused.kernels
+    assert host.unit == "matrix" and host.epilogue_of is None
+    assert len(epilogues) == 2 and all(k.epilogue_of == host.name for k in epilogues)
+    result = rl.analyze(fused, "h100")
+    apart = rl.analyze(rl.Workload([k.evolve(epilogue_of=None) for k in fused.kernels]), "h100")
+    # together: the larger of the matrix and vector times, plus nothing for the epilogues
+    rows = result.kernels
+    assert rows[1].time == rows[2].time == 0.0
+    assert result.time < apart.time
+
 def test_jitted_functions_scans_and_arrays():
     @jax.jit
     def step(x, w):

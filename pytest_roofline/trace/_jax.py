@@ -13,7 +13,9 @@ Fusion policies (bytes only; FLOPs never change):
 
 * ``"epilogue"`` (default: what XLA does to a jitted program at least): an elementwise chain
   that consumes a matrix product's result, and is its only consumer, runs in the product's
-  epilogue; the intermediate results stay on chip (neither written nor read back).
+  epilogue; the intermediate results stay on chip (neither written nor read back), and each
+  op of the chain names the product (``Kernel.epilogue_of``), so ``analyze`` times them
+  together as the fusion model (:mod:`pytest_roofline.fusion`) does.
 * ``"none"``: every primitive reads its inputs and writes its outputs.
 
 Kernels are named after the primitive, prefixed by the named scopes it ran in
@@ -107,7 +109,8 @@ class _Walk:
                 if _is_var(var):
                     consumers.setdefault(var, []).append(op)
         outputs = {v for v in jaxpr.outvars if _is_var(v)}
-        chain: set[Any] = set()  # values held on chip in a product's epilogue
+        # values held on chip in a product's epilogue -> the kernel whose epilogue holds them
+        chain: dict[Any, str] = {}
 
         def stays(var: Any) -> bool:
             """True when every consumer of an epilogue value fuses: it is never written."""
@@ -122,21 +125,22 @@ class _Walk:
                 continue
             name = op.name
             matrix = name in ("dot_general", "conv_general_dilated")
-            fused = epilogue and not matrix and name in _FUSABLE and any(
-                _is_var(v) and v in chain for v in op.invars)
+            held = [chain[v] for v in op.invars if _is_var(v) and v in chain]
+            fused = epilogue and not matrix and name in _FUSABLE and bool(held)
             if name in _FREE:  # metadata: moves nothing, passes an epilogue value through
                 if fused:
-                    chain.update(op.outvars)
+                    chain.update(dict.fromkeys(op.outvars, held[0]))
                 continue
             nbytes = sum(_bytes(v) for v in op.invars
                          if not (fused and _is_var(v) and v in chain))
-            for out in op.outvars:
-                if epilogue and (matrix or fused):
-                    chain.add(out)  # fusable consumers take it on chip
-                    if stays(out):
-                        continue
-                nbytes += _bytes(out)
-            self.kernels.append(self._kernel(op, name, nbytes, op.count))
+            carried = epilogue and (matrix or fused)  # fusable consumers take its outputs
+            nbytes += sum(_bytes(out) for out in op.outvars if not (carried and stays(out)))
+            kernel = self._kernel(op, name, nbytes, op.count)
+            if fused:  # timed with its host, as fusion.epilogue prices it
+                kernel = kernel.evolve(epilogue_of=held[0])
+            if carried:
+                chain.update(dict.fromkeys(op.outvars, kernel.epilogue_of or kernel.name))
+            self.kernels.append(kernel)
 
     def _flatten(self, jaxpr: Any, env: dict[Any, Any], count: float,
                  ops: list[_Op]) -> None:
