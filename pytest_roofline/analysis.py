@@ -34,6 +34,12 @@ Rules (the same for every caller, deterministic on any machine):
   / measured time: the fraction of the roof reached. Above 1 means the measurement beat a
   lower bound: the workload overcounts its FLOPs or bytes, or its data stayed in a cache
   faster than the memory roof used (``pytest_roofline.measure.diagnose`` says which).
+  A measurement that says how many cores it kept busy (a ``Measurement``'s
+  ``parallelism``), on a calibration that measured its memory roof per thread count, is set
+  against the memory roof of that many threads (``Hardware.memory_roof``;
+  ``Result.roof_threads`` names it): numpy's elementwise loops run on one core, which cannot
+  reach the bandwidth of all of them. Compute peaks stay those of every core. A bare number
+  of seconds says nothing of threads: the chip's own roofs, a bound for any run.
 """
 
 from __future__ import annotations
@@ -53,7 +59,8 @@ REGIMES = ("compute", "memory", "network")
 
 
 class Timed(Protocol):
-    """Anything with a measured ``time`` in s, such as ``pytest_roofline.Measurement``."""
+    """Anything with a measured ``time`` in s, such as ``pytest_roofline.Measurement`` (whose
+    optional ``parallelism``, cores kept busy, picks a per-thread memory roof)."""
 
     @property
     def time(self) -> float: ...
@@ -112,6 +119,7 @@ class Result:
     peak_label: str = ""  # which peak sets the ridge, e.g. "matrix:bf16" or "vector:fp32"
     measured: float | None = None  # s, a timed run of the same work (None: not measured)
     efficiency: Number | None = None  # time / measured: the fraction of the roof reached
+    roof_threads: int | None = None  # the measured memory roof of this many threads was used
 
     @property
     def bound_times(self) -> dict[str, Number]:
@@ -134,6 +142,7 @@ class Result:
             "derate": self.derate, "peak_label": self.peak_label,
             **({} if self.measured is None else {
                 "measured_s": self.measured, "efficiency": plain(self.efficiency)}),
+            **({} if self.roof_threads is None else {"roof_threads": self.roof_threads}),
         }
 
 
@@ -309,6 +318,11 @@ def analyze(
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
     _check_settings(flops_per_mac, derate, sparse)
     seconds = _measured(measured)
+    roof_threads = None
+    if seconds is not None and chip.memory_by_threads:
+        roof_threads, bandwidth = chip.memory_roof(_parallelism(measured))
+        if roof_threads is not None and bandwidth != chip.memory_bandwidth:
+            chip = chip.replace(memory_bandwidth=bandwidth, memory_by_threads={})
     scale = flops_per_mac / 2.0
     level = onchip_level(chip)
     capacity = 0.0 if level is None else level.capacity
@@ -369,7 +383,8 @@ def analyze(
         attainable=_divide(flops, time), footprint=footprint, capacity=capacity, fits=fits,
         shares=shares, kernels=kernels, flops_per_mac=flops_per_mac, derate=float(derate),
         peak_label=ridge_label,
-        measured=seconds, efficiency=None if seconds is None else time / seconds)
+        measured=seconds, efficiency=None if seconds is None else time / seconds,
+        roof_threads=roof_threads)
 
 
 def _measured(value: Any) -> float | None:
@@ -382,6 +397,15 @@ def _measured(value: Any) -> float | None:
         raise RooflineError(f"measured must be a time in s > 0 (a number or a Measurement), "
                             f"got {value!r}")
     return float(seconds)
+
+
+def _parallelism(value: Any) -> float | None:
+    """The cores a measurement kept busy, when it says (a Measurement's ``parallelism``)."""
+    cores = getattr(value, "parallelism", None)
+    if isinstance(cores, bool) or not isinstance(cores, (int, float)) or not (
+            0 <= cores < float("inf")):
+        return None
+    return float(cores)
 
 
 

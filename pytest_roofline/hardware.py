@@ -33,7 +33,11 @@ _TOP_KEYS = frozenset({
 })
 _MIXED_KEYS = frozenset({"paths", "source", "note", "notes"})
 _VECTOR_MATMUL_KEYS = frozenset({"precisions", "source", "note", "notes"})
-_MEMORY_KEYS = frozenset({"capacity", "bandwidth", "kind", "source", "note", "notes"})
+_MEMORY_KEYS = frozenset({"capacity", "bandwidth", "by_threads", "kind", "source", "note",
+                          "notes"})
+#: A measurement keeping this many cores busy, or fewer, uses the roof of that thread count
+#: (see :meth:`Hardware.memory_roof`): slack for threads that idle part of the time.
+THREAD_SLACK = 0.1
 _LINK_KEYS = frozenset({"bandwidth", "count", "source", "note", "notes", "kind"})
 _LEVEL_KEYS = frozenset({"name", "capacity", "bandwidth", "source", "note", "notes", "kind"})
 _CLOCK_KEYS = frozenset({"boost", "base", "value", "source", "note", "notes"})
@@ -98,6 +102,8 @@ class Hardware:
     sources: Mapping[str, str] = field(default_factory=dict)
     origin: str = "<python>"
     provenance: Mapping[str, Any] = field(default_factory=dict)  # how a calibration was made
+    #: Measured memory bandwidth (B/s) a kernel on N threads reaches, by N (calibrations only)
+    memory_by_threads: Mapping[int, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         where = f"hardware {self.name!r}"
@@ -134,6 +140,17 @@ class Hardware:
                 raise SpecError(f"{where}: mixed_matmul {pair!r} runs at {path!r}, which has no "
                                 f"matrix peak; the chip lists {', '.join(self.matrix)}")
         object.__setattr__(self, "mixed_matmul", MappingProxyType(dict(self.mixed_matmul)))
+        for threads, value in self.memory_by_threads.items():
+            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                raise SpecError(f"{where}: memory.by_threads: {threads!r} is not a thread "
+                                f"count (a whole number >= 1)")
+            if not isinstance(value, (int, float)) or not (
+                    0 < value <= self.memory_bandwidth * (1 + 1e-9)):
+                raise SpecError(f"{where}: memory.by_threads.{threads} must be > 0 and at most "
+                                f"memory.bandwidth ({self.memory_bandwidth:.6g} B/s), got "
+                                f"{value!r}")
+        object.__setattr__(self, "memory_by_threads",
+                           MappingProxyType(dict(sorted(self.memory_by_threads.items()))))
         if self.vector_fallback not in ("fp32", "matrix"):
             raise SpecError(f"{where}: vector_fallback must be 'fp32' or 'matrix', "
                             f"got {self.vector_fallback!r}")
@@ -144,6 +161,24 @@ class Hardware:
     def bandwidth(self) -> float:
         """Off-chip memory bandwidth in B/s."""
         return self.memory_bandwidth
+
+    def memory_roof(self, parallelism: float | None) -> tuple[int | None, float]:
+        """The memory roof (thread count, B/s) of a kernel that kept *parallelism* cores busy.
+
+        A calibrated CPU records the bandwidth 1 thread and every core reach
+        (``memory.by_threads``): one core cannot reach the bandwidth of all, so a measured
+        single-threaded kernel is set against the single-thread roof. The roof is that of
+        the smallest calibrated thread count at or above *parallelism* (less THREAD_SLACK);
+        above every count, or with no table or no parallelism, it is ``memory_bandwidth``
+        (thread count None): the roof of the chip as a whole, which every analytic bound
+        uses.
+        """
+        if parallelism is None or not self.memory_by_threads:
+            return None, self.memory_bandwidth
+        for threads, value in self.memory_by_threads.items():
+            if parallelism <= threads + THREAD_SLACK:
+                return threads, value
+        return None, self.memory_bandwidth
 
     @property
     def capacity(self) -> float:
@@ -262,6 +297,8 @@ class Hardware:
                       for n, lk in self.links.items()},
             "onchip": [{"name": lv.name, "capacity_B": lv.capacity, "bandwidth_Bps": lv.bandwidth}
                        for lv in self.onchip],
+            **({"memory_by_threads_Bps": {str(k): v for k, v in self.memory_by_threads.items()}}
+               if self.memory_by_threads else {}),
             "sources": dict(self.sources), "origin": self.origin,
             **({"provenance": dict(self.provenance)} if self.provenance else {}),
         }
@@ -359,6 +396,18 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
     for key in ("capacity", "bandwidth"):
         if key not in memory:
             raise reader.error(f"memory.{key}", None, "a quantity such as '80 GB' / '3.35 TB/s'")
+    by_threads: dict[int, float] = {}
+    by_threads_raw = memory.get("by_threads") or {}
+    if not isinstance(by_threads_raw, dict):
+        raise reader.error("memory.by_threads", by_threads_raw,
+                           "a mapping of thread count to bandwidth, e.g. {1: '20 GB/s'}")
+    for threads, raw in by_threads_raw.items():
+        count = int(threads) if isinstance(threads, str) and threads.isdigit() else threads
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise reader.error(f"memory.by_threads.{threads}", threads,
+                               "a thread count (a whole number >= 1)")
+        by_threads[count] = reader.quantity(f"memory.by_threads.{count}", raw, "bandwidth",
+                                            memory.get("source"))
     links: dict[str, Link] = {}
     for link_name, raw in reader.section("links").items():
         path = f"links.{link_name}"
@@ -463,6 +512,7 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
             sources=reader.sources,
             origin=origin,
             provenance=_provenance(reader, data.get("provenance")),
+            memory_by_threads=by_threads,
         )
     except SpecError as exc:
         if str(exc).startswith(f"{origin}: "):

@@ -242,15 +242,17 @@ _rate = st.floats(1e6, 1e16, allow_nan=False)
 
 @given(fp64=st.lists(_rate, min_size=1, max_size=5), fp32=st.lists(_rate, min_size=1,
        max_size=5), add=st.lists(_rate, min_size=1, max_size=5),
-       copy=st.lists(_rate, min_size=1, max_size=5), l1=_rate)
+       copy=st.lists(_rate, min_size=1, max_size=5), l1=_rate,
+       single=st.lists(_rate, min_size=1, max_size=5))
 def test_any_calibration_round_trips_through_the_spec_schema(
         fp64: list[float], fp32: list[float], add: list[float], copy: list[float],
-        l1: float) -> None:
+        l1: float, single: list[float]) -> None:
     roofs = cpu.Roofs(
         matrix={"fp64": cpu.Figure("matrix.fp64", tuple(fp64)),
                 "fp32": cpu.Figure("matrix.fp32", tuple(fp32))},
         memory={"add": cpu.Figure("memory.add", tuple(add)),
-                "copy": cpu.Figure("memory.copy", tuple(copy))},
+                "copy": cpu.Figure("memory.copy", tuple(copy)),
+                "add.1t": cpu.Figure("memory.add.1t", tuple(single))},
         levels=[cpu.Level("L1d", 32768.0, cpu.Figure("cache.L1d", (l1,)))], threads=2,
         rounds=len(fp64))
     spec = calibration.to_spec(roofs, name="host", facts={
@@ -258,8 +260,35 @@ def test_any_calibration_round_trips_through_the_spec_schema(
     chip = hardware.from_dict(spec, "<round trip>")
     assert chip.matrix["fp64"] == pytest.approx(max(fp64), rel=1e-5)
     assert chip.matrix["fp32"] == pytest.approx(max(fp32), rel=1e-5)
-    assert chip.memory_bandwidth == pytest.approx(max(max(add), max(copy)), rel=1e-5)
+    best = max(max(add), max(copy), max(single))
+    assert chip.memory_bandwidth == pytest.approx(best, rel=1e-5)
     assert chip.onchip[0].bandwidth == pytest.approx(l1, rel=1e-5)
+    # 1 thread: its own best; 2 threads: the best of all (2 threads reach what 1 reaches)
+    assert chip.memory_by_threads[1] == pytest.approx(max(single), rel=1e-5)
+    assert chip.memory_by_threads[2] == pytest.approx(best, rel=1e-5)
+
+
+def test_the_memory_roof_of_each_thread_count_counts_fewer_threads_too() -> None:
+    figure = cpu.Figure
+    roofs = cpu.Roofs(matrix={}, levels=[], threads=4, memory={
+        "copy.1t": figure("copy.1t", (20.0,)), "triad.1t": figure("triad.1t", (25.0,)),
+        "copy": figure("copy", (30.0,)), "triad.2t": figure("triad.2t", (35.0,))})
+    table = roofs.bandwidth_by_threads()
+    assert {n: f.value for n, f in table.items()} == {1: 25.0, 2: 35.0, 4: 35.0}
+    one_count = cpu.Roofs(matrix={}, levels=[], threads=1,
+                          memory={"copy": figure("copy", (20.0,))})
+    assert one_count.bandwidth_by_threads() == {}  # one core, or a GPU: no table
+
+
+def test_spec_records_the_single_thread_memory_roof(spec: dict[str, Any]) -> None:
+    chip = hardware.from_dict(spec, "<calibration>")
+    figures = spec["provenance"]["figures"]
+    if probe.cores() == 1:
+        assert chip.memory_by_threads == {}
+        return
+    single = max(figures[f"memory.{k}.1t"]["value"] for k in ("copy", "add", "triad"))
+    assert chip.memory_by_threads[1] == pytest.approx(single, rel=1e-5)
+    assert chip.memory_by_threads[probe.cores()] == pytest.approx(chip.memory_bandwidth)
 
 
 def test_levels_are_read_off_a_sweep_where_the_os_lists_no_caches() -> None:

@@ -287,3 +287,31 @@ def test_bad_mixed_paths_name_the_field(tmp_path: Path, block: str, message: str
     catalog, path = _catalog_with(tmp_path, SPEC.format(name="chip", bandwidth="1 TB/s") + block)
     with pytest.raises(SpecError, match=message):
         catalog.get(str(path))
+
+
+def test_a_per_thread_memory_table_is_read_from_the_spec(tmp_path: Path) -> None:
+    text = ("name: cpu\nsources: {ds: \"Example datasheet, https://example.com/ds.pdf\"}\n"
+            "memory: {capacity: 16 GB, bandwidth: 30 GB/s, source: ds,\n"
+            "         by_threads: {1: 20 GB/s, '2': 30 GB/s}}\n"
+            "matrix: {source: ds, bf16: 100 TFLOP/s}\n")
+    catalog, path = _catalog_with(tmp_path, text)
+    chip = catalog.get(str(path))
+    assert dict(chip.memory_by_threads) == {1: 20e9, 2: 30e9}
+    assert chip.summary()["memory_by_threads_Bps"] == {"1": 20e9, "2": 30e9}
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ("by_threads: 20 GB/s", r"memory.by_threads.*mapping of thread count"),
+    ("by_threads: {one: 20 GB/s}", r"memory.by_threads.one.*thread count"),
+    ("by_threads: {0: 20 GB/s}", r"memory.by_threads.0.*thread count"),
+    ("by_threads: {1: 20 TFLOP/s}", r"memory.by_threads.1.*not a bandwidth"),
+    ("by_threads: {1: 40 GB/s}", r"by_threads.1 must be > 0 and at most memory.bandwidth"),
+])
+def test_a_bad_per_thread_memory_table_names_the_field(tmp_path: Path, table: str,
+                                                       message: str) -> None:
+    text = ("name: cpu\nsources: {ds: \"Example datasheet, https://example.com/ds.pdf\"}\n"
+            f"memory: {{capacity: 16 GB, bandwidth: 30 GB/s, source: ds, {table}}}\n"
+            "matrix: {source: ds, bf16: 100 TFLOP/s}\n")
+    catalog, path = _catalog_with(tmp_path, text)
+    with pytest.raises(SpecError, match=message):
+        catalog.get(str(path))

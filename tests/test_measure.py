@@ -313,3 +313,96 @@ def test_faster_than_a_calibration_names_a_busy_calibration() -> None:
                    measured=1e-3)
     assert "pytest-roofline calibrate" in diagnose.explain_faster(r, calibrated)
     assert "calibrate" not in diagnose.explain_faster(r, CHIP)
+
+
+# -- per-thread memory roofs -------------------------------------------------------------------
+
+# CHIP with a calibration's per-thread table: 1 thread reaches 40 GB/s, 2 threads 100 GB/s.
+THREADED = CHIP.replace(memory_by_threads={2: 100e9, 1: 40e9})
+ADD_12GB = rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32")  # 12 GB moved
+
+
+def _timed(seconds: float, parallelism: float | None) -> Measurement:
+    return Measurement(time=seconds, spread=0.0, best=seconds, samples=(seconds,),
+                       parallelism=parallelism)
+
+
+def test_parallelism_is_the_median_cpu_time_over_wall_time() -> None:
+    # CPU/wall per sample: 1.0, 2.0, 1.9 -> median 1.9
+    m = Measurement.from_samples([1.0, 1.0, 1.0], cpu=[1.0, 2.0, 1.9])
+    assert m.parallelism == pytest.approx(1.9)
+    assert m.to_dict()["parallelism"] == pytest.approx(1.9)
+    assert Measurement.from_samples([1.0]).parallelism is None  # no CPU times: unknown
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), "1", True])
+def test_measurement_refuses_a_bad_parallelism(bad: Any) -> None:
+    with pytest.raises(MeasureError, match="parallelism"):
+        _timed(1.0, bad)
+
+
+def test_a_python_loop_keeps_at_most_one_core_busy() -> None:
+    # One thread's CPU time cannot exceed the wall time; 0.1 covers clock granularity.
+    m = measure(lambda: sum(i * i for i in range(20000)))
+    assert m.parallelism is not None and 0 < m.parallelism <= 1.1
+
+
+def test_combined_measurements_add_times_and_keep_the_largest_parallelism() -> None:
+    from pytest_roofline.measure.timing import combined
+
+    both = combined([_timed(1.0, 1.0), _timed(2.0, 1.8)])
+    assert both.time == 3.0 and both.parallelism == 1.8
+    assert combined([_timed(1.0, 1.0), _timed(2.0, None)]).parallelism is None
+    with pytest.raises(MeasureError):
+        combined([])
+
+
+@pytest.mark.parametrize(("parallelism", "threads", "bandwidth"), [
+    (None, None, 100e9), (0.3, 1, 40e9), (1.0, 1, 40e9), (1.1, 1, 40e9), (1.2, 2, 100e9),
+    (2.0, 2, 100e9), (2.1, 2, 100e9), (3.0, None, 100e9)])
+def test_memory_roof_is_that_of_the_threads_kept_busy(
+        parallelism: float | None, threads: int | None, bandwidth: float) -> None:
+    # the smallest calibrated count >= parallelism - 0.1; above every count, the chip's roof
+    assert THREADED.memory_roof(parallelism) == (threads, bandwidth)
+    assert CHIP.memory_roof(parallelism) == (None, 100e9)  # no table: always the chip's roof
+
+
+def test_a_single_threaded_measurement_is_set_against_the_single_thread_roof() -> None:
+    # 1 thread: bound 12e9 B / 40e9 B/s = 0.3 s; measured 0.6 s -> efficiency 0.5
+    one = rl.analyze(ADD_12GB, THREADED, measured=_timed(0.6, 1.0))
+    assert one.time == pytest.approx(0.3) and one.efficiency == pytest.approx(0.5)
+    assert one.roof_threads == 1 and one.bandwidth == 40e9
+    assert one.to_dict()["roof_threads"] == 1
+    # 2 threads: bound 0.12 s -> efficiency 0.2
+    two = rl.analyze(ADD_12GB, THREADED, measured=_timed(0.6, 2.0))
+    assert two.time == pytest.approx(0.12) and two.roof_threads == 2
+    # a bare number says nothing of threads, and an unmeasured analysis is the chip's bound
+    for r in (rl.analyze(ADD_12GB, THREADED, measured=0.6), rl.analyze(ADD_12GB, THREADED)):
+        assert r.time == pytest.approx(0.12) and r.roof_threads is None
+        assert "roof_threads" not in r.to_dict()
+
+
+def test_a_compute_bound_measurement_keeps_the_peak_of_every_core() -> None:
+    # 1e12 FLOPs of 2048^3-like intensity: compute-bound; only the memory roof is per thread
+    gemm = rl.ops.matmul(8192, 8192, 8192, dtype="fp32")
+    r = rl.analyze(gemm, THREADED, measured=_timed(10.0, 1.0))
+    assert r.regime == "compute" and r.peak == 1e12
+    assert r.time == pytest.approx(2 * 8192**3 / 1e12)
+
+
+def test_the_failure_line_names_the_per_thread_roof() -> None:
+    r = rl.analyze(ADD_12GB, THREADED, measured=_timed(3.0, 1.0))
+    line = diagnose.efficiency_failure(r, 0.5)
+    assert line is not None and "1-thread memory roof" in line and "300 ms" in line
+    faster = diagnose.explain_faster(rl.analyze(ADD_12GB, THREADED, measured=_timed(0.1, 1.0)))
+    assert "1-thread memory roof" in faster
+
+
+@pytest.mark.parametrize(("table", "match"), [
+    ({0: 1e9}, "thread count"), ({1: 2e11}, "at most memory.bandwidth"),
+    ({1: -1.0}, "at most memory.bandwidth"), ({True: 1e9}, "thread count")])
+def test_a_bad_per_thread_table_is_refused(table: dict[Any, float], match: str) -> None:
+    from pytest_roofline.errors import SpecError
+
+    with pytest.raises(SpecError, match=match):
+        CHIP.replace(memory_by_threads=table)

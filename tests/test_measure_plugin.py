@@ -110,6 +110,11 @@ def test_min_efficiency_and_faster_than_the_bound(suite: pytest.Pytester) -> Non
     faster = records["test_faster_reported"]
     assert faster["outcome"] == "report" and faster["measured_note"] == "faster-than-bound"
     assert "efficiency" not in records["test_never_measured"]
+    # a Python loop keeps one core busy: on a calibration with per-thread roofs (more than
+    # one core), it is set against the 1-thread memory roof, and the lines say so
+    if len(hardware.get_hardware("host").memory_by_threads) > 1:
+        assert reported["roof_threads"] == 1
+        assert "(1-thread memory roof)" in line
     # the summary: measured columns, % of roof, and the headroom ranking
     assert "% roof" in out and "faster!" in out and "Headroom" in out
 

@@ -94,6 +94,7 @@ def to_spec(roofs: Roofs, *, name: str, facts: Mapping[str, Any]) -> dict[str, A
     """The hardware spec mapping of a calibration (the built-in schema plus provenance)."""
     when = datetime.now(timezone.utc).isoformat(timespec="seconds")
     bandwidth = roofs.bandwidth
+    by_threads = roofs.bandwidth_by_threads()
     model = str(facts.get("model", "unknown"))
     source = (f"measured on {platform.node() or 'this machine'} by pytest-roofline calibrate "
               f"on {when}: best of {roofs.rounds} samples per figure (see provenance)")
@@ -106,8 +107,10 @@ def to_spec(roofs: Roofs, *, name: str, facts: Mapping[str, Any]) -> dict[str, A
         "vector_fallback": "matrix",
         "sources": {"calibration": source},
         "memory": {"capacity": _q(float(facts["capacity"]), "B"),
-                   "bandwidth": _q(bandwidth.value, "B/s"), "source": "calibration",
-                   "note": bandwidth.detail},
+                   "bandwidth": _q(bandwidth.value, "B/s"),
+                   **({"by_threads": {n: _q(f.value, "B/s") for n, f in by_threads.items()}}
+                      if by_threads else {}),
+                   "source": "calibration", "note": bandwidth.detail},
         "matrix": {**{k: _q(f.value, "FLOP/s") for k, f in roofs.matrix.items()},
                    "source": "calibration"},
         "provenance": {

@@ -8,7 +8,9 @@
   (32 MiB at least), run on 1 thread and on every allowed core (numpy releases the GIL inside
   its loops): copy (16 B per element counted), add ``c = a + b`` (24 B) and triad
   ``a = b + s*c`` (two numpy passes, 40 B counted). STREAM's convention: write-allocate reads
-  are not counted. The memory roof is the best of them.
+  are not counted. The memory roof is the best of them; the best on 1 thread is kept as well,
+  as the roof of single-threaded kernels (numpy's elementwise loops): see
+  ``Hardware.memory_roof``.
 * **Cache levels** (a hierarchical roofline): a working-set sweep (16 KiB, 64 KiB, ... up to
   twice the last-level cache) sums a row into an accumulator over and over inside one numpy
   call (``np.add.reduce`` over a broadcast array: 24 B per element counted), on one core.
@@ -118,6 +120,25 @@ class Roofs:
     @property
     def bandwidth(self) -> Figure:
         return max(self.memory.values(), key=lambda f: f.value)
+
+    def bandwidth_by_threads(self) -> dict[int, Figure]:
+        """The best memory figure of each thread count measured, counting the figures of
+        fewer threads too (N threads reach at least what fewer reach). Figures are named
+        ``copy`` (every core) or ``copy.1t`` (1 thread). Empty when only one count was
+        measured (a GPU)."""
+        counts: dict[int, list[Figure]] = {}
+        for key, figure in self.memory.items():
+            suffix = key.rsplit(".", 1)[-1] if "." in key else ""
+            threads = int(suffix[:-1]) if suffix.endswith("t") and suffix[:-1].isdigit() \
+                else self.threads
+            counts.setdefault(threads, []).append(figure)
+        if len(counts) < 2:
+            return {}
+        table: dict[int, Figure] = {}
+        for threads in sorted(counts):
+            pool = [f for n, figures in counts.items() if n <= threads for f in figures]
+            table[threads] = max(pool, key=lambda f: f.value)
+        return table
 
     def warnings(self) -> list[str]:
         figures = [*self.matrix.values(), *self.memory.values(),

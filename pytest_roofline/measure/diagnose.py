@@ -57,7 +57,8 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0) -> str:
     else:
         where = f"working set {si(working, 'B')} ({what}); {result.hw} lists no cache sizes"
     return (f"measured {fmt(float(result.measured))} is faster than the roofline bound "
-            f"{fmt(float(result.time))} on {result.hw} ({result.dtype}): efficiency "
+            f"{fmt(float(result.time))} on {result.hw} ({result.dtype}"
+            f"{roof_threads_note(result).replace(' (', ', ').rstrip(')')}): efficiency "
             f"{float(result.efficiency):.0%} > 100% beyond the spread "
             f"({max(spread, TOLERANCE):.0%}). A lower bound cannot be beaten by honest counts: "
             f"either the workload overcounts its FLOPs ({si(float(result.flops), 'FLOP')}) "
@@ -68,6 +69,12 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0) -> str:
                if getattr(chip, "provenance", None) else ""))
 
 
+def roof_threads_note(result: Any) -> str:
+    """' (1-thread memory roof)' when a per-thread roof of a calibration was used, else ''."""
+    threads = getattr(result, "roof_threads", None)
+    return "" if threads is None else f" ({threads}-thread memory roof)"
+
+
 def efficiency_failure(result: Any, minimum: float, spread: float = 0.0) -> str | None:
     """The failure line when *result*'s efficiency is below *minimum* (None when it holds)."""
     if result.efficiency is None or float(result.efficiency) >= minimum:
@@ -76,4 +83,4 @@ def efficiency_failure(result: Any, minimum: float, spread: float = 0.0) -> str 
     return (f"expected efficiency >= {minimum:.0%} on {result.hw} ({result.dtype}), but "
             f"measured {fmt(float(result.measured))} (spread {spread:.0%}) against a roofline "
             f"bound of {fmt(float(result.time))} ({result.regime}-bound): "
-            f"{float(result.efficiency):.1%} of the roof.")
+            f"{float(result.efficiency):.1%} of the roof{roof_threads_note(result)}.")

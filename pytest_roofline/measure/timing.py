@@ -10,6 +10,12 @@ here.
 
 The figures: ``time`` is the median sample (robust to a few slow samples on a shared
 machine), ``best`` the fastest one, ``spread`` the interquartile range over the median.
+``parallelism`` is how many cores the call kept busy: the median over samples of the
+process's CPU time (:func:`time.process_time`, every thread) over the wall time. numpy's
+elementwise loops read about 1, a BLAS GEMM on every core about the core count, a call that
+waits on an accelerator about 1 (the host thread waiting). Against a calibration that
+measured its memory roof per thread count, the roof of that many threads is used (see
+``Hardware.memory_roof``): one core cannot reach the bandwidth of all of them.
 """
 
 from __future__ import annotations
@@ -37,20 +43,33 @@ class Measurement:
     best: float
     samples: tuple[float, ...] = field(repr=False)
     warmup: int = 0
+    parallelism: float | None = None  # cores kept busy (CPU time / wall time); None: unknown
 
     def __post_init__(self) -> None:
         if not self.samples:
             raise MeasureError("a Measurement needs at least one timed sample")
         if not (self.time > 0) or self.time == float("inf"):
             raise MeasureError(f"measured time must be a finite number > 0 s, got {self.time!r}")
+        if self.parallelism is not None and (
+                isinstance(self.parallelism, bool)
+                or not isinstance(self.parallelism, (int, float))
+                or not (0 <= self.parallelism < float("inf"))):
+            raise MeasureError(f"parallelism must be a number of cores >= 0 or None, got "
+                               f"{self.parallelism!r}")
 
     @property
     def repeats(self) -> int:
         return len(self.samples)
 
     @classmethod
-    def from_samples(cls, samples: Sequence[float], warmup: int = 0) -> Measurement:
-        """Median, IQR/median and best of *samples* (seconds)."""
+    def from_samples(cls, samples: Sequence[float], warmup: int = 0,
+                     cpu: Sequence[float] | None = None) -> Measurement:
+        """Median, IQR/median and best of *samples* (seconds); *cpu*, the process CPU
+        seconds of each sample (same order), gives the parallelism."""
+        parallelism = None
+        if cpu is not None and len(cpu) == len(samples):
+            ratios = sorted(c / s for c, s in zip(cpu, samples, strict=True) if s > 0)
+            parallelism = round(quantile(ratios, 0.5), 3) if ratios else None
         values = sorted(float(s) for s in samples)
         if not values:
             raise MeasureError("no samples to summarize")
@@ -60,11 +79,29 @@ class Measurement:
                                f"time a larger piece of work")
         spread = (quantile(values, 0.75) - quantile(values, 0.25)) / median
         return cls(time=median, spread=spread, best=values[0], samples=tuple(values),
-                   warmup=warmup)
+                   warmup=warmup, parallelism=parallelism)
 
     def to_dict(self) -> dict[str, Any]:
         return {"time_s": self.time, "spread": self.spread, "best_s": self.best,
-                "repeats": self.repeats}
+                "repeats": self.repeats,
+                **({} if self.parallelism is None else {"parallelism": self.parallelism})}
+
+
+def combined(measurements: Sequence[Measurement]) -> Measurement:
+    """Several calls timed one after another, as one: times and bests add up, the spread is
+    the largest, and the parallelism is the largest (unknown when any is unknown), so the
+    roof chosen for the whole is never below any part's."""
+    if not measurements:
+        raise MeasureError("no measurements to combine")
+    if len(measurements) == 1:
+        return measurements[0]
+    known = [m.parallelism for m in measurements]
+    total = sum(m.time for m in measurements)
+    return Measurement(time=total, spread=max(m.spread for m in measurements),
+                       best=sum(m.best for m in measurements), samples=(total,),
+                       warmup=sum(m.warmup for m in measurements),
+                       parallelism=None if None in known else max(
+                           p for p in known if p is not None))
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -128,20 +165,23 @@ class Timer:
     def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Measurement:
         if not callable(fn):
             raise MeasureError(f"measure() needs a callable, got {type(fn).__name__}: {fn!r}")
-        clock = _time.perf_counter
+        clock, cpu_clock = _time.perf_counter, _time.process_time
         for _ in range(self.warmup):
             synchronize(fn(*args, **kwargs))
         samples: list[float] = []
+        cpu: list[float] = []
         total = 0.0
         while len(samples) < self.max_repeats and (
                 len(samples) < self.repeats or total < self.min_time):
             synchronize()
+            cpu_start = cpu_clock()
             start = clock()
             synchronize(fn(*args, **kwargs))
             elapsed = clock() - start
+            cpu.append(cpu_clock() - cpu_start)
             samples.append(elapsed)
             total += elapsed
-        return Measurement.from_samples(samples, self.warmup)
+        return Measurement.from_samples(samples, self.warmup, cpu)
 
 
 DEFAULT = Timer()

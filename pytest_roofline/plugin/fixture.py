@@ -108,6 +108,14 @@ class Roofline:
             return None
         return sum(m.time for m in self._measurements)
 
+    def _timing(self) -> Measurement | None:
+        """The measurements as one (times summed; see ``measure.timing.combined``)."""
+        if not self._measurements:
+            return None
+        from ..measure.timing import combined
+
+        return combined(self._measurements)
+
     @property
     def spread(self) -> float:
         """The largest relative spread of the measurements (0 when none)."""
@@ -167,7 +175,7 @@ class Roofline:
                                     "give workload= or flops=/bytes= to the marker")
             self._results = analyze_all(self._expectation, workload,
                                         flops_per_mac=self._flops_per_mac, derate=self._derate,
-                                        measured=self.measured)
+                                        measured=self._timing())
         return self._results
 
     def result(self, hw: str | None = None) -> Result:

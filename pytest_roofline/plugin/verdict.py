@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import units
-from ..analysis import REGIMES, Result, analyze, knob_hint
+from ..analysis import REGIMES, Result, Timed, analyze, knob_hint
 from ..breakdown import format_breakdown
 from ..errors import RooflineError
 from ..workload import Workload, is_array
@@ -111,9 +111,10 @@ def num(value: Any) -> str:
 
 
 def analyze_all(expectation: Expectation, workload: Workload, *, flops_per_mac: int = 2,
-                derate: float = 1.0, measured: float | None = None) -> tuple[Result, ...]:
+                derate: float = 1.0, measured: float | Timed | None = None
+                ) -> tuple[Result, ...]:
     """The workload analyzed on every chip of the expectation, in order (*measured*: seconds
-    a timed run took, compared with every chip's bound)."""
+    a timed run took, or its Measurement, compared with every chip's bound)."""
     results = []
     for chip in expectation.hw:
         try:
@@ -294,8 +295,10 @@ def breakdown(checks: Sequence[Check]) -> str:
             lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
         if r.measured is not None and r.efficiency is not None:
+            from ..measure.diagnose import roof_threads_note
+
             lines.append(f"  measured {fmt(float(r.measured))}: {float(r.efficiency):.1%} of "
-                         f"the roof")
+                         f"the roof" + roof_threads_note(r))
         if len(r.kernels) > 1:
             lines.extend("  " + line for line in format_breakdown(r))
         lines.extend(f"  FAIL: {f}" for f in check.failures)
