@@ -8,7 +8,9 @@ past the last-level cache of most CPUs) and the batch m doubling from 1: the int
 reading B) through the host's ridge to ~100 FLOP/B, as a decode batch does. For each m the
 script prints the
 roofline bound of ``host`` (min(peak, bandwidth x intensity)), the FLOP/s the best and the
-median timed run reached, and the efficiency. Below the calibrated ridge the achieved rate
+median timed run reached, the efficiency, and the cores the call kept busy
+(``Measurement.parallelism``) with the thread count whose memory roof was used (``-``: every
+core's). Below the calibrated ridge the achieved rate
 should rise with the intensity; above it, flatten near the GEMM peak.
 
 The measured knee is where the two fitted roofs of the data meet: the measured compute roof
@@ -53,7 +55,7 @@ def main() -> int:
     timer = Timer(warmup=1, repeats=5, min_time=0.2)
     rows = []
     print(f"{'m':>6} {'FLOP/B':>8} {'bound GFLOP/s':>14} {'best GFLOP/s':>13} "
-          f"{'median GFLOP/s':>15} {'efficiency':>10}  regime")
+          f"{'median GFLOP/s':>15} {'efficiency':>10} {'cores':>6} {'roof':>5}  regime")
     b = np.full((args.k, args.n), 0.25)
     rows_m = 1
     while rows_m <= args.mmax:
@@ -66,7 +68,8 @@ def main() -> int:
         rows.append((float(r.intensity), flops / m.best, flops / m.time))
         print(f"{rows_m:>6} {float(r.intensity):>8.2f} {bound / 1e9:>14.1f} "
               f"{flops / m.best / 1e9:>13.1f} {flops / m.time / 1e9:>15.1f} "
-              f"{float(r.efficiency):>10.0%}  {r.regime}")
+              f"{float(r.efficiency):>10.0%} {m.parallelism or 0:>6.2f} "
+              f"{r.roof_threads or '-':>5}  {r.regime}")
         rows_m *= 2
     best_rate = max(rate for _, rate, _ in rows)
     low = [rate / i for i, rate, _ in rows if i <= ridge / 4] or [rows[0][1] / rows[0][0]]
