@@ -7,7 +7,9 @@
 2. 2,000 parametrized tests, unmarked and marked with a workload in the marker
    (``flops=..., bytes="1 GB"``). The target is at most 1.05x the unmarked time.
 3. The same tests each declaring a matmul of their own through the fixture, against
-   unmarked tests that build the same matmul (the plugin's share of the cost alone).
+   unmarked tests that build the same matmul (the plugin's share of the cost alone). A third
+   row runs the unmarked tests with a do-nothing function-scoped fixture of their own: the
+   floor that pytest's fixture machinery sets, whatever the plugin does.
 4. Memory of the pytest-xdist controller (``-n 2``), which receives every result: its peak
    resident set with --memory-tests marked tests (default 5,000), with the plugin and with
    ``-p no:roofline``; the difference per result is what the plugin holds per result.
@@ -70,6 +72,21 @@ def test_kernel(i):
     ops.matmul(i + 1, 4096, 4096)
 """
 
+PLAIN_FIXTURE = """
+import pytest
+from pytest_roofline import ops
+
+
+@pytest.fixture
+def nothing():
+    return None
+
+
+@pytest.mark.parametrize("i", range({n}))
+def test_kernel(i, nothing):
+    ops.matmul(i + 1, 4096, 4096)
+"""
+
 FIXTURE = """
 import pytest
 from pytest_roofline import ops
@@ -116,7 +133,7 @@ def write_suites(root: Path, n: int) -> dict[str, Path]:
                   for i in range(200)))
     suites["unused"] = unused
     for name, source in (("plain", PLAIN), ("marked", MARKED), ("plain_matmul", PLAIN_MATMUL),
-                         ("fixture", FIXTURE)):
+                         ("plain_fixture", PLAIN_FIXTURE), ("fixture", FIXTURE)):
         folder = root / name
         folder.mkdir()
         (folder / "test_suite.py").write_text(textwrap.dedent(source.format(n=n)))
@@ -208,10 +225,16 @@ def main() -> None:
         show(marked, f"{n} tests, unmarked", f"2. {n} parametrized tests (target <= 1.05x)")
         fixture = measure({
             f"{n} tests, unmarked, building a matmul": (suites["plain_matmul"], with_plugin),
+            f"{n} tests, ... and using a do-nothing fixture": (suites["plain_fixture"],
+                                                                with_plugin),
             f"{n} tests, marker + roofline.add(matmul)": (suites["fixture"], with_plugin),
         }, env, options.repeat)
         show(fixture, f"{n} tests, unmarked, building a matmul",
              f"3. {n} parametrized tests declaring a matmul each (target <= 1.10x)")
+        floor = statistics.median(fixture[f"{n} tests, ... and using a do-nothing fixture"])
+        used = statistics.median(fixture[f"{n} tests, marker + roofline.add(matmul)"])
+        print(f"  the plugin beyond pytest's own fixture machinery: {used / floor:.2f}x, "
+              f"{(used - floor) * 1e6 / n:+.0f} us per test")
 
 
 def memory(root: Path, n: int, env: dict[str, str], with_plugin: list[str],
