@@ -110,11 +110,11 @@ def pytest_sessionfinish(session):
 """
 
 
-def write_memory_suite(root: Path, n: int) -> Path:
-    folder = root / "memory"
+def write_memory_suite(root: Path, n: int, name: str = "memory", source: str = MARKED) -> Path:
+    folder = root / name
     folder.mkdir()
     (folder / "conftest.py").write_text(MEMORY_CONFTEST)
-    (folder / "test_suite.py").write_text(textwrap.dedent(MARKED.format(n=n)))
+    (folder / "test_suite.py").write_text(textwrap.dedent(source.format(n=n)))
     return folder
 
 
@@ -259,6 +259,16 @@ def memory(root: Path, n: int, env: dict[str, str], with_plugin: list[str],
     print(f"  peak RSS with the plugin           {plugin:8.1f} MiB: {per_result(plugin)}")
     print(f"  ... and writing --roofline-json    {report:8.1f} MiB: {per_result(report)} "
           f"(the report is built once, at the end)")
+    # The marked tests above share one marker, so their records are equal texts; here each
+    # test declares a matmul of its own through the fixture, so every record differs (the
+    # bare run: the same tests building the matmul, without the plugin)
+    distinct = peak_rss(write_memory_suite(root, n, "memory_distinct", FIXTURE), with_plugin,
+                        env)
+    bare = peak_rss(write_memory_suite(root, n, "memory_distinct_bare", PLAIN_MATMUL),
+                    [*without_plugin, *off], env)
+    print("  every record distinct (fixture, a matmul of each test's own size):")
+    print(f"  peak RSS without the plugin        {bare:8.1f} MiB")
+    print(f"  peak RSS with the plugin           {distinct:8.1f} MiB: {per_result(distinct)}")
 
 
 if __name__ == "__main__":

@@ -322,6 +322,31 @@ def test_session_collects_records_and_notes() -> None:
     assert report["settings"]["flops_per_mac"] == 2
 
 
+def _received(properties: list[Any]) -> list[Any]:
+    """*properties* as a pytest-xdist controller receives them: every string a fresh copy."""
+    def copy(value: Any) -> Any:
+        return "".join(list(value)) if isinstance(value, str) else value
+
+    return [tuple(copy(v) for v in p) if isinstance(p, tuple) else p for p in properties]
+
+
+def test_controller_keeps_equal_record_strings_once() -> None:
+    session = RooflineSession(Settings())
+    sent = [("other", 1), *to_properties(_record("t.py::a"))]
+    call_a, teardown_a, call_b = _received(sent), _received(sent), _received(sent)
+    assert call_a[1][1] is not call_b[1][1]  # what the controller receives
+    assert session.collect("t.py::a", call_a) == 1
+    session.share("t.py::a", teardown_a)  # the teardown report of the same test
+    assert session.collect("t.py::b", call_b) == 1
+    # equal values, now one object: a test's teardown report shares its call report's
+    # record, and a test sharing the record text of the one before shares that text
+    assert call_a == teardown_a == call_b == sent
+    assert teardown_a[1] is call_a[1] and call_b[1][1] is call_a[1][1]
+    assert call_b[1][0] is call_a[1][0]
+    assert [r["nodeid"] for r in session.records] == ["t.py::a", "t.py::b"]
+    assert session.records[0] == {**_record("t.py::a"), "nodeid": "t.py::a"}
+
+
 def test_render_aligns_and_cuts_the_head_of_long_ids() -> None:
     lines = render(["name", "n"], [["a", "1"], ["bbb", "22"]], align="lr")
     assert lines == ["name   n", "a      1", "bbb   22"]

@@ -556,10 +556,12 @@ class _SessionPlugin:
         if report.when == "call":
             note = "xfail" if hasattr(report, "wasxfail") else None
             self.session.collect(report.nodeid, report.user_properties, note)
-        elif report.when == "teardown" and self.junit:
-            from .session import expand
+        elif report.when == "teardown":
+            self.session.share(report.nodeid, report.user_properties)
+            if self.junit:
+                from .session import expand
 
-            report.user_properties = expand(report.user_properties)
+                report.user_properties = expand(report.user_properties)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         path = self.session.settings.json

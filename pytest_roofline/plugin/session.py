@@ -121,6 +121,12 @@ class RooflineSession:
         self._records: list[dict[str, Any]] = []
         self._encoded: list[tuple[str, str, str]] = []  # (nodeid, hw, text), not decoded yet
         self._shared: dict[str, str] = {}  # texts the decoded records share
+        # What the controller keeps of the properties it receives: one object per property
+        # name, the last record text per name (parametrized tests sharing a marker send equal
+        # texts one after another), and each test's pairs until its teardown report arrives
+        self._names: dict[str, tuple[str, str]] = {}  # "roofline:<hw>" -> (itself, <hw>)
+        self._last: dict[str, str] = {}
+        self._pending: dict[str, list[tuple[str, str]]] = {}
         # internal caches of the plugin
         self.expectations: dict[Any, Any] = {}
         self.verdicts: dict[int, Any] = {}
@@ -146,13 +152,65 @@ class RooflineSession:
             yield decode(*item, self._shared)
 
     def collect(self, nodeid: str, properties: Iterable[Any], note: str | None = None) -> int:
-        """Keep the records of one test report (as their text); returns how many."""
-        found = [(nodeid, hw, text) for hw, text in encoded(properties)]
+        """Keep the records of one test report (as their text); returns how many.
+
+        When *properties* is a list (a report's ``user_properties``), its record pairs are
+        replaced in place by equal ones whose strings are shared with other reports: a
+        pytest-xdist controller receives a fresh copy of every string of every report, and
+        pytest keeps the reports to the end of the run."""
+        found: list[tuple[str, str, str]] = []
+        pairs: list[tuple[str, str]] = []
+        in_place = type(properties) is list
+        for i, pair in enumerate(properties):
+            shared = self._share(pair)
+            if shared is None:
+                continue
+            if in_place:
+                properties[i] = shared  # type: ignore[index]
+            pairs.append(shared)
+            found.append((nodeid, self._names[shared[0]][1], shared[1]))
         if found:
             self._encoded.extend(found)
+            if in_place:
+                self._pending[nodeid] = pairs
             if note:
                 self.notes[nodeid] = note
         return len(found)
+
+    def share(self, nodeid: str, properties: list[Any]) -> None:
+        """Point the record pairs of a test's teardown report (the same as its call
+        report's) at the pairs kept from the call report, so that they are held once."""
+        pairs = self._pending.pop(nodeid, None)
+        if not pairs:
+            return
+        for i, pair in enumerate(properties):
+            for kept in pairs:
+                if pair == kept:
+                    properties[i] = kept
+                    break
+
+    def _share(self, pair: Any) -> tuple[str, str] | None:
+        """*pair* if it is a record property, as a pair of shared strings; else None."""
+        try:
+            got_name, got_text = pair
+        except (TypeError, ValueError):
+            return None
+        if not (isinstance(got_name, str) and got_name.startswith(PREFIX)
+                and isinstance(got_text, str) and got_text.startswith("{")):
+            return None
+        known = self._names.get(got_name)
+        if known is None:
+            known = self._names[got_name] = (got_name, got_name[len(PREFIX):])
+        name: str = known[0]
+        text: str = got_text
+        last = self._last.get(name)
+        if last == text:
+            text = last
+        else:
+            self._last[name] = text
+        if type(pair) is tuple and pair[0] is name and pair[1] is text:
+            return pair
+        return (name, text)
 
     def add(self, nodeid: str, records: list[dict[str, Any]], note: str | None = None) -> None:
         """Keep the records of one test (*note*: a word for its verdict, e.g. ``xfail``)."""
