@@ -242,9 +242,6 @@ def _fail(item: pytest.Item, message: str) -> NoReturn:
 
 def _expectation(item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
     """The test's checked marker arguments (cached per marker objects); errors fail setup."""
-    from ..errors import RooflineError
-    from .marker import merge, parse
-
     session = get_session(item.config)
     if not marks and not session.settings.hw:
         _fail(item, f"roofline fixture in {item.name}: no hardware to analyze on: set "
@@ -252,9 +249,12 @@ def _expectation(item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
                     f"with @pytest.mark.roofline(hw='h100')")
     name = getattr(item, "originalname", item.name) if marks else ""
     # the parent node stands for the test file's folder (relative spec paths): cheaper than a Path
-    key = (tuple(id(m) for m in marks), name, id(item.parent))
+    key = (tuple(map(id, marks)), name, id(item.parent))
     cached = session.expectations.get(key)
     if cached is None:
+        from ..errors import RooflineError
+        from .marker import merge, parse
+
         try:
             _prepare_hardware(item.config, session)
             settings = session.settings
@@ -315,17 +315,18 @@ def _show_calibration(config: pytest.Config, hw: object) -> None:
 def _marks(item: pytest.Item) -> list[pytest.Mark]:
     """The test's roofline markers, most specific first: a parameter's marks, then the
     function's (outer decorators before inner ones), its class's, its module's."""
+    # Node.iter_markers_with_node("roofline"), walked here without its generators: this runs
+    # for every test of the session, marked or not
     marks: list[pytest.Mark] = []
-    node_marks: list[pytest.Mark] = []
-    current = None
-    for node, mark in item.iter_markers_with_node("roofline"):
-        if mark is _FIXTURE_MARK.mark:
-            continue
-        if node is not current:
-            marks.extend(reversed(node_marks))
-            node_marks, current = [], node
-        node_marks.append(mark)
-    marks.extend(reversed(node_marks))
+    fixture_mark = _FIXTURE_MARK.mark
+    node: Any = item
+    while node is not None:
+        own = [m for m in node.own_markers
+               if getattr(m, "name", None) == "roofline" and m is not fixture_mark]
+        if own:
+            own.reverse()
+            marks.extend(own)
+        node = node.parent
     return marks
 
 
@@ -434,37 +435,39 @@ def _workloads(item: pytest.Item, state: _ItemState) -> tuple[Workload | None, l
 
 
 def _verdict(item: pytest.Item, state: _ItemState) -> None:
-    from .session import to_properties
-    from .verdict import breakdown, judge
-
-    session = get_session(item.config)
-    settings = session.settings
     expectation, handle = state.expectation, state.handle
     workload, crosscheck = _workloads(item, state)
     if workload is expectation.workload and (handle is None or handle.measured is None):
         judgement = _marker_judgement(item.config, expectation)
-    elif handle is not None and workload is handle.workload:
-        judgement = judge(expectation, workload, flops_per_mac=settings.flops_per_mac,
-                          derate=settings.derate, analyzed=lambda: handle.results,
-                          spread=handle.spread)
-    else:  # a recorded test body added to what was declared: analyzed here
-        judgement = judge(expectation, workload, flops_per_mac=settings.flops_per_mac,
-                          derate=settings.derate)
+    else:
+        from .verdict import judge
+
+        settings = get_session(item.config).settings
+        if handle is not None and workload is handle.workload:
+            judgement = judge(expectation, workload, flops_per_mac=settings.flops_per_mac,
+                              derate=settings.derate, analyzed=lambda: handle.results,
+                              spread=handle.spread)
+        else:  # a recorded test body added to what was declared: analyzed here
+            judgement = judge(expectation, workload, flops_per_mac=settings.flops_per_mac,
+                              derate=settings.derate)
     if judgement.error:
         _fail(item, judgement.error)
     # conftest hooks apply to the tests below them (item.ihook), but the global hook tells
     # more cheaply whether there is any implementation at all
     hook = item.config.hook.pytest_roofline_result
+    hooked = False
     if hook.get_hookimpls():
         hook = item.ihook.pytest_roofline_result
+        hooked = bool(hook.get_hookimpls())
     failures: list[str] = list(crosscheck)
     checks = list(judgement.checks)
-    hooked = bool(hook.get_hookimpls())
     if not hooked and not crosscheck:  # the common case: the judgement's properties, shared
         for check, properties in zip(judgement.checks, judgement.properties, strict=True):
             failures.extend(check.failures)
             item.user_properties.extend(properties)
     else:
+        from .session import to_properties
+
         for i, (check, template) in enumerate(zip(judgement.checks, judgement.records,
                                                   strict=True)):
             failures.extend(check.failures)
@@ -485,6 +488,8 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
                 record["message"] = " ".join([*check.failures, *extra])
             item.user_properties.extend(to_properties(record))
     if failures or item.config.get_verbosity() >= 2:
+        from .verdict import breakdown
+
         item.add_report_section("call", "roofline", breakdown(checks))
     if failures:
         _fail(item, "\n".join(line if line.startswith("  ") else f"roofline: {line}"
