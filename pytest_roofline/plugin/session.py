@@ -49,8 +49,12 @@ def plain(value: Any) -> Any:
 
 def to_properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """A record as ``report.user_properties``: ``[("roofline:<hw>", compact JSON text)]``."""
-    body = {key: value if type(value) in _SCALARS else plain(value)
-            for key, value in record.items() if key not in _OUTSIDE}
+    body = dict(record)
+    for key in _OUTSIDE:
+        body.pop(key, None)
+    for key, value in body.items():
+        if type(value) not in _SCALARS:
+            body[key] = plain(value)
     return [(f"{PREFIX}{record['hw']}", _ENCODER.encode(body))]
 
 

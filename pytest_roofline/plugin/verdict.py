@@ -22,8 +22,10 @@ from .. import units
 from ..analysis import REGIMES, Result, Timed, analyze, knob_hint
 from ..breakdown import format_breakdown
 from ..errors import RooflineError
+from ..report.records import make_record
 from ..workload import Workload, is_array
 from .marker import Expectation
+from .session import to_properties
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,6 @@ class Judgement:
 
     def __init__(self, error: str | None = None, checks: tuple[Check, ...] = (),
                  records: list[dict[str, Any]] | None = None) -> None:
-        from .session import to_properties
-
         self.error = error
         self.checks = checks
         self.records = records or []
@@ -74,8 +74,6 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
     """Analyze *workload* on the expectation's chips (or take *analyzed*'s results) and
     judge it. Problems that stop the analysis become :attr:`Judgement.error`. *spread* is
     the relative spread of a measurement the results carry."""
-    from ..report.records import make_record
-
     if workload is None:
         return Judgement("roofline: the test declared no workload: call roofline.add(...) in "
                          "the test, or pass workload= or flops=/bytes= to the marker")
@@ -87,11 +85,12 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
     checks = evaluate(expectation, workload, results, flops_per_mac=flops_per_mac,
                       derate=derate, spread=spread)
     records = []
+    label = expectation.describe()
     for check in checks:
         record = make_record("", check.result, expectation.expected, check.outcome,
                              check.message)
         del record["nodeid"]
-        record["expectation"] = expectation.describe()
+        record["expectation"] = label
         if check.result.measured is not None:
             from ..measure.diagnose import FASTER, is_faster
 
@@ -157,23 +156,28 @@ def _measured_failures(exp: Expectation, r: Result, spread: float) -> list[str]:
     return [line] if line else []
 
 
+def _where(r: Result) -> str:
+    return f"on {r.hw} ({r.dtype})"
+
+
 def _failures(exp: Expectation, workload: Workload, r: Result, flops_per_mac: int,
               derate: float) -> list[str]:
-    where = f"on {r.hw} ({r.dtype})"
+    # the lines are written only for the expectations that fail: most tests pass
     out: list[str] = []
     if exp.regime is not None:
-        line = _regime_failure(exp, workload, r, where, flops_per_mac, derate)
+        line = _regime_failure(exp, workload, r, flops_per_mac, derate)
         if line:
             out.append(line)
     if exp.min_intensity is not None and not r.intensity >= exp.min_intensity:
-        out.append(f"expected intensity >= {num(exp.min_intensity)} FLOP/B {where}, but it "
-                   f"is {num(r.intensity)} FLOP/B.")
+        out.append(f"expected intensity >= {num(exp.min_intensity)} FLOP/B {_where(r)}, but "
+                   f"it is {num(r.intensity)} FLOP/B.")
     if exp.max_intensity is not None and not r.intensity <= exp.max_intensity:
-        out.append(f"expected intensity <= {num(exp.max_intensity)} FLOP/B {where}, but it "
-                   f"is {num(r.intensity)} FLOP/B.")
+        out.append(f"expected intensity <= {num(exp.max_intensity)} FLOP/B {_where(r)}, but "
+                   f"it is {num(r.intensity)} FLOP/B.")
     if exp.max_time is not None and not r.time <= exp.max_time:
         out.append(f"expected a roofline time bound <= {units.format_time(exp.max_time)} "
-                   f"{where}, but it is {units.format_time(float(r.time))} ({r.regime}-bound).")
+                   f"{_where(r)}, but it is {units.format_time(float(r.time))} "
+                   f"({r.regime}-bound).")
     if exp.fits is not None:
         line = _fits_failure(exp.fits, r)
         if line:
@@ -219,16 +223,18 @@ def _why(r: Result, wanted: Sequence[str]) -> str:
             f"({rest})")
 
 
-def _regime_failure(exp: Expectation, workload: Workload, r: Result, where: str,
+def _regime_failure(exp: Expectation, workload: Workload, r: Result,
                     flops_per_mac: int, derate: float) -> str | None:
     allowed = exp.regime or REGIMES
-    want = _want(allowed)
     if r.regime not in allowed:
-        line = f"expected {want} {where}, but {_why(r, allowed)}: {r.regime}-bound."
+        line = (f"expected {_want(allowed)} {_where(r)}, but {_why(r, allowed)}: "
+                f"{r.regime}-bound.")
         hint = _hint(workload, r, allowed, exp, flops_per_mac, derate)
         return f"{line} {hint[0].upper()}{hint[1:]}." if hint else line
+    if exp.margin <= 0:
+        return None
     rivals = [x for x in REGIMES if x not in allowed]
-    if exp.margin <= 0 or not rivals:
+    if not rivals:
         return None
     m = measures(r)
     rival = max(rivals, key=lambda x: m[x])
@@ -246,7 +252,8 @@ def _regime_failure(exp: Expectation, workload: Workload, r: Result, where: str,
         total = float(r.time) or 1.0
         detail = (f"{r.regime}-bound kernels take {won / total:.0%} of the time and "
                   f"{rival}-bound ones {lost / total:.0%}, within {band}")
-    return f"expected {want} {where}, but {detail}: too close to call (margin={band})."
+    return (f"expected {_want(allowed)} {_where(r)}, but {detail}: too close to call "
+            f"(margin={band}).")
 
 
 def _hint(workload: Workload, r: Result, allowed: Sequence[str], exp: Expectation,
