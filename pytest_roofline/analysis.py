@@ -47,8 +47,8 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, Protocol, TypeVar
 
 from .errors import RooflineError, WorkloadError, brief
 from .fusion import kept_on_chip, onchip_level
@@ -56,6 +56,7 @@ from .hardware import Hardware, get_hardware
 from .workload import Kernel, Number, Workload, add_up, intensity, is_array
 
 REGIMES = ("compute", "memory", "network")
+_T = TypeVar("_T")
 
 
 class Timed(Protocol):
@@ -144,6 +145,32 @@ class Result:
                 "measured_s": self.measured, "efficiency": plain(self.efficiency)}),
             **({} if self.roof_threads is None else {"roof_threads": self.roof_threads}),
         }
+
+
+def _unchecked(cls: type[_T]) -> Callable[..., _T]:
+    """A constructor of the frozen dataclass *cls* taking the same arguments, that sets the
+    fields directly instead of through the generated ``__init__``'s ``object.__setattr__``
+    per field: :func:`analyze` builds a Result and its KernelResults per call, and neither
+    class checks anything."""
+    declared = fields(cls)  # type: ignore[arg-type]
+    names = tuple(f.name for f in declared)
+    defaults = {f.name: f.default for f in declared if f.default is not MISSING}
+    if any(f.default_factory is not MISSING for f in declared):
+        raise TypeError(f"{cls.__name__}: a field with a default factory needs __init__")
+
+    def make(*args: Any, **kwargs: Any) -> _T:
+        made = object.__new__(cls)
+        values = made.__dict__
+        values.update(defaults)
+        values.update(zip(names, args, strict=False))  # as many as given
+        values.update(kwargs)
+        return made
+
+    return make
+
+
+_kernel_result = _unchecked(KernelResult)
+_result = _unchecked(Result)
 
 
 #: The keyword settings of :func:`analyze` that :func:`crossover` and :func:`knob_hint` pass on.
@@ -351,7 +378,7 @@ def analyze(
     if len(rows) > 1:
         regime = _regime(shares["compute"], shares["memory"], shares["network"])
     kernels = tuple(
-        KernelResult(name, count, k_flops, k_bytes, k_link,
+        _kernel_result(name, count, k_flops, k_bytes, k_link,
                      _kernel_intensity(k_flops, k_bytes, name), peak, label, t_c, t_m, t_n,
                      k_time, k_regime, _divide(k_time, time),
                      tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
@@ -373,7 +400,7 @@ def analyze(
     # every figure is >= 0 and each resource's time is at most the total time, so this one
     # sum is finite exactly when every figure of the result is
     _finite(flops + nbytes + link_bytes + time, workload.name, chip.name)
-    return Result(
+    return _result(
         workload=workload.name, hw=chip.name, dtype=ridge_label.split(":")[1],
         flops=flops, bytes=nbytes, link_bytes=link_bytes,
         intensity=intensity(flops, nbytes, workload.name),

@@ -43,7 +43,10 @@ _NUMERIC = (("out_bytes", "byte"), ("handoff_out", "byte"), ("handoff_pieces", "
 
 def is_array(value: object) -> bool:
     """True for numpy arrays (checked without importing numpy)."""
-    return type(value).__module__ == "numpy" and hasattr(value, "shape") and bool(
+    kind = type(value)
+    if kind is float or kind is int or kind is str or value is None:  # the figures, mostly
+        return False
+    return kind.__module__ == "numpy" and hasattr(value, "shape") and bool(
         getattr(value, "ndim", 0))
 
 
