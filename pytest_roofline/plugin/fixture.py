@@ -26,6 +26,7 @@ from ..errors import WorkloadError
 from ..hardware import Hardware
 from ..workload import Knob, Workload, total
 from .marker import Expectation, MarkerError, _check_scalar
+from .verdict import analyze_all
 
 if TYPE_CHECKING:
     from ..measure.timing import Measurement
@@ -67,9 +68,8 @@ class Roofline:
         Pass a Workload (from ``ops`` or ``models``), or ``flops=``/``bytes=``/``link_bytes=``
         as numbers or strings with units (``"4 GB"``). Returns the workload added.
         """
-        raw = {"flops": flops, "bytes": bytes, "link_bytes": link_bytes}
         if workload is not None:
-            if any(v is not None for v in raw.values()):
+            if flops is not None or bytes is not None or link_bytes is not None:
                 raise WorkloadError("roofline.add(): give a Workload or flops=/bytes=, not both")
             if not isinstance(workload, Workload):
                 raise WorkloadError(f"roofline.add() takes a Workload (from pytest_roofline.ops "
@@ -77,7 +77,7 @@ class Roofline:
             if footprint is not None or name is not None:
                 workload = workload.with_(footprint=footprint, name=name)
         else:
-            if all(v is None for v in raw.values()):
+            if flops is None and bytes is None and link_bytes is None:
                 raise WorkloadError("roofline.add() needs a Workload, or flops=/bytes= (numbers "
                                     "or strings such as '4 GB')")
             workload = Workload(flops=flops, bytes=bytes, link_bytes=link_bytes,
@@ -167,8 +167,6 @@ class Roofline:
     def results(self) -> tuple[Result, ...]:
         """The declared workload analyzed on each chip, in the order of :attr:`hardware`."""
         if self._results is None:
-            from .verdict import analyze_all
-
             workload = self.workload
             if workload is None:
                 raise WorkloadError("no workload declared yet: call roofline.add(...) first, or "
