@@ -678,6 +678,30 @@ def test_plugin_imports_no_heavy_module(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
 
 
+def test_unused_plugin_defers_its_session(pytester: pytest.Pytester) -> None:
+    """Without a roofline option or test, the plugin imports its hooks and the marker's help
+    only: the settings, the session state and the marker parser wait for a roofline test,
+    and the run ends without a roofline summary (subprocess)."""
+    pytester.makepyfile("""
+        import sys
+
+        def test_light():
+            loaded = sorted(m for m in ("pytest_roofline.plugin.session",
+                                        "pytest_roofline.plugin.settings",
+                                        "pytest_roofline.plugin.marker") if m in sys.modules)
+            assert loaded == []
+            assert "pytest_roofline.plugin.signature" in sys.modules
+    """)
+    result = pytester.runpytest_subprocess(*plugin_args(), *ISOLATE, "-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*=* roofline *=*")
+    # an option is checked before any test runs, as ever
+    result = pytester.runpytest_subprocess(*plugin_args(), *ISOLATE, "-p", "no:xdist",
+                                           "--roofline-derate=2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--roofline-derate: '2' is not allowed*"])
+
+
 def test_plugin_module_imports_light() -> None:
     import subprocess
 

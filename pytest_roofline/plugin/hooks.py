@@ -5,7 +5,10 @@ Only wiring lives here; the work is done by pytest-free modules: ``settings`` (o
 ``marker`` (marker -> Expectation), ``fixture`` (the fixture's object), ``verdict``
 (Results -> pass/fail lines), ``session`` (records on the controller), ``table`` (summary).
 Tests without the marker or the fixture cost a marker lookup at setup and nothing more;
-pint, numpy and yaml are imported when the first roofline test is set up, not before.
+pint, numpy and yaml are imported when the first roofline test is set up, not before. A run
+with no roofline option imports no more than these hooks and the marker's help
+(``signature``) until a roofline test, a report or a hook asks for the session
+(:func:`get_session`).
 
 Where a test's records go: the call phase appends them to ``item.user_properties`` (so they
 reach the pytest-xdist controller and JUnit XML); the controller decodes them in
@@ -39,6 +42,7 @@ pytest_plugins = ["pytest_roofline.plugin.gate"]
 
 SESSION_KEY = pytest.StashKey["RooflineSession"]()
 _ITEM_KEY = pytest.StashKey["_ItemState"]()
+_CURRENT_KEY = pytest.StashKey[pytest.Item]()  # the test being set up or run (config.stash)
 _FAILED_KEY = pytest.StashKey[str]()
 
 
@@ -55,7 +59,22 @@ class _ItemState:
 
 def get_session(config: pytest.Config) -> RooflineSession:
     """The session state: settings and (on the controller) every record of the run."""
-    return config.stash[SESSION_KEY]
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        session = _start_session(config)
+    return session
+
+
+def _start_session(config: pytest.Config) -> RooflineSession:
+    """Check the options into the session's settings, and make its state. At configure when
+    any roofline option or hook is there to check; otherwise when a roofline test, a summary
+    or a report first asks for it, so that a run without any imports no more of the plugin
+    than its hooks."""
+    from .session import RooflineSession
+
+    session = RooflineSession(_settings(config), is_worker=hasattr(config, "workerinput"))
+    config.stash[SESSION_KEY] = session
+    return session
 
 
 # -- hooks and options ---------------------------------------------------------------------
@@ -138,16 +157,16 @@ def _settings(config: pytest.Config) -> Settings:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from .marker import HELP
-    from .session import RooflineSession
+    from .signature import HELP
 
     config.addinivalue_line("markers", HELP)
-    settings = _settings(config)
-    session = RooflineSession(settings, is_worker=hasattr(config, "workerinput"))
-    config.stash[SESSION_KEY] = session
-    config.pluginmanager.register(_SessionPlugin(config, session), "roofline-session")
-    if settings.specs or settings.hw or _has_hardware_hooks(config):
-        _prepare_hardware(config, session, at_configure=True)
+    config.pluginmanager.register(_SessionPlugin(config), "roofline-session")
+    hardware_hooks = _has_hardware_hooks(config)
+    if hardware_hooks or any(pick_option(config, option[0][2:].replace("-", "_"))[0]
+                             for option in _OPTIONS):
+        session = _start_session(config)  # a bad value is a usage error before any test
+        if session.settings.specs or session.settings.hw or hardware_hooks:
+            _prepare_hardware(config, session, at_configure=True)
 
 
 def _has_hardware_hooks(config: pytest.Config) -> bool:
@@ -332,7 +351,7 @@ def _marks(item: pytest.Item) -> list[pytest.Mark]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    get_session(item.config).current_item = item  # for the roofline fixture
+    item.config.stash[_CURRENT_KEY] = item  # for the roofline fixture
     marks = _marks(item)
     uses_fixture = "roofline" in getattr(item, "fixturenames", ())
     if not marks and not uses_fixture:
@@ -525,11 +544,11 @@ class _SessionPlugin:
     """The fixture and the hooks bound to one session's state (registered at configure as
     'roofline-session')."""
 
-    def __init__(self, config: pytest.Config, session: RooflineSession) -> None:
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.session = session
         # JUnit XML reads the teardown report's properties: one per figure there
         self.junit = bool(getattr(config.option, "xmlpath", None))
+        self.handle_class: type[Roofline] | None = None  # imported by the first fixture use
 
     @pytest.fixture
     def roofline(self) -> Roofline:
@@ -538,17 +557,24 @@ class _SessionPlugin:
         After the test body passes, the ``roofline`` marker's expectations are checked."""
         # The item comes from pytest_runtest_setup rather than the `request` fixture, which
         # costs pytest a signature inspection per use.
-        from .fixture import Roofline
+        make = self.handle_class
+        if make is None:
+            from .fixture import Roofline
 
-        item = self.session.current_item
+            make = self.handle_class = Roofline
+        item = self.config.stash[_CURRENT_KEY]
         state = item.stash.get(_ITEM_KEY, None)
         if state is None:  # requested through request.getfixturevalue()
             state = item.stash[_ITEM_KEY] = _ItemState(_expectation(item, []))
         settings = self.session.settings
-        handle = Roofline(state.expectation, flops_per_mac=settings.flops_per_mac,
-                          derate=settings.derate, name=item.name)
+        handle = make(state.expectation, flops_per_mac=settings.flops_per_mac,
+                      derate=settings.derate, name=item.name)
         state.handle = handle
         return handle
+
+    @property
+    def session(self) -> RooflineSession:
+        return get_session(self.config)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -569,6 +595,8 @@ class _SessionPlugin:
                 report.user_properties = expand(report.user_properties)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if SESSION_KEY not in self.config.stash:  # no option, no roofline test: nothing to do
+            return
         path = self.session.settings.json
         if self.session.is_worker or path is None:
             return
@@ -590,8 +618,8 @@ class _SessionPlugin:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        session = self.session
-        if session.is_worker:
+        session = self.config.stash.get(SESSION_KEY, None)
+        if session is None or session.is_worker:  # None: no option, no roofline test
             return
         width = self.config.get_terminal_writer().fullwidth
         lines = session.summary_lines(width=width)

@@ -1,16 +1,16 @@
-"""The ``roofline`` marker: its signature, and its arguments checked into an Expectation.
+"""The ``roofline`` marker's arguments checked into an Expectation.
 
-:func:`roofline` only documents the signature (``pytest --markers`` shows it);
-:func:`parse` turns the arguments of one test's marker(s) into a frozen :class:`Expectation`,
-or raises :class:`MarkerError` naming the key, the bad value and what is allowed.
+:func:`roofline` (from :mod:`pytest_roofline.plugin.signature`) only documents the signature
+(``pytest --markers`` shows it); :func:`parse` turns the arguments of one test's marker(s)
+into a frozen :class:`Expectation`, or raises :class:`MarkerError` naming the key, the bad
+value and what is allowed.
 
-Importing this module is cheap (the plugin builds the marker's help from it at startup): the
-engine modules are imported when a marker is first parsed.
+The plugin imports this module when the first roofline test is set up; the engine modules are
+imported when a marker is first parsed.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, did_you_mean
+from .signature import HELP as HELP
+from .signature import KEYS, POSITIONAL
+from .signature import roofline as roofline
 
 if TYPE_CHECKING:
     from ..hardware import Hardware
@@ -26,60 +29,6 @@ if TYPE_CHECKING:
 
 class MarkerError(RooflineError, ValueError):
     """A ``roofline`` marker argument that cannot be used."""
-
-
-def roofline(
-    hw: object = None,
-    regime: object = None,
-    *,
-    workload: Workload | None = None,
-    flops: object = None,
-    bytes: object = None,
-    link_bytes: object = None,
-    footprint: object = None,
-    dtype: str | None = None,
-    sparse: bool = False,
-    min_intensity: float | None = None,
-    max_intensity: float | None = None,
-    max_time: object = None,
-    fits: bool | None = None,
-    margin: float | None = None,
-    min_efficiency: float | None = None,
-    trace: bool = False,
-    cross_check: float | None = None,
-) -> None:
-    """Analyze the test's workload on each chip in hw and check the expectations given."""
-
-
-SIGNATURE = inspect.signature(roofline)
-KEYS = tuple(SIGNATURE.parameters)
-POSITIONAL = ("hw", "regime")
-
-
-
-def _signature_text() -> str:
-    """``(hw=None, regime=None, *, workload=None, ...)``: the signature without annotations."""
-    parts: list[str] = []
-    for param in SIGNATURE.parameters.values():
-        if param.kind is inspect.Parameter.KEYWORD_ONLY and "*" not in parts:
-            parts.append("*")
-        parts.append(f"{param.name}={param.default!r}")
-    return f"({', '.join(parts)})"
-
-
-HELP = (
-    f"roofline{_signature_text()}: analyze the test's workload "
-    "(workload=, flops=/bytes=, or roofline.add() through the fixture) on each chip in hw "
-    "(default: --roofline-hw) after the test body passes, and fail the test when an "
-    "expectation does not hold: regime ('compute', 'memory', 'network' or a list of allowed "
-    "ones), min_intensity/max_intensity (FLOP/B), max_time (roofline time bound, e.g. "
-    "'2 ms'), fits (the footprint fits the chip's memory), margin (relative band around the "
-    "ridge where a regime assertion is too close to call), min_efficiency (roofline time over "
-    "the time measured with roofline.measure(), e.g. 0.5; measured figures are otherwise "
-    "only reported). trace=True records the torch ops the test body runs as its workload; "
-    "cross_check=0.02 asks a declared and a traced workload to agree within 2% per kernel "
-    "family. Without expectations the figures are only reported."
-)
 
 
 @dataclass(frozen=True)
@@ -387,7 +336,7 @@ def _check_scalar(workload: Workload, key: str) -> None:
     from ..workload import is_array
 
     for kernel in workload.kernels:
-        if any(is_array(v) for v in (kernel.flops, kernel.bytes, kernel.link_bytes,
-                                     kernel.count)) or is_array(workload.footprint):
+        if is_array(kernel.flops) or is_array(kernel.bytes) or is_array(kernel.link_bytes) \
+                or is_array(kernel.count) or is_array(workload.footprint):
             raise MarkerError(f"{key}={workload.name!r} holds arrays (a sweep); a test checks "
                               f"one workload at a time: analyze() and crossover() take sweeps")

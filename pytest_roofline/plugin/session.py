@@ -136,7 +136,6 @@ class RooflineSession:
         self.verdicts: dict[int, Any] = {}
         self.hardware_plugins: set[object] = set()
         self.specs_registered = False
-        self.current_item: Any = None  # the test being set up or run in this process
 
     @property
     def records(self) -> list[dict[str, Any]]:
