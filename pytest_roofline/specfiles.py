@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -99,12 +100,74 @@ def is_path(text: str) -> bool:
     return text.endswith((".yaml", ".yml", ".json")) or os.sep in text or "/" in text
 
 
+#: A ``name:`` or ``aliases: [...]`` value that YAML reads as the same plain string: a letter
+#: first, no quoting, comment, flow or mapping characters.
+_PLAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._/+-]*")
+_NOT_STRINGS = frozenset(("yes", "no", "on", "off", "true", "false", "null"))
+
+
+def header_names(text: str) -> tuple[str, ...] | None:
+    """``(name, *aliases)`` lower-cased, from the top-level ``name: x`` and ``aliases: [a, b]``
+    lines of a spec file's text, or None when they are not that plain (YAML must read it)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith(("name:", "aliases:")):
+            key, _, value = line.partition(":")
+            if key in found:
+                return None
+            found[key] = value.strip()
+    name = found.get("name")
+    if name is None or not _plain(name):
+        return None
+    listed = found.get("aliases")
+    if listed is None:
+        return (name.lower(),)
+    if not (listed.startswith("[") and listed.endswith("]")):
+        return None
+    inner = listed[1:-1].strip()
+    aliases = [a.strip() for a in inner.split(",")] if inner else []
+    if not all(_plain(a) for a in aliases):
+        return None
+    return (name.lower(), *(a.lower() for a in aliases))
+
+
+def _plain(value: str) -> bool:
+    return _PLAIN_NAME.fullmatch(value) is not None and value.lower() not in _NOT_STRINGS \
+        and not is_path(value)
+
+
+class _Specs(dict):  # type: ignore[type-arg]
+    """Canonical name -> (raw mapping, origin). A built-in file known by its header lines
+    only is parsed (by *load*) when its entry is first read."""
+
+    def __init__(self, load: Any) -> None:
+        super().__init__()
+        self._load = load
+        self._pending: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+    def defer(self, key: str, origin: str, names: tuple[str, ...]) -> None:
+        dict.__setitem__(self, key, ({}, origin))
+        self._pending[key] = (origin, names)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._pending.pop(key, None)
+        dict.__setitem__(self, key, value)
+
+    def __getitem__(self, key: str) -> Any:
+        pending = self._pending.get(key)
+        if pending is not None:
+            self._load(key, *pending)  # replaces the entry, or raises (and stays pending)
+            self._pending.pop(key, None)
+        return dict.__getitem__(self, key)
+
+
 class SpecIndex:
     """Raw spec mappings by canonical name, and every name and alias -> the canonical name.
 
     The base of the hardware and model catalogs: the built-in folder is read once, on first
-    use, to learn names; what a spec builds into is the subclass's business (``_forget``
-    drops what it built for a name that is registered again).
+    use, to learn names (from each file's header lines where they are plain, so that a file
+    is parsed only when its spec is used); what a spec builds into is the subclass's business
+    (``_forget`` drops what it built for a name that is registered again).
     """
 
     KIND = ""         # the folder under specs/: "hardware" or "models"
@@ -128,19 +191,41 @@ class SpecIndex:
     EXAMPLE = "h100"
 
     def __init__(self) -> None:
-        self._raw: dict[str, tuple[dict[str, Any], str]] = {}   # canonical -> (data, origin)
-        self._alias: dict[str, str] = {}                        # any name -> canonical
+        self._raw: _Specs = _Specs(self._load_builtin)   # canonical -> (data, origin)
+        self._alias: dict[str, str] = {}                 # any name -> canonical
         self._scanned = False
 
     def _forget(self, key: str) -> None:
         """Drop anything built from the spec called *key* (it is being replaced)."""
 
     def _scan(self) -> None:
+        """Learn the names of the built-in files. A file whose ``name:`` and ``aliases:``
+        lines are plain (:func:`header_names`) is parsed when its spec is first used: a
+        session that names one chip parses one file."""
         if self._scanned:
             return
         self._scanned = True
         for path in sorted(builtin_dir(self.KIND).glob("*.yaml")):
-            self._add_raw(load_yaml(path, self.WHAT), str(path), builtin=True)
+            names = header_names(read_text(path, self.WHAT, SpecError))
+            if names is None:
+                self._add_raw(load_yaml(path, self.WHAT), str(path), builtin=True)
+                continue
+            key = names[0]
+            self._raw.defer(key, str(path), names)
+            for alias in names:
+                owner = self._alias.get(alias)
+                if owner is not None and owner != key:
+                    raise SpecError(f"{path}: name {alias!r} is already used by {owner!r}")
+                self._alias[alias] = key
+
+    def _load_builtin(self, key: str, origin: str, names: tuple[str, ...]) -> None:
+        """Parse the built-in file whose names were read from its header lines."""
+        data = load_yaml(Path(origin), self.WHAT)
+        self._add_raw(data, origin, builtin=True)
+        aliases = data.get("aliases") or []
+        if (str(data["name"]).lower(), *(a.lower() for a in aliases)) != names:
+            raise SpecError(f"{origin}: the name and aliases parsed differ from the header "
+                            f"lines read before: {names!r}")
 
     def _add_raw(self, data: dict[str, Any], origin: str, builtin: bool = False) -> str:
         check_shape(data, origin, SpecError)

@@ -321,3 +321,53 @@ def test_random_reports_give_only_baseline_errors(tmp_path: Path, results: Any, 
     text = render(report)
     assert "nan" not in text.lower().split("|")
     plot.charts(report)
+
+
+# -- the header lines of spec files (names learned without parsing a whole file) ---------------
+
+_NAME_PIECES = st.sampled_from(["h100", "H100", "-sxm", "v5e", "_x", ".1", "7", "/", "'", '"',
+                                " ", "#", ":", "yes", "No", "null", "~", "[", "]", ",", "&a",
+                                "*a", "!x", "1e5", "0x1f", "on", "True", "+", "@"])
+_NAMES = st.lists(_NAME_PIECES, min_size=1, max_size=4).map("".join)
+
+
+@FAST
+@given(name=_NAMES, aliases=st.one_of(st.none(), st.lists(_NAMES, max_size=3)),
+       block=st.booleans())
+def test_header_names_agree_with_yaml(name: str, aliases: list[str] | None,
+                                      block: bool) -> None:
+    """What the header lines give is what YAML reads (lower-cased), or nothing at all."""
+    import yaml
+
+    from pytest_roofline.specfiles import header_names
+
+    text = f"# a chip\nname: {name}\nmemory:\n  capacity: 1 GB\n"
+    if aliases is not None:
+        text += ("aliases:\n" + "".join(f"  - {a}\n" for a in aliases) if block
+                 else f"aliases: [{', '.join(aliases)}]\n")
+    names = header_names(text)
+    if names is None:
+        return
+    data = yaml.safe_load(text)
+    assert isinstance(data["name"], str)
+    listed = data.get("aliases") or []
+    assert all(isinstance(a, str) for a in listed)
+    assert names == (data["name"].lower(), *(a.lower() for a in listed))
+
+
+def test_builtin_specs_are_parsed_when_first_used() -> None:
+    """A fresh catalog knows every built-in name and alias, as a full read does; naming one
+    chip parses that file (and the one it extends) only."""
+    from pytest_roofline.specfiles import builtin_dir, header_names, load_yaml
+
+    catalog = Catalog()
+    full: dict[str, str] = {}
+    for path in sorted(builtin_dir("hardware").glob("*.yaml")):
+        data = load_yaml(path)
+        for alias in (data["name"], *(data.get("aliases") or [])):
+            full[alias.lower()] = data["name"].lower()
+        assert header_names(path.read_text()) is not None  # the built-in files are plain
+    assert catalog.aliases() == full
+    assert catalog.get("h100").name == "h100-sxm"
+    assert len(catalog._raw._pending) == len(catalog.names()) - 1
+    assert repr(catalog.get("tpu-v5e")) == repr(CHIPS.get("tpu-v5e"))  # as a full read builds
