@@ -1,6 +1,7 @@
 """What the pytest plugin costs, measured side by side in one run.
 
     python benchmarks/bench_plugin.py [--tests 2000] [--repeat 7] [--autoload]
+                                      [--against OTHER_ENV/bin/python]
 
 1. Installed but unused: a suite without roofline tests, run with the plugin and without it
    (``-p no:roofline``); and which of pint, numpy and yaml the plugin imported.
@@ -141,10 +142,10 @@ def write_suites(root: Path, n: int) -> dict[str, Path]:
     return suites
 
 
-def run(folder: Path, args: list[str], env: dict[str, str]) -> float:
+def run(folder: Path, args: list[str], env: dict[str, str], python: str = sys.executable) -> float:
     """The CPU time (user + system) of one pytest run: on a shared machine it moves far less
     with other people's load than the wall time does."""
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, "."]
+    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, "."]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -155,21 +156,34 @@ def run(folder: Path, args: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
+Times = dict[str, dict[str, list[float]]]  # interpreter label -> configuration -> CPU times
+
+
 def measure(configs: dict[str, tuple[Path, list[str]]], env: dict[str, str],
-            repeat: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {name: [] for name in configs}
+            repeat: int, pythons: dict[str, str]) -> Times:
+    """Every configuration with every interpreter, interleaved run by run."""
+    times: Times = {label: {name: [] for name in configs} for label in pythons}
     for folder, args in configs.values():  # warm-up: bytecode caches, disk cache
-        run(folder, args, env)
+        for python in pythons.values():
+            run(folder, args, env, python)
     for _ in range(repeat):
         for name, (folder, args) in configs.items():
-            times[name].append(run(folder, args, env))
+            for label, python in pythons.items():
+                times[label][name].append(run(folder, args, env, python))
     return times
 
 
-def show(times: dict[str, list[float]], baseline: str, title: str) -> None:
+def show(all_times: Times, baseline: str, title: str) -> None:
+    print(f"\n{title}")
+    for label, times in all_times.items():
+        if len(all_times) > 1:
+            print(f"  [{label}]")
+        table(times, baseline)
+
+
+def table(times: dict[str, list[float]], baseline: str) -> None:
     base = statistics.median(times[baseline])
     width = max(len(name) for name in times) + 2
-    print(f"\n{title}")
     print(f"  {'configuration':<{width}}{'median':>9}{'min - max':>17}{'ratio':>8}{'diff':>9}")
     for name, values in times.items():
         median = statistics.median(values)
@@ -188,7 +202,14 @@ def main() -> None:
     parser.add_argument("--memory-tests", type=int, default=5000,
                         help="marked tests in the xdist memory figure (0: skip it)")
     parser.add_argument("--only-memory", action="store_true", help="the memory figure only")
+    parser.add_argument("--against", metavar="PYTHON",
+                        help="also time every configuration with this interpreter (an "
+                             "environment with another revision installed), interleaved run "
+                             "by run: a before/after table under the same load")
     options = parser.parse_args()
+    pythons = {"this": sys.executable}
+    if options.against:
+        pythons = {"against": options.against, "this": sys.executable}
     env = dict(os.environ)
     # Bytecode is cached as in a user's environment, under a temporary prefix (nothing is
     # written next to the sources); without it every run would compile every module anew.
@@ -212,8 +233,9 @@ def main() -> None:
         unused = measure({
             "200 tests, plugin installed": (suites["unused"], with_plugin),
             "200 tests, without the plugin": (suites["unused"], without_plugin),
-        }, env, options.repeat)
+        }, env, options.repeat, pythons)
         show(unused, "200 tests, without the plugin", "1. Installed but unused")
+        run(suites["unused"], with_plugin, env)  # the last run above had no plugin
         heavy = (suites["unused"] / "heavy.txt").read_text().split()
         print(f"  heavy modules imported in the run with the plugin: {heavy or 'none'}")
 
@@ -221,20 +243,21 @@ def main() -> None:
         marked = measure({
             f"{n} tests, unmarked": (suites["plain"], with_plugin),
             f"{n} tests, marker with the workload": (suites["marked"], with_plugin),
-        }, env, options.repeat)
+        }, env, options.repeat, pythons)
         show(marked, f"{n} tests, unmarked", f"2. {n} parametrized tests (target <= 1.05x)")
         fixture = measure({
             f"{n} tests, unmarked, building a matmul": (suites["plain_matmul"], with_plugin),
             f"{n} tests, ... and using a do-nothing fixture": (suites["plain_fixture"],
                                                                 with_plugin),
             f"{n} tests, marker + roofline.add(matmul)": (suites["fixture"], with_plugin),
-        }, env, options.repeat)
+        }, env, options.repeat, pythons)
         show(fixture, f"{n} tests, unmarked, building a matmul",
              f"3. {n} parametrized tests declaring a matmul each (target <= 1.10x)")
-        floor = statistics.median(fixture[f"{n} tests, ... and using a do-nothing fixture"])
-        used = statistics.median(fixture[f"{n} tests, marker + roofline.add(matmul)"])
-        print(f"  the plugin beyond pytest's own fixture machinery: {used / floor:.2f}x, "
-              f"{(used - floor) * 1e6 / n:+.0f} us per test")
+        for label, times in fixture.items():
+            floor = statistics.median(times[f"{n} tests, ... and using a do-nothing fixture"])
+            used = statistics.median(times[f"{n} tests, marker + roofline.add(matmul)"])
+            print(f"  [{label}] the plugin beyond pytest's own fixture machinery: "
+                  f"{used / floor:.2f}x, {(used - floor) * 1e6 / n:+.0f} us per test")
 
 
 def memory(root: Path, n: int, env: dict[str, str], with_plugin: list[str],
