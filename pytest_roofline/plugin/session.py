@@ -168,7 +168,7 @@ class RooflineSession:
             shared = self._share(pair)
             if shared is None:
                 continue
-            if in_place:
+            if in_place and type(pair) is tuple:  # a pair of another type keeps its type
                 properties[i] = shared  # type: ignore[index]
             pairs.append(shared)
             found.append((nodeid, self._names[shared[0]][1], shared[1]))
@@ -187,6 +187,8 @@ class RooflineSession:
         if not pairs:
             return
         for i, pair in enumerate(properties):
+            if type(pair) is not tuple:
+                continue
             for kept in pairs:
                 if pair == kept:
                     properties[i] = kept
