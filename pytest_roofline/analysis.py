@@ -129,6 +129,8 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready figures (scalars only: a sweep's arrays become lists)."""
         def plain(value: Any) -> Any:
+            if type(value) is float:  # the figures of a scalar result
+                return value
             return value.tolist() if is_array(value) else value
 
         return {

@@ -27,7 +27,7 @@ from .options import Option, add_options
 from .options import pick as pick_option
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import Callable, Generator
 
     from ..workload import Workload
     from .fixture import Roofline
@@ -340,11 +340,12 @@ def _marks(item: pytest.Item) -> list[pytest.Mark]:
     fixture_mark = _FIXTURE_MARK.mark
     node: Any = item
     while node is not None:
-        own = [m for m in node.own_markers
-               if getattr(m, "name", None) == "roofline" and m is not fixture_mark]
-        if own:
-            own.reverse()
-            marks.extend(own)
+        if node.own_markers:
+            own = [m for m in node.own_markers
+                   if getattr(m, "name", None) == "roofline" and m is not fixture_mark]
+            if own:
+                own.reverse()
+                marks.extend(own)
         node = node.parent
     return marks
 
@@ -459,8 +460,7 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
     if workload is expectation.workload and (handle is None or handle.measured is None):
         judgement = _marker_judgement(item.config, expectation)
     else:
-        from .verdict import judge
-
+        judge = _judge()
         settings = get_session(item.config).settings
         if handle is not None and workload is handle.workload:
             judgement = judge(expectation, workload, flops_per_mac=settings.flops_per_mac,
@@ -513,6 +513,19 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
     if failures:
         _fail(item, "\n".join(line if line.startswith("  ") else f"roofline: {line}"
                               for line in failures))
+
+
+_JUDGE: list[Callable[..., Judgement]] = []
+
+
+def _judge() -> Callable[..., Judgement]:
+    """:func:`.verdict.judge`, imported by the first test that declares its own workload (an
+    import statement in _verdict would cost each such test a module-spec lookup)."""
+    if not _JUDGE:
+        from .verdict import judge
+
+        _JUDGE.append(judge)
+    return _JUDGE[0]
 
 
 def _hook_failures(answers: list[Any]) -> list[str]:
@@ -582,13 +595,16 @@ class _SessionPlugin:
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml reads the teardown report
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not report.user_properties or self.session.is_worker:
+        if not report.user_properties:
+            return
+        session = self.session
+        if session.is_worker:
             return
         if report.when == "call":
             note = "xfail" if hasattr(report, "wasxfail") else None
-            self.session.collect(report.nodeid, report.user_properties, note)
+            session.collect(report.nodeid, report.user_properties, note)
         elif report.when == "teardown":
-            self.session.share(report.nodeid, report.user_properties)
+            session.share(report.nodeid, report.user_properties)
             if self.junit:
                 from .session import expand
 

@@ -5,8 +5,9 @@
 into a frozen :class:`Expectation`, or raises :class:`MarkerError` naming the key, the bad
 value and what is allowed.
 
-The plugin imports this module when the first roofline test is set up; the engine modules are
-imported when a marker is first parsed.
+The plugin imports this module when the first roofline test is set up (with the workload
+module, which the fixture checks every declared workload against); the other engine modules
+are imported when a marker is first parsed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, did_you_mean
+from ..workload import is_array
 from .signature import HELP as HELP
 from .signature import KEYS, POSITIONAL
 from .signature import roofline as roofline
@@ -287,7 +289,6 @@ def _fraction(value: object, key: str, allowed: str, low_open: bool = False) -> 
 
 def _quantity(value: object, key: str, dimension: str, allow_zero: bool = True) -> float:
     from .. import units
-    from ..workload import is_array
 
     if is_array(value):
         raise MarkerError(f"{key}= is an array; the marker takes one value (analyze() takes "
@@ -333,8 +334,6 @@ def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
 
 
 def _check_scalar(workload: Workload, key: str) -> None:
-    from ..workload import is_array
-
     for kernel in workload.kernels:
         if is_array(kernel.flops) or is_array(kernel.bytes) or is_array(kernel.link_bytes) \
                 or is_array(kernel.count) or is_array(workload.footprint):
