@@ -381,10 +381,10 @@ def analyze(
         regime = _regime(shares["compute"], shares["memory"], shares["network"])
     kernels = tuple(
         _kernel_result(name, count, k_flops, k_bytes, k_link,
-                     _kernel_intensity(k_flops, k_bytes, name), peak, label, t_c, t_m, t_n,
-                     k_time, k_regime, _divide(k_time, time),
-                     tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
-                     on_chip, kernel.epilogue_of)
+                       _kernel_intensity(k_flops, k_bytes, name), peak, label, t_c, t_m, t_n,
+                       k_time, k_regime, _divide(k_time, time),
+                       tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
+                       on_chip, kernel.epilogue_of)
         for i, ((name, count, k_flops, k_bytes, k_link, peak, label, t_c, t_m, t_n, k_time,
                  k_regime), kernel, on_chip) in enumerate(zip(rows, workload.kernels, kept,
                                                               strict=True)))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from .options import Option, add_options
+from .options import Option, add_options, dest
 from .options import pick as pick_option
 
 if TYPE_CHECKING:
@@ -162,8 +162,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", HELP)
     config.pluginmanager.register(_SessionPlugin(config), "roofline-session")
     hardware_hooks = _has_hardware_hooks(config)
-    if hardware_hooks or any(pick_option(config, option[0][2:].replace("-", "_"))[0]
-                             for option in _OPTIONS):
+    if hardware_hooks or any(pick_option(config, dest(option[0]))[0] for option in _OPTIONS):
         session = _start_session(config)  # a bad value is a usage error before any test
         if session.settings.specs or session.settings.hw or hardware_hooks:
             _prepare_hardware(config, session, at_configure=True)
