@@ -1,7 +1,7 @@
 """What the pytest plugin costs, measured side by side in one run.
 
     python benchmarks/bench_plugin.py [--tests 2000] [--repeat 7] [--autoload]
-                                      [--against OTHER_ENV/bin/python]
+                                      [--against OTHER_ENV/bin/python] [--instructions]
 
 1. Installed but unused: a suite without roofline tests, run with the plugin and without it
    (``-p no:roofline``); and which of pint, numpy and yaml the plugin imported.
@@ -18,7 +18,10 @@
 Each configuration runs --repeat times, interleaved so that drift on a busy machine hits all
 alike; the table shows the median and the spread (min-max) of CPU times (user + system of
 the pytest process: on a shared machine they move far less with others' load than wall
-times). By default other
+times). With --instructions, each configuration runs once under valgrind and the table counts
+the instructions it executed instead (no memory figure): a busy machine moves CPU times by
+10-30% from run to run, never an instruction count. --against times another environment
+(another revision installed) beside this one, run by run. By default other
 plugins are not auto-loaded (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1, the plugin is loaded with
 ``-p roofline``), so the figures are the plugin's alone; --autoload runs with every installed
 plugin instead, as a user's environment would.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -142,10 +146,18 @@ def write_suites(root: Path, n: int) -> dict[str, Path]:
     return suites
 
 
+#: --instructions: count instructions under valgrind instead of timing (set by main)
+INSTRUCTIONS = False
+_VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+
+
 def run(folder: Path, args: list[str], env: dict[str, str], python: str = sys.executable) -> float:
     """The CPU time (user + system) of one pytest run: on a shared machine it moves far less
-    with other people's load than the wall time does."""
+    with other people's load than the wall time does. With --instructions, the instructions
+    the run executed, in G (valgrind's count: the same on a busy machine as on an idle one)."""
     command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, "."]
+    if INSTRUCTIONS:
+        command = [*_VALGRIND, *command]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -153,6 +165,11 @@ def run(folder: Path, args: list[str], env: dict[str, str], python: str = sys.ex
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed in {folder}:\n{done.stdout[-2000:]}"
                          f"{done.stderr[-2000:]}")
+    if INSTRUCTIONS:
+        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        if found is None:
+            raise SystemExit(f"no instruction count from valgrind:\n{done.stderr[-2000:]}")
+        return int(found.group(1).replace(",", "")) / 1e9
     return elapsed
 
 
@@ -188,8 +205,10 @@ def table(times: dict[str, list[float]], baseline: str) -> None:
     for name, values in times.items():
         median = statistics.median(values)
         spread = f"{min(values):.3f} - {max(values):.3f}"
-        diff = f"{(median - base) * 1e3:+.0f} ms"
-        print(f"  {name:<{width}}{median:>8.3f}s{spread:>17}{median / base:>7.2f}x{diff:>9}")
+        unit, scale, small = ("G", 1e3, "M") if INSTRUCTIONS else ("s", 1e3, "ms")
+        diff = f"{(median - base) * scale:+.0f} {small}"
+        print(f"  {name:<{width}}{median:>8.3f}{unit}{spread:>17}{median / base:>7.2f}x"
+              f"{diff:>9}")
     print(f"  (ratio and diff: median against the median of '{baseline}')")
 
 
@@ -206,7 +225,16 @@ def main() -> None:
                         help="also time every configuration with this interpreter (an "
                              "environment with another revision installed), interleaved run "
                              "by run: a before/after table under the same load")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the instructions each run executes (valgrind, once per "
+                             "configuration) instead of timing: figures a busy machine does "
+                             "not move")
     options = parser.parse_args()
+    if options.instructions:
+        global INSTRUCTIONS
+        INSTRUCTIONS = True
+        options.repeat = 1  # a count repeats exactly
+        options.memory_tests = 0  # valgrind's own memory would be measured
     pythons = {"this": sys.executable}
     if options.against:
         pythons = {"against": options.against, "this": sys.executable}
@@ -214,6 +242,8 @@ def main() -> None:
     # Bytecode is cached as in a user's environment, under a temporary prefix (nothing is
     # written next to the sources); without it every run would compile every module anew.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if options.instructions:
+        env["PYTHONHASHSEED"] = "0"  # set-iteration order, so that a count repeats exactly
     if options.autoload:
         with_plugin: list[str] = []
         without_plugin = ["-p", "no:roofline"]
@@ -256,8 +286,10 @@ def main() -> None:
         for label, times in fixture.items():
             floor = statistics.median(times[f"{n} tests, ... and using a do-nothing fixture"])
             used = statistics.median(times[f"{n} tests, marker + roofline.add(matmul)"])
+            per_test = (f"{(used - floor) * 1e6 / n:+.0f} k instructions" if INSTRUCTIONS
+                        else f"{(used - floor) * 1e6 / n:+.0f} us")
             print(f"  [{label}] the plugin beyond pytest's own fixture machinery: "
-                  f"{used / floor:.2f}x, {(used - floor) * 1e6 / n:+.0f} us per test")
+                  f"{used / floor:.2f}x, {per_test} per test")
 
 
 def memory(root: Path, n: int, env: dict[str, str], with_plugin: list[str],
