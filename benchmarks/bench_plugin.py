@@ -151,12 +151,15 @@ INSTRUCTIONS = False
 _VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
 
 
-def run(folder: Path, args: list[str], env: dict[str, str], python: str = sys.executable) -> float:
+def run(folder: Path, args: list[str], env: dict[str, str], python: str = sys.executable,
+        count: bool = True) -> float:
     """The CPU time (user + system) of one pytest run: on a shared machine it moves far less
     with other people's load than the wall time does. With --instructions, the instructions
-    the run executed, in G (valgrind's count: the same on a busy machine as on an idle one)."""
+    the run executed, in G (valgrind's count: the same on a busy machine as on an idle one);
+    *count* False: a warm-up, not counted."""
+    counted = INSTRUCTIONS and count
     command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, "."]
-    if INSTRUCTIONS:
+    if counted:
         command = [*_VALGRIND, *command]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
@@ -165,7 +168,7 @@ def run(folder: Path, args: list[str], env: dict[str, str], python: str = sys.ex
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed in {folder}:\n{done.stdout[-2000:]}"
                          f"{done.stderr[-2000:]}")
-    if INSTRUCTIONS:
+    if counted:
         found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
         if found is None:
             raise SystemExit(f"no instruction count from valgrind:\n{done.stderr[-2000:]}")
@@ -182,7 +185,7 @@ def measure(configs: dict[str, tuple[Path, list[str]]], env: dict[str, str],
     times: Times = {label: {name: [] for name in configs} for label in pythons}
     for folder, args in configs.values():  # warm-up: bytecode caches, disk cache
         for python in pythons.values():
-            run(folder, args, env, python)
+            run(folder, args, env, python, count=False)
     for _ in range(repeat):
         for name, (folder, args) in configs.items():
             for label, python in pythons.items():
@@ -265,7 +268,7 @@ def main() -> None:
             "200 tests, without the plugin": (suites["unused"], without_plugin),
         }, env, options.repeat, pythons)
         show(unused, "200 tests, without the plugin", "1. Installed but unused")
-        run(suites["unused"], with_plugin, env)  # the last run above had no plugin
+        run(suites["unused"], with_plugin, env, count=False)  # the last run above had none
         heavy = (suites["unused"] / "heavy.txt").read_text().split()
         print(f"  heavy modules imported in the run with the plugin: {heavy or 'none'}")
 
