@@ -7,6 +7,7 @@ Kept fast (modest ``max_examples``, no deadline): a few seconds in all.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import math
@@ -127,7 +128,10 @@ def check_result(workload: Workload) -> None:
     for name in ("flops", "bytes", "link_bytes", "intensity", "time", "t_compute", "t_memory",
                  "t_network", "attainable", "footprint"):
         assert _finite_and_positive(getattr(result, name)), name
+    # analyze builds results without the dataclass __init__: every field set, nothing else
+    assert set(vars(result)) == {f.name for f in dataclasses.fields(result)}
     for kernel in result.kernels:
+        assert set(vars(kernel)) == {f.name for f in dataclasses.fields(kernel)}
         for name in ("time", "share", "flops", "bytes"):
             assert _finite_and_positive(getattr(kernel, name)), name
         assert kernel.intensity is None or _finite_and_positive(kernel.intensity)
