@@ -7,29 +7,17 @@ repeated runs, after a warm-up (spec files parsed, imports done).
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from per_call import per_call
+
 from pytest_roofline import analyze, get_hardware, models, ops
 
 TARGET_S = 1e-3
-
-
-def measure(fn: Callable[[], object], repeat: int = 7, number: int = 200) -> tuple[float, float]:
-    """(median, best) seconds per call."""
-    fn()
-    runs = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        runs.append((time.perf_counter() - start) / number)
-    return statistics.median(runs), min(runs)
 
 
 def main() -> int:
@@ -68,7 +56,7 @@ def main() -> int:
     for name, fn, gated in cases:
         result = fn()
         kernels = len(getattr(result, "kernels", ()))
-        median, best = measure(fn)
+        median, best = per_call(fn, number=200)
         flag = ""
         if gated:
             flag = "  ok (< 1 ms)" if median < TARGET_S else "  SLOW (target < 1 ms)"

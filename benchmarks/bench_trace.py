@@ -10,29 +10,17 @@ trace in a process loads torch's lazily imported modules.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the Llama-style block the tests trace
 
+from per_call import per_call  # noqa: E402  (beside this script)
+
 TARGET_S = 0.1
-
-
-def measure(fn: Callable[[], object], repeat: int = 7, number: int = 5) -> tuple[float, float]:
-    """(median, best) seconds per call, after one warm-up call."""
-    fn()
-    runs = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        runs.append((time.perf_counter() - start) / number)
-    return statistics.median(runs), min(runs)
 
 
 def main() -> int:
@@ -66,7 +54,7 @@ def main() -> int:
                 ("torch FlopCounterMode", lambda a=args: counted(a)),
                 ("forward pass alone", lambda a=args: layer(*a))]
         for name, fn in rows:
-            median, best = measure(fn)
+            median, best = per_call(fn, number=5)
             if name.startswith("pytest_roofline"):
                 worst = max(worst, median)
             print(f"  {label + ': ' + name:<44}{1e3 * median:>8.2f} ms{1e3 * best:>8.2f} ms")
@@ -80,7 +68,7 @@ def main() -> int:
         spec = jax.ShapeDtypeStruct
         args_j = (spec((2048, 4096), jnp.bfloat16), spec((4096, 14336), jnp.bfloat16),
                   spec((14336, 4096), jnp.bfloat16))
-        median, best = measure(lambda: rl.trace(mlp, *args_j))
+        median, best = per_call(lambda: rl.trace(mlp, *args_j), number=5)
         print(f"  {'jax MLP (jaxpr): pytest_roofline.trace':<44}{1e3 * median:>8.2f} ms"
               f"{1e3 * best:>8.2f} ms")
     except ImportError:
