@@ -87,6 +87,72 @@ def load_yaml(path: Path, what: str = "spec file") -> dict[str, Any]:
     return data
 
 
+#: Beside the built-in spec files of a folder: each file's parsed mapping, under the file's
+#: name with the length and CRC-32 of its bytes. Reading it skips importing PyYAML (tens of
+#: milliseconds, the largest one-off cost of a test session's first roofline test). An entry
+#: is used only while its file's bytes still match, so an edited file is parsed again, never
+#: read stale; ``python -m pytest_roofline.specs`` rewrites the files after an edit.
+PARSED_NAME = "parsed.json"
+_PARSED: dict[Path, bytes] = {}  # folder -> the bytes of its parsed.json (b"": none)
+
+
+def fingerprint(raw: bytes) -> dict[str, int]:
+    """What identifies a spec file's bytes in :data:`PARSED_NAME`."""
+    import zlib
+
+    return {"size": len(raw), "crc32": zlib.crc32(raw)}
+
+
+def load_builtin(path: Path, what: str = "spec file") -> dict[str, Any]:
+    """A built-in spec file's mapping: from its folder's :data:`PARSED_NAME` while that
+    matches the file's bytes, else parsed from the YAML (:func:`load_yaml`)."""
+    import json
+
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return load_yaml(path, what)  # its error names the file
+    parsed = _PARSED.get(path.parent)
+    if parsed is None:
+        try:
+            parsed = (path.parent / PARSED_NAME).read_bytes()
+        except OSError:
+            parsed = b""
+        _PARSED[path.parent] = parsed
+    try:  # decoded per use: each caller gets a mapping of its own
+        entry = json.loads(parsed).get(path.name) if parsed else None
+    except (ValueError, AttributeError, RecursionError):
+        entry = None
+    if isinstance(entry, dict) and isinstance(entry.get("data"), dict) and \
+            entry.get("file") == fingerprint(raw):
+        return entry["data"]  # type: ignore[no-any-return]
+    return load_yaml(path, what)
+
+
+def parsed_folder(folder: Path, what: str = "spec file") -> str:
+    """The text of *folder*'s :data:`PARSED_NAME`: every ``*.yaml`` file parsed with the
+    safe YAML loader, except files whose mapping JSON cannot hold exactly (keys other than
+    strings, dates): those are parsed from YAML when used."""
+    import json
+
+    entries: dict[str, Any] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        data = load_yaml(path, what)
+        if not _same_types(data) or json.loads(json.dumps(data)) != data:
+            continue
+        entries[path.name] = {"file": fingerprint(path.read_bytes()), "data": data}
+    return json.dumps(entries, indent=1, ensure_ascii=False) + "\n"
+
+
+def _same_types(value: object) -> bool:
+    """Whether JSON keeps *value*'s types (bool, int, float, str, None, lists, str keys)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _same_types(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_same_types(v) for v in value)
+    return value is None or type(value) in (bool, int, float, str)
+
+
 def is_file(path: Path) -> bool:
     """``path.is_file()``, False for a name the system refuses (too long, a NUL byte)."""
     try:
@@ -208,7 +274,7 @@ class SpecIndex:
         for path in sorted(builtin_dir(self.KIND).glob("*.yaml")):
             names = header_names(read_text(path, self.WHAT, SpecError))
             if names is None:
-                self._add_raw(load_yaml(path, self.WHAT), str(path), builtin=True)
+                self._add_raw(load_builtin(path, self.WHAT), str(path), builtin=True)
                 continue
             key = names[0]
             self._raw.defer(key, str(path), names)
@@ -220,7 +286,7 @@ class SpecIndex:
 
     def _load_builtin(self, key: str, origin: str, names: tuple[str, ...]) -> None:
         """Parse the built-in file whose names were read from its header lines."""
-        data = load_yaml(Path(origin), self.WHAT)
+        data = load_builtin(Path(origin), self.WHAT)
         self._add_raw(data, origin, builtin=True)
         aliases = data.get("aliases") or []
         if (str(data["name"]).lower(), *(a.lower() for a in aliases)) != names:
