@@ -8,6 +8,7 @@ bandwidth (ridge = 100e12 / 1e12 = 100 FLOP/B), 80 GB of memory, two 10 GB/s lin
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -284,9 +285,12 @@ def test_records_round_trip_through_user_properties() -> None:
                                            expected=None)]
     properties = [("other", 1), *to_properties(records[0]), *to_properties(records[1]),
                   ("roofline", "not ours"), ("roofline:x:y", 1.0), "junk"]
-    # one compact property per record: what crosses to the pytest-xdist controller
-    ((name, text),) = to_properties(records[0])
-    assert name == "roofline:toy" and isinstance(text, str) and len(text) < 700
+    # one property per record, a dict of JSON types: what crosses to the pytest-xdist
+    # controller, and what JSON can hold as it is
+    ((name, fields),) = to_properties(records[0])
+    assert name == "roofline:toy" and type(fields) is dict
+    assert "nodeid" not in fields and "hw" not in fields
+    assert json.loads(json.dumps(fields)) == fields
     back = from_properties("t.py::a", properties)
     assert back == records
 
@@ -323,9 +327,16 @@ def test_session_collects_records_and_notes() -> None:
 
 
 def _received(properties: list[Any]) -> list[Any]:
-    """*properties* as a pytest-xdist controller receives them: every string a fresh copy."""
+    """*properties* as a pytest-xdist controller receives them: every string, list and dict a
+    fresh copy."""
     def copy(value: Any) -> Any:
-        return "".join(list(value)) if isinstance(value, str) else value
+        if isinstance(value, str):
+            return "".join(list(value))
+        if isinstance(value, dict):
+            return {copy(k): copy(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [copy(v) for v in value]
+        return value
 
     return [tuple(copy(v) for v in p) if isinstance(p, tuple) else p for p in properties]
 
@@ -345,6 +356,16 @@ def test_controller_keeps_equal_record_strings_once() -> None:
     assert call_b[1][0] is call_a[1][0]
     assert [r["nodeid"] for r in session.records] == ["t.py::a", "t.py::b"]
     assert session.records[0] == {**_record("t.py::a"), "nodeid": "t.py::a"}
+    # a different record shares the field names and short texts of the ones before
+    other = _received([*to_properties(_record("t.py::c", outcome="failed"))])
+    assert session.collect("t.py::c", other) == 1
+    assert other[0][1] is not call_a[1][1] and other[0][1] == {
+        **call_a[1][1], "outcome": "failed"}
+    for (key_a, value_a), (key_c, value_c) in zip(call_a[1][1].items(), other[0][1].items(),
+                                                  strict=True):
+        assert key_c is key_a
+        if key_a in ("dtype", "regime", "workload"):
+            assert value_c is value_a
 
 
 def test_render_aligns_and_cuts_the_head_of_long_ids() -> None:

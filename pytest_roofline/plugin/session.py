@@ -2,17 +2,18 @@
 
 Records travel from the process that ran a test to the controller as the test report's
 ``user_properties``: one property per test and chip, named ``roofline:<hw>``, whose value is
-the record (without ``nodeid`` and ``hw``) as compact JSON text. They cross pytest-xdist's
-worker boundary untouched and cheaply: the controller keeps each record as that text and
-decodes it when :attr:`RooflineSession.records` is first read (the JSON report, the baseline
-gate, a user's hook), so a run with many results costs it a few hundred bytes per result
+the record without ``nodeid`` and ``hw``: a dict of JSON types (str, int, float, bool, None
+and lists of them), which pytest-xdist sends to its controller as it is, and which costs the
+test that made it no encoding. The controller keeps each received dict (its keys and short
+texts shared with the other records) and builds the records from them when
+:attr:`RooflineSession.records` is first read (the JSON report, the baseline gate, a user's
+hook), so a run with many results costs it about a kilobyte per result
 (``benchmarks/bench_plugin.py``). For JUnit XML the controller spells each record out as one
 property per figure, ``roofline:<hw>:<field>`` (:func:`expand`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -20,14 +21,11 @@ from .settings import AUTO_SUMMARY_ROWS, Settings
 
 PREFIX = "roofline:"
 _OUTSIDE = ("nodeid", "hw")  # what the property's name and the report carry
-# How a failed record's text says so (quotes inside string values are escaped, so these
-# match the outcome field only)
-_FAILED, _ERROR = '"outcome":"failed"', '"outcome":"error"'
+_FAILED = ("failed", "error")  # the outcomes the summary lists when it lists failures only
 
 
 _PLAIN = (str, int, float, bool, type(None))
 _SCALARS = frozenset(_PLAIN)
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=True)  # made once: per test
 
 
 def plain(value: Any) -> Any:
@@ -48,47 +46,37 @@ def plain(value: Any) -> Any:
 
 
 def to_properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """A record as ``report.user_properties``: ``[("roofline:<hw>", compact JSON text)]``."""
+    """A record as ``report.user_properties``: ``[("roofline:<hw>", {field: value})]``."""
     body = dict(record)
     for key in _OUTSIDE:
         body.pop(key, None)
     for key, value in body.items():
         if type(value) not in _SCALARS:
             body[key] = plain(value)
-    return [(f"{PREFIX}{record['hw']}", _ENCODER.encode(body))]
+    return [(f"{PREFIX}{record['hw']}", body)]
 
 
-def encoded(properties: Iterable[Any]) -> Iterator[tuple[str, str]]:
-    """``(hw, text)`` of each record encoded by :func:`to_properties` among *properties*."""
+def encoded(properties: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(hw, fields)`` of each record made by :func:`to_properties` among *properties*."""
     for pair in properties:
         try:
             name, value = pair
         except (TypeError, ValueError):
             continue
-        if isinstance(name, str) and name.startswith(PREFIX) and isinstance(value, str) \
-                and value.startswith("{"):
+        if isinstance(name, str) and name.startswith(PREFIX) and type(value) is dict:
             yield name[len(PREFIX):], value
 
 
-def decode(nodeid: str, hw: str, text: str,
-           shared: dict[str, str] | None = None) -> dict[str, Any]:
-    """One record from its property text. With *shared* (a memo kept across calls), field
-    names and short texts (regimes, precisions, outcomes, labels), which a run's records
-    repeat, are kept once."""
-    memo: dict[str, str] = {} if shared is None else shared
-
-    def one(text: str) -> str:
-        return memo.setdefault(text, text) if len(text) <= 64 else text
-
-    record: dict[str, Any] = {"nodeid": nodeid, "hw": one(hw)}
-    for key, value in json.loads(text).items():
-        record[one(key)] = one(value) if isinstance(value, str) else value
+def decode(nodeid: str, hw: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """One record from its property's fields (a new dict: the report keeps its own)."""
+    record: dict[str, Any] = {"nodeid": nodeid, "hw": hw}
+    record.update(fields)
     return record
 
 
 def from_properties(nodeid: str, properties: Iterable[Any]) -> list[dict[str, Any]]:
-    """The records encoded by :func:`to_properties` among a report's user properties."""
-    return [decode(nodeid, hw, text) for hw, text in encoded(properties)]
+    """The records made by :func:`to_properties` among a report's user properties."""
+    return [decode(nodeid, hw, fields) for hw, fields in encoded(properties)]
 
 
 def expand(properties: Iterable[Any]) -> list[Any]:
@@ -100,8 +88,8 @@ def expand(properties: Iterable[Any]) -> list[Any]:
         if not found:
             out.append(pair)
             continue
-        hw, text = found[0]
-        for key, value in json.loads(text).items():
+        hw, fields = found[0]
+        for key, value in fields.items():
             if key == "expected" and isinstance(value, list):
                 value = "|".join(map(str, value))
             out.append((f"{PREFIX}{hw}:{key}", value))
@@ -123,13 +111,13 @@ class RooflineSession:
         self.json_path: str | None = None
         self.json_error: str | None = None
         self._records: list[dict[str, Any]] = []
-        self._encoded: list[tuple[str, str, str]] = []  # (nodeid, hw, text), not decoded yet
-        self._shared: dict[str, str] = {}  # texts the decoded records share
+        self._encoded: list[tuple[str, str, dict[str, Any]]] = []  # (nodeid, hw, fields)
+        self._shared: dict[str, str] = {}  # field names and short texts the records share
         # What the controller keeps of the properties it receives: one object per property
-        # name, the last record text per name (parametrized tests sharing a marker send equal
-        # texts one after another), and each test's pairs until its teardown report arrives
+        # name, the last record per name (parametrized tests sharing a marker send equal
+        # records one after another), and each test's pairs until its teardown report arrives
         self._names: dict[str, tuple[str, str]] = {}  # "roofline:<hw>" -> (itself, <hw>)
-        self._last: dict[str, str] = {}
+        self._last: dict[str, dict[str, Any]] = {}
         self._pending: dict[str, list[tuple[str, str]]] = {}
         # internal caches of the plugin
         self.expectations: dict[Any, Any] = {}
@@ -141,7 +129,7 @@ class RooflineSession:
     def records(self) -> list[dict[str, Any]]:
         """Every record of the run, as dicts in the JSON record format."""
         if self._encoded:
-            self._records.extend(decode(*item, self._shared) for item in self._encoded)
+            self._records.extend(decode(*item) for item in self._encoded)
             self._encoded.clear()
         return self._records
 
@@ -152,10 +140,10 @@ class RooflineSession:
         """Every record, decoding the ones still encoded one at a time (none kept)."""
         yield from self._records
         for item in self._encoded:
-            yield decode(*item, self._shared)
+            yield decode(*item)
 
     def collect(self, nodeid: str, properties: Iterable[Any], note: str | None = None) -> int:
-        """Keep the records of one test report (as their text); returns how many.
+        """Keep the records of one test report (their property's fields); returns how many.
 
         When *properties* is a list (a report's ``user_properties``), its record pairs are
         replaced in place by equal ones whose strings are shared with other reports: a
@@ -195,27 +183,44 @@ class RooflineSession:
                     break
 
     def _share(self, pair: Any) -> tuple[str, str] | None:
-        """*pair* if it is a record property, as a pair of shared strings; else None."""
+        """*pair* if it is a record property, as a pair whose name and fields are shared with
+        the records kept before; else None."""
         try:
-            got_name, got_text = pair
+            got_name, got = pair
         except (TypeError, ValueError):
             return None
         if not (isinstance(got_name, str) and got_name.startswith(PREFIX)
-                and isinstance(got_text, str) and got_text.startswith("{")):
+                and type(got) is dict):
             return None
         known = self._names.get(got_name)
         if known is None:
             known = self._names[got_name] = (got_name, got_name[len(PREFIX):])
         name: str = known[0]
-        text: str = got_text
+        fields: dict[str, Any] = got
         last = self._last.get(name)
-        if last == text:
-            text = last
+        if last is not None and (last is fields or last == fields):
+            fields = last
         else:
-            self._last[name] = text
-        if type(pair) is tuple and pair[0] is name and pair[1] is text:
+            fields = self._last[name] = self._compact(fields)
+        if type(pair) is tuple and pair[0] is name and pair[1] is fields:
             return pair
-        return (name, text)
+        return (name, fields)
+
+    def _compact(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """*fields* with its names and short texts shared with the records kept before (a
+        pytest-xdist controller receives a fresh copy of each); *fields* itself when they
+        are shared already, as in the process that made them."""
+        memo = self._shared
+        first = next(iter(fields), None)
+        if first is None or memo.get(first) is first:
+            return fields
+
+        def one(value: Any) -> Any:
+            if type(value) is str and len(value) <= 64:
+                return memo.setdefault(value, value)
+            return value
+
+        return {one(key): one(value) for key, value in fields.items()}
 
     def add(self, nodeid: str, records: list[dict[str, Any]], note: str | None = None) -> None:
         """Keep the records of one test (*note*: a word for its verdict, e.g. ``xfail``)."""
@@ -234,10 +239,9 @@ class RooflineSession:
         from ..report.table import MEASURED_COLUMNS, has_measured, headroom, is_failure, summary
 
         if mode == "failed" or (mode == "auto" and total > AUTO_SUMMARY_ROWS):
-            # the text says whether a record failed: only those are decoded
             failed = [r for r in self._records if is_failure(r)]
-            failed += [decode(*item, self._shared) for item in self._encoded
-                       if _FAILED in item[2] or _ERROR in item[2]]
+            failed += [decode(*item) for item in self._encoded
+                       if item[2].get("outcome") in _FAILED]
             return summary(failed, mode="all", width=width, notes=self.notes,
                            left_out=total - len(failed),
                            extra_columns=MEASURED_COLUMNS if has_measured(failed) else ())
