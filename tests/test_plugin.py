@@ -316,6 +316,52 @@ def test_fixture_declares_workloads_and_gives_results(suite: pytest.Pytester) ->
     ])
 
 
+def test_fixture_value_is_one_object_per_test(suite: pytest.Pytester) -> None:
+    """The test's argument, request.getfixturevalue() and a fixture that depends on roofline
+    give the same handle; the next test gets a fresh one."""
+    suite.makepyfile("""
+        import pytest
+
+        seen = []
+
+        @pytest.fixture
+        def helper(roofline):
+            return roofline
+
+        @pytest.mark.roofline(hw="toychip", regime="compute")
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_same(roofline, helper, request, n):
+            assert helper is roofline and request.getfixturevalue("roofline") is roofline
+            assert roofline.workload is None
+            roofline.add(flops=1e12, bytes=1e9)
+            seen.append(roofline)
+
+        def test_fresh():
+            assert seen[0] is not seen[1]
+    """)
+    result = run(suite, "-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+
+
+def test_a_conftest_roofline_fixture_wins(suite: pytest.Pytester) -> None:
+    """A conftest that defines its own ``roofline`` fixture overrides the plugin's, as any
+    pytest fixture would."""
+    suite.makeconftest("""
+        import pytest
+
+        @pytest.fixture
+        def roofline():
+            return "the conftest's"
+    """)
+    suite.makepyfile("""
+        def test_override(roofline):
+            assert roofline == "the conftest's"
+    """)
+    result = run(suite, "--roofline-hw=toychip")
+    result.assert_outcomes(passed=0, failed=1)
+    result.stdout.fnmatch_lines(["*the test declared no workload*"])
+
+
 def test_fixture_without_any_hardware_errors(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
         def test_needs_hw(roofline):

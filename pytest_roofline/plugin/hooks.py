@@ -377,7 +377,41 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if judgement.error:
             _fail(item, f"roofline marker on {item.name}: "
                         f"{judgement.error.removeprefix('roofline: ')}")
-    item.stash[_ITEM_KEY] = _ItemState(expectation)
+    state = item.stash[_ITEM_KEY] = _ItemState(expectation)
+    if uses_fixture:
+        _give_fixture(item, state)
+
+
+def _give_fixture(item: pytest.Item, state: _ItemState) -> None:
+    """Hand the test its ``roofline`` fixture value now, when the fixture it requests is this
+    plugin's (not one a conftest overrides): pytest then leaves the argument alone, and the
+    test is spared the set-up and tear-down of a function-scoped fixture (about as much as the
+    plugin's own work on a test). The fixture function stays for everything else that asks
+    for the fixture (``request.getfixturevalue()``, fixtures that depend on it): it returns
+    the same object."""
+    funcargs = getattr(item, "funcargs", None)
+    info = getattr(item, "_fixtureinfo", None)
+    if type(funcargs) is not dict or info is None:
+        return
+    defs = info.name2fixturedefs.get("roofline")
+    if not defs or type(getattr(defs[-1].func, "__self__", None)) is not _SessionPlugin:
+        return
+    funcargs["roofline"] = state.handle = _new_handle(item, state)
+
+
+def _new_handle(item: pytest.Item, state: _ItemState) -> Roofline:
+    """The ``roofline`` fixture's value for one test."""
+    make = _HANDLE[0] if _HANDLE else None
+    if make is None:
+        from .fixture import Roofline
+
+        _HANDLE.append(make := Roofline)
+    settings = get_session(item.config).settings
+    return make(state.expectation, flops_per_mac=settings.flops_per_mac,
+                derate=settings.derate, name=item.name)
+
+
+_HANDLE: list[type[Roofline]] = []  # the fixture's class, imported by its first use
 
 
 def _marker_judgement(config: pytest.Config, expectation: Expectation) -> Judgement:
@@ -560,29 +594,23 @@ class _SessionPlugin:
         self.config = config
         # JUnit XML reads the teardown report's properties: one per figure there
         self.junit = bool(getattr(config.option, "xmlpath", None))
-        self.handle_class: type[Roofline] | None = None  # imported by the first fixture use
 
     @pytest.fixture
     def roofline(self) -> Roofline:
         """Declare the test's workload with ``roofline.add(workload)`` (several calls add
         up) and read its roofline with ``roofline.results`` / ``roofline.result("h100")``.
         After the test body passes, the ``roofline`` marker's expectations are checked."""
-        # The item comes from pytest_runtest_setup rather than the `request` fixture, which
-        # costs pytest a signature inspection per use.
-        make = self.handle_class
-        if make is None:
-            from .fixture import Roofline
-
-            make = self.handle_class = Roofline
+        # A test that names the fixture has its value from pytest_runtest_setup already
+        # (_give_fixture); this runs for request.getfixturevalue() and for fixtures that
+        # depend on this one. The item comes from pytest_runtest_setup rather than the
+        # `request` fixture, which costs pytest a signature inspection per use.
         item = self.config.stash[_CURRENT_KEY]
         state = item.stash.get(_ITEM_KEY, None)
         if state is None:  # requested through request.getfixturevalue()
             state = item.stash[_ITEM_KEY] = _ItemState(_expectation(item, []))
-        settings = self.session.settings
-        handle = make(state.expectation, flops_per_mac=settings.flops_per_mac,
-                      derate=settings.derate, name=item.name)
-        state.handle = handle
-        return handle
+        if state.handle is None:
+            state.handle = _new_handle(item, state)
+        return state.handle
 
     @property
     def session(self) -> RooflineSession:
