@@ -128,25 +128,27 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready figures (scalars only: a sweep's arrays become lists)."""
-        def plain(value: Any) -> Any:
-            if type(value) is float:  # the figures of a scalar result
-                return value
-            return value.tolist() if is_array(value) else value
-
-        return {
+        record = {
             "workload": self.workload, "hw": self.hw, "dtype": self.dtype,
-            "flops": plain(self.flops), "bytes": plain(self.bytes),
-            "link_bytes": plain(self.link_bytes), "intensity": plain(self.intensity),
-            "ridge": self.ridge, "regime": plain(self.regime), "time_s": plain(self.time),
-            "t_compute_s": plain(self.t_compute), "t_memory_s": plain(self.t_memory),
-            "t_network_s": plain(self.t_network), "attainable_flops": plain(self.attainable),
-            "footprint_B": plain(self.footprint), "capacity_B": self.capacity,
-            "fits": plain(self.fits), "flops_per_mac": self.flops_per_mac,
-            "derate": self.derate, "peak_label": self.peak_label,
-            **({} if self.measured is None else {
-                "measured_s": self.measured, "efficiency": plain(self.efficiency)}),
-            **({} if self.roof_threads is None else {"roof_threads": self.roof_threads}),
+            "flops": self.flops, "bytes": self.bytes, "link_bytes": self.link_bytes,
+            "intensity": self.intensity, "ridge": self.ridge, "regime": self.regime,
+            "time_s": self.time, "t_compute_s": self.t_compute, "t_memory_s": self.t_memory,
+            "t_network_s": self.t_network, "attainable_flops": self.attainable,
+            "footprint_B": self.footprint, "capacity_B": self.capacity, "fits": self.fits,
+            "flops_per_mac": self.flops_per_mac, "derate": self.derate,
+            "peak_label": self.peak_label,
         }
+        if self.measured is not None:
+            record["measured_s"] = self.measured
+            record["efficiency"] = self.efficiency
+        if self.roof_threads is not None:
+            record["roof_threads"] = self.roof_threads
+        if not (type(self.time) is float and type(self.footprint) is float):
+            # a sweep (or figures of another number type): arrays become lists
+            for key, value in record.items():
+                if is_array(value):
+                    record[key] = value.tolist()
+        return record
 
 
 def _unchecked(cls: type[_T]) -> Callable[..., _T]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,11 @@ class Expectation:
 
     def describe(self) -> str:
         """A short label of the checks, for the summary table: ``compute, t<=2 ms, fits``."""
+        return self.label
+
+    @cached_property
+    def label(self) -> str:
+        """:meth:`describe`, worked out once (every test sharing the marker reads it)."""
         parts: list[str] = []
         if self.regime is not None:
             margin = f" (margin {self.margin:.0%})" if self.margin > 0 else ""

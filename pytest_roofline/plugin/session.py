@@ -45,15 +45,21 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def to_properties(record: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """A record as ``report.user_properties``: ``[("roofline:<hw>", {field: value})]``."""
-    body = dict(record)
-    for key in _OUTSIDE:
-        body.pop(key, None)
+def to_properties(record: Mapping[str, Any], hw: str | None = None) -> list[tuple[str, Any]]:
+    """A record as ``report.user_properties``: ``[("roofline:<hw>", {field: value})]``. With
+    *hw*, *record* holds the fields alone (no ``nodeid`` or ``hw``) and becomes the value
+    itself, its values made plain in place."""
+    if hw is None:
+        body = dict(record)
+        for key in _OUTSIDE:
+            body.pop(key, None)
+        hw = record["hw"]
+    else:
+        body = record  # type: ignore[assignment]
     for key, value in body.items():
         if type(value) not in _SCALARS:
             body[key] = plain(value)
-    return [(f"{PREFIX}{record['hw']}", body)]
+    return [(f"{PREFIX}{hw}", body)]
 
 
 def encoded(properties: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import units
-from ..analysis import REGIMES, Result, Timed, analyze, knob_hint
+from ..analysis import REGIMES, Result, Timed, _unchecked, analyze, knob_hint
 from ..breakdown import format_breakdown
 from ..errors import RooflineError
-from ..report.records import make_record
 from ..workload import Workload, is_array
 from .marker import Expectation
-from .session import to_properties
+from .session import PREFIX, to_properties
 
 
 @dataclass(frozen=True)
@@ -53,18 +52,24 @@ class Check:
 
 
 class Judgement:
-    """A workload's verdict on every chip, with its JSON records (without ``nodeid``) and
-    their encoding as test-report properties; *error* instead when nothing could be judged.
-    Every test sharing a marker and its workload shares one Judgement."""
+    """A workload's verdict on every chip, with its records as test-report properties
+    (``[("roofline:<hw>", fields)]`` per chip; :attr:`records` spells them out, without
+    ``nodeid``); *error* instead when nothing could be judged. Every test sharing a marker
+    and its workload shares one Judgement."""
 
-    __slots__ = ("checks", "error", "properties", "records")
+    __slots__ = ("checks", "error", "properties")
 
     def __init__(self, error: str | None = None, checks: tuple[Check, ...] = (),
-                 records: list[dict[str, Any]] | None = None) -> None:
+                 properties: list[list[tuple[str, Any]]] | None = None) -> None:
         self.error = error
         self.checks = checks
-        self.records = records or []
-        self.properties = [to_properties(r) for r in self.records]
+        self.properties = properties or []
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The JSON records of the checks, without ``nodeid`` (``hw`` first)."""
+        return [{"hw": name[len(PREFIX):], **fields}
+                for ((name, fields),) in self.properties]
 
 
 def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac: int = 2,
@@ -84,21 +89,27 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
         return Judgement(f"roofline: {exc}")
     checks = evaluate(expectation, workload, results, flops_per_mac=flops_per_mac,
                       derate=derate, spread=spread)
-    records = []
-    label = expectation.describe()
+    properties = []
+    label = expectation.label
+    regimes = expectation.regime
     for check in checks:
-        record = make_record("", check.result, expectation.expected, check.outcome,
-                             check.message)
-        del record["nodeid"]
-        record["expectation"] = label
+        fields = check.result.to_dict()  # the record's fields as make_record() orders them
+        hw = fields.pop("hw")
+        fields["expected"] = None if regimes is None else list(regimes)
+        fields["outcome"] = check.outcome
+        fields["message"] = check.message
+        fields["expectation"] = label
         if check.result.measured is not None:
             from ..measure.diagnose import FASTER, is_faster
 
-            record["measured_spread"] = spread
+            fields["measured_spread"] = spread
             if is_faster(check.result, spread):
-                record["measured_note"] = FASTER
-        records.append(record)
-    return Judgement(None, checks, records)
+                fields["measured_note"] = FASTER
+        properties.append(to_properties(fields, hw))
+    return Judgement(None, checks, properties)
+
+
+_check = _unchecked(Check)  # evaluate() makes one per test and chip; Check checks nothing
 
 
 def num(value: Any) -> str:
@@ -134,9 +145,9 @@ def evaluate(expectation: Expectation, workload: Workload, results: Sequence[Res
              spread: float = 0.0) -> tuple[Check, ...]:
     """One :class:`Check` per Result, each listing the expectations that do not hold."""
     return tuple(
-        Check(r, tuple(_failures(expectation, workload, r, flops_per_mac, derate)
-                       + _measured_failures(expectation, r, spread)),
-              expectation.checks)
+        _check(r, tuple(_failures(expectation, workload, r, flops_per_mac, derate)
+                        + _measured_failures(expectation, r, spread)),
+               expectation.checks)
         for r in results)
 
 
