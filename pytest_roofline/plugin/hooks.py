@@ -41,9 +41,7 @@ if TYPE_CHECKING:
 pytest_plugins = ["pytest_roofline.plugin.gate"]
 
 SESSION_KEY = pytest.StashKey["RooflineSession"]()
-_ITEM_KEY = pytest.StashKey["_ItemState"]()
-_CURRENT_KEY = pytest.StashKey[pytest.Item]()  # the test being set up or run (config.stash)
-_FAILED_KEY = pytest.StashKey[str]()
+_PLUGIN_KEY = pytest.StashKey["_SessionPlugin"]()
 
 
 class _ItemState:
@@ -160,7 +158,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from .signature import HELP
 
     config.addinivalue_line("markers", HELP)
-    config.pluginmanager.register(_SessionPlugin(config), "roofline-session")
+    plugin = config.stash[_PLUGIN_KEY] = _SessionPlugin(config)
+    config.pluginmanager.register(plugin, "roofline-session")
     hardware_hooks = _has_hardware_hooks(config)
     if hardware_hooks or any(pick_option(config, dest(option[0]))[0] for option in _OPTIONS):
         session = _start_session(config)  # a bad value is a usage error before any test
@@ -254,7 +253,7 @@ def _import_error_line(collector: pytest.Collector, excinfo: pytest.ExceptionInf
 
 
 def _fail(item: pytest.Item, message: str) -> NoReturn:
-    item.stash[_FAILED_KEY] = message
+    item.config.stash[_PLUGIN_KEY].failed[item] = message
     pytest.fail(message, pytrace=False)
 
 
@@ -349,39 +348,6 @@ def _marks(item: pytest.Item) -> list[pytest.Mark]:
     return marks
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    item.config.stash[_CURRENT_KEY] = item  # for the roofline fixture
-    marks = _marks(item)
-    uses_fixture = "roofline" in getattr(item, "fixturenames", ())
-    if not marks and not uses_fixture:
-        return
-    expectation = _expectation(item, marks)
-    if expectation.trace:
-        from ..errors import RooflineError
-        from ..trace import require
-
-        try:
-            require("torch")
-        except RooflineError as exc:
-            _fail(item, f"roofline marker on {item.name}: trace=True: {exc}")
-    if expectation.workload is None:
-        if not uses_fixture and not expectation.trace:
-            _fail(item, f"roofline marker on {item.name}: no workload: pass workload= "
-                        f"(from pytest_roofline.ops or models) or flops=/bytes= to the marker, "
-                        f"or request the roofline fixture and call roofline.add() in the test")
-    else:
-        # The marker's workload is analyzed here (once per marker): what stops its analysis,
-        # such as a precision the chip lacks, is a setup error like a bad dtype= argument.
-        judgement = _marker_judgement(item.config, expectation)
-        if judgement.error:
-            _fail(item, f"roofline marker on {item.name}: "
-                        f"{judgement.error.removeprefix('roofline: ')}")
-    state = item.stash[_ITEM_KEY] = _ItemState(expectation)
-    if uses_fixture:
-        _give_fixture(item, state)
-
-
 def _give_fixture(item: pytest.Item, state: _ItemState) -> None:
     """Hand the test its ``roofline`` fixture value now, when the fixture it requests is this
     plugin's (not one a conftest overrides): pytest then leaves the argument alone, and the
@@ -426,25 +392,6 @@ def _marker_judgement(config: pytest.Config, expectation: Expectation) -> Judgem
             expectation, expectation.workload, flops_per_mac=settings.flops_per_mac,
             derate=settings.derate))
     return cached[1]  # type: ignore[no-any-return]
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    try:
-        state = item.stash.get(_ITEM_KEY, None)
-        if state is not None and state.expectation.trace:
-            from ..trace._torch import Session
-
-            with Session({}, None) as recorder:
-                yield  # the test body, recorded
-            state.traced = _traced(item, recorder.kernels)
-        else:
-            yield  # the test body: its own failure propagates as the user's failure, never ours
-        if state is not None:
-            _verdict(item, state)
-    finally:
-        if _ITEM_KEY in item.stash:
-            del item.stash[_ITEM_KEY]  # the handle and its results are not needed any more
 
 
 def _traced(item: pytest.Item, kernels: list[Any]) -> Workload:
@@ -572,17 +519,6 @@ def _hook_failures(answers: list[Any]) -> list[str]:
     return [line for line in lines if line]
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item,
-                              call: pytest.CallInfo[None]) -> pytest.TestReport | None:
-    message = item.stash.get(_FAILED_KEY, None)
-    if message is None or call.excinfo is None or str(call.excinfo.value) != message:
-        return None  # pytest makes the report
-    report = pytest.TestReport.from_item_and_call(item, call)
-    report.longrepr = message  # our one-line verdict, without a traceback
-    return report
-
-
 # -- the controller: summary and JSON report -------------------------------------------------
 
 
@@ -594,6 +530,85 @@ class _SessionPlugin:
         self.config = config
         # JUnit XML reads the teardown report's properties: one per figure there
         self.junit = bool(getattr(config.option, "xmlpath", None))
+        # Per-test state in plain dicts rather than each item's stash: every test of the
+        # session, roofline test or not, looks here a few times, and a stash lookup of a key
+        # that is not there costs pytest an exception
+        self.current: pytest.Item | None = None  # the test being set up or run
+        self.states: dict[pytest.Item, _ItemState] = {}  # roofline tests being run
+        self.failed: dict[pytest.Item, str] = {}  # the message of our pytest.fail(), per test
+
+    # -- per test ---------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.current = item  # for the roofline fixture
+        if self.states or self.failed:  # left by a test whose set-up failed after ours
+            self.states.clear()
+            self.failed.clear()
+        marks = _marks(item)
+        uses_fixture = "roofline" in getattr(item, "fixturenames", ())
+        if not marks and not uses_fixture:
+            return
+        expectation = _expectation(item, marks)
+        if expectation.trace:
+            from ..errors import RooflineError
+            from ..trace import require
+
+            try:
+                require("torch")
+            except RooflineError as exc:
+                _fail(item, f"roofline marker on {item.name}: trace=True: {exc}")
+        if expectation.workload is None:
+            if not uses_fixture and not expectation.trace:
+                _fail(item, f"roofline marker on {item.name}: no workload: pass workload= "
+                            f"(from pytest_roofline.ops or models) or flops=/bytes= to the "
+                            f"marker, or request the roofline fixture and call roofline.add() "
+                            f"in the test")
+        else:
+            # The marker's workload is analyzed here (once per marker): what stops its
+            # analysis, such as a precision the chip lacks, is a setup error like a bad dtype=.
+            judgement = _marker_judgement(item.config, expectation)
+            if judgement.error:
+                _fail(item, f"roofline marker on {item.name}: "
+                            f"{judgement.error.removeprefix('roofline: ')}")
+        state = self.states[item] = _ItemState(expectation)
+        if uses_fixture:
+            _give_fixture(item, state)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        states = self.states
+        try:
+            state = states.get(item)
+            if state is not None and state.expectation.trace:
+                from ..trace._torch import Session
+
+                with Session({}, None) as recorder:
+                    yield  # the test body, recorded
+                state.traced = _traced(item, recorder.kernels)
+            else:
+                yield  # the test body: its own failure propagates as the user's, never ours
+            # (a test that asked for the fixture with request.getfixturevalue() has a state
+            # from then on)
+            state = states.get(item)
+            if state is not None:
+                _verdict(item, state)
+        finally:
+            states.pop(item, None)  # the handle and its results are not needed any more
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> pytest.TestReport | None:
+        if not self.failed:
+            return None  # the common case: pytest makes the report
+        message = self.failed.pop(item, None)
+        if message is None or call.excinfo is None or str(call.excinfo.value) != message:
+            return None
+        report = pytest.TestReport.from_item_and_call(item, call)
+        report.longrepr = message  # our one-line verdict, without a traceback
+        return report
+
+    # -- the fixture and the controller -----------------------------------------------------
 
     @pytest.fixture
     def roofline(self) -> Roofline:
@@ -604,10 +619,12 @@ class _SessionPlugin:
         # (_give_fixture); this runs for request.getfixturevalue() and for fixtures that
         # depend on this one. The item comes from pytest_runtest_setup rather than the
         # `request` fixture, which costs pytest a signature inspection per use.
-        item = self.config.stash[_CURRENT_KEY]
-        state = item.stash.get(_ITEM_KEY, None)
+        item = self.current
+        if item is None:
+            raise RuntimeError("the roofline fixture is set up outside a test")
+        state = self.states.get(item)
         if state is None:  # requested through request.getfixturevalue()
-            state = item.stash[_ITEM_KEY] = _ItemState(_expectation(item, []))
+            state = self.states[item] = _ItemState(_expectation(item, []))
         if state.handle is None:
             state.handle = _new_handle(item, state)
         return state.handle
