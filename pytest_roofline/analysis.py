@@ -153,23 +153,26 @@ class Result:
 
 def _unchecked(cls: type[_T]) -> Callable[..., _T]:
     """A constructor of the frozen dataclass *cls* taking the same arguments, that sets the
-    fields directly instead of through the generated ``__init__``'s ``object.__setattr__``
-    per field: :func:`analyze` builds a Result and its KernelResults per call, and neither
-    class checks anything."""
+    instance's ``__dict__`` at once instead of each field through the generated
+    ``__init__``'s ``object.__setattr__``: :func:`analyze` builds a Result and its
+    KernelResults per call, and neither class checks anything. Like dataclasses' own
+    ``__init__``, its code is generated from the fields."""
     declared = fields(cls)  # type: ignore[arg-type]
-    names = tuple(f.name for f in declared)
-    defaults = {f.name: f.default for f in declared if f.default is not MISSING}
     if any(f.default_factory is not MISSING for f in declared):
         raise TypeError(f"{cls.__name__}: a field with a default factory needs __init__")
-
-    def make(*args: Any, **kwargs: Any) -> _T:
-        made = object.__new__(cls)
-        values = made.__dict__
-        values.update(defaults)
-        values.update(zip(names, args, strict=False))  # as many as given
-        values.update(kwargs)
-        return made
-
+    defaults = {f"_default_{f.name}": f.default for f in declared if f.default is not MISSING}
+    params = ", ".join(f.name if f.default is MISSING else f"{f.name}=_default_{f.name}"
+                       for f in declared)
+    values = ", ".join(f"{f.name!r}: {f.name}" for f in declared)
+    source = (f"def make({params}):\n"
+              f"    made = _new(_cls)\n"
+              f"    _set(made, '__dict__', {{{values}}})\n"
+              f"    return made\n")
+    namespace: dict[str, Any] = {"_new": object.__new__, "_set": object.__setattr__,
+                                 "_cls": cls, **defaults}
+    exec(source, namespace)  # code built from the field names above, nothing else
+    make: Callable[..., _T] = namespace["make"]
+    make.__qualname__ = f"{cls.__name__}._unchecked"
     return make
 
 
@@ -369,17 +372,19 @@ def analyze(
         for j in members:
             rows[j][11] = rows[host][11]                   # an epilogue shares its host's regime
 
-    flops = add_up(row[2] for row in rows)
-    nbytes = add_up(row[3] for row in rows)
-    time = add_up(row[10] for row in rows)
-    if len(rows) == 1:
-        t_compute, t_memory, t_network, regime = rows[0][7], rows[0][8], rows[0][9], rows[0][11]
+    if len(rows) == 1:  # one kernel: its figures are the program's
+        (_, _, flops, nbytes, link_bytes, _, _, t_compute, t_memory, t_network, time,
+         regime) = rows[0]
+        shares = _shares(rows, time)
     else:
+        flops = add_up(row[2] for row in rows)
+        nbytes = add_up(row[3] for row in rows)
+        link_bytes = add_up(row[4] for row in rows)
+        time = add_up(row[10] for row in rows)
         t_compute = add_up(row[7] for row in rows)
         t_memory = add_up(row[8] for row in rows)
         t_network = add_up(row[9] for row in rows)
-    shares = _shares(rows, time)
-    if len(rows) > 1:
+        shares = _shares(rows, time)
         regime = _regime(shares["compute"], shares["memory"], shares["network"])
     kernels = tuple(
         _kernel_result(name, count, k_flops, k_bytes, k_link,
@@ -400,7 +405,6 @@ def analyze(
         fits: Any = footprint <= capacity
     else:
         fits = None if footprint == 0 else bool(footprint <= capacity)
-    link_bytes = add_up(row[4] for row in rows)
     # every figure is >= 0 and each resource's time is at most the total time, so this one
     # sum is finite exactly when every figure of the result is
     _finite(flops + nbytes + link_bytes + time, workload.name, chip.name)
@@ -443,7 +447,11 @@ def _parallelism(value: Any) -> float | None:
 
 def _shares(rows: list[list[Any]], time: Number) -> dict[str, Number]:
     """Seconds of the program each resource bounds (each kernel counts for its regime)."""
-    shares: dict[str, Number] = {name: 0.0 for name in REGIMES}
+    if len(rows) == 1 and type(rows[0][11]) is str:  # one kernel, not a sweep
+        shares: dict[str, Number] = {"compute": 0.0, "memory": 0.0, "network": 0.0}
+        shares[rows[0][11]] = 0.0 + rows[0][10]
+        return shares
+    shares = {name: 0.0 for name in REGIMES}
     for row in rows:
         k_time, k_regime = row[10], row[11]
         if is_array(k_regime):
