@@ -71,6 +71,7 @@ def _start_session(config: pytest.Config) -> RooflineSession:
     from .session import RooflineSession
 
     session = RooflineSession(_settings(config), is_worker=hasattr(config, "workerinput"))
+    session.verbose = config.get_verbosity() >= 2
     config.stash[SESSION_KEY] = session
     return session
 
@@ -257,9 +258,9 @@ def _fail(item: pytest.Item, message: str) -> NoReturn:
     pytest.fail(message, pytrace=False)
 
 
-def _expectation(item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
+def _expectation(item: pytest.Item, marks: list[pytest.Mark],
+                 session: RooflineSession) -> Expectation:
     """The test's checked marker arguments (cached per marker objects); errors fail setup."""
-    session = get_session(item.config)
     if not marks and not session.settings.hw:
         _fail(item, f"roofline fixture in {item.name}: no hardware to analyze on: set "
                     f"--roofline-hw NAME (or roofline_hw in the ini file), or mark the test "
@@ -348,7 +349,7 @@ def _marks(item: pytest.Item) -> list[pytest.Mark]:
     return marks
 
 
-def _give_fixture(item: pytest.Item, state: _ItemState) -> None:
+def _give_fixture(item: pytest.Item, state: _ItemState, session: RooflineSession) -> None:
     """Hand the test its ``roofline`` fixture value now, when the fixture it requests is this
     plugin's (not one a conftest overrides): pytest then leaves the argument alone, and the
     test is spared the set-up and tear-down of a function-scoped fixture (about as much as the
@@ -362,17 +363,17 @@ def _give_fixture(item: pytest.Item, state: _ItemState) -> None:
     defs = info.name2fixturedefs.get("roofline")
     if not defs or type(getattr(defs[-1].func, "__self__", None)) is not _SessionPlugin:
         return
-    funcargs["roofline"] = state.handle = _new_handle(item, state)
+    funcargs["roofline"] = state.handle = _new_handle(item, state, session)
 
 
-def _new_handle(item: pytest.Item, state: _ItemState) -> Roofline:
+def _new_handle(item: pytest.Item, state: _ItemState, session: RooflineSession) -> Roofline:
     """The ``roofline`` fixture's value for one test."""
     make = _HANDLE[0] if _HANDLE else None
     if make is None:
         from .fixture import Roofline
 
         _HANDLE.append(make := Roofline)
-    settings = get_session(item.config).settings
+    settings = session.settings
     return make(state.expectation, flops_per_mac=settings.flops_per_mac,
                 derate=settings.derate, name=item.name)
 
@@ -380,9 +381,8 @@ def _new_handle(item: pytest.Item, state: _ItemState) -> Roofline:
 _HANDLE: list[type[Roofline]] = []  # the fixture's class, imported by its first use
 
 
-def _marker_judgement(config: pytest.Config, expectation: Expectation) -> Judgement:
+def _marker_judgement(session: RooflineSession, expectation: Expectation) -> Judgement:
     """The verdict on the marker's workload alone, judged once for every test sharing it."""
-    session = get_session(config)
     cached = session.verdicts.get(id(expectation))
     if cached is None:
         from .verdict import judge
@@ -434,14 +434,14 @@ def _workloads(item: pytest.Item, state: _ItemState) -> tuple[Workload | None, l
     return declared, compare(declared, program, expectation.cross_check)
 
 
-def _verdict(item: pytest.Item, state: _ItemState) -> None:
+def _verdict(item: pytest.Item, state: _ItemState, session: RooflineSession) -> None:
     expectation, handle = state.expectation, state.handle
     workload, crosscheck = _workloads(item, state)
     if workload is expectation.workload and (handle is None or handle.measured is None):
-        judgement = _marker_judgement(item.config, expectation)
+        judgement = _marker_judgement(session, expectation)
     else:
         judge = _judge()
-        settings = get_session(item.config).settings
+        settings = session.settings
         if handle is not None and workload is handle.workload:
             judgement = judge(expectation, workload, flops_per_mac=settings.flops_per_mac,
                               derate=settings.derate, analyzed=lambda: handle.results,
@@ -486,7 +486,7 @@ def _verdict(item: pytest.Item, state: _ItemState) -> None:
                 record["outcome"] = "failed"
                 record["message"] = " ".join([*check.failures, *extra])
             item.user_properties.extend(to_properties(record))
-    if failures or item.config.get_verbosity() >= 2:
+    if failures or session.verbose:
         from .verdict import breakdown
 
         item.add_report_section("call", "roofline", breakdown(checks))
@@ -536,6 +536,7 @@ class _SessionPlugin:
         self.current: pytest.Item | None = None  # the test being set up or run
         self.states: dict[pytest.Item, _ItemState] = {}  # roofline tests being run
         self.failed: dict[pytest.Item, str] = {}  # the message of our pytest.fail(), per test
+        self._session: RooflineSession | None = None  # made when first asked for
 
     # -- per test ---------------------------------------------------------------------------
 
@@ -549,7 +550,8 @@ class _SessionPlugin:
         uses_fixture = "roofline" in getattr(item, "fixturenames", ())
         if not marks and not uses_fixture:
             return
-        expectation = _expectation(item, marks)
+        session = self.session
+        expectation = _expectation(item, marks, session)
         if expectation.trace:
             from ..errors import RooflineError
             from ..trace import require
@@ -567,13 +569,13 @@ class _SessionPlugin:
         else:
             # The marker's workload is analyzed here (once per marker): what stops its
             # analysis, such as a precision the chip lacks, is a setup error like a bad dtype=.
-            judgement = _marker_judgement(item.config, expectation)
+            judgement = _marker_judgement(session, expectation)
             if judgement.error:
                 _fail(item, f"roofline marker on {item.name}: "
                             f"{judgement.error.removeprefix('roofline: ')}")
         state = self.states[item] = _ItemState(expectation)
         if uses_fixture:
-            _give_fixture(item, state)
+            _give_fixture(item, state, session)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
@@ -592,7 +594,7 @@ class _SessionPlugin:
             # from then on)
             state = states.get(item)
             if state is not None:
-                _verdict(item, state)
+                _verdict(item, state, self.session)
         finally:
             states.pop(item, None)  # the handle and its results are not needed any more
 
@@ -624,14 +626,17 @@ class _SessionPlugin:
             raise RuntimeError("the roofline fixture is set up outside a test")
         state = self.states.get(item)
         if state is None:  # requested through request.getfixturevalue()
-            state = self.states[item] = _ItemState(_expectation(item, []))
+            state = self.states[item] = _ItemState(_expectation(item, [], self.session))
         if state.handle is None:
-            state.handle = _new_handle(item, state)
+            state.handle = _new_handle(item, state, self.session)
         return state.handle
 
     @property
     def session(self) -> RooflineSession:
-        return get_session(self.config)
+        session = self._session
+        if session is None:
+            session = self._session = get_session(self.config)
+        return session
 
     @property
     def records(self) -> list[dict[str, Any]]:

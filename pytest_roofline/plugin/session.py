@@ -137,6 +137,7 @@ class RooflineSession:
         self.verdicts: dict[int, Any] = {}
         self.hardware_plugins: set[object] = set()
         self.specs_registered = False
+        self.verbose = False  # -vv: each roofline test's report shows its figures
 
     @property
     def records(self) -> list[dict[str, Any]]:
