@@ -219,6 +219,54 @@ def test_analyze_never_reports_inf_nan_or_negative(flops: float, nbytes: float, 
     check_result(workload)
 
 
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+@FAST
+@given(flops=st.one_of(st.floats(min_value=0, max_value=1e30), st.integers(0, 10**20),
+                       st.builds(np.float64, st.floats(min_value=0, max_value=1e30))),
+       nbytes=st.one_of(st.floats(min_value=0, max_value=1e30), st.integers(0, 10**20),
+                        st.builds(np.float32, st.floats(min_value=0, max_value=1e30))),
+       footprint=st.one_of(st.just(0), st.floats(min_value=0, max_value=1e15),
+                           st.builds(np.int64, st.integers(0, 2**40))),
+       unit=st.sampled_from(["matrix", "vector"]),
+       dtype=st.sampled_from(["bf16", "fp32", "int8", None]),
+       regime=st.sampled_from([None, "compute", ["compute", "memory"]]),
+       measured=st.one_of(st.none(), st.floats(min_value=1e-9, max_value=10.0)),
+       spread=st.one_of(st.floats(min_value=0, max_value=1), st.builds(np.float64,
+                                                                       st.floats(0, 1))))
+def test_judged_properties_hold_json_types_only(flops: object, nbytes: object,
+                                                 footprint: object, unit: str,
+                                                 dtype: str | None, regime: object,
+                                                 measured: float | None,
+                                                 spread: object) -> None:
+    """What a test's report carries (and pytest-xdist sends) is made of JSON's own types,
+    exactly: str, int, float, bool, None and lists of them; never a numpy number."""
+    from pytest_roofline.plugin.marker import parse
+    from pytest_roofline.plugin.verdict import analyze_all, judge
+
+    try:
+        workload = Workload(flops=flops, bytes=nbytes, unit=unit, dtype=dtype,
+                            footprint=footprint)
+        expectation = parse({"hw": ["h100", "tpu-v5e"], "regime": regime},
+                            default_hw=(), default_margin=0.0, name="t", base=None)
+        results = analyze_all(expectation, workload, measured=measured)
+    except RooflineError:
+        return
+    judgement = judge(expectation, workload, analyzed=lambda: results, spread=spread)
+    assert judgement.error is None and len(judgement.properties) == 2
+    for ((name, fields),) in judgement.properties:
+        assert type(name) is str and type(fields) is dict
+        for key, value in fields.items():
+            assert type(key) is str
+            if type(value) is list:
+                assert all(type(v) in _JSON_SCALARS for v in value), (key, value)
+            else:
+                assert type(value) in _JSON_SCALARS, (key, type(value))
+        assert json.loads(json.dumps(fields)) == fields or any(
+            isinstance(v, float) and v != v for v in fields.values())
+
+
 # -- spec files -------------------------------------------------------------------------------
 
 leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),

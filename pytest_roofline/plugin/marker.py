@@ -56,7 +56,7 @@ class Expectation:
     trace: bool = False
     cross_check: float | None = None
 
-    @property
+    @cached_property
     def checks(self) -> bool:
         """True when at least one expectation is set (otherwise the figures are reported)."""
         return (self.regime is not None or self.min_intensity is not None

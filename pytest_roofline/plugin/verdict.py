@@ -24,7 +24,7 @@ from ..breakdown import format_breakdown
 from ..errors import RooflineError
 from ..workload import Workload, is_array
 from .marker import Expectation
-from .session import PREFIX, to_properties
+from .session import PREFIX
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,10 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
     label = expectation.label
     regimes = expectation.regime
     for check in checks:
-        fields = check.result.to_dict()  # the record's fields as make_record() orders them
+        # The record's fields as make_record() orders them. Results of analyze() hold floats,
+        # bools, None and text only (test_judged_properties_hold_json_types_only), so the
+        # fields need no conversion: the property is these fields themselves.
+        fields = check.result.to_dict()
         hw = fields.pop("hw")
         fields["expected"] = None if regimes is None else list(regimes)
         fields["outcome"] = check.outcome
@@ -102,10 +105,10 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
         if check.result.measured is not None:
             from ..measure.diagnose import FASTER, is_faster
 
-            fields["measured_spread"] = spread
+            fields["measured_spread"] = float(spread)
             if is_faster(check.result, spread):
                 fields["measured_note"] = FASTER
-        properties.append(to_properties(fields, hw))
+        properties.append([(PREFIX + hw, fields)])
     return Judgement(None, checks, properties)
 
 
