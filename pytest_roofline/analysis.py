@@ -47,7 +47,7 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from .errors import RooflineError, WorkloadError, brief
@@ -151,33 +151,15 @@ class Result:
         return record
 
 
-def _unchecked(cls: type[_T]) -> Callable[..., _T]:
-    """A constructor of the frozen dataclass *cls* taking the same arguments, that sets the
-    instance's ``__dict__`` at once instead of each field through the generated
-    ``__init__``'s ``object.__setattr__``: :func:`analyze` builds a Result and its
-    KernelResults per call, and neither class checks anything. Like dataclasses' own
-    ``__init__``, its code is generated from the fields."""
-    declared = fields(cls)  # type: ignore[arg-type]
-    if any(f.default_factory is not MISSING for f in declared):
-        raise TypeError(f"{cls.__name__}: a field with a default factory needs __init__")
-    defaults = {f"_default_{f.name}": f.default for f in declared if f.default is not MISSING}
-    params = ", ".join(f.name if f.default is MISSING else f"{f.name}=_default_{f.name}"
-                       for f in declared)
-    values = ", ".join(f"{f.name!r}: {f.name}" for f in declared)
-    source = (f"def make({params}):\n"
-              f"    made = _new(_cls)\n"
-              f"    _set(made, '__dict__', {{{values}}})\n"
-              f"    return made\n")
-    namespace: dict[str, Any] = {"_new": object.__new__, "_set": object.__setattr__,
-                                 "_cls": cls, **defaults}
-    exec(source, namespace)  # code built from the field names above, nothing else
-    make: Callable[..., _T] = namespace["make"]
-    make.__qualname__ = f"{cls.__name__}._unchecked"
-    return make
-
-
-_kernel_result = _unchecked(KernelResult)
-_result = _unchecked(Result)
+def unchecked(cls: type[_T], values: dict[str, Any]) -> _T:
+    """An instance of the frozen dataclass *cls* whose fields are *values*, all of them and
+    unchecked, set at once: :func:`analyze` builds a Result and its KernelResults per call,
+    and neither class checks anything; the dataclass ``__init__`` would set each field
+    through ``object.__setattr__``, and a keyword call of two dozen parameters costs more
+    than the dict."""
+    made = object.__new__(cls)
+    object.__setattr__(made, "__dict__", values)
+    return made
 
 
 #: The keyword settings of :func:`analyze` that :func:`crossover` and :func:`knob_hint` pass on.
@@ -386,15 +368,19 @@ def analyze(
         t_network = add_up(row[9] for row in rows)
         shares = _shares(rows, time)
         regime = _regime(shares["compute"], shares["memory"], shares["network"])
-    kernels = tuple(
-        _kernel_result(name, count, k_flops, k_bytes, k_link,
-                       _kernel_intensity(k_flops, k_bytes, name), peak, label, t_c, t_m, t_n,
-                       k_time, k_regime, _divide(k_time, time),
-                       tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
-                       on_chip, kernel.epilogue_of)
-        for i, ((name, count, k_flops, k_bytes, k_link, peak, label, t_c, t_m, t_n, k_time,
-                 k_regime), kernel, on_chip) in enumerate(zip(rows, workload.kernels, kept,
-                                                              strict=True)))
+    results = []
+    for i, kernel in enumerate(workload.kernels):
+        (name, count, k_flops, k_bytes, k_link, peak, label, t_c, t_m, t_n, k_time,
+         k_regime) = rows[i]
+        results.append(unchecked(KernelResult, {  # every field, in order
+            "name": name, "count": count, "flops": k_flops, "bytes": k_bytes,
+            "link_bytes": k_link, "intensity": _kernel_intensity(k_flops, k_bytes, name),
+            "peak": peak, "peak_label": label, "t_compute": t_c, "t_memory": t_m,
+            "t_network": t_n, "time": k_time, "regime": k_regime,
+            "share": _divide(k_time, time),
+            "fused": tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
+            "onchip_bytes": kept[i], "epilogue_of": kernel.epilogue_of}))
+    kernels = tuple(results)
 
     ridge_dtype = dtype if dtype is not None else _main_dtype(workload)
     ridge_label, ridge_peak = chip.peak_key(ridge_dtype, "matrix", sparse)
@@ -408,18 +394,18 @@ def analyze(
     # every figure is >= 0 and each resource's time is at most the total time, so this one
     # sum is finite exactly when every figure of the result is
     _finite(flops + nbytes + link_bytes + time, workload.name, chip.name)
-    return _result(
-        workload=workload.name, hw=chip.name, dtype=ridge_label.split(":")[1],
-        flops=flops, bytes=nbytes, link_bytes=link_bytes,
-        intensity=intensity(flops, nbytes, workload.name),
-        ridge=ridge_peak / chip.memory_bandwidth,
-        peak=ridge_peak, bandwidth=chip.memory_bandwidth, t_compute=t_compute,
-        t_memory=t_memory, t_network=t_network, time=time, regime=regime,
-        attainable=_divide(flops, time), footprint=footprint, capacity=capacity, fits=fits,
-        shares=shares, kernels=kernels, flops_per_mac=flops_per_mac, derate=float(derate),
-        peak_label=ridge_label,
-        measured=seconds, efficiency=None if seconds is None else time / seconds,
-        roof_threads=roof_threads)
+    return unchecked(Result, {  # every field of Result, in order (a property test checks)
+        "workload": workload.name, "hw": chip.name, "dtype": ridge_label.split(":")[1],
+        "flops": flops, "bytes": nbytes, "link_bytes": link_bytes,
+        "intensity": intensity(flops, nbytes, workload.name),
+        "ridge": ridge_peak / chip.memory_bandwidth,
+        "peak": ridge_peak, "bandwidth": chip.memory_bandwidth, "t_compute": t_compute,
+        "t_memory": t_memory, "t_network": t_network, "time": time, "regime": regime,
+        "attainable": _divide(flops, time), "footprint": footprint, "capacity": capacity,
+        "fits": fits, "shares": shares, "kernels": kernels, "flops_per_mac": flops_per_mac,
+        "derate": float(derate), "peak_label": ridge_label, "measured": seconds,
+        "efficiency": None if seconds is None else time / seconds,
+        "roof_threads": roof_threads})
 
 
 def _measured(value: Any) -> float | None:

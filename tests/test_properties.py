@@ -255,6 +255,8 @@ def test_judged_properties_hold_json_types_only(flops: object, nbytes: object,
         return
     judgement = judge(expectation, workload, analyzed=lambda: results, spread=spread)
     assert judgement.error is None and len(judgement.properties) == 2
+    for check in judgement.checks:  # made without the dataclass __init__: every field set
+        assert set(vars(check)) == {f.name for f in dataclasses.fields(check)}
     for ((name, fields),) in judgement.properties:
         assert type(name) is str and type(fields) is dict
         for key, value in fields.items():

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import units
-from ..analysis import REGIMES, Result, Timed, _unchecked, analyze, knob_hint
+from ..analysis import REGIMES, Result, Timed, analyze, knob_hint, unchecked
 from ..breakdown import format_breakdown
 from ..errors import RooflineError
 from ..workload import Workload, is_array
@@ -112,9 +112,6 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
     return Judgement(None, checks, properties)
 
 
-_check = _unchecked(Check)  # evaluate() makes one per test and chip; Check checks nothing
-
-
 def num(value: Any) -> str:
     """A FLOP/B figure for messages: ``31.8``, ``295.2``, ``0.25``."""
     x = float(value)
@@ -148,9 +145,9 @@ def evaluate(expectation: Expectation, workload: Workload, results: Sequence[Res
              spread: float = 0.0) -> tuple[Check, ...]:
     """One :class:`Check` per Result, each listing the expectations that do not hold."""
     return tuple(
-        _check(r, tuple(_failures(expectation, workload, r, flops_per_mac, derate)
-                        + _measured_failures(expectation, r, spread)),
-               expectation.checks)
+        unchecked(Check, {"result": r, "failures": tuple(
+            _failures(expectation, workload, r, flops_per_mac, derate)
+            + _measured_failures(expectation, r, spread)), "checked": expectation.checks})
         for r in results)
 
 
