@@ -44,6 +44,7 @@ class Roofline:
         self._added: list[Workload] = []
         self._traced: list[Workload] = []
         self._results: tuple[Result, ...] | None = None
+        self._workload: Workload | None = None  # what self.workload last built
         self._measurements: list[Measurement] = []
 
     def __repr__(self) -> str:
@@ -88,7 +89,7 @@ class Roofline:
         except MarkerError as exc:
             raise WorkloadError(str(exc)) from None
         self._added.append(workload)
-        self._results = None
+        self._results = self._workload = None
         return workload
 
     def measure(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Measurement:
@@ -119,7 +120,9 @@ class Roofline:
     @property
     def spread(self) -> float:
         """The largest relative spread of the measurements (0 when none)."""
-        return max((m.spread for m in self._measurements), default=0.0)
+        if not self._measurements:
+            return 0.0
+        return max(m.spread for m in self._measurements)
 
     def trace(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
         """Trace ``fn(*args, **kwargs)`` (torch or jax, see ``pytest_roofline.trace``) and add
@@ -141,6 +144,11 @@ class Roofline:
     @property
     def workload(self) -> Workload | None:
         """Everything declared so far (the marker's workload plus added ones), or None."""
+        if self._workload is None:
+            self._workload = self._declared()
+        return self._workload
+
+    def _declared(self) -> Workload | None:
         parts = ([self._expectation.workload] if self._expectation.workload is not None
                  else []) + self._added
         if not parts:

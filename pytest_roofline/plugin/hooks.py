@@ -27,14 +27,14 @@ from .options import Option, add_options, dest
 from .options import pick as pick_option
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator
+    from collections.abc import Callable, Generator, Sequence
 
     from ..workload import Workload
     from .fixture import Roofline
     from .marker import Expectation
     from .session import RooflineSession
     from .settings import Settings
-    from .verdict import Judgement
+    from .verdict import Check, Judgement
 
 # Baselines, compare rules, Markdown and plots are a plugin of their own, loaded with this one
 # (so -p no:roofline turns both off).
@@ -459,12 +459,13 @@ def _verdict(item: pytest.Item, state: _ItemState, session: RooflineSession) -> 
         hook = item.ihook.pytest_roofline_result
         hooked = bool(hook.get_hookimpls())
     failures: list[str] = list(crosscheck)
-    checks = list(judgement.checks)
+    checks: Sequence[Check] = judgement.checks
     if not hooked and not crosscheck:  # the common case: the judgement's properties, shared
-        for check, properties in zip(judgement.checks, judgement.properties, strict=True):
+        for check, properties in zip(checks, judgement.properties, strict=True):
             failures.extend(check.failures)
             item.user_properties.extend(properties)
     else:
+        checks = changed = list(checks)
         from .session import to_properties
 
         for i, (check, template) in enumerate(zip(judgement.checks, judgement.records,
@@ -472,7 +473,7 @@ def _verdict(item: pytest.Item, state: _ItemState, session: RooflineSession) -> 
             failures.extend(check.failures)
             record = {"nodeid": item.nodeid, **template}
             if crosscheck:  # the cross-check failed: so did this record
-                checks[i] = check = check.with_failures(crosscheck[:1])
+                changed[i] = check = check.with_failures(crosscheck[:1])
                 record["outcome"] = "failed"
                 record["message"] = " ".join(check.failures)
             if not hooked:
@@ -482,7 +483,7 @@ def _verdict(item: pytest.Item, state: _ItemState, session: RooflineSession) -> 
                                         result=check.result, record=record))
             if extra:
                 failures.extend(extra)
-                checks[i] = check.with_failures(extra)  # the report section says "failed"
+                changed[i] = check.with_failures(extra)  # the report section says "failed"
                 record["outcome"] = "failed"
                 record["message"] = " ".join([*check.failures, *extra])
             item.user_properties.extend(to_properties(record))
