@@ -326,6 +326,17 @@ def test_session_collects_records_and_notes() -> None:
     assert report["settings"]["flops_per_mac"] == 2
 
 
+def test_reports_of_this_process_and_of_workers_give_the_same_records() -> None:
+    properties = [("other", 1), *to_properties(_record("t.py::a")), ("roofline:x", "text"),
+                  (["unhashable"], {}), ("roofline", {"not": "ours"}), "junk", ("a", "b", "c"),
+                  *to_properties(_record("t.py::a", hw="h100-sxm", outcome="failed"))]
+    here, there = RooflineSession(Settings()), RooflineSession(Settings())
+    assert here.collect("t.py::a", list(properties), "xfail", received=False) == 2
+    assert there.collect("t.py::a", _received(properties), "xfail") == 2
+    assert here.records == there.records == from_properties("t.py::a", properties)
+    assert here.notes == there.notes == {"t.py::a": "xfail"}
+
+
 def _received(properties: list[Any]) -> list[Any]:
     """*properties* as a pytest-xdist controller receives them: every string, list and dict a
     fresh copy."""

@@ -650,11 +650,13 @@ class _SessionPlugin:
         session = self.session
         if session.is_worker:
             return
+        received = hasattr(report, "node")  # pytest-xdist sets it on workers' reports
         if report.when == "call":
             note = "xfail" if hasattr(report, "wasxfail") else None
-            session.collect(report.nodeid, report.user_properties, note)
+            session.collect(report.nodeid, report.user_properties, note, received)
         elif report.when == "teardown":
-            session.share(report.nodeid, report.user_properties)
+            if received:
+                session.share(report.nodeid, report.user_properties)
             if self.junit:
                 from .session import expand
 

@@ -156,14 +156,34 @@ class RooflineSession:
         for item in self._encoded:
             yield decode(*item)
 
-    def collect(self, nodeid: str, properties: Iterable[Any], note: str | None = None) -> int:
+    def collect(self, nodeid: str, properties: Iterable[Any], note: str | None = None,
+                received: bool = True) -> int:
         """Keep the records of one test report (their property's fields); returns how many.
 
-        When *properties* is a list (a report's ``user_properties``), its record pairs are
-        replaced in place by equal ones whose strings are shared with other reports: a
-        pytest-xdist controller receives a fresh copy of every string of every report, and
-        pytest keeps the reports to the end of the run."""
+        *received*: the report came from another process (a pytest-xdist worker). Then, when
+        *properties* is a list (a report's ``user_properties``), its record pairs are
+        replaced in place by equal ones whose strings are shared with other reports: the
+        controller receives a fresh copy of every string of every report, and pytest keeps
+        the reports to the end of the run. A report made in this process shares them
+        already."""
         found: list[tuple[str, str, dict[str, Any]]] = []
+        if not received:
+            names = self._names
+            for pair in properties:
+                if type(pair) is tuple and len(pair) == 2 and type(pair[1]) is dict \
+                        and type(pair[0]) is str:
+                    name = pair[0]
+                    known = names.get(name)
+                    if known is None:
+                        if not name.startswith(PREFIX):
+                            continue
+                        known = names[name] = (name, name[len(PREFIX):])
+                    found.append((nodeid, known[1], pair[1]))
+            if found:
+                self._encoded.extend(found)
+                if note:
+                    self.notes[nodeid] = note
+            return len(found)
         pairs: list[tuple[str, dict[str, Any]]] = []
         in_place = type(properties) is list
         for i, pair in enumerate(properties):
