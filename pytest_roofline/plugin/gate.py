@@ -14,7 +14,6 @@ Files are written once, by the controller, atomically.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,26 +30,27 @@ MISSING_MODES = ("warn", "error")
 LIST_LIMIT = 20  # new / vanished results listed in the terminal before "... and N more"
 
 
-@dataclass
 class GateState:
-    """What this session compares against and writes."""
+    """What this session compares against and writes. (A plain class: a dataclass costs its
+    creation at import, which every pytest session pays, roofline tests or not.)"""
 
-    rules: tuple[Rule, ...] = ()
-    storage: Path = Path(BASELINE_FOLDER)
-    save_name: str | None = None
-    compare_name: str | None = None
-    compare_path: Path | None = None
-    base_report: dict[str, Any] | None = None
-    base_index: dict[Any, Any] = field(default_factory=dict)
-    missing: str | None = None  # the missing-baseline message, when it is missing
-    md: Path | None = None
-    github_summary: bool = False
-    plots: tuple[str, ...] = ()  # chart files to write
-    plot_term: bool = False  # a chart in characters in the terminal summary
-    is_worker: bool = False
-    notes: list[tuple[str, bool]] = field(default_factory=list)  # (line, is_error) to print
-    write_failed: bool = False  # a file asked for was not written: the run must not pass
-    comparison: Any = None
+    def __init__(self, *, is_worker: bool = False) -> None:
+        self.rules: tuple[Rule, ...] = ()
+        self.storage = Path(BASELINE_FOLDER)
+        self.save_name: str | None = None
+        self.compare_name: str | None = None
+        self.compare_path: Path | None = None
+        self.base_report: dict[str, Any] | None = None
+        self.base_index: dict[Any, Any] = {}
+        self.missing: str | None = None  # the missing-baseline message, when it is missing
+        self.md: Path | None = None
+        self.github_summary = False
+        self.plots: tuple[str, ...] = ()  # chart files to write
+        self.plot_term = False  # a chart in characters in the terminal summary
+        self.is_worker = is_worker
+        self.notes: list[tuple[str, bool]] = []  # (line, is_error) to print
+        self.write_failed = False  # a file asked for was not written: the run must not pass
+        self.comparison: Any = None
 
     def not_written(self, line: str) -> None:
         """Report a file that was asked for and not written; the run's exit status becomes 4."""
