@@ -184,7 +184,9 @@ def check_setting_names(settings: dict[str, Any], where: str) -> None:
 
 
 def _regime(t_compute: Number, t_memory: Number, t_network: Number) -> Any:
-    if is_array(t_compute) or is_array(t_memory) or is_array(t_network):
+    if not (type(t_compute) is float and type(t_memory) is float  # floats: the common case
+            and type(t_network) is float) and (
+            is_array(t_compute) or is_array(t_memory) or is_array(t_network)):
         import numpy as np
 
         c, m, n = np.broadcast_arrays(t_compute, t_memory, t_network)
@@ -197,7 +199,8 @@ def _regime(t_compute: Number, t_memory: Number, t_network: Number) -> Any:
 
 
 def _max3(a: Number, b: Number, c: Number) -> Number:
-    if is_array(a) or is_array(b) or is_array(c):
+    if not (type(a) is float and type(b) is float and type(c) is float) and (
+            is_array(a) or is_array(b) or is_array(c)):
         import numpy as np
 
         return np.maximum(np.maximum(a, b), c)
@@ -206,7 +209,7 @@ def _max3(a: Number, b: Number, c: Number) -> Number:
 
 def _divide(num: Number, den: Number) -> Number:
     """num / den, and 0 where den is 0 (a share of no time, the speed of no work)."""
-    if is_array(num) or is_array(den):
+    if not (type(num) is float and type(den) is float) and (is_array(num) or is_array(den)):
         import numpy as np
 
         num_a, den_a = np.broadcast_arrays(np.asarray(num, float), np.asarray(den, float))
@@ -218,7 +221,8 @@ def _divide(num: Number, den: Number) -> Number:
 
 def _kernel_intensity(flops: Number, nbytes: Number, name: str) -> Number | None:
     """A kernel's intensity, or None when it moves no memory bytes (it stays on chip)."""
-    if is_array(flops) or is_array(nbytes):
+    if not (type(flops) is float and type(nbytes) is float) and (
+            is_array(flops) or is_array(nbytes)):
         import numpy as np
 
         if np.any((np.asarray(nbytes) <= 0) & (np.asarray(flops) > 0)):
