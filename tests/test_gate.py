@@ -37,8 +37,7 @@ ISOLATE = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benc
 def plugin_args() -> list[str]:
     installed = any(ep.value == "pytest_roofline.plugin.hooks"
                     for ep in entry_points(group="pytest11"))
-    return [*([] if installed else ["-p", "pytest_roofline.plugin.hooks"]),
-            "-p", "pytest_roofline.plugin.gate", *ISOLATE]
+    return [*([] if installed else ["-p", "pytest_roofline.plugin.hooks"]), *ISOLATE]
 
 
 def suite(pytester: pytest.Pytester, m: int, *, extra: str = "") -> None:
@@ -59,6 +58,25 @@ def suite(pytester: pytest.Pytester, m: int, *, extra: str = "") -> None:
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_inprocess(*plugin_args(), *args)
+
+
+def test_the_gate_is_loaded_only_when_an_option_asks_for_it(pytester: pytest.Pytester) -> None:
+    """Its options are registered with the plugin's; the module comes with the first one
+    given, on the command line or in the ini file, and naming it with -p does no harm."""
+    suite(pytester, 4096)
+    pytester.makeconftest("""
+        import pytest_roofline.plugin.gate as gate
+
+        def pytest_sessionfinish(session):
+            print("gate loaded:", session.config.pluginmanager.is_registered(gate))
+    """)
+    assert "--roofline-save" in "\n".join(run(pytester, "--help").outlines)
+    run(pytester).stdout.fnmatch_lines(["*gate loaded: False"])
+    run(pytester, "--roofline-save").stdout.fnmatch_lines(["*gate loaded: True"])
+    assert (pytester.path / ".roofline" / "baseline.json").is_file()
+    pytester.makeini("[pytest]\nroofline_md = summary.md\n")
+    run(pytester, "-p", "pytest_roofline.plugin.gate").assert_outcomes(passed=2)
+    assert (pytester.path / "summary.md").is_file()
 
 
 def test_a_parameter_change_across_the_ridge_fails_the_test(pytester: pytest.Pytester) -> None:

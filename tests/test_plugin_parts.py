@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_roofline import Hardware, Link, Workload, analyze, ops
-from pytest_roofline.plugin.marker import HELP, KEYS, Expectation, MarkerError, merge, parse
+from pytest_roofline.plugin.marker import KEYS, Expectation, MarkerError, merge, parse
+from pytest_roofline.plugin.options import MARKER_HELP as HELP
 from pytest_roofline.plugin.session import (
     RooflineSession,
     expand,
@@ -32,6 +33,7 @@ from pytest_roofline.plugin.settings import (
     parse_summary,
     split_names,
 )
+from pytest_roofline.plugin.signature import signature_text
 from pytest_roofline.plugin.verdict import analyze_all, breakdown, evaluate
 from pytest_roofline.report.table import summary
 from pytest_roofline.text_table import render
@@ -58,6 +60,7 @@ def test_marker_help_shows_the_signature_without_annotations() -> None:
                            "bytes=None,")
     assert "margin=None" in HELP and "min_efficiency=None" in HELP and "'object'" not in HELP
     assert "trace=False, cross_check=None)" in HELP
+    assert HELP.startswith(f"roofline{signature_text()}: ")  # the marker's real arguments
     assert {"hw", "regime", "workload", "flops", "bytes", "dtype", "min_intensity",
             "max_intensity", "max_time", "fits", "margin", "trace", "cross_check"} <= set(KEYS)
 

@@ -1,9 +1,11 @@
 """pytest options for baselines and reports: save, compare, Markdown, plots.
 
-A pytest plugin of its own, built on the hooks of :mod:`pytest_roofline.plugin` (it needs
-that plugin loaded): ``pytest_roofline_result`` fails a test whose figures regressed against
-the baseline, and the session's records (``plugin.get_session(config).records``, complete on
-the controller, under pytest-xdist too) feed the summary, the saved baseline, the Markdown
+A pytest plugin of its own, built on the hooks of :mod:`pytest_roofline.plugin`, which
+registers its options (``options.GATE_OPTIONS``) and registers this module at configure
+time when one of them is given (a session without them never imports it).
+``pytest_roofline_result`` fails a test whose figures regressed against the baseline, and
+the session's records (``plugin.get_session(config).records``, complete on the controller,
+under pytest-xdist too) feed the summary, the saved baseline, the Markdown
 file and the plot. Everything is decided at configure time, before any test runs: bad rules,
 a bad baseline name, a corrupt baseline, a missing baseline (one line in the summary, or an
 error with ``--roofline-compare-missing=error``), a plot format or a missing matplotlib.
@@ -20,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import RooflineError
-from ..report.defaults import BASELINE_FOLDER, BASELINE_NAME, RULES_HELP
-from .options import Option, add_options, pick
+from ..report.defaults import BASELINE_FOLDER, BASELINE_NAME
+from .options import pick
 
 if TYPE_CHECKING:
     from ..report.rules import Rule
@@ -63,35 +65,6 @@ class GateState:
 
 
 _STATE = pytest.StashKey[GateState]()
-
-_OPTIONS: tuple[Option, ...] = (
-    # (option, argparse keywords, ini type, help)
-    ("--roofline-save", {"nargs": "?", "const": BASELINE_NAME, "metavar": "NAME"},
-     "string", f"save this run's roofline results as baseline NAME (default "
-               f"{BASELINE_NAME!r}) in the storage folder, atomically."),
-    ("--roofline-compare", {"nargs": "?", "const": BASELINE_NAME, "metavar": "NAME"},
-     "string", "compare this run against baseline NAME (default "
-               f"{BASELINE_NAME!r}) or a report file PATH.json; a regression fails "
-               "its test."),
-    ("--roofline-compare-fail", {"action": "append", "metavar": "RULE"}, "args", RULES_HELP),
-    ("--roofline-compare-missing", {"metavar": "{warn,error}"}, "string",
-     "what a missing baseline does: warn (default) or error (before any test runs)."),
-    ("--roofline-storage", {"metavar": "DIR"}, "string",
-     f"folder of named baselines (default: {BASELINE_FOLDER} in the rootdir)."),
-    ("--roofline-md", {"metavar": "PATH"}, "string",
-     "write a Markdown summary (regressions first, then the table) to PATH."),
-    ("--roofline-github-summary", {"action": "store_true", "default": None}, "bool",
-     "append the Markdown summary to the file named by $GITHUB_STEP_SUMMARY, when set."),
-    ("--roofline-plot", {"action": "append", "metavar": "PATH|term"}, "args",
-     "draw the roofline chart: PATH.png / PATH.svg / PATH.pdf (needs the plot extra), or "
-     "'term' for a chart in characters in the terminal summary; repeatable, every value "
-     "applies."),
-)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser, _OPTIONS)
-
 
 def _path(config: pytest.Config, raw: str, from_cli: bool) -> Path:
     """A path option: relative to the invocation folder (command line) or the ini file."""

@@ -6,9 +6,10 @@ Only wiring lives here; the work is done by pytest-free modules: ``settings`` (o
 (Results -> pass/fail lines), ``session`` (records on the controller), ``table`` (summary).
 Tests without the marker or the fixture cost a marker lookup at setup and nothing more;
 pint, numpy and yaml are imported when the first roofline test is set up, not before. A run
-with no roofline option imports no more than these hooks and the marker's help
-(``signature``) until a roofline test, a report or a hook asks for the session
-(:func:`get_session`).
+with no roofline option imports no more than these hooks, their options (``options``) and
+hook specifications until a roofline test, a report or a hook asks for the session
+(:func:`get_session`); the baseline gate (``gate``) is registered when one of its options
+is given.
 
 Where a test's records go: the call phase appends them to ``item.user_properties`` (so they
 reach the pytest-xdist controller and JUnit XML); the controller decodes them in
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from .options import Option, add_options, dest
+from .options import GATE_OPTIONS, MARKER_HELP, Option, add_options, given
 from .options import pick as pick_option
 
 if TYPE_CHECKING:
@@ -35,10 +36,6 @@ if TYPE_CHECKING:
     from .session import RooflineSession
     from .settings import Settings
     from .verdict import Check, Judgement
-
-# Baselines, compare rules, Markdown and plots are a plugin of their own, loaded with this one
-# (so -p no:roofline turns both off).
-pytest_plugins = ["pytest_roofline.plugin.gate"]
 
 SESSION_KEY = pytest.StashKey["RooflineSession"]()
 _PLUGIN_KEY = pytest.StashKey["_SessionPlugin"]()
@@ -110,6 +107,7 @@ _OPTIONS: tuple[Option, ...] = (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser, _OPTIONS)
+    add_options(parser, GATE_OPTIONS)
 
 
 def _settings(config: pytest.Config) -> Settings:
@@ -156,13 +154,18 @@ def _settings(config: pytest.Config) -> Settings:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from .signature import HELP
-
-    config.addinivalue_line("markers", HELP)
+    config.addinivalue_line("markers", MARKER_HELP)
     plugin = config.stash[_PLUGIN_KEY] = _SessionPlugin(config)
     config.pluginmanager.register(plugin, "roofline-session")
+    if given(config, GATE_OPTIONS):
+        # Baselines, compare rules, Markdown and plots are a plugin of their own, registered
+        # (and imported) only when asked for; pytest calls its pytest_configure on register
+        from . import gate
+
+        if not config.pluginmanager.is_registered(gate):  # (-p pytest_roofline.plugin.gate)
+            config.pluginmanager.register(gate, "roofline-gate")
     hardware_hooks = _has_hardware_hooks(config)
-    if hardware_hooks or any(pick_option(config, dest(option[0]))[0] for option in _OPTIONS):
+    if hardware_hooks or given(config, _OPTIONS):
         session = _start_session(config)  # a bad value is a usage error before any test
         if session.settings.specs or session.settings.hw or hardware_hooks:
             _prepare_hardware(config, session, at_configure=True)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, did_you_mean
 from ..workload import is_array
-from .signature import HELP as HELP
 from .signature import KEYS, POSITIONAL
 from .signature import roofline as roofline
 

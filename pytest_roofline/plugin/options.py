@@ -1,8 +1,9 @@
 """Registering ``--roofline-*`` options with their ``roofline_*`` ini twins, and reading them.
 
-Both pytest plugin modules (``plugin`` and ``gate``) declare their options as rows of
-``(option, argparse keywords, ini type, help)`` and register them here, in the "roofline"
-group. The command line beats the ini file.
+Options are declared as rows of ``(option, argparse keywords, ini type, help)`` and
+registered here, in the "roofline" group: the plugin's own (in :mod:`.hooks`) and those of
+baselines and reports (below, registered by the hooks too, so that the ``gate`` module is
+imported only by a session that uses one). The command line beats the ini file.
 """
 
 from __future__ import annotations
@@ -12,9 +13,62 @@ from typing import Any
 
 import pytest
 
+from ..report.defaults import BASELINE_FOLDER, BASELINE_NAME, RULES_HELP
+
 Option = tuple[str, Mapping[str, Any], str, str]
 
+#: The ``roofline`` marker's line in ``pytest --markers``: written out, so that registering
+#: it imports nothing (a test checks it against ``signature.signature_text()``).
+MARKER_HELP = (
+    "roofline(hw=None, regime=None, *, workload=None, flops=None, bytes=None, "
+    "link_bytes=None, footprint=None, dtype=None, sparse=False, min_intensity=None, "
+    "max_intensity=None, max_time=None, fits=None, margin=None, min_efficiency=None, "
+    "trace=False, cross_check=None): analyze the test's workload "
+    "(workload=, flops=/bytes=, or roofline.add() through the fixture) on each chip in hw "
+    "(default: --roofline-hw) after the test body passes, and fail the test when an "
+    "expectation does not hold: regime ('compute', 'memory', 'network' or a list of allowed "
+    "ones), min_intensity/max_intensity (FLOP/B), max_time (roofline time bound, e.g. "
+    "'2 ms'), fits (the footprint fits the chip's memory), margin (relative band around the "
+    "ridge where a regime assertion is too close to call), min_efficiency (roofline time over "
+    "the time measured with roofline.measure(), e.g. 0.5; measured figures are otherwise "
+    "only reported). trace=True records the torch ops the test body runs as its workload; "
+    "cross_check=0.02 asks a declared and a traced workload to agree within 2% per kernel "
+    "family. Without expectations the figures are only reported."
+)
+
+
 _INI_DEFAULTS = {"args": [], "paths": [], "bool": False}
+
+#: The options of baselines and reports (:mod:`pytest_roofline.plugin.gate`, which is
+#: imported and registered only when one of them is given).
+GATE_OPTIONS: tuple[Option, ...] = (
+    # (option, argparse keywords, ini type, help)
+    ("--roofline-save", {"nargs": "?", "const": BASELINE_NAME, "metavar": "NAME"},
+     "string", f"save this run's roofline results as baseline NAME (default "
+               f"{BASELINE_NAME!r}) in the storage folder, atomically."),
+    ("--roofline-compare", {"nargs": "?", "const": BASELINE_NAME, "metavar": "NAME"},
+     "string", "compare this run against baseline NAME (default "
+               f"{BASELINE_NAME!r}) or a report file PATH.json; a regression fails "
+               "its test."),
+    ("--roofline-compare-fail", {"action": "append", "metavar": "RULE"}, "args", RULES_HELP),
+    ("--roofline-compare-missing", {"metavar": "{warn,error}"}, "string",
+     "what a missing baseline does: warn (default) or error (before any test runs)."),
+    ("--roofline-storage", {"metavar": "DIR"}, "string",
+     f"folder of named baselines (default: {BASELINE_FOLDER} in the rootdir)."),
+    ("--roofline-md", {"metavar": "PATH"}, "string",
+     "write a Markdown summary (regressions first, then the table) to PATH."),
+    ("--roofline-github-summary", {"action": "store_true", "default": None}, "bool",
+     "append the Markdown summary to the file named by $GITHUB_STEP_SUMMARY, when set."),
+    ("--roofline-plot", {"action": "append", "metavar": "PATH|term"}, "args",
+     "draw the roofline chart: PATH.png / PATH.svg / PATH.pdf (needs the plot extra), or "
+     "'term' for a chart in characters in the terminal summary; repeatable, every value "
+     "applies."),
+)
+
+
+def given(config: pytest.Config, options: Iterable[Option]) -> bool:
+    """Whether any of *options* is set, on the command line or in the ini file."""
+    return any(pick(config, dest(option[0]))[0] for option in options)
 
 
 def dest(option: str) -> str:
