@@ -257,8 +257,33 @@ def _import_error_line(collector: pytest.Collector, excinfo: pytest.ExceptionInf
 
 
 def _fail(item: pytest.Item, message: str) -> NoReturn:
-    item.config.stash[_PLUGIN_KEY].failed[item] = message
+    """Fail the test being set up or run with our one-line *message* as its report."""
+    plugin = item.config.stash[_PLUGIN_KEY]
+    plugin.failed[item] = message
+    manager = item.config.pluginmanager
+    if not manager.is_registered(plugin.failure_lines):  # registered by the first failure:
+        manager.register(plugin.failure_lines)  # no other test pays for its hook
     pytest.fail(message, pytrace=False)
+
+
+class _FailureLines:
+    """Makes the report of a test that :func:`_fail` failed: the one-line message, without
+    the traceback and the ``Failed:`` prefix of ``pytest.fail``."""
+
+    def __init__(self, failed: dict[pytest.Item, str]) -> None:
+        self.failed = failed
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> pytest.TestReport | None:
+        if not self.failed:
+            return None  # pytest makes the report
+        message = self.failed.pop(item, None)
+        if message is None or call.excinfo is None or str(call.excinfo.value) != message:
+            return None
+        report = pytest.TestReport.from_item_and_call(item, call)
+        report.longrepr = message  # our one-line verdict, without a traceback
+        return report
 
 
 def _expectation(item: pytest.Item, marks: list[pytest.Mark],
@@ -540,6 +565,7 @@ class _SessionPlugin:
         self.current: pytest.Item | None = None  # the test being set up or run
         self.states: dict[pytest.Item, _ItemState] = {}  # roofline tests being run
         self.failed: dict[pytest.Item, str] = {}  # the message of our pytest.fail(), per test
+        self.failure_lines = _FailureLines(self.failed)  # registered by _fail() when needed
         self._session: RooflineSession | None = None  # made when first asked for
 
     # -- per test ---------------------------------------------------------------------------
@@ -601,18 +627,6 @@ class _SessionPlugin:
                 _verdict(item, state, self.session)
         finally:
             states.pop(item, None)  # the handle and its results are not needed any more
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item,
-                                  call: pytest.CallInfo[None]) -> pytest.TestReport | None:
-        if not self.failed:
-            return None  # the common case: pytest makes the report
-        message = self.failed.pop(item, None)
-        if message is None or call.excinfo is None or str(call.excinfo.value) != message:
-            return None
-        report = pytest.TestReport.from_item_and_call(item, call)
-        report.longrepr = message  # our one-line verdict, without a traceback
-        return report
 
     # -- the fixture and the controller -----------------------------------------------------
 
