@@ -32,6 +32,8 @@ def read_text(path: Path, what: str, error: type[RooflineError]) -> str:
         raw = path.read_bytes()
     except OSError as exc:
         raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    except ValueError as exc:  # a name the system refuses, such as one holding a NUL byte
+        raise error(f"{str(path)!r}: cannot read {what} ({exc})") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

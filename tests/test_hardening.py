@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from pytest_roofline import (
     get_hardware,
     models,
     ops,
+    register_hardware,
     units,
 )
 from pytest_roofline.errors import brief
@@ -478,3 +480,12 @@ def test_einsum_and_vector_ops_take_the_override_with_arrays() -> None:
     assert ops.einsum("ij,jk->ik", (64, 64), (64, 64), dtype="fp32").bytes == w.bytes
     norm = ops.rmsnorm(np.zeros((8, 64), np.float16), dtype="fp32")
     assert norm.kernels[0].dtype == "fp32" and norm.bytes == (2 * 8 * 64 + 64) * 2
+
+
+@pytest.mark.parametrize("register", [register_hardware, models.register])
+@pytest.mark.parametrize("name", ["\x00", "chip\x00.yaml"])
+def test_a_path_the_system_refuses_is_a_spec_error(register: Any, name: str) -> None:
+    """A NUL byte in a spec path (found by an outside fuzz run): the system refuses to open
+    it; that is a SpecError naming the path, not pathlib's ValueError."""
+    with pytest.raises(SpecError, match=r"cannot read (spec|model) file \(embedded null byte\)"):
+        register(name)
