@@ -12,7 +12,7 @@ hook specifications until a roofline test, a report or a hook asks for the sessi
 is given.
 
 Where a test's records go: the call phase appends them to ``item.user_properties`` (so they
-reach the pytest-xdist controller and JUnit XML); the controller decodes them in
+reach the pytest-xdist controller and JUnit XML); the controller collects them in
 ``pytest_runtest_logreport`` into ``get_session(config).records``, the one list the summary,
 the JSON report and later consumers read.
 """

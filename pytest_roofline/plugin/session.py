@@ -62,7 +62,7 @@ def to_properties(record: Mapping[str, Any], hw: str | None = None) -> list[tupl
     return [(f"{PREFIX}{hw}", body)]
 
 
-def encoded(properties: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def record_properties(properties: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(hw, fields)`` of each record made by :func:`to_properties` among *properties*."""
     for pair in properties:
         try:
@@ -73,7 +73,7 @@ def encoded(properties: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             yield name[len(PREFIX):], value
 
 
-def decode(nodeid: str, hw: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+def record_of(nodeid: str, hw: str, fields: Mapping[str, Any]) -> dict[str, Any]:
     """One record from its property's fields (a new dict: the report keeps its own)."""
     record: dict[str, Any] = {"nodeid": nodeid, "hw": hw}
     record.update(fields)
@@ -82,7 +82,7 @@ def decode(nodeid: str, hw: str, fields: Mapping[str, Any]) -> dict[str, Any]:
 
 def from_properties(nodeid: str, properties: Iterable[Any]) -> list[dict[str, Any]]:
     """The records made by :func:`to_properties` among a report's user properties."""
-    return [decode(nodeid, hw, fields) for hw, fields in encoded(properties)]
+    return [record_of(nodeid, hw, fields) for hw, fields in record_properties(properties)]
 
 
 def expand(properties: Iterable[Any]) -> list[Any]:
@@ -90,7 +90,7 @@ def expand(properties: Iterable[Any]) -> list[Any]:
     per figure (the allowed regimes joined with ``|``), as JUnit XML shows them."""
     out: list[Any] = []
     for pair in properties:
-        found = list(encoded([pair]))
+        found = list(record_properties([pair]))
         if not found:
             out.append(pair)
             continue
@@ -124,7 +124,7 @@ class RooflineSession:
         self.json_path: str | None = None
         self.json_error: str | None = None
         self._records: list[dict[str, Any]] = []
-        self._encoded: list[tuple[str, str, dict[str, Any]]] = []  # (nodeid, hw, fields)
+        self._kept: list[tuple[str, str, dict[str, Any]]] = []  # (nodeid, hw, fields)
         self._shared: dict[str, str] = {}  # field names and short texts the records share
         # What the controller keeps of the properties it receives: one object per property
         # name, the last record per name (parametrized tests sharing a marker send equal
@@ -142,19 +142,19 @@ class RooflineSession:
     @property
     def records(self) -> list[dict[str, Any]]:
         """Every record of the run, as dicts in the JSON record format."""
-        if self._encoded:
-            self._records.extend(decode(*item) for item in self._encoded)
-            self._encoded.clear()
+        if self._kept:
+            self._records.extend(record_of(*item) for item in self._kept)
+            self._kept.clear()
         return self._records
 
     def __len__(self) -> int:
-        return len(self._records) + len(self._encoded)
+        return len(self._records) + len(self._kept)
 
     def _each(self) -> Iterator[dict[str, Any]]:
-        """Every record, decoding the ones still encoded one at a time (none kept)."""
+        """Every record, building the ones not built yet one at a time (none kept)."""
         yield from self._records
-        for item in self._encoded:
-            yield decode(*item)
+        for item in self._kept:
+            yield record_of(*item)
 
     def collect(self, nodeid: str, properties: Iterable[Any], note: str | None = None,
                 received: bool = True) -> int:
@@ -180,7 +180,7 @@ class RooflineSession:
                         known = names[name] = (name, name[len(PREFIX):])
                     found.append((nodeid, known[1], pair[1]))
             if found:
-                self._encoded.extend(found)
+                self._kept.extend(found)
                 if note:
                     self.notes[nodeid] = note
             return len(found)
@@ -195,7 +195,7 @@ class RooflineSession:
             pairs.append(shared)
             found.append((nodeid, self._names[shared[0]][1], shared[1]))
         if found:
-            self._encoded.extend(found)
+            self._kept.extend(found)
             if in_place:
                 self._pending[nodeid] = pairs
             if note:
@@ -267,7 +267,7 @@ class RooflineSession:
 
     def summary_lines(self, width: int | None = None, mode: str | None = None) -> list[str]:
         """The terminal summary. With many rows (``auto``) or ``failed``, only the failed
-        records are decoded and kept: the passing ones are counted."""
+        records are built and kept: the passing ones are counted."""
         mode = mode or self.settings.summary
         total = len(self)
         if not total or mode == "none":
@@ -276,7 +276,7 @@ class RooflineSession:
 
         if mode == "failed" or (mode == "auto" and total > AUTO_SUMMARY_ROWS):
             failed = [r for r in self._records if is_failure(r)]
-            failed += [decode(*item) for item in self._encoded
+            failed += [record_of(*item) for item in self._kept
                        if item[2].get("outcome") in _FAILED]
             return summary(failed, mode="all", width=width, notes=self.notes,
                            left_out=total - len(failed),
@@ -295,6 +295,6 @@ class RooflineSession:
         """The JSON report of the run (see :mod:`pytest_roofline.records`)."""
         from ..report.records import make_report
 
-        # make_report copies each record: records not decoded yet are decoded for the copy
+        # make_report copies each record: records not built yet are built for the copy
         # alone, so a large run never holds them twice
         return make_report(self._each(), self.settings.to_dict())
