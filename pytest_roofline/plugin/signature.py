@@ -40,7 +40,6 @@ KEYS = tuple(SIGNATURE.parameters)
 POSITIONAL = ("hw", "regime")
 
 
-
 def signature_text() -> str:
     """``(hw=None, regime=None, *, workload=None, ...)``: the signature without annotations."""
     parts: list[str] = []

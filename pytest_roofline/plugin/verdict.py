@@ -22,6 +22,7 @@ from .. import units
 from ..analysis import REGIMES, Result, Timed, analyze, knob_hint, unchecked
 from ..breakdown import format_breakdown
 from ..errors import RooflineError
+from ..report.records import record_fields
 from ..workload import Workload, is_array
 from .marker import Expectation
 from .session import PREFIX
@@ -91,16 +92,12 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
                       derate=derate, spread=spread)
     properties = []
     label = expectation.label
-    regimes = expectation.regime
     for check in checks:
-        # The record's fields as make_record() orders them. Results of analyze() hold floats,
-        # bools, None and text only (test_judged_properties_hold_json_types_only), so the
-        # fields need no conversion: the property is these fields themselves.
-        fields = check.result.to_dict()
+        # Results of analyze() hold floats, bools, None and text only
+        # (test_judged_properties_hold_json_types_only), so the fields need no conversion:
+        # the property is these fields themselves.
+        fields = record_fields(check.result, expectation.regime, check.outcome, check.message)
         hw = fields.pop("hw")
-        fields["expected"] = None if regimes is None else list(regimes)
-        fields["outcome"] = check.outcome
-        fields["message"] = check.message
         fields["expectation"] = label
         if check.result.measured is not None:
             from ..measure.diagnose import FASTER, is_faster

@@ -61,12 +61,17 @@ REQUIRED = ("nodeid", "hw", "dtype", "flops", "bytes", "intensity", "ridge", "re
 def make_record(nodeid: str, result: Any, expected: Sequence[str] | None, outcome: str,
                 message: str = "") -> dict[str, Any]:
     """A RECORD from an analysis Result (scalars only)."""
-    record: dict[str, Any] = {"nodeid": nodeid}
-    record.update(result.to_dict())
-    record["expected"] = None if expected is None else list(expected)
-    record["outcome"] = outcome
-    record["message"] = message
-    return record
+    return {"nodeid": nodeid, **record_fields(result, expected, outcome, message)}
+
+
+def record_fields(result: Any, expected: Sequence[str] | None, outcome: str,
+                  message: str = "") -> dict[str, Any]:
+    """A RECORD's fields but ``nodeid``, in order: the Result's figures, then the verdict."""
+    fields: dict[str, Any] = result.to_dict()
+    fields["expected"] = None if expected is None else list(expected)
+    fields["outcome"] = outcome
+    fields["message"] = message
+    return fields
 
 
 def key(record: Mapping[str, Any]) -> tuple[str, str, str]:
