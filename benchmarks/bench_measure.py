@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 import pytest_roofline as rl
-from pytest_roofline.measure import Timer, calibration
+from pytest_roofline.measuring import Timer, calibration
 
 
 def main() -> int:

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
         WorkloadError,
     )
     from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
-    from .measure.timing import Measurement, measure
-    from .trace import TraceError, Tracer, trace
+    from .measuring.timing import Measurement, measure
+    from .tracing import TraceError, Tracer, trace
     from .workload import Kernel, Knob, Workload
 
 # Public name -> the module that defines it. Imported on first use, so that loading the pytest
@@ -38,8 +38,8 @@ _WHERE = {
     **dict.fromkeys(("Hardware", "Link", "get_hardware", "list_hardware", "register_hardware"),
                     "hardware"),
     **dict.fromkeys(("Kernel", "Knob", "Workload"), "workload"),
-    "Measurement": "measure.timing",
-    **dict.fromkeys(("TraceError", "Tracer", "trace"), "trace"),
+    **dict.fromkeys(("Measurement", "measure"), "measuring.timing"),
+    **dict.fromkeys(("TraceError", "Tracer", "trace"), "tracing"),
 }
 
 __version__ = "0.1.0"
@@ -82,8 +82,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     import importlib
 
-    if name in ("ops", "models", "fusion", "measure"):
-        # the measure package is callable: pytest_roofline.measure(fn, *args, **kwargs)
+    if name in ("ops", "models", "fusion"):
         value: Any = importlib.import_module(f".{name}", __name__)
     elif name in _WHERE:
         value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)

@@ -33,7 +33,7 @@ Rules (the same for every caller, deterministic on any machine):
 * ``measured`` (seconds a real run of the same work took) adds ``efficiency`` = roofline time
   / measured time: the fraction of the roof reached. Above 1 means the measurement beat a
   lower bound: the workload overcounts its FLOPs or bytes, or its data stayed in a cache
-  faster than the memory roof used (``pytest_roofline.measure.diagnose`` says which).
+  faster than the memory roof used (``pytest_roofline.measuring.diagnose`` says which).
   A measurement that says how many cores it kept busy (a ``Measurement``'s
   ``parallelism``), on a calibration that measured its memory roof per thread count, is set
   against the memory roof of that many threads (``Hardware.memory_roof``;

@@ -553,7 +553,7 @@ def _is_dir(path: Path) -> bool:
 #: lookup of a matching name only, so the engine never imports it otherwise. Built in: the
 #: calibrations of this machine (``host``, ``cuda:N``), measured on first use.
 RESOLVERS: dict[str, str | Callable[[str], Hardware | None]] = {
-    r"host|cuda(?:[:-]\d+)?": "pytest_roofline.measure.calibration:resolve",
+    r"host|cuda(?:[:-]\d+)?": "pytest_roofline.measuring.calibration:resolve",
 }
 
 

@@ -16,9 +16,9 @@ import yaml  # noqa: F401
 
 import pytest_roofline.analysis
 import pytest_roofline.hardware
-import pytest_roofline.measure.calibration
-import pytest_roofline.measure.diagnose
-import pytest_roofline.measure.timing
+import pytest_roofline.measuring.calibration
+import pytest_roofline.measuring.diagnose
+import pytest_roofline.measuring.timing
 import pytest_roofline.models
 import pytest_roofline.ops
 import pytest_roofline.report.compare
@@ -34,7 +34,7 @@ def quick_host_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     figures are rough, and the tests that use it assert nothing that depends on them
     beyond what a Python loop or a made-up chip makes certain.
     """
-    from pytest_roofline.measure import calibration
+    from pytest_roofline.measuring import calibration
 
     folder = tmp_path_factory.mktemp("xdg-cache")
     with pytest.MonkeyPatch.context() as patch:

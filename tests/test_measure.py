@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 import pytest_roofline as rl
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.hardware import Hardware, MemoryLevel, is_dynamic
-from pytest_roofline.measure import diagnose
-from pytest_roofline.measure.timing import MeasureError, Measurement, Timer, measure, synchronize
+from pytest_roofline.measuring import diagnose
+from pytest_roofline.measuring.timing import MeasureError, Measurement, Timer, measure, synchronize
 from pytest_roofline.plugin.marker import MarkerError, parse
 from pytest_roofline.report import markdown, plot, rules, table
 
@@ -348,7 +348,7 @@ def test_a_python_loop_keeps_at_most_one_core_busy() -> None:
 
 
 def test_combined_measurements_add_times_and_keep_the_largest_parallelism() -> None:
-    from pytest_roofline.measure.timing import combined
+    from pytest_roofline.measuring.timing import combined
 
     both = combined([_timed(1.0, 1.0), _timed(2.0, 1.8)])
     assert both.time == 3.0 and both.parallelism == 1.8

@@ -24,7 +24,7 @@ import pytest
 
 import pytest_roofline as rl
 from pytest_roofline import hardware
-from pytest_roofline.measure import calibration
+from pytest_roofline.measuring import calibration
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("PYTEST_ROOFLINE_TIMING") != "1",

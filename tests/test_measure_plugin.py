@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_roofline import hardware
-from pytest_roofline.measure import calibration
+from pytest_roofline.measuring import calibration
 
 pytest_plugins = ("pytester",)
 

@@ -10,7 +10,7 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 import pytest_roofline as rl  # noqa: E402
-from pytest_roofline.trace import Tracer  # noqa: E402
+from pytest_roofline.tracing import Tracer  # noqa: E402
 
 
 def _spec(*shape: int, dtype: object = None) -> object:

@@ -18,7 +18,7 @@ from llama_block import Model, inputs  # noqa: E402
 
 import pytest_roofline as rl  # noqa: E402
 from pytest_roofline import models, ops  # noqa: E402
-from pytest_roofline.trace import TraceError, Tracer  # noqa: E402
+from pytest_roofline.tracing import TraceError, Tracer  # noqa: E402
 
 LLAMA3_8B = {"hidden": 4096, "heads": 32, "kv_heads": 8, "intermediate": 14336}
 #: models' names of one decoder layer's kernels
@@ -156,7 +156,7 @@ def test_kernels_are_named_after_the_op_and_the_module_path(block):
 
 
 def test_modules_not_reached_from_fn_are_named_by_their_class():
-    from pytest_roofline.trace._torch import Session
+    from pytest_roofline.tracing._torch import Session
 
     layer = torch.nn.Sequential(torch.nn.Linear(8, 8, device="meta"), torch.nn.ReLU())
     with Session({}, None) as recorder:
@@ -352,7 +352,7 @@ def test_a_dtype_override_prices_the_matrix_units_and_keeps_the_bytes():
 
 
 def test_a_trace_inside_a_recording_is_counted_once():
-    from pytest_roofline.trace._torch import Session
+    from pytest_roofline.tracing._torch import Session
 
     a = torch.empty(8, 8, device="meta")
     b = torch.empty(8, 8, device="meta")
@@ -363,11 +363,19 @@ def test_a_trace_inside_a_recording_is_counted_once():
     assert [k.name for k in outer.kernels] == ["add"]
 
 
-def test_the_package_is_callable_like_the_function():
-    import pytest_roofline.trace as module
+def test_trace_and_measure_are_plain_functions_whatever_was_imported_first():
+    import inspect
 
+    import pytest_roofline.measuring
+    import pytest_roofline.tracing as module
+
+    assert not callable(module) and not callable(pytest_roofline.measuring)
+    assert inspect.isfunction(rl.trace) and inspect.isfunction(rl.measure)
+    assert list(inspect.signature(rl.trace).parameters) == ["fn", "args", "kwargs"]
+    assert "Workload" in (rl.trace.__doc__ or "")
+    assert "fn" in inspect.signature(rl.measure).parameters
     a = torch.empty(4, 4, device="meta")
-    assert module(torch.mm, a, a).flops == rl.trace(torch.mm, a, a).flops == 128
+    assert rl.trace(torch.mm, a, a).flops == 128
 
 
 def test_errors_name_the_problem():

@@ -30,7 +30,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..measure import calibration
+    from ..measuring import calibration
     from ..units import si
 
     device, name = calibration.parse_device(args.device)

@@ -29,7 +29,7 @@ from .marker import Expectation, MarkerError, _check_scalar
 from .verdict import analyze_all
 
 if TYPE_CHECKING:
-    from ..measure.timing import Measurement
+    from ..measuring.timing import Measurement
 
 
 class Roofline:
@@ -95,7 +95,7 @@ class Roofline:
     def measure(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Measurement:
         """Time ``fn(*args, **kwargs)`` (see :func:`pytest_roofline.measure`) against the
         test's workload; returns the Measurement. Several calls add up."""
-        from ..measure.timing import measure
+        from ..measuring.timing import measure
 
         measurement = measure(fn, *args, **kwargs)
         self._measurements.append(measurement)
@@ -113,7 +113,7 @@ class Roofline:
         """The measurements as one (times summed; see ``measure.timing.combined``)."""
         if not self._measurements:
             return None
-        from ..measure.timing import combined
+        from ..measuring.timing import combined
 
         return combined(self._measurements)
 
@@ -128,7 +128,7 @@ class Roofline:
         """Trace ``fn(*args, **kwargs)`` (torch or jax, see ``pytest_roofline.trace``) and add
         the workload it ran to the test's. With the marker's ``cross_check=``, the traced
         workload is kept apart and checked against the declared one instead. Returns it."""
-        from ..trace import trace
+        from ..tracing import trace
 
         workload = trace(fn, *args, **kwargs)
         if self._expectation.cross_check is not None:

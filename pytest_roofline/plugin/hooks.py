@@ -340,7 +340,7 @@ def _show_calibration(config: pytest.Config, hw: object) -> None:
     names = hw if isinstance(hw, (list, tuple)) else [hw]
     if not any(isinstance(n, str) and is_dynamic(n) for n in names):
         return
-    from ..measure import calibration
+    from ..measuring import calibration
 
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")
@@ -424,7 +424,7 @@ def _marker_judgement(session: RooflineSession, expectation: Expectation) -> Jud
 
 def _traced(item: pytest.Item, kernels: list[Any]) -> Workload:
     from ..errors import RooflineError
-    from ..trace import workload
+    from ..tracing import workload
 
     try:
         return workload(kernels, footprint=0.0, name=f"trace({item.name})")
@@ -439,7 +439,7 @@ def _workloads(item: pytest.Item, state: _ItemState) -> tuple[Workload | None, l
     declared = expectation.workload if handle is None else handle.workload
     if expectation.cross_check is None and state.traced is None:
         return declared, []  # the common case: nothing traced for the plugin to handle
-    from ..trace.crosscheck import compare
+    from ..tracing.crosscheck import compare
     from ..workload import total
 
     traced = ([state.traced] if state.traced is not None else []) + (
@@ -584,7 +584,7 @@ class _SessionPlugin:
         expectation = _expectation(item, marks, session)
         if expectation.trace:
             from ..errors import RooflineError
-            from ..trace import require
+            from ..tracing import require
 
             try:
                 require("torch")
@@ -613,7 +613,7 @@ class _SessionPlugin:
         try:
             state = states.get(item)
             if state is not None and state.expectation.trace:
-                from ..trace._torch import Session
+                from ..tracing._torch import Session
 
                 with Session({}, None) as recorder:
                     yield  # the test body, recorded

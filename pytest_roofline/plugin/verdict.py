@@ -100,7 +100,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
         hw = fields.pop("hw")
         fields["expectation"] = label
         if check.result.measured is not None:
-            from ..measure.diagnose import FASTER, is_faster
+            from ..measuring.diagnose import FASTER, is_faster
 
             fields["measured_spread"] = float(spread)
             if is_faster(check.result, spread):
@@ -155,7 +155,7 @@ def _measured_failures(exp: Expectation, r: Result, spread: float) -> list[str]:
     if r.measured is None:
         return [f"min_efficiency={exp.min_efficiency:g} needs a measurement on {r.hw}: time "
                 f"the kernel with roofline.measure(fn, *args) in the test."]
-    from ..measure.diagnose import efficiency_failure, explain_faster, is_faster
+    from ..measuring.diagnose import efficiency_failure, explain_faster, is_faster
 
     if is_faster(r, spread):
         chip = next((c for c in exp.hw if c.name == r.hw), None)
@@ -310,7 +310,7 @@ def breakdown(checks: Sequence[Check]) -> str:
             lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
         if r.measured is not None and r.efficiency is not None:
-            from ..measure.diagnose import roof_threads_note
+            from ..measuring.diagnose import roof_threads_note
 
             lines.append(f"  measured {fmt(float(r.measured))}: {float(r.efficiency):.1%} of "
                          f"the roof" + roof_threads_note(r))

@@ -17,14 +17,11 @@ The framework is read from the arguments (and from *fn*: an ``nn.Module`` is tor
 kernels in another precision (bytes still follow the tensors' storage), ``fusion=`` picks the
 policy, ``name=`` names the workload.
 
-This package is named like the function it exports; the module object is callable too, so
-``pytest_roofline.trace(fn, *args)`` works however it was imported.
+The public function is ``pytest_roofline.trace``; this package is ``pytest_roofline.tracing``.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -169,11 +166,3 @@ def trace(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
     """Call ``fn(*args, **kwargs)`` and return the Workload of what it ran (see the module
     docstring; :class:`Tracer` for options)."""
     return _DEFAULT(fn, *args, **kwargs)
-
-
-class _CallableModule(types.ModuleType):
-    def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
-        return trace(fn, *args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -10,15 +10,12 @@
 
 Imports here are lazy: numpy and torch are imported when something is measured.
 
-``pytest_roofline.measure`` is both this package and the public function: the package
-module is callable, ``pytest_roofline.measure(fn, *args, **kwargs)`` being
-:func:`.timing.measure`.
+The public function is ``pytest_roofline.measure`` (:func:`.timing.measure`); this package
+is ``pytest_roofline.measuring``.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,14 +33,3 @@ def __getattr__(name: str) -> Any:
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-class _CallableModule(types.ModuleType):
-    """This package, callable as :func:`.timing.measure`."""
-
-    def __call__(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        from .timing import measure
-
-        return measure(fn, *args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
