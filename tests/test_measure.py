@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 import pytest_roofline as rl
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.hardware import Hardware, MemoryLevel, is_dynamic
+from pytest_roofline.judging.marker import MarkerError, parse
 from pytest_roofline.measuring import diagnose
 from pytest_roofline.measuring.timing import MeasureError, Measurement, Timer, measure, synchronize
-from pytest_roofline.plugin.marker import MarkerError, parse
 from pytest_roofline.report import markdown, plot, rules, table
 
 # A chip with round figures: 1 TFLOP/s fp32, 100 GB/s, caches of 32 KiB / 1 MiB / 32 MiB.

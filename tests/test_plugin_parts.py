@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from pytest_roofline import Hardware, Link, Workload, analyze, ops
-from pytest_roofline.plugin.marker import KEYS, Expectation, MarkerError, merge, parse
+from pytest_roofline.judging.marker import KEYS, Expectation, MarkerError, merge, parse
+from pytest_roofline.judging.signature import signature_text
+from pytest_roofline.judging.verdict import analyze_all, breakdown, evaluate
 from pytest_roofline.plugin.options import MARKER_HELP as HELP
 from pytest_roofline.plugin.session import (
     RooflineSession,
@@ -33,8 +35,6 @@ from pytest_roofline.plugin.settings import (
     parse_summary,
     split_names,
 )
-from pytest_roofline.plugin.signature import signature_text
-from pytest_roofline.plugin.verdict import analyze_all, breakdown, evaluate
 from pytest_roofline.report.table import summary
 from pytest_roofline.text_table import render
 

@@ -242,8 +242,8 @@ def test_judged_properties_hold_json_types_only(flops: object, nbytes: object,
                                                  spread: object) -> None:
     """What a test's report carries (and pytest-xdist sends) is made of JSON's own types,
     exactly: str, int, float, bool, None and lists of them; never a numpy number."""
-    from pytest_roofline.plugin.marker import parse
-    from pytest_roofline.plugin.verdict import analyze_all, judge
+    from pytest_roofline.judging.marker import parse
+    from pytest_roofline.judging.verdict import analyze_all, judge
 
     try:
         workload = Workload(flops=flops, bytes=nbytes, unit=unit, dtype=dtype,
@@ -254,10 +254,10 @@ def test_judged_properties_hold_json_types_only(flops: object, nbytes: object,
     except RooflineError:
         return
     judgement = judge(expectation, workload, analyzed=lambda: results, spread=spread)
-    assert judgement.error is None and len(judgement.properties) == 2
+    assert judgement.error is None and len(judgement.fields) == 2
     for check in judgement.checks:  # made without the dataclass __init__: every field set
         assert set(vars(check)) == {f.name for f in dataclasses.fields(check)}
-    for ((name, fields),) in judgement.properties:
+    for name, fields in judgement.fields:
         assert type(name) is str and type(fields) is dict
         for key, value in fields.items():
             assert type(key) is str

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from ..analysis import Result
 from ..errors import WorkloadError
 from ..hardware import Hardware
+from ..judging.marker import Expectation, MarkerError, _check_scalar
+from ..judging.verdict import analyze_all
 from ..workload import Knob, Workload, total
-from .marker import Expectation, MarkerError, _check_scalar
-from .verdict import analyze_all
 
 if TYPE_CHECKING:
     from ..measuring.timing import Measurement

@@ -30,12 +30,12 @@ from .options import pick as pick_option
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
 
+    from ..judging.marker import Expectation
+    from ..judging.verdict import Check, Judgement
     from ..workload import Workload
     from .fixture import Roofline
-    from .marker import Expectation
     from .session import RooflineSession
     from .settings import Settings
-    from .verdict import Check, Judgement
 
 SESSION_KEY = pytest.StashKey["RooflineSession"]()
 _PLUGIN_KEY = pytest.StashKey["_SessionPlugin"]()
@@ -299,7 +299,7 @@ def _expectation(item: pytest.Item, marks: list[pytest.Mark],
     cached = session.expectations.get(key)
     if cached is None:
         from ..errors import RooflineError
-        from .marker import merge, parse
+        from ..judging.marker import merge, parse
 
         try:
             _prepare_hardware(item.config, session)
@@ -413,7 +413,7 @@ def _marker_judgement(session: RooflineSession, expectation: Expectation) -> Jud
     """The verdict on the marker's workload alone, judged once for every test sharing it."""
     cached = session.verdicts.get(id(expectation))
     if cached is None:
-        from .verdict import judge
+        from ..judging.verdict import judge
 
         settings = session.settings
         cached = session.verdicts[id(expectation)] = (expectation, judge(
@@ -489,9 +489,11 @@ def _verdict(item: pytest.Item, state: _ItemState, session: RooflineSession) -> 
     failures: list[str] = list(crosscheck)
     checks: Sequence[Check] = judgement.checks
     if not hooked and not crosscheck:  # the common case: the judgement's properties, shared
-        for check, properties in zip(checks, judgement.properties, strict=True):
+        from .session import PREFIX
+
+        for check, (hw, fields) in zip(checks, judgement.fields, strict=True):
             failures.extend(check.failures)
-            item.user_properties.extend(properties)
+            item.user_properties.append((PREFIX + hw, fields))
     else:
         checks = changed = list(checks)
         from .session import to_properties
@@ -516,7 +518,7 @@ def _verdict(item: pytest.Item, state: _ItemState, session: RooflineSession) -> 
                 record["message"] = " ".join([*check.failures, *extra])
             item.user_properties.extend(to_properties(record))
     if failures or session.verbose:
-        from .verdict import breakdown
+        from ..judging.verdict import breakdown
 
         item.add_report_section("call", "roofline", breakdown(checks))
     if failures:
@@ -531,7 +533,7 @@ def _judge() -> Callable[..., Judgement]:
     """:func:`.verdict.judge`, imported by the first test that declares its own workload (an
     import statement in _verdict would cost each such test a module-spec lookup)."""
     if not _JUDGE:
-        from .verdict import judge
+        from ..judging.verdict import judge
 
         _JUDGE.append(judge)
     return _JUDGE[0]

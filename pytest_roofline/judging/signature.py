@@ -1,4 +1,4 @@
-"""The ``roofline`` marker's signature: the arguments :mod:`pytest_roofline.plugin.marker`
+"""The ``roofline`` marker's signature: the arguments :mod:`pytest_roofline.judging.marker`
 checks, and the head of the help line pytest shows with ``--markers``
 (``options.MARKER_HELP``, a test keeps the two in step).
 """

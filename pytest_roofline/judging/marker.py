@@ -1,6 +1,6 @@
 """The ``roofline`` marker's arguments checked into an Expectation.
 
-:func:`roofline` (from :mod:`pytest_roofline.plugin.signature`) only documents the signature
+:func:`roofline` (from :mod:`pytest_roofline.judging.signature`) only documents the signature
 (``pytest --markers`` shows it); :func:`parse` turns the arguments of one test's marker(s)
 into a frozen :class:`Expectation`, or raises :class:`MarkerError` naming the key, the bad
 value and what is allowed.

@@ -25,7 +25,6 @@ from ..errors import RooflineError
 from ..report.records import record_fields
 from ..workload import Workload, is_array
 from .marker import Expectation
-from .session import PREFIX
 
 
 @dataclass(frozen=True)
@@ -53,24 +52,23 @@ class Check:
 
 
 class Judgement:
-    """A workload's verdict on every chip, with its records as test-report properties
-    (``[("roofline:<hw>", fields)]`` per chip; :attr:`records` spells them out, without
-    ``nodeid``); *error* instead when nothing could be judged. Every test sharing a marker
-    and its workload shares one Judgement."""
+    """A workload's verdict on every chip, as plain data: its checks, and their records'
+    fields as ``(hw, fields)`` pairs (each record without ``nodeid`` and ``hw``, JSON types
+    only); *error* instead when nothing could be judged. Every test sharing a marker and its
+    workload shares one Judgement: the plugin turns its fields into test-report properties."""
 
-    __slots__ = ("checks", "error", "properties")
+    __slots__ = ("checks", "error", "fields")
 
     def __init__(self, error: str | None = None, checks: tuple[Check, ...] = (),
-                 properties: list[list[tuple[str, Any]]] | None = None) -> None:
+                 fields: list[tuple[str, dict[str, Any]]] | None = None) -> None:
         self.error = error
         self.checks = checks
-        self.properties = properties or []
+        self.fields = fields or []
 
     @property
     def records(self) -> list[dict[str, Any]]:
         """The JSON records of the checks, without ``nodeid`` (``hw`` first)."""
-        return [{"hw": name[len(PREFIX):], **fields}
-                for ((name, fields),) in self.properties]
+        return [{"hw": hw, **fields} for hw, fields in self.fields]
 
 
 def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac: int = 2,
@@ -90,7 +88,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
         return Judgement(f"roofline: {exc}")
     checks = evaluate(expectation, workload, results, flops_per_mac=flops_per_mac,
                       derate=derate, spread=spread)
-    properties = []
+    judged = []
     label = expectation.label
     for check in checks:
         # Results of analyze() hold floats, bools, None and text only
@@ -105,8 +103,8 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             fields["measured_spread"] = float(spread)
             if is_faster(check.result, spread):
                 fields["measured_note"] = FASTER
-        properties.append([(PREFIX + hw, fields)])
-    return Judgement(None, checks, properties)
+        judged.append((hw, fields))
+    return Judgement(None, checks, judged)
 
 
 def num(value: Any) -> str:
