@@ -101,12 +101,16 @@ class Tracer:
       takes ``"none"`` only.
     * ``name``: the workload's name (default ``trace(<fn name>)``).
     * ``framework``: ``"torch"`` or ``"jax"`` (default: read from the arguments).
+    * ``links``: which chip link carries each mesh axis (JAX ``shard_map``) or process group
+      (torch), ``{"x": "ici", "data": ("nvlink", 18)}``; default: the chip's default link
+      (see ``_mesh``).
     """
 
-    __slots__ = ("dtype", "framework", "fusion", "name")
+    __slots__ = ("dtype", "framework", "fusion", "links", "name")
 
     def __init__(self, *, dtype: object = None, fusion: str | None = None,
-                 name: str | None = None, framework: str | None = None) -> None:
+                 name: str | None = None, framework: str | None = None,
+                 links: object = None) -> None:
         if dtype is not None:
             try:
                 dtype = dtypes.canonical(dtype)
@@ -120,6 +124,12 @@ class Tracer:
                              f"{', '.join(map(repr, FRAMEWORKS))}")
         if name is not None and not isinstance(name, str):
             raise TraceError(f"Tracer: name={name!r} must be a string")
+        from ._mesh import MeshError, links_option
+
+        try:
+            self.links = links_option(links)
+        except MeshError as exc:
+            raise TraceError(f"Tracer: {exc}") from None
         self.dtype: str | None = dtype
         self.fusion = fusion
         self.name = name
@@ -127,7 +137,7 @@ class Tracer:
 
     def __repr__(self) -> str:
         return (f"Tracer(dtype={self.dtype!r}, fusion={self.fusion!r}, name={self.name!r}, "
-                f"framework={self.framework!r})")
+                f"framework={self.framework!r}, links={self.links!r})")
 
     def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
         if not callable(fn):
@@ -136,6 +146,15 @@ class Tracer:
         framework = self.framework or detect(fn, args, kwargs)
         require(framework)
         fusion = self.fusion or _DEFAULT_FUSION[framework]
+        from ._mesh import MeshError
+
+        try:
+            return self._trace(fn, args, kwargs, framework, fusion)
+        except MeshError as exc:
+            raise TraceError(str(exc)) from None
+
+    def _trace(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+               framework: str, fusion: str) -> Workload:
         if framework == "torch":
             if fusion != "none":
                 raise TraceError(f"Tracer: fusion={fusion!r}: eager torch runs op by op, every "
@@ -147,7 +166,7 @@ class Tracer:
         else:
             from . import _jax
 
-            kernels, footprint = _jax.record(fn, args, kwargs, self.dtype, fusion)
+            kernels, footprint = _jax.record(fn, args, kwargs, self.dtype, fusion, self.links)
         return workload(kernels, footprint=footprint,
                         name=self.name or f"trace({getattr(fn, '__name__', type(fn).__name__)})")
 

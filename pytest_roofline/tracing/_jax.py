@@ -35,9 +35,11 @@ from typing import Any
 import jax
 
 from ..workload import Kernel
+from . import _jax_mesh
 from . import _kernels as K
+from ._mesh import AxisLink
 
-_FREE = frozenset({"reshape", "squeeze", "expand_dims", "broadcast_in_dim"})
+_FREE = frozenset({"reshape", "squeeze", "expand_dims", "broadcast_in_dim"}) | _jax_mesh.FREE
 _REDUCE = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax",
                      "argmin", "reduce_and", "reduce_or", "reduce_xor", "cumsum", "cummax",
                      "cummin", "cumprod", "cumlogsumexp", "reduce_precision"})
@@ -95,10 +97,14 @@ class _Op:
 
 
 class _Walk:
-    def __init__(self, dtype: str | None, fusion: str) -> None:
+    def __init__(self, dtype: str | None, fusion: str,
+                 links: dict[str, AxisLink] | None = None,
+                 axes: dict[str, int] | None = None) -> None:
         self.dtype = dtype
         self.fusion = fusion
         self.kernels: list[Kernel] = []
+        self.links = links or {}
+        self.axes: dict[str, int] = axes if axes is not None else {}  # shard_map mesh axes
 
     def walk(self, jaxpr: Any, count: float) -> None:
         ops: list[_Op] = []
@@ -155,6 +161,10 @@ class _Walk:
                                self._control(name, params, count)))
                 continue
             sub = next((params[k] for k in _CALLS if k in params), None)
+            if name == "shard_map":  # a per-chip body: its values are shards, not the
+                self.axes.update(_jax_mesh.mesh_axes(params))  # outer (global) arrays
+                self._flatten(getattr(sub, "jaxpr", sub), {}, count, ops)
+                continue
             if sub is not None:
                 inner = getattr(sub, "jaxpr", sub)
                 inner_env = dict(zip(inner.invars, invars, strict=False))
@@ -177,12 +187,15 @@ class _Walk:
         return min(branches, key=lambda ks: sum(k.total_flops for k in ks))
 
     def _sub(self, jaxpr: Any, count: float) -> list[Kernel]:
-        walker = _Walk(self.dtype, self.fusion)
+        walker = _Walk(self.dtype, self.fusion, self.links, self.axes)
         walker.walk(jaxpr, count)
         return walker.kernels
 
     def _kernel(self, eqn: _Op, name: str, nbytes: float, count: float) -> Kernel:
         outs, ins = eqn.outvars, [v for v in eqn.invars if hasattr(v, "aval")]
+        if name in _jax_mesh.PRIMITIVES:
+            return _jax_mesh.kernel(eqn.label, name, eqn.params, ins, outs, self.axes,
+                                    self.links, count)
         label = eqn.label
         if name == "dot_general":
             (contract, _), _ = eqn.params["dimension_numbers"]
@@ -243,11 +256,12 @@ def conv_macs(eqn: _Op) -> float:
 
 
 def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-           dtype: str | None, fusion: str) -> tuple[list[Kernel], float]:
+           dtype: str | None, fusion: str,
+           links: dict[str, AxisLink] | None = None) -> tuple[list[Kernel], float]:
     """The kernels of ``fn(*args, **kwargs)`` and the bytes of its arguments."""
     target = partial(fn, **kwargs) if kwargs else fn
     closed = jax.make_jaxpr(target)(*args)
-    walker = _Walk(dtype, fusion)
+    walker = _Walk(dtype, fusion, links)
     walker.walk(closed.jaxpr, 1.0)
     footprint = sum(_bytes(v) for v in closed.jaxpr.invars)
     return walker.kernels, float(footprint)

@@ -1,0 +1,79 @@
+"""JAX collectives inside ``shard_map``: per-chip kernels with link bytes (see ``_mesh``).
+
+Inside a ``shard_map`` body every value is the shard one chip holds, so the body's kernels
+are per chip; the collectives name the mesh axes they run over, whose sizes the enclosing
+``shard_map`` states (``params["mesh"].shape``). Primitives and what they are:
+
+=================================  ==============  ==========================================
+primitive                          collective      elements (``ops.collectives`` convention)
+=================================  ==============  ==========================================
+psum, psum_invariant, pmax, pmin   all_reduce      the operand
+all_gather                         all_gather      the output (the gathered size)
+reduce_scatter (``psum_scatter``)  reduce_scatter  the operand (the unreduced size)
+all_to_all                         all_to_all      the operand
+ppermute                           point_to_point  the operand (each chip sends its shard once)
+=================================  ==============  ==========================================
+
+``pvary``, ``pbroadcast`` and ``axis_index`` move no data (type-system and index ops). With
+``axis_index_groups`` a collective runs over one group's chips, not the whole axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..workload import Kernel
+from . import _mesh
+
+PRIMITIVES: dict[str, str] = {
+    "psum": "all_reduce", "psum_invariant": "all_reduce", "psum2": "all_reduce",
+    "pmax": "all_reduce", "pmin": "all_reduce", "all_gather": "all_gather",
+    "all_gather_invariant": "all_gather", "reduce_scatter": "reduce_scatter",
+    "all_to_all": "all_to_all", "ppermute": "point_to_point",
+}
+#: Primitives of a sharded program that move no data.
+FREE = frozenset({"pvary", "pbroadcast", "axis_index"})
+
+
+def mesh_axes(params: Mapping[str, Any]) -> dict[str, int]:
+    """{axis name: size} of a ``shard_map`` equation's mesh (a Mesh or an AbstractMesh)."""
+    mesh = params.get("mesh")
+    shape = getattr(mesh, "shape", None)
+    if not isinstance(shape, Mapping):
+        return {}
+    return {str(axis): int(size) for axis, size in shape.items()}
+
+
+def _axes(params: Mapping[str, Any]) -> tuple[str, ...]:
+    raw = params.get("axes", params.get("axis_name", ()))
+    if not isinstance(raw, (tuple, list)):
+        raw = (raw,)
+    return tuple(str(a) for a in raw)
+
+
+def _elements(var: Any) -> float:
+    return float(math.prod(var.aval.shape))
+
+
+def kernel(label: str, prim: str, params: Mapping[str, Any], invars: list[Any],
+           outvars: list[Any], sizes: Mapping[str, int], links: Mapping[str, _mesh.AxisLink],
+           count: float) -> Kernel:
+    """The kernel of one collective equation. A psum of several operands is one collective
+    of all their bytes, in the widest operand's precision."""
+    kind = PRIMITIVES[prim]
+    axes = _axes(params)
+    missing = [a for a in axes if a not in sizes]
+    if missing:
+        raise _mesh.MeshError(f"{label}: runs over axis {missing[0]!r}, which no enclosing "
+                              f"shard_map names (its mesh axes: "
+                              f"{', '.join(sizes) or 'none'}); trace the shard_map program")
+    groups = params.get("axis_index_groups")
+    devices = len(groups[0]) if groups else math.prod(sizes[a] for a in axes)
+    sources = outvars if kind == "all_gather" else [v for v in invars if hasattr(v, "aval")]
+    widest = max(sources, key=lambda v: v.aval.dtype.itemsize).aval.dtype
+    total = sum(_elements(v) * v.aval.dtype.itemsize for v in sources)
+    return _mesh.collective(kind, name=label, elements=total / widest.itemsize,
+                            dtype=_mesh.storage(widest.name, widest.itemsize),
+                            devices=devices, axes=axes, links=links, count=count)
