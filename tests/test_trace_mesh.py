@@ -34,3 +34,84 @@ def test_shard_map_programs_on_eight_cpu_devices():
 def test_a_bad_links_option_names_what_is_allowed(links):
     with pytest.raises(TraceError, match=r"Tracer: links"):
         Tracer(links=links)
+
+
+# -- torch: functional collectives on a fake process group of 8 ranks -----------------------
+# Expected figures: the closed forms of ops.collectives (V the bytes of the tensor as that
+# table sizes it, N = 8): all-reduce 2·V·(N-1)/N, all-gather and reduce-scatter V·(N-1)/N,
+# all-to-all V·(N-1)/N. Exact: the same formula evaluated twice.
+
+ROWS, COLS, RANKS = 1024, 512, 8
+V = ROWS * COLS * 2  # one rank's bf16 tensor: 1 MiB
+
+
+@pytest.fixture(scope="module")
+def fake_group():
+    torch = pytest.importorskip("torch")
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch built without torch.distributed")
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=RANKS)
+    try:
+        yield torch, dist
+    finally:
+        dist.destroy_process_group()
+
+
+def _program(x):
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as fc
+
+    world = dist.group.WORLD
+    a = fc.all_reduce(x, "sum", world)
+    b = fc.all_gather_tensor(x, 0, world)  # [8·ROWS, COLS]: 8·V gathered
+    c = fc.reduce_scatter_tensor(b, "sum", 0, world)  # 8·V in, V out
+    d = fc.all_to_all_single(x, None, None, world)
+    return fc.wait_tensor(a) + c + d
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_torch_functional_collectives_trace_to_their_closed_forms(fake_group, device):
+    torch, _ = fake_group
+    x = torch.empty(ROWS, COLS, dtype=torch.bfloat16, device=device)
+    w = Tracer(links={"world": "nvlink"})(_program, x)
+    links = {k.name.split("[")[0]: k for k in w.kernels if k.link_bytes}
+    frac = (RANKS - 1) / RANKS
+    assert links["all_reduce"].link_bytes == pytest.approx(2 * V * frac, rel=1e-12)
+    assert links["all_gather_into_tensor"].link_bytes == pytest.approx(8 * V * frac, rel=1e-12)
+    assert links["reduce_scatter_tensor"].link_bytes == pytest.approx(8 * V * frac, rel=1e-12)
+    assert links["all_to_all_single"].link_bytes == pytest.approx(V * frac, rel=1e-12)
+    assert all(k.link == "nvlink" for k in links.values())
+    assert not any(k.name.startswith(("wait_tensor", "_wrap")) for k in w.kernels)
+    from pytest_roofline import ops
+
+    declared = ops.all_reduce(ROWS * COLS, RANKS).kernels[0]
+    assert (links["all_reduce"].flops, links["all_reduce"].bytes) == (declared.flops,
+                                                                      declared.bytes)
+
+
+def test_the_group_of_a_functional_collective_resolves(fake_group):
+    # the one torch-private call of the torch collectives (tracing/_torch_mesh.group_of)
+    _, dist = fake_group
+    from pytest_roofline.tracing._torch_mesh import group_of
+
+    assert group_of(dist.group.WORLD.group_name).size() == RANKS
+
+
+def test_an_inplace_all_reduce_is_named_not_priced_as_zero(fake_group):
+    torch, dist = fake_group
+    with pytest.raises(TraceError, match=r"c10d\.allreduce_.*functional_collectives"):
+        Tracer()(lambda x: dist.all_reduce(x), torch.ones(16, 16))
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_an_inplace_all_gather_takes_its_group_size_from_the_shapes(fake_group):
+    torch, dist = fake_group
+    out = torch.empty(RANKS * ROWS, COLS, dtype=torch.bfloat16)
+    w = Tracer()(lambda x: dist.all_gather_into_tensor(out, x),
+                 torch.ones(ROWS, COLS, dtype=torch.bfloat16))
+    (gather,) = [k for k in w.kernels if k.link_bytes]
+    assert gather.link_bytes == pytest.approx(RANKS * V * (RANKS - 1) / RANKS, rel=1e-12)

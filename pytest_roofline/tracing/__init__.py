@@ -161,7 +161,7 @@ class Tracer:
                                  f"op round-tripping memory; it takes fusion='none'")
             from . import _torch
 
-            kernels = _torch.record(fn, args, kwargs, self.dtype)
+            kernels = _torch.record(fn, args, kwargs, self.dtype, self.links)
             footprint = _torch.footprint(fn, args, kwargs)
         else:
             from . import _jax

@@ -29,6 +29,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..workload import Kernel
 from . import _kernels as K
+from . import _torch_mesh
+from ._mesh import AxisLink
 
 _MATMUL = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation", "_scaled_mm",
                      "addbmm"})
@@ -132,8 +134,10 @@ def _dtype(t: torch.Tensor) -> str | None:
 class Recorder:
     """Collects kernels while its modes are active (see :func:`record`)."""
 
-    def __init__(self, names: dict[int, str], dtype: str | None) -> None:
+    def __init__(self, names: dict[int, str], dtype: str | None,
+                 links: dict[str, AxisLink] | None = None) -> None:
         self.kernels: list[Kernel] = []
+        self.links = links or {}
         self.names = names
         self.path: list[str] = []
         self.hidden = 0  # > 0 inside a call recorded at function level (SDPA)
@@ -162,6 +166,12 @@ class Recorder:
         if func.is_view or func.namespace == "prim":  # views; prim.device and co: metadata
             return
         op = func.overloadpacket.__name__
+        if func.namespace in _torch_mesh.NAMESPACES:  # a collective: link bytes
+            kernel = _torch_mesh.kernel(self._name(op), op, func.namespace, args, out,
+                                        self.links)
+            if kernel is not None:
+                self.kernels.append(kernel)
+            return
         base = op.rstrip("_") if not op.startswith("__") else op.strip("_")
         if base in _FREE:
             return
@@ -342,8 +352,9 @@ _ACTIVE: list[Recorder] = []
 class Session:
     """The modes and hooks of one recording; a context manager (used by ``trace=True``)."""
 
-    def __init__(self, names: dict[int, str], dtype: str | None) -> None:
-        self.recorder = Recorder(names, dtype)
+    def __init__(self, names: dict[int, str], dtype: str | None,
+                 links: dict[str, AxisLink] | None = None) -> None:
+        self.recorder = Recorder(names, dtype, links)
         self._dispatch = _Dispatch(self.recorder)
         self._functions = _Functions(self.recorder)
         self._hooks: list[Any] = []
@@ -377,9 +388,9 @@ class Session:
 
 
 def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-           dtype: str | None) -> list[Kernel]:
+           dtype: str | None, links: dict[str, AxisLink] | None = None) -> list[Kernel]:
     """Run ``fn(*args, **kwargs)`` and return one kernel per op it ran."""
-    session = Session(module_names(*roots_of(fn, args, kwargs)), dtype)
+    session = Session(module_names(*roots_of(fn, args, kwargs)), dtype, links)
     with session:
         fn(*args, **kwargs)
     return session.recorder.kernels

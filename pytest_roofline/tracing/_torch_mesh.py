@@ -1,0 +1,138 @@
+"""torch collectives: per-chip kernels with link bytes (see ``_mesh``).
+
+Functional collectives (``torch.distributed._functional_collectives``, what DTensor and
+``torch.compile`` emit) reach the dispatch mode as ``_c10d_functional`` ops on the rank's own
+tensor: the figures are one rank's.
+
+==============================  ==============  ==============================================
+op                              collective      elements (``ops.collectives`` convention)
+==============================  ==============  ==============================================
+all_reduce(_), coalesced        all_reduce      the input
+all_gather_into_tensor(_out)    all_gather      the output (the gathered size)
+reduce_scatter_tensor           reduce_scatter  the input (the unreduced size)
+all_to_all_single               all_to_all      the input
+broadcast(_)                    all_gather      the input x group size (a ring broadcast sends
+                                                each chip's share once, as a gather would)
+==============================  ==============  ==============================================
+
+``wait_tensor`` and ``_wrap_tensor_autograd`` move nothing. Of the in-place ``c10d`` ops
+(``torch.distributed.all_gather_into_tensor`` and co.), those whose group size the shapes
+give are priced the same way (``_allgather_base_``: output / input; ``_reduce_scatter_base_``:
+input / output); any other ``c10d`` collective is a TraceError naming it (unknown is never
+zero): write it with functional collectives.
+
+The group size of an ``all_reduce`` and of an ``all_to_all_single`` without split sizes comes
+from the process group its name resolves to: :func:`group_of`, the one use of a torch-private
+function, checked by ``tests/test_trace_mesh.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from ..workload import Kernel
+from . import _mesh
+
+NAMESPACES = frozenset({"_c10d_functional", "c10d"})
+#: Ops of those namespaces that move no data.
+FREE = frozenset({"wait_tensor", "_wrap_tensor_autograd", "barrier", "monitored_barrier"})
+_FUNCTIONAL = {
+    "all_reduce": "all_reduce", "all_reduce_": "all_reduce",
+    "all_reduce_coalesced": "all_reduce", "all_reduce_coalesced_": "all_reduce",
+    "all_gather_into_tensor": "all_gather", "all_gather_into_tensor_out": "all_gather",
+    "all_gather_into_tensor_coalesced": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter", "reduce_scatter_tensor_coalesced":
+    "reduce_scatter", "all_to_all_single": "all_to_all", "broadcast": "all_gather",
+    "broadcast_": "all_gather",
+}
+
+
+def group_of(name: str) -> Any:
+    """The ProcessGroup a functional collective's group name stands for."""
+    from torch.distributed.distributed_c10d import _resolve_process_group
+
+    return _resolve_process_group(name)
+
+
+def _group_keys(group: Any) -> list[str]:
+    import torch.distributed as dist
+
+    desc = str(getattr(group, "group_desc", "") or "")
+    keys = [desc, desc.removeprefix("mesh_"), str(getattr(group, "group_name", ""))]
+    if group is dist.group.WORLD:
+        keys.insert(0, "world")
+    return [k for k in keys if k]
+
+
+def _tensors(value: object) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+def _elements(tensors: list[torch.Tensor]) -> tuple[float, str]:
+    """Elements of *tensors* in the widest one's precision, and that precision."""
+    widest = max(tensors, key=lambda t: t.dtype.itemsize)
+    total = sum(t.numel() * t.dtype.itemsize for t in tensors)
+    name = str(widest.dtype).removeprefix("torch.")
+    return total / widest.dtype.itemsize, _mesh.storage(name, widest.dtype.itemsize)
+
+
+def kernel(name: str, op: str, namespace: str, args: tuple[Any, ...], out: object,
+           links: Mapping[str, _mesh.AxisLink]) -> Kernel | None:
+    """The kernel of one collective op, None for a free one (wait_tensor)."""
+    if op in FREE:
+        return None
+    if namespace == "c10d":
+        return _inplace(name, op, args, links)
+    kind = _FUNCTIONAL.get(op)
+    if kind is None:
+        raise _mesh.MeshError(f"{name}: the collective _c10d_functional.{op} has no formula; "
+                              f"its link bytes are unknown")
+    group_name = str(args[-1])
+    group = None
+    if op.startswith(("all_gather", "reduce_scatter")):
+        devices = int(args[-2])
+    elif op == "all_to_all_single" and isinstance(args[1], (list, tuple)) and args[1]:
+        devices = len(args[1])
+    else:
+        group = group_of(group_name)
+        devices = int(group.size())
+    if group is None:
+        try:
+            group = group_of(group_name)
+        except (RuntimeError, ValueError, LookupError):
+            group = None
+    keys = _group_keys(group) if group is not None else [group_name]
+    axis = next((k for k in keys if k in links), keys[0] if keys else group_name)
+    sources = _tensors(out) if kind == "all_gather" and not op.startswith("broadcast") else (
+        _tensors(args[0]))
+    elements, dtype = _elements(sources)
+    if op.startswith("broadcast"):
+        elements *= devices
+    return _mesh.collective(kind, name=name, elements=elements, dtype=dtype, devices=devices,
+                            axes=(axis,), links=links)
+
+
+def _inplace(name: str, op: str, args: tuple[Any, ...],
+             links: Mapping[str, _mesh.AxisLink]) -> Kernel:
+    """The in-place ``c10d`` ops whose group size their shapes give (module docstring)."""
+    if op in ("_allgather_base_", "_reduce_scatter_base_"):
+        output, source = args[0], args[1]
+        big, small = (output, source) if op == "_allgather_base_" else (source, output)
+        devices = max(big.numel() // max(small.numel(), 1), 1)
+        kind = "all_gather" if op == "_allgather_base_" else "reduce_scatter"
+        elements, dtype = _elements([big])
+        return _mesh.collective(kind, name=name, elements=elements, dtype=dtype,
+                                devices=devices, axes=("world",) if "world" in links else (),
+                                links=links)
+    raise _mesh.MeshError(f"{name}: c10d.{op} (an in-place torch.distributed collective) "
+                          f"does not say how many ranks it runs over; its link bytes would be "
+                          f"unknown. Write it with torch.distributed._functional_collectives "
+                          f"(all_reduce, all_gather_tensor, reduce_scatter_tensor, "
+                          f"all_to_all_single), which the trace prices")
