@@ -211,13 +211,17 @@ class Workload:
     and B, or strings with units such as ``"4 GB"``). Workloads compose: ``a + b`` runs both
     programs (footprints add: both stay resident), ``n * w`` runs *w* n times (the footprint is
     needed once).
+
+    ``hint`` says which setting shrinks the footprint (a training step names its ZeRO,
+    data-parallel or recomputation knob); verdicts quote it when the footprint does not fit.
     """
 
-    __slots__ = ("footprint", "kernels", "knob", "name")
+    __slots__ = ("footprint", "hint", "kernels", "knob", "name")
     kernels: tuple[Kernel, ...]
     footprint: Number
     name: str
     knob: Knob | None
+    hint: str
 
     def __init__(
         self,
@@ -232,6 +236,7 @@ class Workload:
         footprint: object = 0.0,
         name: str = "workload",
         knob: Knob | None = None,
+        hint: str = "",
     ) -> None:
         if not isinstance(name, str):
             raise WorkloadError(f"a workload's name must be a string, got {brief(name)}")
@@ -259,6 +264,9 @@ class Workload:
         set_(self, "footprint", _quantity(footprint, "byte", f"workload {name!r}: footprint"))
         set_(self, "name", name)
         set_(self, "knob", knob)
+        if not isinstance(hint, str):
+            raise WorkloadError(f"workload {name!r}: hint must be a string, got {brief(hint)}")
+        set_(self, "hint", hint)
 
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError(f"Workload is immutable; cannot set {key!r}")
@@ -320,11 +328,12 @@ class Workload:
                         name=self.name)
 
     def with_(self, *, name: str | None = None, footprint: object = None,
-              knob: Knob | None = None) -> Workload:
-        """A copy with a new name, footprint or knob."""
+              knob: Knob | None = None, hint: str | None = None) -> Workload:
+        """A copy with a new name, footprint, knob or hint."""
         return Workload(self.kernels, footprint=self.footprint if footprint is None else footprint,
                         name=self.name if name is None else name,
-                        knob=self.knob if knob is None else knob)
+                        knob=self.knob if knob is None else knob,
+                        hint=self.hint if hint is None else hint)
 
 
 def add_up(values: Iterable[Number]) -> Number:

@@ -185,7 +185,7 @@ def _failures(exp: Expectation, workload: Workload, r: Result, flops_per_mac: in
                    f"{_where(r)}, but it is {units.format_time(float(r.time))} "
                    f"({r.regime}-bound).")
     if exp.fits is not None:
-        line = _fits_failure(exp.fits, r)
+        line = _fits_failure(exp.fits, r, workload.hint)
         if line:
             out.append(line)
     return out
@@ -275,7 +275,7 @@ def _hint(workload: Workload, r: Result, allowed: Sequence[str], exp: Expectatio
     return None
 
 
-def _fits_failure(wanted: bool, r: Result) -> str | None:
+def _fits_failure(wanted: bool, r: Result, hint: str = "") -> str | None:
     if r.fits is None:
         return (f"expected the footprint {'' if wanted else 'not '}to fit in {r.hw} memory, "
                 f"but the workload declares no footprint (footprint= in the marker, or a "
@@ -283,8 +283,9 @@ def _fits_failure(wanted: bool, r: Result) -> str | None:
     if bool(r.fits) == wanted:
         return None
     need = f"it needs {units.si(float(r.footprint), 'B')} of {units.si(r.capacity, 'B')}"
+    why = f" ({hint})" if hint and wanted else ""
     return f"expected the footprint {'' if wanted else 'not '}to fit in {r.hw} memory, " \
-           f"but {need}."
+           f"but {need}{why}."
 
 
 def breakdown(checks: Sequence[Check]) -> str:

@@ -401,8 +401,13 @@ class Transformer:
         return Workload(kernels, footprint=footprint, name=name)
 
     def train_step(self, batch: object, seq: object, *, tp: object = 1, dtype: object = "bf16",
-                   link: str | None = None, link_count: int | None = None) -> Workload:
-        """One training step (forward, backward, Adam update) on *batch* x *seq* tokens.
+                   link: str | None = None, link_count: int | None = None, dp: object = 1,
+                   zero: int = 0, pp: object = 1, microbatches: object = 1,
+                   recompute: str = "none", ep: object = 1, overlap: str = "none",
+                   dp_link: str | None = None, pp_link: str | None = None) -> Workload:
+        """One training step (forward, backward, Adam update) on *batch* x *seq* tokens, per
+        chip, over ``dp x pp x tp`` chips (:mod:`pytest_roofline.models.training` states the
+        parallelism, the communication and the footprint; the defaults are one chip).
 
         Backward of a linear layer [m, k] @ [k, n]: the input gradient [m, n] @ [n, k] and the
         weight gradient [k, m] @ [m, n], each a matmul with the forward's FLOPs, so matmul
@@ -411,30 +416,110 @@ class Transformer:
         writes dQ, dK, dV). Vector kernels: 2x the forward's FLOPs and bytes. Each
         tensor-parallel all-reduce has a backward twin. Loss: softmax cross-entropy over the
         logits. Optimizer: Adam reading and writing fp32 master weights and both moments
-        (24 B/param) plus the gradient read and the weight written in dtype. Knob: the batch.
+        (24 B/param) plus the gradient read and the weight written in dtype. *batch* is the
+        global batch (all data-parallel replicas). Knob: the batch. The footprint is
+        :meth:`train_footprint`'s; ``Workload.hint`` names the knob when it does not fit.
         """
+        from . import training as T
+
         b = sweep_size(batch, "train_step: batch")
         s = size(seq, "train_step: seq")
-        plan = self._plan(tp, dtype, None, None, True, link, link_count)
+        par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
+                            recompute=recompute, tp=tp, ep=ep, overlap=overlap)
+        plan = self._train_plan(par, dtype, link, link_count)
         self._check_positions(s, "train_step: seq")
-        name = self._title("train_step", f"batch={show(b)}, seq={s}", plan)
+        if self.config.layers % par.pp:
+            raise WorkloadError(f"train_step: pp={par.pp} must divide {self.name}'s "
+                                f"layers={self.config.layers}")
+        sizes = f"batch={show(b)}, seq={s}"
+        if par.label():
+            sizes += f", {par.label()}"
+        name = self._title("train_step", sizes, plan)
         decoder = self.config.architecture == "decoder"
-        ops = self._ops(plan, [(b, s, s)], decoder, b * s if decoder else 0.0)
+        local = b / par.dp  # sequences of this chip's replica
+        ops = self._ops(plan, [(local, s, s)], decoder, local * s if decoder else 0.0)
         kernels: list[Kernel] = []
         for op in ops:
             kernels.extend(_with_backward(op, plan))
         if decoder:
-            kernels.append(softmax_kernel("loss", b * s, float(plan.vocab), plan.act))
+            kernels.append(softmax_kernel("loss", local * s, float(plan.vocab), plan.act))
+        if par.recompute != "none":
+            kernels += self._recomputed(ops, plan, par.recompute)
+        stage = par.bubble / par.pp  # this stage's share, idle slots included
+        if stage != 1.0:
+            kernels = [k.scaled(stage) for k in kernels]
         per_chip = self._params_per_chip(plan)
-        kernels.append(Kernel("optimizer.adam", ADAM_FLOPS * per_chip,
-                              (24.0 + 2.0 * dtypes.ITEMSIZE[plan.act]) * per_chip, 0.0,
+        stage_params = per_chip / par.pp
+        shard = stage_params / (par.dp if par.zero >= 1 else 1)
+        kernels.append(Kernel("optimizer.adam", ADAM_FLOPS * shard,
+                              (24.0 + 2.0 * dtypes.ITEMSIZE[plan.act]) * shard, 0.0,
                               "vector", "fp32"))
-        footprint = self._footprint(plan, [(s, b)], "train").total
-
+        kernels += T.data_parallel(stage_params, par, plan.act, dp_link or link, link_count)
+        kernels += T.pipeline(local * s, self.config.hidden, par, plan.act, pp_link or link,
+                              link_count)
+        footprint = self._train_footprint(plan, par, local, s)
         def build(x: int) -> Workload:
-            return self.train_step(x, s, tp=tp, dtype=dtype, link=link, link_count=link_count)
+            return self.train_step(x, s, tp=tp, dtype=dtype, link=link, link_count=link_count,
+                                   dp=dp, zero=zero, pp=pp, microbatches=microbatches,
+                                   recompute=recompute, ep=ep, overlap=overlap,
+                                   dp_link=dp_link, pp_link=pp_link)
 
-        return self._workload(kernels, footprint, name, b, build)
+        workload = self._workload(kernels, footprint.total, name, b, build,
+                                  hint=footprint.hint())
+        if par.overlap == "full":
+            from ..overlap import overlapped
+
+            workload = overlapped(workload)
+        return workload
+
+    def train_footprint(self, batch: object, seq: object, *, tp: object = 1,
+                        dtype: object = "bf16", dp: object = 1, zero: int = 0, pp: object = 1,
+                        microbatches: object = 1, recompute: str = "none",
+                        ep: object = 1) -> Any:
+        """Per-chip bytes of :meth:`train_step` with the same settings: a
+        :class:`~pytest_roofline.models.training.TrainingFootprint` (weights, gradients,
+        optimizer states, activations; ``total``, ``describe()``, ``hint()``)."""
+        from . import training as T
+
+        b = sweep_size(batch, "train_footprint: batch")
+        s = size(seq, "train_footprint: seq")
+        par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
+                            recompute=recompute, tp=tp, ep=ep)
+        plan = self._train_plan(par, dtype, None, None)
+        return self._train_footprint(plan, par, b / par.dp, s)
+
+    def _train_plan(self, par: Any, dtype: object, link: str | None,
+                    link_count: int | None) -> _Plan:
+        plan = self._plan(par.tp, dtype, None, None, True, link, link_count)
+        if par.ep > 1:
+            if not self.config.is_moe:
+                raise WorkloadError(f"train_step: ep={par.ep}: {self.name} has no experts to "
+                                    f"spread; use tp or dp")
+            plan = self._expert_parallel(plan, par.ep)
+        return plan
+
+    def _train_footprint(self, plan: _Plan, par: Any, local: Number, seq: int) -> Any:
+        from . import training as T
+
+        c = self.config
+        per_chip = self._params_per_chip(plan)
+        layer = self._linear_params_per_chip(plan) / c.layers
+        return T.footprint(params=per_chip, layer_params=layer, layers=c.layers,
+                           saved_per_token=self._saved_per_token(plan), hidden=c.hidden,
+                           vocab=plan.vocab, tokens=local * float(seq), p=par, dtype=plan.act)
+
+    def _recomputed(self, ops: list[Kernel | _Linear], plan: _Plan,
+                    mode: str) -> list[Kernel]:
+        """The forward kernels run again for the backward: every layer's (``"full"``), or
+        the attention core's (``"selective"``); never the embedding, lm_head or loss."""
+        out: list[Kernel] = []
+        for op in ops:
+            kernel = _materialize(op, plan) if isinstance(op, _Linear) else op
+            if kernel.name.startswith(("embedding", "lm_head")) or (
+                    mode == "selective" and not kernel.name.startswith("attention")):
+                continue
+            out.append(_rename(kernel, f"recompute.{kernel.name}"))
+        return out
 
     # -- footprint -------------------------------------------------------------------------
 
@@ -494,8 +579,7 @@ class Transformer:
             ffn = max(ffn, 3.0 * (c.experts_per_token * plan.expert_inter + plan.shared_inter))
         optimizer: Number = 0.0
         if phase == "train":
-            saved = 4.0 * c.hidden + qkv + plan.heads * hd + ffn + (
-                c.experts_per_token * c.hidden if c.is_moe else 0.0)
+            saved = self._saved_per_token(plan)
             activations = tokens * (c.layers * saved * act + 4.0 * plan.vocab)
             optimizer = per_chip * (act + ADAM_STATE_BYTES)
         else:
@@ -503,6 +587,20 @@ class Transformer:
             live = 2.0 * c.hidden + max(qkv + plan.heads * hd, ffn)
             activations = (tokens * live + logits * plan.vocab) * act
         return Footprint(weights, kv_cache, activations, optimizer)
+
+    def _saved_per_token(self, plan: _Plan) -> float:
+        """Elements one layer keeps per token for its backward (no recomputation;
+        FlashAttention stores no scores): the residual stream and norm outputs (4·hidden),
+        Q, K, V, the attention output and the MLP's intermediates."""
+        c = self.config
+        hd, vd = c.head_dim or 0, c.v_head_dim or 0
+        qkv = plan.heads * hd + plan.kv_heads * (hd + vd)
+        ffn = 0.0 if c.moe_layers == c.layers else (
+            3.0 if c.mlp == "gated" else 2.0) * plan.inter
+        if c.is_moe:
+            ffn = max(ffn, 3.0 * (c.experts_per_token * plan.expert_inter + plan.shared_inter))
+        return float(4.0 * c.hidden + qkv + plan.heads * vd + ffn + (
+            c.experts_per_token * c.hidden if c.is_moe else 0.0))
 
     # -- internals -------------------------------------------------------------------------
 
@@ -567,9 +665,9 @@ class Transformer:
         return f"{self.name} {phase}({', '.join(parts)})"
 
     def _workload(self, kernels: list[Kernel], footprint: Number, name: str, batch: Number,
-                  build: Callable[[int], Workload]) -> Workload:
+                  build: Callable[[int], Workload], hint: str = "") -> Workload:
         knob = None if is_array(batch) else Knob("batch", int(batch), build)
-        return Workload(kernels, footprint=footprint, name=name, knob=knob)
+        return Workload(kernels, footprint=footprint, name=name, knob=knob, hint=hint)
 
     def _inference(self, plan: _Plan, groups: Sequence[_Group], causal: bool,
                    logits: Number) -> list[Kernel]:

@@ -1,0 +1,217 @@
+"""Training at scale: data, ZeRO/FSDP, pipeline, tensor and expert parallelism, recomputation.
+
+A step trains on *batch* sequences of *seq* tokens over ``dp x pp x tp`` chips (expert
+parallelism ``ep`` runs inside the data-parallel chips: ep divides dp). Everything is per chip,
+for the chip of the first pipeline stage:
+
+* **Work.** Each data-parallel replica trains on batch/dp sequences, split into
+  ``microbatches``. A pipeline of pp stages gives each chip 1/pp of the model's work (a
+  balanced split: layers, and the embedding and lm_head shared out, a lower bound for any
+  real split), and every stage idles (pp - 1) microbatch slots of the schedule (GPipe, 1F1B):
+  the stage's kernels are counted (m + pp - 1)/m times (the bubble; their FLOPs then include
+  the idle slots, so a model-FLOPs utilization takes the FLOPs of ``pp=1`` over pp).
+  Recomputation adds a forward pass: ``"full"`` of every layer (activation checkpointing of
+  each block), ``"selective"`` of the attention core only (Korthikanti et al. 2022; with
+  FlashAttention nothing else of it is stored anyway).
+* **Communication (link bytes per chip, ``ops.collectives``' ring forms).** Tensor parallelism
+  all-reduces each layer's attention and MLP outputs, forward and backward, over the tp chips
+  (``link``). Data parallelism, over the dp chips (``dp_link``, default ``link``): ZeRO 0
+  all-reduces the gradients (2·G·(dp-1)/dp, G the chip's gradient bytes); ZeRO 1 and 2
+  reduce-scatter them and all-gather the updated weights (the same bytes); ZeRO 3 (FSDP)
+  all-gathers the weights before the forward and again before the backward and
+  reduce-scatters the gradients (3·G·(dp-1)/dp): once per step, however many microbatches (a
+  lower bound; FSDP without ``reshard_after_forward`` gathers no more). A pipeline sends
+  each microbatch's activations [tokens, hidden] to the next stage and their gradients back
+  (``pp_link``, default ``link``). Expert parallelism sends each token to its experts' chips
+  and back, forward and backward (all-to-alls, as in inference).
+* **Footprint per chip** (:class:`TrainingFootprint`): weights in ``dtype`` (1/dp of them
+  under ZeRO 3, plus two layers gathered whole: the one computing and the one prefetched);
+  gradients in ``dtype`` (1/dp from ZeRO 2); Adam's fp32 master weights and two moments,
+  12 B a parameter (1/dp from ZeRO 1); activations of the microbatches in flight: one without
+  a pipeline (gradient accumulation runs them one after another), min(pp, m) in the first
+  stage of a 1F1B schedule. What a layer keeps for its backward is the inference model's
+  ``saved`` set (``Transformer.footprint``); ``recompute="full"`` keeps each layer's input
+  only, plus one layer's full set while it is recomputed. Logits in fp32 for one microbatch.
+
+Overlap (``overlap=``): ``"none"`` (default) adds every collective after the work it
+follows; ``"full"`` hides the data-parallel and pipeline transfers and the tensor-parallel
+all-reduces behind the step's compute, as FSDP prefetch, bucketed gradient reduction and
+async tensor parallelism do: the step's time is then the larger of its compute-and-memory time
+and its link time, per the network's share (see :func:`pytest_roofline.models.overlapped`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import dtypes, units
+from ..errors import WorkloadError, brief
+from ..ops._common import size
+from ..ops.collectives import collective_kernel
+from ..workload import Kernel, Number
+
+RECOMPUTE = ("none", "selective", "full")
+OVERLAP = ("none", "full")
+ZERO = (0, 1, 2, 3)
+#: Adam's fp32 master weights and two moments, bytes per parameter.
+ADAM_STATE_BYTES = 12.0
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How a training step is spread over chips (validated; see the module docstring)."""
+
+    dp: int = 1
+    zero: int = 0
+    pp: int = 1
+    microbatches: int = 1
+    recompute: str = "none"
+    tp: int = 1
+    ep: int = 1
+    overlap: str = "none"
+
+    def __post_init__(self) -> None:
+        for attr in ("dp", "pp", "microbatches", "tp", "ep"):
+            object.__setattr__(self, attr, size(getattr(self, attr), f"train_step: {attr}"))
+        if isinstance(self.zero, bool) or self.zero not in ZERO:
+            raise WorkloadError(f"train_step: zero must be 0, 1, 2 or 3 (FSDP is 3), got "
+                                f"{brief(self.zero)}")
+        if not isinstance(self.recompute, str) or self.recompute not in RECOMPUTE:
+            raise WorkloadError(f"train_step: recompute must be one of "
+                                f"{', '.join(map(repr, RECOMPUTE))}, got {brief(self.recompute)}")
+        if not isinstance(self.overlap, str) or self.overlap not in OVERLAP:
+            raise WorkloadError(f"train_step: overlap must be one of "
+                                f"{', '.join(map(repr, OVERLAP))}, got {brief(self.overlap)}")
+        if self.dp % self.ep:
+            raise WorkloadError(f"train_step: ep={self.ep} must divide dp={self.dp} (expert "
+                                f"parallelism runs inside the data-parallel chips)")
+
+    @classmethod
+    def of(cls, *, dp: object = 1, zero: object = 0, pp: object = 1, microbatches: object = 1,
+           recompute: object = "none", tp: object = 1, ep: object = 1,
+           overlap: object = "none") -> Parallelism:
+        """Checked settings from a caller's values (sizes are whole numbers >= 1)."""
+        sizes = {k: size(v, f"train_step: {k}") for k, v in (
+            ("dp", dp), ("pp", pp), ("microbatches", microbatches), ("tp", tp), ("ep", ep))}
+        return cls(zero=zero, recompute=recompute, overlap=overlap,  # type: ignore[arg-type]
+                   **sizes)
+
+    @property
+    def chips(self) -> int:
+        return self.dp * self.pp * self.tp
+
+    @property
+    def bubble(self) -> float:
+        """Schedule slots per microbatch slot of useful work: (m + pp - 1) / m."""
+        return (self.microbatches + self.pp - 1) / self.microbatches
+
+    @property
+    def in_flight(self) -> int:
+        """Microbatches whose activations the first stage holds at once."""
+        return 1 if self.pp == 1 else min(self.pp, self.microbatches)
+
+    def label(self) -> str:
+        parts = [f"{k}={v}" for k, v in (("dp", self.dp), ("pp", self.pp)) if v > 1]
+        if self.zero:
+            parts.append(f"zero={self.zero}")
+        if self.microbatches > 1:
+            parts.append(f"microbatches={self.microbatches}")
+        if self.recompute != "none":
+            parts.append(f"recompute={self.recompute}")
+        if self.overlap != "none":
+            parts.append(f"overlap={self.overlap}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class TrainingFootprint:
+    """Bytes resident on one chip during a training step (see the module docstring)."""
+
+    weights: Number
+    gradients: Number
+    optimizer: Number
+    activations: Number
+    parallelism: Parallelism
+
+    @property
+    def total(self) -> Number:
+        return self.weights + self.gradients + self.optimizer + self.activations
+
+    def describe(self) -> str:
+        si = units.si
+        return (f"weights {si(float(self.weights), 'B')}, gradients "
+                f"{si(float(self.gradients), 'B')}, optimizer states "
+                f"{si(float(self.optimizer), 'B')}, activations "
+                f"{si(float(self.activations), 'B')} per chip")
+
+    def hint(self) -> str:
+        """The knobs that shrink the footprint, the larger share's first."""
+        p = self.parallelism
+        si = units.si
+        states = self.weights + self.gradients + self.optimizer
+        if p.zero < 3:
+            shard = (f"zero=3 (FSDP) with dp > 1 shards the weights, gradients and optimizer "
+                     f"states (now zero={p.zero}, dp={p.dp}), as tp and pp do")
+        else:
+            shard = f"more data-parallel chips (dp={p.dp}), tp or pp shard the states further"
+        if p.recompute != "full":
+            keep = (f"recompute='full' (now {p.recompute!r}), more microbatches "
+                    f"(now {p.microbatches}) or a smaller batch shrink the activations")
+        else:
+            keep = (f"more microbatches (now {p.microbatches}) or a smaller batch shrink the "
+                    f"activations")
+        parts = [(float(states), f"states {si(float(states), 'B')}: {shard}"),
+                 (float(self.activations),
+                  f"activations {si(float(self.activations), 'B')}: {keep}")]
+        parts.sort(key=lambda part: -part[0])
+        return f"{self.describe()}; knobs: " + "; ".join(text for _, text in parts)
+
+
+def data_parallel(gradient_elements: Number, p: Parallelism, dtype: str, link: str | None,
+                  link_count: int | None) -> list[Kernel]:
+    """The data-parallel collectives of a step on one chip (see the module docstring)."""
+    if p.dp == 1:
+        return []
+    n = p.dp
+    if p.zero == 0:
+        return [collective_kernel("all_reduce", "dp.grads.all_reduce", gradient_elements, n,
+                                  dtype, link, link_count)]
+    kernels = [collective_kernel("reduce_scatter", "dp.grads.reduce_scatter",
+                                 gradient_elements, n, dtype, link, link_count)]
+    gathers = 2.0 if p.zero == 3 else 1.0  # forward and backward, or the updated weights
+    name = "dp.weights.all_gather" if p.zero == 3 else "dp.updated_weights.all_gather"
+    kernels.append(collective_kernel("all_gather", name, gradient_elements, n, dtype, link,
+                                     link_count, gathers))
+    return kernels
+
+
+def pipeline(tokens: Number, hidden: int, p: Parallelism, dtype: str, link: str | None,
+             link_count: int | None) -> list[Kernel]:
+    """Activations to the next stage and their gradients back, for every microbatch."""
+    if p.pp == 1:
+        return []
+    return [collective_kernel("point_to_point", "pp.activations.send", tokens * hidden, 2,
+                              dtype, link, link_count, 2.0)]
+
+
+def footprint(*, params: float, layer_params: float, layers: int, saved_per_token: Number,
+              hidden: int, vocab: int, tokens: Number, p: Parallelism,
+              dtype: str) -> TrainingFootprint:
+    """Per-chip bytes of a step (*params*: the chip's parameters before pipeline and ZeRO
+    sharding; *saved_per_token*: elements one layer keeps per token for its backward)."""
+    act = dtypes.ITEMSIZE[dtype]
+    stage = params / p.pp
+    weights = stage * act / (p.dp if p.zero == 3 else 1)
+    if p.zero == 3 and p.dp > 1:
+        weights += 2.0 * layer_params * act  # the layer gathered whole, and the next one
+    gradients = stage * act / (p.dp if p.zero >= 2 else 1)
+    optimizer = stage * ADAM_STATE_BYTES / (p.dp if p.zero >= 1 else 1)
+    micro = tokens / p.microbatches  # one microbatch's tokens on this chip
+    stage_layers = layers / p.pp
+    if p.recompute == "full":
+        kept = micro * p.in_flight * stage_layers * hidden + micro * saved_per_token
+    else:
+        kept = micro * p.in_flight * stage_layers * saved_per_token
+    logits = micro * 4.0 * vocab  # fp32 logits of one microbatch (the last stage's)
+    activations = kept * act + logits
+    return TrainingFootprint(weights, gradients, optimizer, activations, p)

@@ -1,0 +1,155 @@
+"""Training at scale: per-chip footprint, link bytes and work of a parallel training step.
+
+Expected figures are derived in each test from the model's published sizes (Llama 3 8B:
+32 layers, hidden 4096, 32 query and 8 KV heads of 128, MLP 14336, vocabulary 128256) and
+the rules of pytest_roofline.models.training; exact unless a tolerance is stated.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline import WorkloadError, analyze, models, ops
+from pytest_roofline.overlap import overlapped
+
+LLAMA8B = models.load("llama-3-8b")
+SEQ = 8192
+SAVED = 4 * 4096 + (32 * 128 + 8 * 256) + 32 * 128 + 3 * 14336  # 69632 elements a token
+LAYER = (4096 * (32 * 128 + 2 * 8 * 128) + 32 * 128 * 4096  # q, k, v, o
+         + 3 * 4096 * 14336)  # gate, up, down
+
+
+def _matrix_flops(workload):
+    return sum(k.total_flops for k in workload.kernels if k.unit == "matrix")
+
+
+def _link(workload, prefix):
+    return sum(k.total_link_bytes for k in workload.kernels if k.name.startswith(prefix))
+
+
+def test_an_8b_fsdp_step_fits_8_h100_with_its_footprint_per_chip():
+    p = LLAMA8B.params
+    step = LLAMA8B.train_step(8, SEQ, dp=8, zero=3, link="nvlink")
+    fp = LLAMA8B.train_footprint(8, SEQ, dp=8, zero=3)
+    # ZeRO-3 over 8: bf16 weights / 8 plus two whole layers (computing, prefetched), bf16
+    # gradients / 8, 12 B of Adam state a parameter / 8; one sequence of 8192 tokens a chip
+    assert fp.weights == pytest.approx(2 * p / 8 + 2 * 2 * LAYER, rel=1e-12)
+    assert fp.gradients == pytest.approx(2 * p / 8, rel=1e-12)
+    assert fp.optimizer == pytest.approx(12 * p / 8, rel=1e-12)
+    assert fp.activations == pytest.approx(SEQ * 32 * SAVED * 2 + SEQ * 4 * 128256, rel=1e-12)
+    r = analyze(step, "h100")
+    assert r.footprint == pytest.approx(float(fp.total), rel=1e-12)
+    assert r.fits and 50e9 < r.footprint < 80e9  # 57.6 GB of 80 GB
+    assert "per chip" in fp.describe() and "optimizer states 12 GB" in fp.describe()
+
+
+def test_the_same_step_on_one_chip_does_not_fit_and_names_the_knob():
+    step = LLAMA8B.train_step(1, SEQ)  # the same sequence a chip, all states on it
+    r = analyze(step, "h100")
+    assert not r.fits
+    # 16 B a parameter (bf16 weights and gradients, fp32 master and two moments) > 80 GB
+    states = 16 * LLAMA8B.params
+    assert states > 80e9
+    assert step.hint.index("states 128 GB") < step.hint.index("activations 40.7 GB:")
+    assert "zero=3 (FSDP) with dp > 1" in step.hint
+
+
+def test_the_fit_failure_of_a_marked_test_names_the_knob(pytester):
+    pytester.makepyfile("""
+        import pytest
+        from pytest_roofline import models
+
+        @pytest.mark.roofline(hw="h100", fits=True)
+        def test_train(roofline):
+            roofline.add(models.load("llama-3-8b").train_step(1, 8192))
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*to fit in h100-sxm memory*zero=3 (FSDP)*"])
+
+
+@pytest.mark.parametrize(("zero", "factor"), [(0, 2), (1, 2), (2, 2), (3, 3)])
+def test_data_parallel_link_bytes_per_chip(zero, factor):
+    # ZeRO 0: all-reduce of the bf16 gradients, 2·G·7/8; ZeRO 1-2: reduce-scatter and
+    # all-gather, the same bytes; ZeRO 3: two all-gathers of the weights and a
+    # reduce-scatter, 3·G·7/8 (G = 2 B x params)
+    step = LLAMA8B.train_step(8, SEQ, dp=8, zero=zero)
+    g = 2.0 * LLAMA8B.params
+    assert _link(step, "dp.") == pytest.approx(factor * g * 7 / 8, rel=1e-12)
+
+
+def test_data_parallel_work_is_an_eighth_of_one_replica():
+    one = LLAMA8B.train_step(8, SEQ)
+    eight = LLAMA8B.train_step(8, SEQ, dp=8, zero=1)
+    assert _matrix_flops(eight) == pytest.approx(_matrix_flops(one) / 8, rel=1e-12)
+    adam = next(k for k in eight.kernels if k.name == "optimizer.adam")
+    assert adam.flops == pytest.approx(15 * LLAMA8B.params / 8, rel=1e-12)
+
+
+def test_a_pipeline_takes_its_stage_share_and_its_bubble():
+    # 4 stages, 8 microbatches: each chip does 1/4 of the work over (8 + 4 - 1)/8 slots
+    one = LLAMA8B.train_step(8, SEQ)
+    pipe = LLAMA8B.train_step(8, SEQ, pp=4, microbatches=8)
+    assert _matrix_flops(pipe) == pytest.approx(_matrix_flops(one) / 4 * 11 / 8, rel=1e-12)
+    # activations [tokens, hidden] in bf16 forward and their gradients back
+    assert _link(pipe, "pp.") == pytest.approx(2 * 8 * SEQ * 4096 * 2, rel=1e-12)
+    # the first stage holds min(pp, m) = 4 microbatches of its 8 layers
+    fp = LLAMA8B.train_footprint(8, SEQ, pp=4, microbatches=8)
+    assert fp.activations == pytest.approx(SEQ * 4 * 8 * SAVED * 2 + SEQ * 4 * 128256,
+                                           rel=1e-12)
+
+
+def test_full_recomputation_keeps_layer_inputs_and_runs_the_forward_again():
+    base = LLAMA8B.train_step(1, SEQ)
+    full = LLAMA8B.train_step(1, SEQ, recompute="full")
+    forward = LLAMA8B.forward(1, SEQ)
+    lm_head = next(k for k in forward.kernels if k.name == "lm_head")
+    extra = _matrix_flops(forward) - lm_head.total_flops
+    assert _matrix_flops(full) == pytest.approx(_matrix_flops(base) + extra, rel=1e-12)
+    fp = LLAMA8B.train_footprint(1, SEQ, recompute="full")
+    assert fp.activations == pytest.approx(
+        (SEQ * 32 * 4096 + SEQ * SAVED) * 2 + SEQ * 4 * 128256, rel=1e-12)
+
+
+def test_tensor_and_data_parallelism_together():
+    step = LLAMA8B.train_step(16, SEQ, dp=2, zero=3, tp=4, link="nvlink")
+    one = LLAMA8B.train_step(16, SEQ)
+    # the matmuls of the blocks split 8 ways (2 replicas x 4 tensor shards)
+    assert _matrix_flops(step) == pytest.approx(_matrix_flops(one) / 8, rel=1e-12)
+    # two all-reduces a layer of [tokens, hidden] forward and backward, 2·(3/4) each
+    ar = 2 * 3 / 4 * 8 * SEQ * 4096 * 2
+    assert _link(step, "attn.all_reduce") == pytest.approx(2 * 32 * ar, rel=1e-12)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"zero": 4}, "zero must be 0, 1, 2 or 3"),
+    ({"recompute": "some"}, "recompute must be one of"),
+    ({"dp": 2, "ep": 4}, "ep=4 must divide dp=2"),
+    ({"pp": 5}, "pp=5 must divide llama-3-8b's layers=32"),
+    ({"overlap": "half"}, "overlap must be one of"),
+    ({"ep": 2, "dp": 2}, "no experts"),
+])
+def test_bad_parallel_settings_name_the_setting(kwargs, match):
+    with pytest.raises(WorkloadError, match=match):
+        LLAMA8B.train_step(8, SEQ, **kwargs)
+
+
+def test_overlap_hides_the_link_time_behind_the_matrix_work():
+    # a 2-chip k-split matmul: hidden, the program takes max(matmul, link) plus the
+    # all-reduce's own memory traffic, never more than the sequential sum
+    plain = ops.sharded_matmul(8192, 8192, 8192, shards=2, link="nvlink")
+    hidden = overlapped(plain)
+    r_plain, r_hidden = analyze(plain, "h100"), analyze(hidden, "h100")
+    mm, ar = r_plain.kernels
+    assert r_hidden.time == pytest.approx(max(mm.time, ar.t_network) + ar.t_memory, rel=1e-12)
+    assert r_hidden.time <= r_plain.time
+    assert hidden.link_bytes == pytest.approx(plain.link_bytes, rel=1e-12)
+    step = LLAMA8B.train_step(8, SEQ, dp=8, zero=3, link="nvlink", overlap="full")
+    assert analyze(step, "h100").time <= analyze(
+        LLAMA8B.train_step(8, SEQ, dp=8, zero=3, link="nvlink"), "h100").time
+
+
+def test_overlap_refuses_collectives_on_two_links():
+    step = LLAMA8B.train_step(16, SEQ, dp=2, tp=4, link="nvlink", dp_link="pcie")
+    with pytest.raises(WorkloadError, match="several links"):
+        overlapped(step)
