@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     )
     from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
     from .measuring.timing import Measurement, measure
+    from .overlap import overlapped
     from .tracing import TraceError, Tracer, trace
     from .workload import Kernel, Knob, Workload
 
@@ -40,6 +41,7 @@ _WHERE = {
     **dict.fromkeys(("Kernel", "Knob", "Workload"), "workload"),
     **dict.fromkeys(("Measurement", "measure"), "measuring.timing"),
     **dict.fromkeys(("TraceError", "Tracer", "trace"), "tracing"),
+    "overlapped": "overlap",
 }
 
 __version__ = "0.1.0"
@@ -74,6 +76,7 @@ __all__ = [
     "measure",
     "models",
     "ops",
+    "overlapped",
     "register_hardware",
     "trace",
 ]
