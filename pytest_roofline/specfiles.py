@@ -266,6 +266,34 @@ class SpecIndex:
     def _forget(self, key: str) -> None:
         """Drop anything built from the spec called *key* (it is being replaced)."""
 
+    def checkpoint(self) -> object:
+        """What :meth:`restore` goes back to: the names known now (the pytest plugin takes one
+        as a session starts, so that chips and models registered during it are gone when it
+        ends; a notebook registers for good)."""
+        if not self._scanned:
+            return None  # nothing registered yet: restore() forgets everything
+        return (dict(self._raw), dict(self._raw._pending), dict(self._alias))
+
+    def restore(self, checkpoint: object) -> None:
+        """Forget what was registered since :meth:`checkpoint` gave *checkpoint*."""
+        if checkpoint is None:
+            for key in list(self._raw):
+                self._forget(key)
+            self.__init__()  # type: ignore[misc]
+            return
+        raw: dict[str, Any]
+        pending: dict[str, Any]
+        alias: dict[str, str]
+        raw, pending, alias = checkpoint  # type: ignore[misc]
+        for key, value in list(dict.items(self._raw)):
+            if raw.get(key) is not value and not (key in pending and key not in
+                                                  self._raw._pending):
+                self._forget(key)  # registered (or replaced) since: what it built goes too
+        dict.clear(self._raw)
+        dict.update(self._raw, raw)
+        self._raw._pending = dict(pending)
+        self._alias = dict(alias)
+
     def _scan(self) -> None:
         """Learn the names of the built-in files. A file whose ``name:`` and ``aliases:``
         lines are plain (:func:`header_names`) is parsed when its spec is first used: a

@@ -291,3 +291,33 @@ def test_the_gate_works_the_same_under_xdist(pytester: pytest.Pytester) -> None:
         "Regressions (1):",
     ])
     assert Path(pytester.path / ".roofline" / "main.json").is_file()
+
+
+def test_one_report_per_run_carries_a_hooks_additions_everywhere(
+        pytester: pytest.Pytester) -> None:
+    """The report is built once and passed through pytest_roofline_json once: what the hook
+    adds is in the JSON file, the saved baseline and the Markdown alike."""
+    suite(pytester, 4096)
+    pytester.makeconftest("""
+        calls = []
+
+        def pytest_roofline_json(config, report):
+            calls.append(1)
+            report["ci"] = {"job": "42"}
+            for record in report["results"]:
+                record["team"] = "kernels"
+                record["expectation"] = record["expectation"] + " [team kernels]"
+
+        def pytest_unconfigure(config):
+            print("json hook calls:", len(calls))
+    """)
+    result = run(pytester, "--roofline-json=r.json", "--roofline-save=base",
+                 "--roofline-md=summary.md", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*json hook calls: 1"])
+    written = load_report(pytester.path / "r.json")
+    saved = load_report(pytester.path / ".roofline" / "base.json")
+    for report in (written, saved):
+        assert report["ci"] == {"job": "42"}
+        assert {r["team"] for r in report["results"]} == {"kernels"}
+    assert "[team kernels]" in (pytester.path / "summary.md").read_text(encoding="utf-8")

@@ -181,9 +181,12 @@ def test_all_expectations_and_several_chips(suite: pytest.Pytester) -> None:
     ])
     reports = call_reports(result)
     assert reports["test_two_chips"].passed and reports["test_network"].passed
+    # without --junitxml no report carries the records (they reach the session directly)
+    assert not reports["test_two_chips"].user_properties
+    reports = call_reports(run(suite, "--junitxml=j.xml"))
     chips = [n.split(":")[1] for n, _ in reports["test_two_chips"].user_properties
-             if n.startswith("roofline:")]
-    assert chips == ["toychip", "h100-sxm"]
+             if n.startswith("roofline:") and n.endswith(":regime")]
+    assert chips == ["toychip", "h100-sxm"]  # in the marker's order
 
 
 def test_xfail_shows_what_a_failure_looks_like(suite: pytest.Pytester) -> None:
@@ -736,8 +739,10 @@ def test_unused_plugin_defers_its_session(pytester: pytest.Pytester) -> None:
         def test_light():
             loaded = sorted(m for m in sys.modules if m.startswith("pytest_roofline"))
             assert loaded == ["pytest_roofline", "pytest_roofline.plugin",
-                              "pytest_roofline.plugin.hooks", "pytest_roofline.plugin.hookspecs",
-                              "pytest_roofline.plugin.options", "pytest_roofline.report",
+                              "pytest_roofline.plugin.chips", "pytest_roofline.plugin.hooks",
+                              "pytest_roofline.plugin.hookspecs",
+                              "pytest_roofline.plugin.options", "pytest_roofline.plugin.runner",
+                              "pytest_roofline.plugin.state", "pytest_roofline.report",
                               "pytest_roofline.report.defaults"]
     """)
     result = pytester.runpytest_subprocess(*plugin_args(), *ISOLATE, "-p", "no:xdist")
@@ -900,3 +905,42 @@ def test_a_config_json_path_through_the_fixture_names_the_knob(pytester: pytest.
                 "h200 (bf16), but" in line and ": memory-bound. Compute-bound from batch >= "
                 in line]
     assert len(verdicts) == 2, result.stdout.str()
+
+
+def test_the_fixture_is_a_standard_fixture(suite: pytest.Pytester) -> None:
+    """--setup-show lists it; the test, request.getfixturevalue() and a fixture built on it
+    all get the one object the verdict reads."""
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.fixture
+        def declared(roofline):
+            roofline.add(flops=1e9, bytes="1 GB")
+            return roofline
+
+        @pytest.mark.roofline(hw="toychip", regime="compute")
+        def test_one_object(roofline, declared, request):
+            assert declared is roofline is request.getfixturevalue("roofline")
+    """)
+    result = run(suite, "--setup-show")
+    result.assert_outcomes(failed=1)  # 1 FLOP/B: memory-bound, so the verdict saw the add()
+    result.stdout.fnmatch_lines(["*SETUP    F roofline*", "*expected compute-bound*"])
+
+
+def test_chips_registered_during_a_session_are_gone_after_it(suite: pytest.Pytester) -> None:
+    from pytest_roofline.hardware import CATALOG
+
+    suite.makeconftest("""
+        def pytest_roofline_register_hardware(config):
+            return [{"name": "session-chip", "extends": "h100",
+                     "sources": {"x": "a test"}}]
+    """)
+    suite.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="session-chip", flops=1e9, bytes=1e9)
+        def test_on_it():
+            pass
+    """)
+    run(suite).assert_outcomes(passed=1)
+    assert "session-chip" not in CATALOG.aliases() and "toychip" not in CATALOG.aliases()

@@ -20,12 +20,7 @@ from pytest_roofline.judging.marker import KEYS, Expectation, MarkerError, merge
 from pytest_roofline.judging.signature import signature_text
 from pytest_roofline.judging.verdict import analyze_all, breakdown, evaluate
 from pytest_roofline.plugin.options import MARKER_HELP as HELP
-from pytest_roofline.plugin.session import (
-    RooflineSession,
-    expand,
-    from_properties,
-    to_properties,
-)
+from pytest_roofline.plugin.session import RooflineSession, expand, fields_of, record_of
 from pytest_roofline.plugin.settings import (
     Settings,
     SettingsError,
@@ -283,103 +278,61 @@ def _record(nodeid: str, hw: str = "toy", outcome: str = "passed",
     return record
 
 
-def test_records_round_trip_through_user_properties() -> None:
-    records = [_record("t.py::a"), _record("t.py::a", hw="h100-sxm", outcome="failed",
-                                           expected=None)]
-    properties = [("other", 1), *to_properties(records[0]), *to_properties(records[1]),
-                  ("roofline", "not ours"), ("roofline:x:y", 1.0), "junk"]
-    # one property per record, a dict of JSON types: what crosses to the pytest-xdist
-    # controller, and what JSON can hold as it is
-    ((name, fields),) = to_properties(records[0])
-    assert name == "roofline:toy" and type(fields) is dict
+def test_a_record_is_plain_json_data() -> None:
+    record = _record("t.py::a", expected=["compute", "memory"])
+    fields = fields_of(record)
     assert "nodeid" not in fields and "hw" not in fields
     assert json.loads(json.dumps(fields)) == fields
-    back = from_properties("t.py::a", properties)
-    assert back == records
+    assert record_of("t.py::a", "toy", fields) == record
 
 
 def test_junit_properties_spell_out_every_figure() -> None:
     record = _record("t.py::a", expected=["compute", "memory"])
-    expanded = dict(expand([("other", 1), *to_properties(record)]))
-    assert expanded["other"] == 1
+    expanded = dict(expand("toy", fields_of(record)))
     assert expanded["roofline:toy:regime"] == record["regime"]
     assert expanded["roofline:toy:intensity"] == record["intensity"]
     assert expanded["roofline:toy:expected"] == "compute|memory"
-    assert "roofline:toy" not in expanded
+    assert "roofline:toy" not in expanded and "roofline:toy:nodeid" not in expanded
 
 
-def test_properties_hold_plain_values_only() -> None:
+def test_record_fields_hold_plain_values_only() -> None:
     import numpy as np
 
     record = _record("t.py::a", extra=np.float64(2.5), arr=np.array([1.0, 2.0]), obj=object(),
                      flag=np.bool_(True))
-    (values,) = from_properties("t.py::a", to_properties(record))
+    values = fields_of(record)
     assert type(values["extra"]) is float
     assert values["arr"] == [1.0, 2.0] and values["flag"] is True
     assert isinstance(values["obj"], str)
 
 
-def test_session_collects_records_and_notes() -> None:
+def test_session_keeps_records_and_notes() -> None:
     session = RooflineSession(Settings())
-    assert session.collect("t.py::a", to_properties(_record("t.py::a")), "xfail")
-    assert not session.collect("t.py::b", [("x", 1)])
+    assert session.keep("t.py::a", [("toy", fields_of(_record("t.py::a")))], "xfail") == 1
+    assert session.keep("t.py::b", []) == 0
     assert session.notes == {"t.py::a": "xfail"} and len(session.records) == 1
     report = session.report()
     assert report["version"] == 1 and report["results"][0]["nodeid"] == "t.py::a"
     assert report["settings"]["flops_per_mac"] == 2
 
 
-def test_reports_of_this_process_and_of_workers_give_the_same_records() -> None:
-    properties = [("other", 1), *to_properties(_record("t.py::a")), ("roofline:x", "text"),
-                  (["unhashable"], {}), ("roofline", {"not": "ours"}), "junk", ("a", "b", "c"),
-                  *to_properties(_record("t.py::a", hw="h100-sxm", outcome="failed"))]
-    here, there = RooflineSession(Settings()), RooflineSession(Settings())
-    assert here.collect("t.py::a", list(properties), "xfail", received=False) == 2
-    assert there.collect("t.py::a", _received(properties), "xfail") == 2
-    assert here.records == there.records == from_properties("t.py::a", properties)
-    assert here.notes == there.notes == {"t.py::a": "xfail"}
-
-
-def _received(properties: list[Any]) -> list[Any]:
-    """*properties* as a pytest-xdist controller receives them: every string, list and dict a
-    fresh copy."""
-    def copy(value: Any) -> Any:
-        if isinstance(value, str):
-            return "".join(list(value))
-        if isinstance(value, dict):
-            return {copy(k): copy(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [copy(v) for v in value]
-        return value
-
-    return [tuple(copy(v) for v in p) if isinstance(p, tuple) else p for p in properties]
-
-
-def test_controller_keeps_equal_record_strings_once() -> None:
-    session = RooflineSession(Settings())
-    sent = [("other", 1), *to_properties(_record("t.py::a"))]
-    call_a, teardown_a, call_b = _received(sent), _received(sent), _received(sent)
-    assert call_a[1][1] is not call_b[1][1]  # what the controller receives
-    assert session.collect("t.py::a", call_a) == 1
-    session.share("t.py::a", teardown_a)  # the teardown report of the same test
-    assert session.collect("t.py::b", call_b) == 1
-    # equal values, now one object: a test's teardown report shares its call report's
-    # record, and a test sharing the record text of the one before shares that text
-    assert call_a == teardown_a == call_b == sent
-    assert teardown_a[1] is call_a[1] and call_b[1][1] is call_a[1][1]
-    assert call_b[1][0] is call_a[1][0]
-    assert [r["nodeid"] for r in session.records] == ["t.py::a", "t.py::b"]
-    assert session.records[0] == {**_record("t.py::a"), "nodeid": "t.py::a"}
-    # a different record shares the field names and short texts of the ones before
-    other = _received([*to_properties(_record("t.py::c", outcome="failed"))])
-    assert session.collect("t.py::c", other) == 1
-    assert other[0][1] is not call_a[1][1] and other[0][1] == {
-        **call_a[1][1], "outcome": "failed"}
-    for (key_a, value_a), (key_c, value_c) in zip(call_a[1][1].items(), other[0][1].items(),
-                                                  strict=True):
-        assert key_c is key_a
-        if key_a in ("dtype", "regime", "workload"):
-            assert value_c is value_a
+def test_a_worker_sends_its_records_once_as_json() -> None:
+    worker, controller = RooflineSession(Settings()), RooflineSession(Settings())
+    worker.keep("t.py::a", [("toy", fields_of(_record("t.py::a"))),
+                            ("h100-sxm", fields_of(_record("t.py::a", outcome="failed")))],
+                "xfail")
+    worker.add("t.py::b", [_record("t.py::b")])
+    controller.add("t.py::c", [_record("t.py::c")])  # records may arrive from elsewhere too
+    text = worker.sent()
+    assert isinstance(text, str)
+    controller.receive(text)
+    assert controller.records[1:] == worker.records
+    assert controller.notes == {"t.py::a": "xfail"}
+    # json.loads shares each field name across the records of one worker's text
+    received = RooflineSession(Settings())
+    received.receive(text)
+    a, b = (fields for _, _, fields in received._kept[:2])
+    assert all(ka is kb for ka, kb in zip(a, b, strict=True))
 
 
 def test_render_aligns_and_cuts_the_head_of_long_ids() -> None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .hooks import get_session
+    from .state import get_session
 
 __all__ = ["get_session"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "get_session":
-        from .hooks import get_session
+        from .state import get_session
 
         return get_session
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

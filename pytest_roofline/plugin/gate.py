@@ -4,11 +4,12 @@ A pytest plugin of its own, built on the hooks of :mod:`pytest_roofline.plugin`,
 registers its options (``options.GATE_OPTIONS``) and registers this module at configure
 time when one of them is given (a session without them never imports it).
 ``pytest_roofline_result`` fails a test whose figures regressed against the baseline, and
-the session's records (``plugin.get_session(config).records``, complete on the controller,
-under pytest-xdist too) feed the summary, the saved baseline, the Markdown
-file and the plot. Everything is decided at configure time, before any test runs: bad rules,
-a bad baseline name, a corrupt baseline, a missing baseline (one line in the summary, or an
-error with ``--roofline-compare-missing=error``), a plot format or a missing matplotlib.
+the run's one report (``state.published_report``: built once on the controller, under
+pytest-xdist too, and passed through ``pytest_roofline_json``) is what is saved, compared,
+rendered as Markdown and plotted. Everything is decided at configure time, before any test
+runs: bad rules, a bad baseline name, a corrupt baseline, a missing baseline (one line in
+the summary, or an error with ``--roofline-compare-missing=error``), a plot format or a
+missing matplotlib.
 
 Files are written once, by the controller, atomically.
 """
@@ -224,11 +225,11 @@ def _why(exc: OSError, path: str | os.PathLike[str]) -> str:
     return why_not_written(exc, path)
 
 
-def _records(config: pytest.Config) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from .hooks import get_session
+def _report(config: pytest.Config) -> dict[str, Any]:
+    """The run's one report (built once, after ``pytest_roofline_json``)."""
+    from .state import published_report
 
-    session = get_session(config)
-    return session.records, session.report()
+    return published_report(config)
 
 
 @pytest.hookimpl(trylast=True)
@@ -239,14 +240,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.base_report is not None or state.save_name or state.md
             or state.github_summary or state.plots):
         return
-    records, report = _records(config)
+    report = _report(config)
     if state.base_report is not None:
         from ..report.compare import compare
 
         state.comparison = compare(state.base_report, report, state.rules,
                                    base=state.compare_name or "")
     if state.save_name:
-        _save(state, report, records, exitstatus)
+        _save(state, report, exitstatus)
     if state.md or state.github_summary:
         _markdown(state, report)
     for path in state.plots:
@@ -256,13 +257,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
-def _save(state: GateState, report: dict[str, Any], records: list[Any], exitstatus: int) -> None:
+def _save(state: GateState, report: dict[str, Any], exitstatus: int) -> None:
     assert state.save_name is not None
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.notes.append((f"roofline: baseline {state.save_name!r} not saved: the run was "
                             f"interrupted and its results are incomplete", True))
         return
-    if not records:
+    if not report["results"]:
         state.notes.append((f"roofline: baseline {state.save_name!r} not saved: the run "
                             f"produced no roofline results", True))
         return
@@ -279,7 +280,7 @@ def _save(state: GateState, report: dict[str, Any], records: list[Any], exitstat
                           f"{_why(exc, target)}")
         return
     state.notes.append((f"roofline: saved baseline {state.save_name!r} to {path} "
-                        f"({len(records)} results)", False))
+                        f"({len(report['results'])} results)", False))
 
 
 def _markdown(state: GateState, report: dict[str, Any]) -> None:
@@ -345,8 +346,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if state.plot_term:
         from ..report import ascii_plot
 
-        records, report = _records(config)
-        if records:
+        report = _report(config)
+        if report["results"]:
             lines.extend((line, False) for line in ascii_plot.render(
                 report, comparison).splitlines())
     lines.extend(state.notes)

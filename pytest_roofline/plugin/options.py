@@ -1,7 +1,7 @@
 """Registering ``--roofline-*`` options with their ``roofline_*`` ini twins, and reading them.
 
 Options are declared as rows of ``(option, argparse keywords, ini type, help)`` and
-registered here, in the "roofline" group: the plugin's own (in :mod:`.hooks`) and those of
+registered here, in the "roofline" group: the plugin's own and those of
 baselines and reports (below, registered by the hooks too, so that the ``gate`` module is
 imported only by a session that uses one). The command line beats the ini file.
 """
@@ -34,6 +34,30 @@ MARKER_HELP = (
     "only reported). trace=True records the torch ops the test body runs as its workload; "
     "cross_check=0.02 asks a declared and a traced workload to agree within 2% per kernel "
     "family. Without expectations the figures are only reported."
+)
+
+
+#: The plugin's own options (:mod:`.hooks` registers them with :data:`GATE_OPTIONS`).
+ROOFLINE_OPTIONS: tuple[Option, ...] = (
+    # (option, argparse keywords, ini type, help)
+    ("--roofline-hw", {"metavar": "NAME", "action": "append"}, "args",
+     "default chip(s) for roofline tests whose marker names none: a name, alias or spec "
+     "path; repeat the option or separate with commas. The marker's hw= wins."),
+    ("--roofline-specs", {"metavar": "PATH", "action": "append"}, "paths",
+     "extra hardware spec file (*.yaml) or folder of them; repeatable."),
+    ("--roofline-flops-per-mac", {"metavar": "{1,2}"}, "string",
+     "FLOPs counted per multiply-accumulate: 2 (default, the vendors' convention) or 1; "
+     "halves intensities and ridges alike."),
+    ("--roofline-derate", {"metavar": "FRACTION"}, "string",
+     "fraction of every roof (compute, memory, links) taken as reachable, in (0, 1]; "
+     "default 1."),
+    ("--roofline-margin", {"metavar": "FRACTION"}, "string",
+     "default too-close-to-call band of regime assertions, e.g. 0.1 or 10%; default 0."),
+    ("--roofline-json", {"metavar": "PATH"}, "string",
+     "write a JSON report of every roofline result to PATH (one file, by the controller)."),
+    ("--roofline-summary", {"metavar": "MODE"}, "string",
+     "terminal summary rows: auto (default: all rows up to 50, failures only beyond), all "
+     "(failures first), failed, none."),
 )
 
 

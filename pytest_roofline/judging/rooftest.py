@@ -1,6 +1,6 @@
-"""What the ``roofline`` fixture gives a test: declare workloads, read their results.
+"""One roofline test: its expectation, its declared, traced and measured workloads, and its
+verdict. The ``roofline`` fixture gives a test this object::
 
-::
 
     @pytest.mark.roofline(hw=["h100", "a100"], regime="memory")
     def test_decode(roofline):
@@ -22,22 +22,37 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..analysis import Result
-from ..errors import WorkloadError
+from ..errors import RooflineError, WorkloadError
 from ..hardware import Hardware
-from ..judging.marker import Expectation, MarkerError, _check_scalar
-from ..judging.verdict import analyze_all
 from ..workload import Knob, Workload, total
+from .marker import Expectation, MarkerError, _check_scalar
+from .verdict import Judgement, analyze_all, judge
 
 if TYPE_CHECKING:
     from ..measuring.timing import Measurement
 
 
-class Roofline:
-    """Workloads declared by one test, and their roofline on the test's chips."""
+class TestError(RooflineError):
+    """What keeps a test from being judged (no workload, a cross-check with one side
+    missing): the test fails with this one line."""
+
+
+class RooflineTest:
+    """Workloads declared by one test, and their roofline on the test's chips.
+
+    The marker's workload is the start; :meth:`add` declares more, :meth:`trace` traces a
+    call, :meth:`measure` times one, and a test body run under ``trace=True`` is recorded as
+    :attr:`body`. :meth:`judge` gives the verdict on all of it.
+    """
+
+    __test__ = False  # not a test class for pytest to collect
 
     def __init__(self, expectation: Expectation, *, flops_per_mac: int = 2,
-                 derate: float = 1.0, name: str = "test") -> None:
+                 derate: float = 1.0, name: str = "test",
+                 shared: Judgement | None = None) -> None:
         self._expectation = expectation
+        self._shared = shared  # the verdict on the marker's workload, shared by its tests
+        self.body: Workload | None = None  # what trace=True recorded of the test body
         self._flops_per_mac = flops_per_mac
         self._derate = derate
         self._name = name
@@ -49,7 +64,7 @@ class Roofline:
 
     def __repr__(self) -> str:
         chips = ", ".join(c.name for c in self.hardware)
-        return f"<roofline fixture: {len(self._added)} workload(s) added; hw: {chips}>"
+        return f"<roofline test {self._name}: {len(self._added)} workload(s) added; hw: {chips}>"
 
     @property
     def expectation(self) -> Expectation:
@@ -198,3 +213,51 @@ class Roofline:
 
     def __getitem__(self, hw: str) -> Result:
         return self.result(hw)
+
+    # -- the verdict -------------------------------------------------------------------------
+
+    @property
+    def declared_only(self) -> bool:
+        """True when the test judges the marker's workload as it is: nothing added, traced
+        or measured (every test sharing the marker then shares one verdict)."""
+        return not (self._added or self._traced or self._measurements) and self.body is None
+
+    def judge(self) -> tuple[Judgement, list[str]]:
+        """The verdict, and the cross-check's failure lines (see docs/trace.md); raises
+        :class:`TestError` when the test cannot be judged."""
+        if self._shared is not None and self.declared_only \
+                and self._expectation.cross_check is None:
+            return self._shared, []
+        workload, crosscheck = self._judged_workload()
+        if workload is not None and workload is self.workload and (
+                self._results is not None or self._measurements):
+            return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
+                         derate=self._derate, analyzed=lambda: self.results,
+                         spread=self.spread), crosscheck
+        return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
+                     derate=self._derate), crosscheck
+
+    def _judged_workload(self) -> tuple[Workload | None, list[str]]:
+        expectation, body = self._expectation, self.body
+        declared = self.workload
+        traced = ([body] if body is not None else []) + self._traced
+        if expectation.cross_check is None:
+            if body is None:
+                return declared, []
+            if declared is None and expectation.fits is not None:
+                raise TestError(f"fits={expectation.fits!r} needs a footprint, and trace=True "
+                                f"records none: declare a workload too, or trace a call with "
+                                f"roofline.trace(fn, *args)")
+            parts = [w for w in (declared, body) if w is not None]  # trace=True adds
+            return total(parts, name=" + ".join(w.name for w in parts)), []
+        from ..tracing.crosscheck import compare
+
+        if declared is None or not traced:
+            missing = ("a declared workload (workload=, flops=/bytes= or roofline.add())"
+                       if declared is None else
+                       "a traced workload (trace=True, or roofline.trace(fn, *args))")
+            raise TestError(f"cross_check={expectation.cross_check!r} needs {missing}")
+        program = traced[0] if len(traced) == 1 else total(traced, name=" + ".join(
+            w.name for w in traced))
+        return declared, compare(declared, program, expectation.cross_check)
+

@@ -1,0 +1,316 @@
+"""The per-test part of the plugin: each roofline test's :class:`RooflineTest` (in the
+item's stash), the ``roofline`` fixture that returns it, its verdict after the test body,
+and its records kept for the session.
+
+Tests without the marker or the fixture cost a marker lookup at setup and two cheap checks
+afterwards; pint, numpy and yaml are imported when the first roofline test is set up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+
+from .state import get_session
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Sequence
+
+    from ..judging.marker import Expectation
+    from ..judging.rooftest import RooflineTest
+    from ..judging.verdict import Check, Judgement
+    from .session import Fields, RooflineSession
+
+TEST_KEY = pytest.StashKey["RooflineTest"]()
+
+#: The bare marker given to tests that use the fixture without a marker, so that
+#: ``-m roofline`` selects them too; it carries no arguments and is skipped when parsing.
+FIXTURE_MARK = pytest.mark.roofline
+
+
+class Runner:
+    """The per-test hooks bound to one session (registered at configure as
+    'roofline-session')."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        # JUnit XML reads the teardown report's properties: one per figure there
+        self.junit = bool(getattr(config.option, "xmlpath", None))
+        self.failed: dict[str, str] = {}  # the message of our pytest.fail(), per test id
+        self.failure_lines = _FailureLines(self.failed)  # registered by fail() when needed
+        self._session: RooflineSession | None = None  # made when first asked for
+
+    @property
+    def session(self) -> RooflineSession:
+        session = self._session
+        if session is None:
+            session = self._session = get_session(self.config)
+        return session
+
+    def fail(self, item: pytest.Item, message: str) -> NoReturn:
+        """Fail the test being set up or run with our one-line *message* as its report."""
+        self.failed[item.nodeid] = message
+        manager = self.config.pluginmanager
+        if not manager.is_registered(self.failure_lines):  # registered by the first failure:
+            manager.register(self.failure_lines)  # no other test pays for its hook
+        pytest.fail(message, pytrace=False)
+
+    # -- set-up, the fixture, the call -------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        marks = _marks(item)
+        uses_fixture = "roofline" in getattr(item, "fixturenames", ())
+        if marks or uses_fixture:
+            self.start(item, marks, need_workload=not uses_fixture)
+
+    def start(self, item: pytest.Item, marks: list[pytest.Mark],
+              need_workload: bool) -> RooflineTest:
+        """Make the test's RooflineTest and keep it in the item's stash."""
+        session = self.session
+        expectation = self.expectation(item, marks)
+        if expectation.trace:
+            from ..errors import RooflineError
+            from ..tracing import require
+
+            try:
+                require("torch")
+            except RooflineError as exc:
+                self.fail(item, f"roofline marker on {item.name}: trace=True: {exc}")
+        shared = None
+        if expectation.workload is not None:
+            # The marker's workload is analyzed here (once per marker): what stops its
+            # analysis, such as a precision the chip lacks, is a set-up error like a bad dtype=
+            judgement = self.marker_judgement(expectation)
+            if judgement.error:
+                self.fail(item, f"roofline marker on {item.name}: "
+                                f"{judgement.error.removeprefix('roofline: ')}")
+            shared = judgement
+        elif need_workload and not expectation.trace:
+            self.fail(item, f"roofline marker on {item.name}: no workload: pass workload= "
+                            f"(from pytest_roofline.ops or models) or flops=/bytes= to the "
+                            f"marker, or request the roofline fixture and call roofline.add() "
+                            f"in the test")
+        from ..judging.rooftest import RooflineTest
+
+        settings = session.settings
+        test = item.stash[TEST_KEY] = RooflineTest(
+            expectation, flops_per_mac=settings.flops_per_mac, derate=settings.derate,
+            name=item.name, shared=shared)
+        return test
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        stash = item.stash
+        try:
+            # (Stash.get() raises and catches a KeyError on a miss: every test would pay it)
+            test = stash[TEST_KEY] if TEST_KEY in stash else None  # noqa: SIM401
+            if test is not None and test.expectation.trace:
+                from ..tracing._torch import Session
+
+                with Session({}, None) as recorder:
+                    yield  # the test body, recorded
+                test.body = self.traced(item, recorder.kernels)
+            else:
+                yield  # the test body: its own failure propagates as the user's, never ours
+            # (a test that asked for the fixture with request.getfixturevalue() has one now)
+            if TEST_KEY in stash:
+                self.verdict(item, stash[TEST_KEY])
+        finally:
+            if TEST_KEY in stash:
+                del stash[TEST_KEY]  # its workloads and results are not needed any more
+
+    def traced(self, item: pytest.Item, kernels: list[Any]) -> Any:
+        from ..errors import RooflineError
+        from ..tracing import workload
+
+        try:
+            return workload(kernels, footprint=0.0, name=f"trace({item.name})")
+        except RooflineError:
+            self.fail(item, f"roofline marker on {item.name}: trace=True, but the test body "
+                            f"ran no torch op that moves memory")
+
+    # -- the expectation and the verdict -----------------------------------------------------
+
+    def expectation(self, item: pytest.Item, marks: list[pytest.Mark]) -> Expectation:
+        """The test's checked marker arguments (cached per marker objects); errors fail
+        set-up."""
+        session = self.session
+        if not marks and not session.settings.hw:
+            self.fail(item, f"roofline fixture in {item.name}: no hardware to analyze on: set "
+                            f"--roofline-hw NAME (or roofline_hw in the ini file), or mark "
+                            f"the test with @pytest.mark.roofline(hw='h100')")
+        name = getattr(item, "originalname", item.name) if marks else ""
+        # the parent node stands for the test file's folder (relative spec paths)
+        key = (tuple(map(id, marks)), name, id(item.parent))
+        cached = session.expectations.get(key)
+        if cached is None:
+            from ..errors import RooflineError
+            from ..judging.marker import merge, parse
+            from .chips import prepare_hardware, show_calibration
+
+            try:
+                prepare_hardware(item.config, session)
+                settings = session.settings
+                merged = merge((m.args, m.kwargs) for m in marks)
+                show_calibration(item.config, merged.get("hw") or settings.hw)
+                expectation: Any = parse(
+                    merged, default_hw=settings.hw, default_margin=settings.margin,
+                    name=name or "workload", base=Path(item.path).parent)
+            except RooflineError as exc:
+                expectation = exc
+            cached = session.expectations[key] = (marks, expectation)
+        expectation = cached[1]
+        if isinstance(expectation, Exception):
+            self.fail(item, f"roofline marker on {item.name}: {expectation}")
+        return expectation  # type: ignore[no-any-return]
+
+    def marker_judgement(self, expectation: Expectation) -> Judgement:
+        """The verdict on the marker's workload alone, judged once for every test sharing
+        it."""
+        session = self.session
+        cached = session.verdicts.get(id(expectation))
+        if cached is None:
+            from ..judging.verdict import judge
+
+            settings = session.settings
+            cached = session.verdicts[id(expectation)] = (expectation, judge(
+                expectation, expectation.workload, flops_per_mac=settings.flops_per_mac,
+                derate=settings.derate))
+        return cached[1]  # type: ignore[no-any-return]
+
+    def verdict(self, item: pytest.Item, test: RooflineTest) -> None:
+        """Judge the test; keep its records for the session; fail it when an expectation
+        does not hold."""
+        from ..judging.rooftest import TestError
+
+        try:
+            judgement, crosscheck = test.judge()
+        except TestError as exc:
+            self.fail(item, f"roofline marker on {item.name}: {exc}")
+        if judgement.error:
+            self.fail(item, judgement.error)
+        # conftest hooks apply to the tests below them (item.ihook), but the global hook
+        # tells more cheaply whether there is any implementation at all
+        hook = item.config.hook.pytest_roofline_result
+        hooked = False
+        if hook.get_hookimpls():
+            hook = item.ihook.pytest_roofline_result
+            hooked = bool(hook.get_hookimpls())
+        failures: list[str] = list(crosscheck)
+        checks: Sequence[Check] = judgement.checks
+        records: list[tuple[str, Fields]]
+        if not hooked and not crosscheck:  # the common case: the judgement's fields, shared
+            records = judgement.fields
+            for check in checks:
+                failures.extend(check.failures)
+        else:
+            checks, records, extra = self.amend(item, judgement, crosscheck, hook, hooked)
+            failures.extend(extra)
+        self.session.pending[item.nodeid] = records
+        if self.junit:
+            from .session import expand
+
+            for hw, fields in records:
+                item.user_properties.extend(expand(hw, fields))
+        if failures or self.session.verbose:
+            from ..judging.verdict import breakdown
+
+            item.add_report_section("call", "roofline", breakdown(checks))
+        if failures:
+            self.fail(item, "\n".join(line if line.startswith("  ") else f"roofline: {line}"
+                                      for line in failures))
+
+    def amend(self, item: pytest.Item, judgement: Judgement, crosscheck: list[str],
+              hook: Any, hooked: bool) -> tuple[list[Check], list[tuple[str, Fields]],
+                                                list[str]]:
+        """The checks and records with a failed cross-check and ``pytest_roofline_result``
+        hooks applied; the failed lines of the checks and hooks."""
+        from .session import fields_of
+
+        checks = list(judgement.checks)
+        records: list[tuple[str, Fields]] = []
+        failures: list[str] = []
+        for i, (check, template) in enumerate(zip(judgement.checks, judgement.records,
+                                                  strict=True)):
+            failures.extend(check.failures)
+            record = {"nodeid": item.nodeid, **template}
+            if crosscheck:  # the cross-check failed: so did this record
+                checks[i] = check = check.with_failures(crosscheck[:1])
+                record["outcome"] = "failed"
+                record["message"] = " ".join(check.failures)
+            if hooked:
+                extra = _hook_failures(hook(config=item.config, item=item, nodeid=item.nodeid,
+                                            result=check.result, record=record))
+                if extra:
+                    failures.extend(extra)
+                    checks[i] = check.with_failures(extra)  # the report section: "failed"
+                    record["outcome"] = "failed"
+                    record["message"] = " ".join([*check.failures, *extra])
+            records.append((template["hw"], fields_of(record)))
+        return checks, records, failures
+
+    # -- records ------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep a judged test's records, with ``xfail`` noted, in the process that ran it."""
+        pending = self.session.pending if self._session is not None else None
+        if not pending or report.when != "call":
+            return
+        records = pending.pop(report.nodeid, None)
+        if records is not None:
+            note = "xfail" if hasattr(report, "wasxfail") else None
+            self.session.keep(report.nodeid, records, note)
+
+
+def _hook_failures(answers: list[Any]) -> list[str]:
+    """Failure lines returned by pytest_roofline_result implementations (str or list)."""
+    lines: list[str] = []
+    for answer in answers:
+        if isinstance(answer, str):
+            lines.append(answer)
+        elif answer:
+            lines.extend(str(a) for a in answer)
+    return [line for line in lines if line]
+
+
+class _FailureLines:
+    """Makes the report of a test that :meth:`Runner.fail` failed: the one-line message,
+    without the traceback and the ``Failed:`` prefix of ``pytest.fail``."""
+
+    def __init__(self, failed: dict[str, str]) -> None:
+        self.failed = failed
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> pytest.TestReport | None:
+        if not self.failed:
+            return None  # pytest makes the report
+        message = self.failed.pop(item.nodeid, None)
+        if message is None or call.excinfo is None or str(call.excinfo.value) != message:
+            return None
+        report = pytest.TestReport.from_item_and_call(item, call)
+        report.longrepr = message  # our one-line verdict, without a traceback
+        return report
+
+
+def _marks(item: pytest.Item) -> list[pytest.Mark]:
+    """The test's roofline markers, most specific first: a parameter's marks, then the
+    function's (outer decorators before inner ones), its class's, its module's."""
+    # Node.iter_markers_with_node("roofline"), walked here without its generators: this runs
+    # for every test of the session, marked or not
+    marks: list[pytest.Mark] = []
+    fixture_mark = FIXTURE_MARK.mark
+    node: Any = item
+    while node is not None:
+        if node.own_markers:
+            own = [m for m in node.own_markers
+                   if getattr(m, "name", None) == "roofline" and m is not fixture_mark]
+            if own:
+                own.reverse()
+                marks.extend(own)
+        node = node.parent
+    return marks

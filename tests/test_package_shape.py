@@ -1,0 +1,70 @@
+"""The package's shape: no import circle, and the plugin on pytest's public API only."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import grimp
+import pytest
+
+import pytest_roofline
+
+PACKAGE = Path(pytest_roofline.__file__).parent
+
+#: Names the plugin gives pytest's objects (hook arguments, locals).
+PYTEST_OBJECTS = ("item", "items", "config", "early_config", "request", "node", "session",
+                  "report", "collector", "pluginmanager", "manager", "parser",
+                  "terminalreporter", "reporter", "capture", "call", "excinfo", "entry",
+                  "stash", "pytester", "mark", "marks", "metafunc")
+PRIVATE_ACCESS = re.compile(r"\b(" + "|".join(PYTEST_OBJECTS) + r")\._[A-Za-z]")
+PRIVATE_GETATTR = re.compile(r"getattr\([^,()]+,\s*[\"']_[A-Za-z]")
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    """Every import, lazy ones included (what grimp finds in function bodies too)."""
+    graph = grimp.build_graph("pytest_roofline")
+    modules = sorted(graph.modules)
+    for module in modules:
+        for other in graph.find_modules_directly_imported_by(module):
+            if other.startswith("pytest_roofline") and other != module:
+                assert not graph.chain_exists(importer=other, imported=module), (
+                    f"{module} and {other} import each other: "
+                    f"{graph.find_shortest_chain(importer=other, imported=module)}")
+
+
+def _sources() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _pytest_modules() -> list[Path]:
+    """The modules that import pytest (the plugin's)."""
+    return [p for p in _sources()
+            if re.search(r"^\s*import pytest$", p.read_text(encoding="utf-8"), re.M)]
+
+
+def test_the_plugin_modules_are_found() -> None:
+    assert {p.name for p in _pytest_modules()} >= {"hooks.py", "runner.py", "gate.py"}
+
+
+@pytest.mark.parametrize("path", _pytest_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_pytest_attribute_is_used(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert "_pytest" not in re.sub(r"#.*", "", text).replace("pytest_", ""), \
+        f"{path.name} names pytest's private package"
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("#", 1)[0]
+        assert not PRIVATE_ACCESS.search(code), f"{path.name}:{number}: {line.strip()}"
+        assert not PRIVATE_GETATTR.search(code), f"{path.name}:{number}: {line.strip()}"
+
+
+def test_the_check_finds_a_private_access() -> None:
+    """The patterns above catch what the plugin once did (so that the test can fail)."""
+    assert PRIVATE_ACCESS.search('info = item._fixtureinfo')
+    assert PRIVATE_GETATTR.search('info = getattr(item, "_fixtureinfo", None)')
+    assert not PRIVATE_ACCESS.search("item.stash[KEY]")
+
+
+def test_no_module_reassigns_its_class() -> None:
+    for path in _sources():
+        assert "__class__ =" not in path.read_text(encoding="utf-8"), path.name
