@@ -27,6 +27,15 @@ How the work is modelled:
   merged kernel by kernel before the roofline is taken, which is a lower bound for any
   schedule that mixes them (in-flight batching, chunked prefill): a sum of per-kernel maxima
   is never below the maximum of the sums. Throughput = B x OSL over that time.
+* **LLM pre-training, the Llama 3 paper's Table 4** (Llama 3 405B, 8192-token sequences,
+  16M tokens a step, bf16 on H100, TP 8, PP 16, DP 64 or 128, the per-GPU TFLOPs it
+  reports): the measured step time per GPU is taken as 6·N·tokens / (GPUs x TFLOPs/GPU), the
+  smallest FLOP count the paper's figure can stand for (dense matmuls, no attention), hence
+  the shortest time. The bound is ``train_step`` per chip with the most favourable schedule
+  the paper leaves open: one sequence a microbatch, an interleaved pipeline of one layer a
+  virtual stage (8), ZeRO 1 (the least data-parallel traffic), collectives hidden behind the
+  matrix work (``overlap="full"``), all on NVLink (the 400 Gb/s network is slower, so the
+  bound stays a bound). Not exact: the paper states neither its FLOP count nor its schedule.
 """
 
 from __future__ import annotations
@@ -49,6 +58,8 @@ TRTLLM_V014 = ("TensorRT-LLM performance overview, v0.14.0 throughput table (tok
                "stored at https://github.com/arthurrasmusson/TensorRT-LLM (commit e00d4e65)")
 DEMOBERT = ("TensorRT demoBERT, Inference performance: NVIDIA A100 (40GB), average latency "
             "(ms), https://github.com/NVIDIA/TensorRT (commit 007c3470) demo/BERT/README.md")
+LLAMA3 = ("The Llama 3 Herd of Models, Meta, 2024, https://arxiv.org/abs/2407.21783, Table 4 "
+          "(scaling configurations of Llama 3 405B pre-training)")
 TRTLLM_V10 = ("TensorRT-LLM performance overview, v1.0 throughput table (tokens/s, "
               "trtllm-bench, PyTorch backend), https://github.com/NVIDIA/TensorRT-LLM "
               "(commit 00f37686), docs/source/performance/perf-overview.md")
@@ -162,6 +173,23 @@ def _serving(model: str, family: str, hw: str, dtype: str, tp: int, isl: int, os
 DENSE, MOE = "llm: dense decoder", "llm: mixture of experts"
 
 
+def llama3_step(gpus: int, dp: int, tflops_per_gpu: float) -> Case:
+    """A Llama 3 405B pre-training step of Table 4 (see the module docstring)."""
+    model = models.load("llama-3-405b")
+    seq, batch = 8192, 16 * 2**20 // 8192  # 16M tokens: 2048 sequences
+    per_replica = batch // dp
+    measured = 6.0 * model.params * batch * seq / gpus / (tflops_per_gpu * 1e12)
+
+    def bound() -> float:
+        step = model.train_step(batch, seq, tp=8, pp=16, dp=dp, microbatches=per_replica,
+                                virtual_stages=8, zero=1, link="nvlink", overlap="full")
+        return float(analyze(step, "h100").time)
+
+    return Case(f"llama-3-405b training {gpus} h100 tp8 pp16 dp{dp}", "llm: training",
+                "h100", measured, "s", f"{LLAMA3}: {gpus} GPUs, TP 8, CP 1, PP 16, DP {dp}, "
+                f"{tflops_per_gpu:g} TFLOPs/GPU", bound, exact=False)
+
+
 def _bert(size: str, seq: int, batch: int, dtype: str, milliseconds: float) -> Case:
     return Case(f"bert-{size} a100-40gb {dtype} batch {batch} seq {seq}", "encoder: bert",
                 "a100-40gb", milliseconds * 1e-3, "s", DEMOBERT,
@@ -224,4 +252,7 @@ CASES: tuple[Case, ...] = (
     _serving("mixtral-8x7b", MOE, "a100-80gb-sxm", "fp16", 4, 500, 2000, 8930.3495,
              TRTLLM_V014),
     _serving("mixtral-8x7b", MOE, "l40s", "fp8", 4, 1000, 1000, 5060.8399, TRTLLM_V014),
+    # Llama 3 405B pre-training (the Llama 3 paper's Table 4)
+    llama3_step(8192, 64, 430),
+    llama3_step(16384, 128, 400),
 )

@@ -7,9 +7,11 @@ for the chip of the first pipeline stage:
 * **Work.** Each data-parallel replica trains on batch/dp sequences, split into
   ``microbatches``. A pipeline of pp stages gives each chip 1/pp of the model's work (a
   balanced split: layers, and the embedding and lm_head shared out, a lower bound for any
-  real split), and every stage idles (pp - 1) microbatch slots of the schedule (GPipe, 1F1B):
-  the stage's kernels are counted (m + pp - 1)/m times (the bubble; their FLOPs then include
-  the idle slots, so a model-FLOPs utilization takes the FLOPs of ``pp=1`` over pp).
+  real split; pp need not divide the layers, as Llama 3 trains 126 layers on 16 stages),
+  and every stage idles (pp - 1) microbatch slots of the schedule (GPipe, 1F1B): the stage's
+  kernels are counted 1 + (pp - 1)/(v·m) times (the bubble; their FLOPs then include the idle
+  slots, so a model-FLOPs utilization takes the FLOPs of ``pp=1`` over pp), v being the
+  ``virtual_stages`` of an interleaved schedule (Narayanan et al. 2021; 1 without one).
   Recomputation adds a forward pass: ``"full"`` of every layer (activation checkpointing of
   each block), ``"selective"`` of the attention core only (Korthikanti et al. 2022; with
   FlashAttention nothing else of it is stored anyway).
@@ -69,9 +71,10 @@ class Parallelism:
     tp: int = 1
     ep: int = 1
     overlap: str = "none"
+    virtual_stages: int = 1
 
     def __post_init__(self) -> None:
-        for attr in ("dp", "pp", "microbatches", "tp", "ep"):
+        for attr in ("dp", "pp", "microbatches", "tp", "ep", "virtual_stages"):
             object.__setattr__(self, attr, size(getattr(self, attr), f"train_step: {attr}"))
         if isinstance(self.zero, bool) or self.zero not in ZERO:
             raise WorkloadError(f"train_step: zero must be 0, 1, 2 or 3 (FSDP is 3), got "
@@ -89,10 +92,11 @@ class Parallelism:
     @classmethod
     def of(cls, *, dp: object = 1, zero: object = 0, pp: object = 1, microbatches: object = 1,
            recompute: object = "none", tp: object = 1, ep: object = 1,
-           overlap: object = "none") -> Parallelism:
+           overlap: object = "none", virtual_stages: object = 1) -> Parallelism:
         """Checked settings from a caller's values (sizes are whole numbers >= 1)."""
         sizes = {k: size(v, f"train_step: {k}") for k, v in (
-            ("dp", dp), ("pp", pp), ("microbatches", microbatches), ("tp", tp), ("ep", ep))}
+            ("dp", dp), ("pp", pp), ("microbatches", microbatches), ("tp", tp), ("ep", ep),
+            ("virtual_stages", virtual_stages))}
         return cls(zero=zero, recompute=recompute, overlap=overlap,  # type: ignore[arg-type]
                    **sizes)
 
@@ -102,8 +106,8 @@ class Parallelism:
 
     @property
     def bubble(self) -> float:
-        """Schedule slots per microbatch slot of useful work: (m + pp - 1) / m."""
-        return (self.microbatches + self.pp - 1) / self.microbatches
+        """Schedule slots per slot of useful work: 1 + (pp - 1) / (v·m)."""
+        return 1.0 + (self.pp - 1) / (self.virtual_stages * self.microbatches)
 
     @property
     def in_flight(self) -> int:
@@ -116,6 +120,8 @@ class Parallelism:
             parts.append(f"zero={self.zero}")
         if self.microbatches > 1:
             parts.append(f"microbatches={self.microbatches}")
+        if self.virtual_stages > 1:
+            parts.append(f"virtual_stages={self.virtual_stages}")
         if self.recompute != "none":
             parts.append(f"recompute={self.recompute}")
         if self.overlap != "none":

@@ -404,7 +404,8 @@ class Transformer:
                    link: str | None = None, link_count: int | None = None, dp: object = 1,
                    zero: int = 0, pp: object = 1, microbatches: object = 1,
                    recompute: str = "none", ep: object = 1, overlap: str = "none",
-                   dp_link: str | None = None, pp_link: str | None = None) -> Workload:
+                   dp_link: str | None = None, pp_link: str | None = None,
+                   virtual_stages: object = 1) -> Workload:
         """One training step (forward, backward, Adam update) on *batch* x *seq* tokens, per
         chip, over ``dp x pp x tp`` chips (:mod:`pytest_roofline.models.training` states the
         parallelism, the communication and the footprint; the defaults are one chip).
@@ -425,12 +426,10 @@ class Transformer:
         b = sweep_size(batch, "train_step: batch")
         s = size(seq, "train_step: seq")
         par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
-                            recompute=recompute, tp=tp, ep=ep, overlap=overlap)
+                               recompute=recompute, tp=tp, ep=ep, overlap=overlap,
+                               virtual_stages=virtual_stages)
         plan = self._train_plan(par, dtype, link, link_count)
         self._check_positions(s, "train_step: seq")
-        if self.config.layers % par.pp:
-            raise WorkloadError(f"train_step: pp={par.pp} must divide {self.name}'s "
-                                f"layers={self.config.layers}")
         sizes = f"batch={show(b)}, seq={s}"
         if par.label():
             sizes += f", {par.label()}"
@@ -462,7 +461,8 @@ class Transformer:
             return self.train_step(x, s, tp=tp, dtype=dtype, link=link, link_count=link_count,
                                    dp=dp, zero=zero, pp=pp, microbatches=microbatches,
                                    recompute=recompute, ep=ep, overlap=overlap,
-                                   dp_link=dp_link, pp_link=pp_link)
+                                   dp_link=dp_link, pp_link=pp_link,
+                                   virtual_stages=virtual_stages)
 
         workload = self._workload(kernels, footprint.total, name, b, build,
                                   hint=footprint.hint())
@@ -484,7 +484,7 @@ class Transformer:
         b = sweep_size(batch, "train_footprint: batch")
         s = size(seq, "train_footprint: seq")
         par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
-                            recompute=recompute, tp=tp, ep=ep)
+                               recompute=recompute, tp=tp, ep=ep)
         plan = self._train_plan(par, dtype, None, None)
         return self._train_footprint(plan, par, b / par.dp, s)
 
