@@ -8,50 +8,108 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+GAP = 2  # spaces between columns
+INDENT = 2  # of a row's figures under its test id, when ids take a line of their own
+
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "",
            width: int | None = None, shrink: int = 0, optional: Sequence[int] = (),
-           min_shrunk: int = 32) -> list[str]:
+           min_shrunk: int = 32, squeeze: Sequence[int] = (), min_squeezed: int = 8,
+           ) -> list[str]:
     """Columns padded to their widest cell; *align* holds ``l``/``r`` per column.
 
-    When the lines would exceed *width*: column *shrink* loses its head (a test id keeps its
-    function name and parameters) down to *min_shrunk* characters, then the *optional*
-    columns are left out, in that order, until the lines fit. What cannot be made to fit
-    wraps.
+    When the lines would exceed *width*, in this order until they fit: column *shrink* (a
+    test id) is shortened in the middle, keeping its file name and the end of its test name,
+    down to *min_shrunk* characters; the *optional* columns are left out, in their order; the
+    *squeeze* columns are abbreviated (their cells cut at the end, marked ``...``) down to
+    *min_squeezed* characters; then, as a last resort, every id takes a line of its own (cut
+    in the middle to *width*) with the row's other cells indented below it, where the
+    columns left out come back as far as they fit.
     """
     align = align.ljust(len(headers), "l")
     keep = list(range(len(headers)))
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    cut = widths[shrink]
+    shown = dict(enumerate(widths))  # the width each column is printed at
+    own_line = False
     if width is not None:
-        drop = list(optional)
-        while True:
-            excess = sum(widths[i] for i in keep) + 2 * (len(keep) - 1) - width
-            if excess <= 0:
-                break
-            room = widths[shrink] - min_shrunk
-            if 0 < excess <= room:  # cutting the head of the ids is enough
-                cut = widths[shrink] - excess
-                break
-            if not drop:
-                cut = widths[shrink] - max(room, 0)
-                break
-            keep.remove(drop.pop(0))
+        def excess(columns: Sequence[int]) -> int:
+            return sum(shown[i] for i in columns) + GAP * (len(columns) - 1) - width
 
-    def line(cells: Sequence[str]) -> str:
+        drop = list(optional)
+        while excess(keep) > 0:
+            over = excess(keep)
+            if over <= widths[shrink] - min_shrunk:
+                shown[shrink] = widths[shrink] - over
+                break
+            if drop:
+                keep.remove(drop.pop(0))
+                continue
+            shown[shrink] = min(widths[shrink], max(min_shrunk, len(headers[shrink])))
+            for i in squeeze:
+                if i in keep and excess(keep) > 0:
+                    shown[i] = max(min_squeezed, len(headers[i]),
+                                   min(widths[i], shown[i] - excess(keep)))
+            if excess(keep) > 0:
+                own_line = True
+            break
+        if own_line:
+            shown[shrink] = min(widths[shrink], width)
+            spare = width - INDENT
+            for i in reversed([i for i in optional if i not in keep]):  # room again?
+                if sum(widths[j] for j in keep if j != shrink) + widths[i] + GAP * (
+                        len(keep) - 1) <= spare:
+                    keep = sorted([*keep, i])
+            rest = [i for i in keep if i != shrink]
+            for i in squeeze:
+                over = sum(widths[j] for j in rest) + GAP * (len(rest) - 1) - spare
+                if i in rest and over > 0:
+                    shown[i] = max(min_squeezed, len(headers[i]), widths[i] - over)
+                elif i in rest:
+                    shown[i] = widths[i]
+
+    def cells_line(cells: Sequence[str], columns: Sequence[int]) -> str:
         out = []
-        for i in keep:
-            cell, w = cells[i], (cut if i == shrink else widths[i])
-            cell = _cut(cell, w) if i == shrink else cell
+        for i in columns:
+            w = shown[i]
+            cell = cut_middle(cells[i], w) if i == shrink else cut_end(cells[i], w)
             out.append(cell.rjust(w) if align[i] == "r" else cell.ljust(w))
         return "  ".join(out).rstrip()
 
-    return [line(headers), *(line(r) for r in rows)]
+    if not own_line:
+        return [cells_line(headers, keep), *(cells_line(r, keep) for r in rows)]
+    rest = [i for i in keep if i != shrink]
+    lines = [headers[shrink], " " * INDENT + cells_line(headers, rest)]
+    for row in rows:
+        lines += [cut_middle(row[shrink], shown[shrink]),
+                  " " * INDENT + cells_line(row, rest)]
+    return lines
 
 
-def _cut(text: str, width: int) -> str:
+def cut_end(text: str, width: int) -> str:
+    """*text* in at most *width* characters: its end replaced by ``...`` when too long."""
     if len(text) <= width:
         return text
-    return "..." + text[len(text) - (width - 3):]
+    return text[:max(width - 3, 0)] + "..."[:width]
+
+
+def cut_middle(text: str, width: int) -> str:
+    """A test id in at most *width* characters, shortened in the middle: the file name (its
+    folders go first) and the end of the test name are kept, ``...`` stands for the rest."""
+    if len(text) <= width:
+        return text
+    if width <= 3:
+        return text[:width]
+    path, sep, name = text.partition("::")
+    if sep and "/" in path:  # folders are the least telling part of an id
+        path = path.rsplit("/", 1)[1]
+        text = f"{path}{sep}{name}"
+        if len(text) <= width:
+            return text
+    room = width - 3
+    if sep and len(sep) + len(name) <= room - 8:  # the whole test name, the file's start
+        head = room - len(sep) - len(name)
+    else:
+        head = min(len(path) + len(sep), room - min(room // 2, 16)) if sep else room // 2
+    return text[:head] + "..." + text[len(text) - (room - head):]

@@ -276,7 +276,9 @@ def test_no_hardware_anywhere_is_a_clear_error(pytester: pytest.Pytester) -> Non
 # -- fixture --------------------------------------------------------------------------------
 
 
-def test_fixture_declares_workloads_and_gives_results(suite: pytest.Pytester) -> None:
+def test_fixture_declares_workloads_and_gives_results(suite: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # a row a line
     suite.makepyfile("""
         import pytest
         from pytest_roofline import ops
@@ -377,7 +379,9 @@ def test_fixture_without_any_hardware_errors(pytester: pytest.Pytester) -> None:
     result.stdout.no_fnmatch_line("*roofline marker on*")
 
 
-def test_minus_m_roofline_selects_fixture_only_tests(suite: pytest.Pytester) -> None:
+def test_minus_m_roofline_selects_fixture_only_tests(suite: pytest.Pytester,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # a row a line
     suite.makepyfile("""
         import pytest
 
@@ -545,7 +549,8 @@ def test_very_verbose_runs_attach_the_breakdown_to_passing_tests(suite: pytest.P
     run(suite, "-rP").stdout.no_fnmatch_line("*Captured roofline call*")
 
 
-def test_several_default_chips(suite: pytest.Pytester) -> None:
+def test_several_default_chips(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # a row a line
     suite.makepyfile("""
         import pytest
 

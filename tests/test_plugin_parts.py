@@ -31,7 +31,7 @@ from pytest_roofline.plugin.settings import (
     split_names,
 )
 from pytest_roofline.report.table import summary
-from pytest_roofline.text_table import render
+from pytest_roofline.text_table import cut_end, cut_middle, render
 
 TOY = Hardware(
     name="toy", memory_bandwidth=1e12, memory_capacity=80e9, matrix={"bf16": 100e12},
@@ -335,12 +335,31 @@ def test_a_worker_sends_its_records_once_as_json() -> None:
     assert all(ka is kb for ka, kb in zip(a, b, strict=True))
 
 
-def test_render_aligns_and_cuts_the_head_of_long_ids() -> None:
+def test_render_aligns_and_shortens_long_ids_in_the_middle() -> None:
     lines = render(["name", "n"], [["a", "1"], ["bbb", "22"]], align="lr")
     assert lines == ["name   n", "a      1", "bbb   22"]
-    long = "tests/deep/folder/test_file.py::test_function[param-1]"
+    long = "tests/deep/folder/test_file.py::test_function_with_a_long_name[param-1]"
+    # the folders go first; then the middle, keeping the file and the end of the test name
+    assert cut_middle(long, 60) == "test_file.py::test_function_with_a_long_name[param-1]"
     cut = render(["test", "x"], [[long, "1"]], width=40)[1]
-    assert cut.startswith("...") and "test_function[param-1]" in cut and len(cut) == 40
+    assert cut.startswith("test_file.py::") and cut.endswith("name[param-1]  1")
+    assert "..." in cut and len(cut) == 40
+
+
+def test_summary_fits_80_columns() -> None:
+    """Long ids, a long expectation and long chip names: every line within 80 columns, the
+    expectation abbreviated before ids take a line of their own."""
+    long_id = "tests/integration/serving/test_decode.py::test_llama_decode_batches[batch-128]"
+    records = [_record(long_id, outcome="failed"), _record("t.py::test_x")]
+    for record in records:
+        record.update(hw="a100-80gb-sxm-derated", expectation="memory, t<=40 ms, fits, I<=4")
+    lines = summary(records, mode="all", width=80)
+    assert max(map(len, lines)) <= 80
+    assert lines[2] == long_id  # on a line of its own, whole
+    assert lines[3].split()[-1] == "FAIL"
+    short = summary([_record("t.py::test_x")], mode="all", width=80)
+    assert len(short) == 2 and max(map(len, short)) <= 80   # one line a row when it fits
+    assert cut_end("memory, t<=40 ms", 10) == "memory,..."
 
 
 def test_summary_modes() -> None:

@@ -28,7 +28,9 @@ def plugin_args() -> list[str]:
     return [] if installed else ["-p", "pytest_roofline.plugin.hooks"]
 
 
-def test_two_workers_one_summary_and_one_json(pytester: pytest.Pytester) -> None:
+def test_two_workers_one_summary_and_one_json(pytester: pytest.Pytester,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # a row a line
     pytester.makefile(".yaml", toychip=TOY_SPEC)
     pytester.makeconftest("""
         import os

@@ -85,7 +85,9 @@ def test_fixture(roofline):
     run(suite).assert_outcomes(passed=1)
 
 
-def test_cross_check_passes_when_declared_and_traced_agree(suite: pytest.Pytester) -> None:
+def test_cross_check_passes_when_declared_and_traced_agree(suite: pytest.Pytester,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")  # a row a line
     suite.makepyfile(BODY + """
 @pytest.mark.roofline(hw="toy", regime="memory", workload=ops.matmul(4, 256, 256),
                       trace=True, cross_check=0.02)

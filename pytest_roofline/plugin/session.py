@@ -157,7 +157,7 @@ class RooflineSession:
         lines = summary(records, mode=mode, width=width, auto_rows=AUTO_SUMMARY_ROWS,
                         notes=self.notes, extra_columns=MEASURED_COLUMNS if measured else ())
         if measured:
-            ranked = headroom(records)
+            ranked = headroom(records, width=width)
             if len(ranked) > 2:  # a heading and a table of two or more tests
                 lines += ["", *ranked]
         return lines

@@ -360,19 +360,33 @@ def rows(comparison: Comparison,
 
 def side_by_side(comparison: Comparison, base_report: Any, new_report: Any,
                  width: int | None = None) -> list[str]:
-    """Every result old against new, as pytest-benchmark prints them: regime, intensity and
-    time bound before and after, with the relative change."""
+    """Every result old against new, as pytest-benchmark prints them: the chip, the regime,
+    and each figure as ``old -> new`` with its relative change (intensity and time bound,
+    plus the figure of every rule of the comparison).
+
+    A narrow terminal first leaves out the figures no rule judges (the time bound counts as
+    judged when no rule is given), then the changes of the judged ones, then gives each test
+    id a line of its own; the chip and the old and new values of a judged figure always
+    stay.
+    """
     from ..text_table import render
     from ..units import format_time
+    from .rules import METRICS
 
     old_index = index(records_of(base_report))
     new_index = index(records_of(new_report))
+    judged = [r.metric for r in comparison.rules]
+    figures = [("FLOP/B", "intensity"), ("time", "time")]
+    figures += [(METRICS[m].label if m != "efficiency" else "% roof", m)
+                for m in dict.fromkeys(judged) if m not in ("intensity", "time")]
     table: list[list[str]] = []
 
-    def show(name: str, value: float | None) -> str:
+    def show(metric: str, value: float | None) -> str:
         if value is None:
             return "-"
-        return format_time(value) if name == "time_s" else format_number(value)
+        if metric == "time":
+            return format_time(value)
+        return METRICS[metric].show(value) if metric != "intensity" else format_number(value)
 
     for key, _b, _n, status in rows(comparison, old_index):
         base, new = old_index.get(key), new_index.get(key)
@@ -380,19 +394,22 @@ def side_by_side(comparison: Comparison, base_report: Any, new_report: Any,
         cells = [key[0], where(key),
                  f"{old_r or '-'} -> {new_r or '-'}" if base and new and old_r != new_r
                  else (old_r or new_r or "-")]
-        for _, name in SIDE_BY_SIDE:
-            old_v = _number(base, name) if base else None
-            new_v = _number(new, name) if new else None
+        for _, metric in figures:
+            old_v = METRICS[metric].value(base) if base else None
+            new_v = METRICS[metric].value(new) if new else None
             change = _delta(old_v, new_v)
-            cells += [show(name, old_v), show(name, new_v),
+            cells += [f"{show(metric, old_v)} -> {show(metric, new_v)}",
                       "-" if change is None else f"{change:+.1%}"]
         table.append([*cells, status])
     headers = ["test", "chip", "regime"]
-    for name, _ in SIDE_BY_SIDE:
-        headers += [f"{name} old", f"{name} new", f"{name} +/-"]
-    # narrow terminals lose the absolute intensities first, then the old time, then the chip
-    return render([*headers, "status"], table, align="lll" + "rrr" * len(SIDE_BY_SIDE) + "l",
-                  width=width, optional=(3, 4, 6, 1))
+    for name, _ in figures:
+        headers += [f"{name} old -> new", "+/-"]
+    kept = set(judged) or {"time"}
+    optional = [3 + 2 * k + j for k, (_, metric) in enumerate(figures)
+                if metric not in kept for j in (0, 1)]
+    optional += [4 + 2 * k for k, (_, metric) in enumerate(figures) if metric in kept]
+    return render([*headers, "status"], table, align="lll" + "rr" * len(figures) + "l",
+                  width=width, optional=optional, min_shrunk=16)
 
 
 def to_csv(comparison: Comparison, base_report: Any, new_report: Any) -> str:

@@ -53,6 +53,8 @@ ALIGN = "l" + "ll" + "rrrr" + "l" + "r" + "l" + "l"
 FORMATS = dict(COLUMNS)
 #: Columns (by index, the test id being 0) left out, in this order, to fit a narrow terminal.
 NARROW = (6, 3, 4, 2)
+#: The column abbreviated next (``expected``), before test ids take a line of their own.
+SQUEEZE = 9
 
 
 def is_failure(record: Mapping[str, Any]) -> bool:
@@ -102,11 +104,12 @@ def summary(
                      f"{verdict} ({note})" if note else verdict])
     lines: list[str] = []
     if rows:
-        # a narrow terminal (80 columns in CI logs) cuts the head of test ids, then leaves
-        # out the ridge, FLOPs, bytes and precision columns, so that no line wraps
+        # a narrow terminal (80 columns in CI logs) shortens test ids in the middle, leaves
+        # out the ridge, FLOPs, bytes and precision columns, abbreviates the expectation,
+        # then gives each id a line of its own, so that no line wraps
         lines = render(["test", *(h for h, _ in columns), "verdict"], rows,
                        align=ALIGN + "l" * len(extra_columns) + "l", width=width,
-                       optional=NARROW, min_shrunk=24)
+                       optional=NARROW, min_shrunk=24, squeeze=(SQUEEZE,))
     hidden = len(records) - len(shown) + left_out
     if hidden:
         failed = sum(1 for r in records if is_failure(r))
@@ -144,7 +147,8 @@ def has_measured(records: Sequence[Mapping[str, Any]]) -> bool:
     return any(isinstance(r.get("measured_s"), (int, float)) for r in records)
 
 
-def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10) -> list[str]:
+def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10,
+             width: int | None = None) -> list[str]:
     """Measured tests ranked by headroom: time share x (1 - efficiency).
 
     The time share is a test's measured time over the measured time of every test (on each
@@ -167,7 +171,7 @@ def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10) -> list[str
              percent_of_roof(r), f"{room:.1%}"] for room, share, r in ranked[:top]]
     lines = ["Headroom (time share x (1 - efficiency)), most worth optimizing first:"]
     lines += render(["test", "hw", "measured", "share", "% roof", "headroom"], rows,
-                    align="llrrrr")
+                    align="llrrrr", width=width, min_shrunk=24)
     if len(ranked) > top:
         lines.append(f"{len(ranked) - top} more measured tests not shown")
     return lines
