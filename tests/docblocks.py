@@ -1,0 +1,119 @@
+"""Reading the fenced code blocks of the documentation, and matching shown output to real output.
+
+A block is found by its file and its first non-blank line (its key). Shown output matches real
+output when, with runs of whitespace taken as one space (the docs wrap long lines), every
+shown character appears in order: ``...`` stands for any text, and with ``timings=True`` every
+number stands for any number (figures measured on the machine that runs the test).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = ("README.md", "docs/*.md", "specs/*/README.md")
+KEY = 60  # characters of the first line that name a block
+FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block: where it is, its info string and its text (indentation removed)."""
+
+    path: str
+    line: int
+    lang: str
+    text: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        first = next(line.strip() for line in self.text.splitlines() if line.strip())
+        return self.path, first[:KEY]
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+def blocks() -> list[Block]:
+    """Every fenced block of the documents, in file order."""
+    found: list[Block] = []
+    for pattern in DOCUMENTS:
+        for path in sorted(ROOT.glob(pattern)):
+            lines = path.read_text().splitlines()
+            i = 0
+            while i < len(lines):
+                fence = FENCE.match(lines[i])
+                if fence is None:
+                    i += 1
+                    continue
+                indent = len(fence.group(1))
+                j = i + 1
+                while not lines[j].strip().startswith("```"):
+                    j += 1
+                body = "\n".join(line[indent:] for line in lines[i + 1:j])
+                found.append(Block(path=str(path.relative_to(ROOT)), line=i + 1,
+                                   lang=fence.group(2), text=body + "\n"))
+                i = j + 1
+    return found
+
+
+NUMBER = r"[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?"
+
+
+def pattern(shown: str, *, timings: bool = False) -> re.Pattern[str]:
+    """The regular expression that real output must contain for ``shown`` to hold."""
+    parts: list[str] = []
+    for token in re.split(r"(\.\.\.|\s+)", shown.strip()):
+        if not token:
+            continue
+        if token == "...":
+            parts.append(r".*?")
+        elif token.isspace():
+            parts.append(r"\s+")
+        elif timings:
+            pieces = re.split(f"({NUMBER})", token)
+            parts.append("".join(NUMBER if k % 2 else re.escape(p) for k, p in enumerate(pieces)))
+        else:
+            parts.append(re.escape(token))
+    # "x ... y" with spaces around the wildcard must also match "x y".
+    text = "".join(parts).replace(r"\s+.*?\s+", r"(?:\s+.*?\s+|\s+)")
+    return re.compile(text, re.DOTALL)
+
+
+def assert_shown(shown: str, real: str, *, timings: bool = False, whole: bool = False) -> None:
+    """Fail, with both texts, unless ``real`` holds ``shown`` (from its start if ``whole``)."""
+    expression = pattern(shown, timings=timings)
+    found = expression.match(real.strip()) if whole else expression.search(real)
+    if found is None:
+        # Name the first shown line that no longer matches, for a readable failure.
+        bad = next((line for line in shown.splitlines()
+                    if line.strip() and line.strip() != "..."
+                    and not pattern(line, timings=timings).search(real)), None)
+        raise AssertionError(f"shown output does not match real output\n--- first shown line "
+                             f"not found:\n{bad}\n--- shown:\n{shown}\n--- real:\n{real}")
+
+
+def commands(text: str) -> list[tuple[list[str], str]]:
+    """``$ command`` lines (with ``\\`` continuations) and the output shown under each."""
+    import shlex
+
+    runs: list[tuple[list[str], str]] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("$ "):
+            i += 1
+            continue
+        command = lines[i][2:]
+        while command.endswith("\\"):
+            i += 1
+            command = command[:-1] + " " + lines[i].strip()
+        i += 1
+        out: list[str] = []
+        while i < len(lines) and not lines[i].startswith("$ "):
+            out.append(lines[i])
+            i += 1
+        runs.append((shlex.split(command), "\n".join(out).strip()))
+    return runs

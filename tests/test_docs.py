@@ -1,0 +1,945 @@
+"""Every fenced code block of README.md, docs/*.md and specs/*/README.md runs here, as written.
+
+Each block has one check, found by its file and its first line (``tests/docblocks.py``); a
+block without a check fails ``test_every_block_has_a_check``, so a new example cannot go
+untested. Python blocks run (test modules through pytester, snippets through ``exec``, ``>>>``
+lines as doctests); ``$ pytest-roofline ...`` blocks run the command and compare the output
+shown with the real one; output blocks (a failure line, an error, a summary) are produced by
+the scenario they describe and compared the same way; YAML blocks load through the spec
+readers. Figures that are timings of this machine are wildcards (``timings=True``); where a
+block writes a placeholder (``path/to/config.json``), the check says what stands for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from docblocks import KEY, ROOT, Block, assert_shown, blocks, commands
+from test_plugin import ISOLATE, plugin_args
+
+pytest_plugins = ("pytester",)
+
+Check = Callable[[Block, pytest.FixtureRequest], None]
+CHECKS: dict[tuple[str, str], Check] = {}
+ALL = blocks()
+HF = ROOT / "tests" / "data" / "hf"
+
+
+def check(path: str, first: str) -> Callable[[Check], Check]:
+    """Register the check of the block of *path* whose first line is *first*."""
+    def register(function: Check) -> Check:
+        CHECKS[(path, first[:KEY])] = function
+        return function
+    return register
+
+
+def test_every_block_has_a_check() -> None:
+    keys = [b.key for b in ALL]
+    assert len(keys) == len(set(keys)), "two blocks of one file start with the same line"
+    missing = [str(b) for b in ALL if b.key not in CHECKS]
+    assert not missing, f"blocks without a check: {missing}"
+    stale = set(CHECKS) - set(keys)
+    assert not stale, f"checks of blocks that no longer exist: {stale}"
+
+
+@pytest.mark.parametrize("block", ALL, ids=str)
+def test_block_runs_as_shown(block: Block, request: pytest.FixtureRequest) -> None:
+    if block.key not in CHECKS:
+        pytest.fail(f"{block} has no check")
+    CHECKS[block.key](block, request)
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+def runpytest(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_inprocess(*plugin_args(), *ISOLATE, *args)
+
+
+def cli(*argv: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """``pytest-roofline ARGV`` in process: exit code, stdout, stderr."""
+    from pytest_roofline.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            _chdir(cwd or Path.cwd()):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _chdir(path: Path) -> Iterator[None]:
+    old = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def run_shown_commands(block: Block, cwd: Path | None = None,
+                       replace: dict[str, str] | None = None) -> None:
+    """Every ``$ pytest-roofline ...`` of the block runs and prints what is shown under it."""
+    runs = commands(block.text)
+    assert runs, f"{block}: no $ command"
+    for argv, shown in runs:
+        argv = [(replace or {}).get(a, a) for a in argv]
+        assert argv[0] == "pytest-roofline", argv
+        code, out, err = cli(*argv[1:], cwd=cwd)
+        assert code == 0, f"{argv}: exit {code}: {err}"
+        if shown:
+            assert_shown(shown, out, whole=True)
+
+
+def as_test_module(block: Block, pytester: pytest.Pytester, prelude: str = "",
+                **outcomes: int) -> pytest.RunResult:
+    """The block as a test module (after *prelude*, definitions it takes as given)."""
+    pytester.makepyfile(test_block=textwrap.dedent(prelude) + "\n" + block.text)
+    result = runpytest(pytester, "-rA")
+    result.assert_outcomes(**outcomes)
+    return result
+
+
+def python(block: Block, namespace: dict[str, object] | None = None,
+           replace: dict[str, str] | None = None) -> dict[str, object]:
+    """Run the block's Python with *namespace* given, after textual *replace*ments of the
+    placeholders it writes; returns its namespace."""
+    text = block.text
+    for old, new in (replace or {}).items():
+        assert old in text, f"{block}: placeholder {old!r} is gone"
+        text = text.replace(old, new)
+    scope: dict[str, object] = dict(namespace or {})
+    exec(compile(text, str(block), "exec"), scope)  # the documentation's own code
+    return scope
+
+
+# -- README.md -----------------------------------------------------------------------------
+
+@check("README.md", "import pytest")
+@check("docs/plugin.md", "import pytest")
+def _marker_examples(block: Block, request: pytest.FixtureRequest) -> None:
+    as_test_module(block, request.getfixturevalue("pytester"),
+                passed=block.text.count("def test_"))
+
+
+SMALL_GEMM = """
+import pytest
+from pytest_roofline import ops
+
+@pytest.mark.roofline(hw="h100", regime="compute", workload=ops.matmul(64, 8192, 8192))
+def test_small_gemm():
+    pass
+"""
+
+
+@check("README.md", "FAILED test_gemm.py::test_small_gemm - roofline: expected compute-bound "
+       "on h100-sxm (bf16), but")
+@check("docs/plugin.md", "FAILED test_kernels.py::test_small_gemm - roofline: expected "
+       "compute-bound on h100-sxm (bf16),")
+def _small_gemm_failure(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    name = block.text.split("::")[0].split()[-1].removesuffix(".py")
+    pytester.makepyfile(**{name: SMALL_GEMM})
+    result = runpytest(pytester, "-rf", "-vv")
+    assert_shown(block.text, result.stdout.str())
+
+
+@check("README.md", "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/pytest "
+       "examples")
+@check("docs/plugin.md", "pytest examples --roofline-json roofline.json          # add -n 2 "
+       "with pytest-xdist")
+def _example_suite(block: Block, request: pytest.FixtureRequest) -> None:
+    """The example suite passes (the set-up part of the README's line runs in .ci/run)."""
+    tmp = request.getfixturevalue("tmp_path")
+    for line in block.text.splitlines():
+        command = line.split("#")[0].strip()
+        args = [*command.split("pytest ", 1)[1].split(), "-p", "no:cacheprovider", "-q",
+                f"--roofline-json={tmp / 'roofline.json'}"]
+        done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "COLUMNS": "100"})
+        if "--runxfail" in args:   # shows the failure the xfail test hides
+            assert done.returncode == 1 and "1 failed," in done.stdout, done.stdout[-2000:]
+        else:
+            assert done.returncode == 0, done.stdout[-2000:]
+
+
+@check("README.md", "python3 -m venv .venv && .venv/bin/pip install -q torch==2.13.0 "
+       "transformers==5.23.0 -e \".[dev,torch,jax,plot]\" && .venv/bin/python -m pytest")
+def _test_command(block: Block, request: pytest.FixtureRequest) -> None:
+    """The test command is the one .ci/run reads from the README (this suite is its run);
+    its installs are the extras pyproject.toml declares."""
+    readme = (ROOT / "README.md").read_text()
+    after = readme.split("<!-- test-command -->", 1)[1]
+    line = next(x for x in after.splitlines() if x.startswith("python"))
+    assert block.text.strip() == line
+    extras = re.search(r'-e "\.\[([\w,]+)\]"', line)
+    assert extras is not None
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    for extra in extras.group(1).split(","):
+        assert re.search(rf"^{extra} = \[", pyproject, re.M), extra
+
+
+@check("README.md", ">>> import pytest_roofline as rl")
+def _doctest(block: Block, request: pytest.FixtureRequest) -> None:
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(block.text, {}, str(block), str(block), block.line)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    out = io.StringIO()
+    runner.run(test, out=out.write)
+    assert runner.failures == 0, out.getvalue()
+    assert runner.tries >= 3
+
+
+RMSNORM = """
+import torch
+import pytest
+
+def my_rmsnorm(x):
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype)
+"""
+
+
+@check("README.md", "@pytest.mark.roofline(hw=\"h100\", regime=\"memory\", trace=True)")
+def _trace_true(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    as_test_module(block, request.getfixturevalue("pytester"), RMSNORM, passed=1)
+
+
+HOST_ADD = """
+import numpy as np
+import pytest
+from pytest_roofline import ops
+N = 64 * 2**20 // 8
+"""
+
+
+@check("README.md", "@pytest.mark.roofline(hw=\"host\", regime=\"memory\", min_efficiency=0.5)")
+@check("docs/measure.md", "import numpy as np")
+def _host_add(block: Block, request: pytest.FixtureRequest) -> None:
+    """Runs and measures; the efficiency is asserted only on a quiet machine that asks
+    (PYTEST_ROOFLINE_TIMING=1), since the bound is this machine's own calibration."""
+    request.getfixturevalue("host_cache")
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=HOST_ADD + block.text)
+    result = runpytest(pytester, "-rA", f"--roofline-json={pytester.path / 'r.json'}")
+    record = json.loads((pytester.path / "r.json").read_text())["results"][0]
+    assert record["efficiency"] > 0 and record["roof_threads"] >= 1
+    if os.environ.get("PYTEST_ROOFLINE_TIMING") == "1":
+        result.assert_outcomes(passed=1)
+
+
+HOOKS = """
+import pytest
+from pytest_roofline import models
+
+@pytest.mark.roofline(hw="h100")
+def test_slow(roofline):
+    roofline.add(models.load("llama-3-70b").prefill(8, 4096))
+
+@pytest.mark.roofline(hw="h100")
+def test_fast(roofline):
+    roofline.add(models.load("llama-3-8b").decode(1, 1024))
+"""
+
+
+@check("README.md", "# conftest.py")
+def _result_hook(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    pytester.makeconftest(block.text)
+    pytester.makepyfile(test_block=HOOKS)
+    result = runpytest(pytester, "-rf", "-vv")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_slow*over the 50 ms latency budget on h100-sxm*"])
+
+
+@check("README.md", "pytest_roofline/   the engine: units, dtypes, errors, hardware, specfiles, "
+       "workload, fusion,")
+def _layout(block: Block, request: pytest.FixtureRequest) -> None:
+    for line in block.text.splitlines():
+        head = line.split()[0]
+        if head.endswith("/"):
+            assert (ROOT / head).is_dir(), head
+    engine = block.text.split("the engine:", 1)[1].split(";")[0]
+    for name in re.findall(r"\w+", engine):
+        assert (ROOT / "pytest_roofline" / f"{name}.py").is_file(), name
+
+
+# -- docs/bounds.md ------------------------------------------------------------------------
+
+@check("docs/bounds.md", "from pytest_roofline import fusion, models, ops")
+def _fusion_snippet(block: Block, request: pytest.FixtureRequest) -> None:
+    python(block)
+
+
+@check("docs/bounds.md", "llama = models.load(\"llama-3-8b\")")
+def _mixed_lengths(block: Block, request: pytest.FixtureRequest) -> None:
+    from pytest_roofline import models
+
+    scope = python(block, {"models": models})
+    llama = scope["llama"]
+    mixed = llama.prefill(3, [100, 200, 300])  # type: ignore[attr-defined]
+    singles = sum(llama.prefill(1, n).flops for n in (100, 200, 300))  # type: ignore[attr-defined]
+    assert mixed.flops == pytest.approx(singles, rel=1e-12)  # the comment's "="
+    assert llama.prefill(3, [100, 200, 300], padded=True).flops == \
+        llama.prefill(3, 300).flops  # type: ignore[attr-defined]
+
+
+# -- docs/ci-gating.md ---------------------------------------------------------------------
+
+SMALL_SUITE = """
+import pytest
+from pytest_roofline import ops
+
+@pytest.mark.roofline(hw="h100", regime="compute", workload=ops.matmul(4096, 4096, 4096))
+def test_big():
+    pass
+"""
+
+
+@check("docs/ci-gating.md", "pytest --roofline-save                      # on main: store this "
+       "run's results as a baseline")
+def _gate_commands(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=SMALL_SUITE)
+    for line in block.text.splitlines():
+        args = line.split("#")[0].split()[1:]
+        result = runpytest(pytester, *args)
+        assert result.ret == 0, result.stdout.str()
+
+
+REGRESSION_SUITE = """
+import os
+import pytest
+from pytest_roofline import ops
+
+NEW = os.environ.get("ROUND") == "new"
+
+@pytest.mark.roofline(hw="h100")
+def test_param(roofline):
+    roofline.add(ops.matmul(32, 8192, 8192) if NEW else ops.matmul(6144, 6144, 6144))
+
+@pytest.mark.roofline(hw="h100", workload=ops.matmul(1024, 1024, 1024))
+def test_same():
+    pass
+
+@pytest.mark.roofline(hw="h100", workload=ops.matmul(2048, 2048, 2048))
+def test_same_too():
+    pass
+
+if NEW:
+    @pytest.mark.roofline(hw="h100", workload=ops.matmul(512, 512, 512))
+    def test_added():
+        pass
+else:
+    @pytest.mark.roofline(hw="h100", workload=ops.matmul(512, 512, 512))
+    def test_removed():
+        pass
+"""
+
+
+def regression_run(request: pytest.FixtureRequest) -> pytest.RunResult:
+    """test_k.py saved as baseline 'main', then changed: one regression under two rules."""
+    pytester = request.getfixturevalue("pytester")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    pytester.makepyfile(test_k=REGRESSION_SUITE)
+    assert runpytest(pytester, "--roofline-save=main").ret == 0
+    monkeypatch.setenv("ROUND", "new")
+    result = runpytest(pytester, "--roofline-compare=main", "-rf",
+                       "--roofline-compare-fail=intensity:10%")
+    result.stdout.str()
+    return result
+
+
+def with_repo(text: str, pytester: pytest.Pytester) -> str:
+    """Real output with the test folder written as the docs write it, /repo."""
+    return text.replace(str(pytester.path), "/repo")
+
+
+@check("docs/ci-gating.md", "__________________________________ test_param "
+       "__________________________________")
+@check("docs/ci-gating.md", "======================== roofline baseline and reports "
+       "=========================")
+def _regression(block: Block, request: pytest.FixtureRequest) -> None:
+    result = regression_run(request)
+    assert_shown(block.text, with_repo(result.stdout.str(), request.getfixturevalue("pytester")))
+
+
+@check("docs/ci-gating.md", "RULE  := METRIC \":\" LIMIT")
+def _rule_grammar(block: Block, request: pytest.FixtureRequest) -> None:
+    from pytest_roofline.report.rules import parse_rules
+
+    rules = parse_rules(["intensity:10%", "intensity:5", "time:2us", "time:0.5 ms",
+                         "flops:1GFLOP", "bytes:64MB", "bytes:1GiB", "efficiency:0.05"])
+    assert len(rules) == 8
+
+
+def pytest_error(block: Block, pytester: pytest.Pytester, *args: str) -> None:
+    result = runpytest(pytester, *args)
+    assert result.ret == 4
+    assert_shown(block.text, with_repo(result.stderr.str() + result.stdout.str(), pytester))
+
+
+@check("docs/ci-gating.md", "ERROR: --roofline-compare-fail: bad compare rule 'intens:10%': "
+       "unknown metric 'intens'. Did you mean 'intensity' or 'bytes'? A rule is METRIC:LIMIT, ...")
+def _bad_rule(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=SMALL_SUITE)
+    pytest_error(block, pytester, "--roofline-compare", "--roofline-compare-fail=intens:10%")
+
+
+@check("docs/ci-gating.md", "ERROR: /repo/.roofline/main.json: not valid JSON (Expecting ',' "
+       "delimiter at line 40); is it a half-written or foreign file?")
+def _corrupt_baseline(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=SMALL_SUITE)
+    assert runpytest(pytester, "--roofline-save=main").ret == 0
+    path = pytester.path / ".roofline" / "main.json"
+    lines = json.dumps(json.loads(path.read_text()), indent=1).splitlines()
+    assert lines[38].endswith(",")
+    lines[38] = lines[38][:-1]                       # a comma lost before line 40
+    path.write_text("\n".join(lines))
+    pytest_error(block, pytester, "--roofline-compare=main")
+
+
+@check("docs/ci-gating.md", "ERROR: --roofline-plot '/repo/chart.png' needs matplotlib, which "
+       "is not installed; install the plot extra: pip install \"pytest-roofline[plot]\" (or use "
+       "--roofline-plot=term)")
+def _no_matplotlib(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)   # import matplotlib now fails
+    pytester.makepyfile(test_block=SMALL_SUITE)
+    pytest_error(block, pytester, f"--roofline-plot={pytester.path / 'chart.png'}")
+
+
+CHART_SUITE = """
+import os
+import pytest
+from pytest_roofline import models, ops
+
+NEW = os.environ.get("ROUND") == "new"
+
+@pytest.mark.roofline(hw="h100", regime="compute", workload=ops.matmul(6144, 6144, 6144))
+def test_big():
+    pass
+
+@pytest.mark.roofline(hw="h100", regime="memory", workload=ops.matmul(8, 4096, 4096))
+def test_decode():
+    pass
+
+@pytest.mark.roofline(hw="h100", regime="compute")
+def test_small(roofline):
+    roofline.add(ops.matmul(32 if NEW else 4096, 8192, 8192))
+
+if NEW:
+    @pytest.mark.roofline(hw="h100", workload=ops.matmul(128, 4096, 1024))
+    def test_new():
+        pass
+"""
+
+
+@check("docs/ci-gating.md", "roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s, memory 3.35 TB/s, "
+       "ridge 295.3 FLOP/B (^)")
+def _terminal_chart(block: Block, request: pytest.FixtureRequest) -> None:
+    """The docs cut the chart to 60 x 12 cells (ascii_plot.render's width and height)."""
+    from pytest_roofline.report import ascii_plot, baseline
+    from pytest_roofline.report.compare import compare
+
+    pytester = request.getfixturevalue("pytester")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    pytester.makepyfile(test_block=CHART_SUITE)
+    runpytest(pytester, "--roofline-save=main")
+    monkeypatch.setenv("ROUND", "new")
+    runpytest(pytester, "--roofline-json=new.json")
+    base = baseline.load(pytester.path / ".roofline", "main")
+    new = baseline.load(pytester.path / ".roofline", str(pytester.path / "new.json"))
+    real = ascii_plot.render(new, compare(base, new, (), base="main"), width=60, height=12)
+    assert block.text.rstrip() == real.rstrip(), real
+
+
+@check("docs/ci-gating.md", "$ pytest-roofline hw show h100")
+@check("docs/ci-gating.md", "$ pytest-roofline analyze matmul --m 32 --k 8192 --n 8192 --hw "
+       "h100,tpu-v5e")
+@check("docs/ci-gating.md", "$ pytest-roofline analyze model llama-3-8b --phase decode --batch 8 "
+       "--context 4096 --hw h100")
+@check("docs/ci-gating.md", "$ pytest-roofline analyze model resnet-50 --batch 32 --dtype int8 "
+       "--fusion none --hw l4")
+@check("docs/ci-gating.md", "$ pytest-roofline analyze model llama-3-8b --phase prefill --batch 3 "
+       "--seq 100,200,300 --hw h100")
+@check("docs/ci-gating.md", "$ pytest-roofline sweep matmul --param m --range 1:8192 --k 8192 "
+       "--n 8192 --hw h100,tpu-v5e")
+def _cli(block: Block, request: pytest.FixtureRequest) -> None:
+    request.getfixturevalue("monkeypatch").setenv("COLUMNS", "200")
+    run_shown_commands(block)
+
+
+COMPARE_SUITE = """
+import os
+import pytest
+from pytest_roofline import ops
+
+NEW = os.environ.get("ROUND") == "new"
+
+@pytest.mark.parametrize("m", [2, 10])
+@pytest.mark.roofline(hw="h100")
+def test_b(m, roofline):
+    if m == 2:
+        roofline.add(ops.matmul(32, 8192, 8192) if NEW else ops.matmul(6144, 6144, 6144))
+    else:
+        roofline.add(ops.matmul(4096 if NEW else 2048, 4096, 4096))
+
+@pytest.mark.roofline(hw="h100", workload=ops.matmul(6144, 6144, 6144))
+def test_a():
+    pass
+
+if NEW:
+    @pytest.mark.roofline(hw="h100", workload=ops.matmul(128, 4096, 4096))
+    def test_new():
+        pass
+else:
+    @pytest.mark.roofline(hw="h100", workload=ops.matmul(64, 8192, 8192))
+    def test_gone():
+        pass
+"""
+
+
+@check("docs/ci-gating.md", "$ pytest-roofline compare .roofline/main.json roofline.json --fail "
+       "time:5%")
+def _cli_compare(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    pytester.makepyfile(t=COMPARE_SUITE)
+    runpytest(pytester, "--roofline-save=main", "t.py")
+    monkeypatch.setenv("ROUND", "new")
+    runpytest(pytester, "--roofline-json=roofline.json", "t.py")
+    monkeypatch.setenv("COLUMNS", "80")
+    (argv, shown), = commands(block.text)
+    code, out, err = cli(*argv[1:], cwd=pytester.path)
+    assert code == 1, err
+    assert_shown(shown, out, whole=True)
+
+
+GITHUB_STEP = """
+import pytest
+from pytest_roofline import ops
+
+@pytest.mark.roofline(hw="h100", regime="compute", workload=ops.matmul(4096, 4096, 4096))
+def test_big():
+    pass
+"""
+
+
+@check("docs/ci-gating.md", "- uses: actions/cache@v4")
+def _github_job(block: Block, request: pytest.FixtureRequest) -> None:
+    """The job's two branches run, main first, with $GITHUB_STEP_SUMMARY set."""
+    import yaml
+
+    pytester = request.getfixturevalue("pytester")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    steps = yaml.safe_load(block.text)
+    script = steps[1]["run"]
+    pytester.makepyfile(test_block=GITHUB_STEP)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary.md"))
+    for ref in ("refs/heads/main", "refs/pull/1/merge"):
+        text = script.replace("${{ github.ref }}", ref)
+        branch = text.split("then", 1)[1].split("else")
+        command = (branch[0] if ref.endswith("main") else branch[1].split("fi")[0])
+        args = command.replace("\\\n", " ").split()[1:]
+        assert runpytest(pytester, *args).ret == 0
+    assert (pytester.path / ".roofline" / "main.json").is_file()
+
+
+@check("docs/ci-gating.md", "pytest --roofline-json roofline.json")
+def _report_as_baseline(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary.md"))
+    pytester.makepyfile(test_block=GITHUB_STEP)
+    assert runpytest(pytester, "--roofline-json=main-roofline.json").ret == 0
+    first, second = block.text.strip().splitlines()
+    assert runpytest(pytester, *first.split()[1:]).ret == 0
+    code, _out, err = cli(*second.split()[1:], cwd=pytester.path)
+    assert code == 0, err
+    assert "test_big" in (pytester.path / "summary.md").read_text()
+
+
+@check("docs/ci-gating.md", "[pytest]")
+def _gate_ini(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    pytester.makeini(block.text)
+    pytester.makepyfile(test_block=SMALL_SUITE)
+    assert runpytest(pytester, "--roofline-compare").ret == 4     # missing = error
+    assert runpytest(pytester, "--roofline-save").ret == 0
+    assert runpytest(pytester, "--roofline-compare").ret == 0
+
+
+@check("docs/ci-gating.md", "from pytest_roofline.report import ascii_plot, baseline, "
+       "markdown, plot")
+def _from_python(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("matplotlib")
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=SMALL_SUITE)
+    assert runpytest(pytester, "--roofline-save=main", "--roofline-json=roofline.json").ret == 0
+    with _chdir(pytester.path), contextlib.redirect_stdout(io.StringIO()):
+        scope = python(block)
+    assert scope["result"].failed is False  # type: ignore[attr-defined]
+    assert (pytester.path / "chart.png").stat().st_size > 0
+
+
+# -- docs/measure.md -----------------------------------------------------------------------
+
+@check("docs/measure.md", "pytest-roofline: calibrating host (cpu) on first use; cached in "
+       "~/.cache/pytest-roofline/host-1a2b3c4d5e6f.yaml ...")
+def _first_use(block: Block, request: pytest.FixtureRequest) -> None:
+    """The lines of a first use; the measuring itself is the session's quick calibration."""
+    from pytest_roofline.measuring import calibration
+
+    cached = request.getfixturevalue("quick_host_cache")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    from pytest_roofline.specfiles import load_yaml
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cached))
+    spec = load_yaml(calibration.cache_path("cpu"))
+    monkeypatch.setattr(calibration, "calibrate", lambda device, quick=False: (spec, []))
+    home = request.getfixturevalue("tmp_path")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        calibration.load("cpu")
+    real = re.sub(r"host-[0-9a-f]+\.yaml", "host-1a2b3c4d5e6f.yaml",
+                  err.getvalue().replace(str(home), "~"))
+    assert_shown(block.text, real, timings=True)
+
+
+@check("docs/measure.md", "pytest-roofline calibrate [--device cpu|cuda[:N]] [-o FILE] "
+       "[--quick] [--json]")
+def _calibrate_usage(block: Block, request: pytest.FixtureRequest) -> None:
+    with pytest.raises(SystemExit):
+        cli("calibrate", "--help")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        from pytest_roofline.cli import main
+        main(["calibrate", "--help"])
+    for option in re.findall(r"--\w+", block.text):
+        assert option in out.getvalue(), option
+
+
+@check("docs/measure.md", "import pytest_roofline as rl")
+def _measure_python(block: Block, request: pytest.FixtureRequest) -> None:
+    import numpy as np
+
+    request.getfixturevalue("host_cache")
+    a, b = np.ones((2048, 2048)), np.ones((2048, 2048))
+    scope = python(block, {"np": np, "a": a, "b": b, "c": np.empty((2048, 2048))})
+    result = scope["r"]
+    assert result.efficiency > 0  # type: ignore[attr-defined]
+    assert scope["m"].parallelism > 0  # type: ignore[attr-defined]
+
+
+SLOW_ADD = """
+import time
+import numpy as np
+import pytest
+from pytest_roofline import ops
+
+@pytest.mark.roofline(hw="host", regime="memory", min_efficiency=0.5)
+def test_slow_add(roofline):
+    roofline.add(ops.elementwise(1024, inputs=2, outputs=1, dtype="fp64"))
+    roofline.measure(time.sleep, 0.002)
+"""
+
+FAST_ADD = """
+import numpy as np
+import pytest
+from pytest_roofline import ops
+
+@pytest.mark.roofline(hw="host", regime="memory", min_efficiency=0.5)
+def test_fast_add(roofline):
+    a, b, c = np.ones(2000), np.ones(2000), np.empty(2000)    # a tenth of what it declares
+    roofline.add(ops.elementwise(20_000, inputs=2, outputs=1, dtype="fp64"))
+    roofline.measure(np.add, a, b, out=c)
+"""
+
+
+@check("docs/measure.md", "roofline: expected efficiency >= 50% on host (fp64), but measured "
+       "1.73 ms (spread 6%) ag")
+@check("docs/measure.md", "roofline: measured 8.99 us is faster than the roofline bound 18.8 us "
+       "on host (fp64): eff")
+def _measured_failure(block: Block, request: pytest.FixtureRequest) -> None:
+    request.getfixturevalue("host_cache")
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=FAST_ADD if "faster" in block.text else SLOW_ADD)
+    result = runpytest(pytester, "-rf")
+    result.assert_outcomes(failed=1)
+    real = result.stdout.str()
+    if "faster" in block.text:  # which cache holds 480 kB, and the cache sizes, are this machine's
+        real = re.sub(r"fits in \w+ \S+ \w+ \(measured (.*?) of the caches .*?:",
+                      r"fits in L2 524 kB (measured \1 of the caches "
+                      r"L1d 32.8 kB, L2 524 kB, L3 33.6 MB:", real)
+    assert_shown(block.text, real, timings=True)
+
+
+@check("docs/measure.md", "PYTEST_ROOFLINE_TIMING=1 python -m pytest "
+       "tests/test_measure_acceptance.py")
+def _acceptance(block: Block, request: pytest.FixtureRequest) -> None:
+    """Without the variable the timed tests are skipped, naming it; with it (set for this
+    suite) they run for real."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ROOFLINE_TIMING"}
+    if os.environ.get("PYTEST_ROOFLINE_TIMING") == "1":
+        env["PYTEST_ROOFLINE_TIMING"] = "1"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs",
+                           "tests/test_measure_acceptance.py"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:]
+    if "PYTEST_ROOFLINE_TIMING" not in env:
+        assert "PYTEST_ROOFLINE_TIMING=1" in done.stdout and " skipped" in done.stdout
+
+
+# -- docs/models.md ------------------------------------------------------------------------
+
+@check("docs/models.md", "from pytest_roofline import models")
+def _hf_config(block: Block, request: pytest.FixtureRequest) -> None:
+    """path/to/... stand for the Hugging Face files of tests/data/hf."""
+    path = str(HF / "deepseek-v3.json")
+    with open(HF / "mistral-7b-v0.1.json") as f:
+        scope = python(block, {"json": json, "f": f}, replace={
+            "path/to/DeepSeek-V3/config.json": path,
+            "path/to/config.json": str(HF / "qwen3-8b.json")})
+    assert scope["v3"].config.name  # type: ignore[attr-defined]
+
+
+@check("docs/models.md", "pytest-roofline analyze model path/to/config.json --phase decode "
+       "--hw h200 --batch 64 \\")
+def _hf_cli(block: Block, request: pytest.FixtureRequest) -> None:
+    run_shown_commands(Block(block.path, block.line, "", "$ " + block.text),
+                       replace={"path/to/config.json": str(HF / "deepseek-v3.json")})
+
+
+# -- docs/plugin.md ------------------------------------------------------------------------
+
+@check("docs/plugin.md", "@pytest.mark.roofline(hw=None, regime=None, *, workload=None, "
+       "flops=None, bytes=None,")
+def _marker_signature(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    result = runpytest(pytester, "--markers")
+    assert_shown(block.text, result.stdout.str())
+
+
+PLUGIN_PRELUDE = """
+import pytest
+from pytest_roofline import models, ops
+"""
+
+
+@check("docs/plugin.md", "@pytest.mark.parametrize(\"m\", [")
+@check("docs/plugin.md", "@pytest.mark.roofline(hw=[\"h100\", \"tpu-v5e\"], regime=\"memory\")")
+def _fixture_examples(block: Block, request: pytest.FixtureRequest) -> None:
+    as_test_module(block, request.getfixturevalue("pytester"), PLUGIN_PRELUDE,
+                passed=max(block.text.count("pytest.param"), 1))
+
+
+@check("docs/plugin.md", "_____________________ ERROR at setup of test_unknown_chip "
+       "______________________")
+def _unknown_chip(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=PLUGIN_PRELUDE + """
+@pytest.mark.roofline(hw="h1000", workload=ops.matmul(64, 64, 64))
+def test_unknown_chip():
+    pass
+""")
+    result = runpytest(pytester)
+    result.assert_outcomes(errors=1)
+    assert_shown(block.text, result.stdout.str())
+
+
+@check("docs/plugin.md", "________________________ ERROR collecting test_gemm.py "
+       "_________________________")
+def _collection_error(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_gemm="""import pytest
+from pytest_roofline import ops
+
+@pytest.mark.roofline(hw="h100", workload=ops.matmul(-5, 4096, 4096))
+def test_gemm():
+    pass
+""")
+    result = runpytest(pytester)
+    assert result.ret == 2
+    assert_shown(block.text, result.stdout.str())
+
+
+@check("docs/plugin.md", "{")
+def _json_report(block: Block, request: pytest.FixtureRequest) -> None:
+    """The example's keys are the report's; its figures are examples/test_gemm.py's, to the
+    digits shown."""
+    tmp = request.getfixturevalue("tmp_path")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "examples/test_gemm.py::test_projection",
+                           f"--roofline-json={tmp}/r.json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    shown = json.loads(block.text.replace('"..."', '"x"'))
+    real = json.loads((tmp / "r.json").read_text())
+    assert set(shown) == set(real)
+    assert set(shown["settings"]) == set(real["settings"])
+    record = next(r for r in real["results"] if r["nodeid"] == shown["results"][0]["nodeid"])
+    example = shown["results"][0]
+    assert set(example) == set(record)
+    for key, value in example.items():
+        if isinstance(value, float):
+            assert record[key] == pytest.approx(value, rel=5e-3), key
+        else:
+            assert record[key] == value, key
+
+
+@check("docs/plugin.md", "ERROR: --roofline-derate: '1.5' is not allowed; expected a fraction "
+       "of peak in (0, 1] such as 0.7 or '70%'")
+def _bad_derate(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    pytest_error(block, pytester, "--roofline-derate=1.5")
+
+
+OUR_CHIP = """\
+name: our-accelerator
+description: an accelerator of our own
+sources: {lab: "our measurements"}
+memory: {capacity: 32 GB, bandwidth: 1 TB/s, source: lab}
+matrix: {bf16: 200 TFLOP/s, source: lab}
+vector: {bf16: 50 TFLOP/s, source: lab}
+"""
+
+
+@check("docs/plugin.md", "# conftest.py")
+def _hooks(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("CI_JOB_ID", "42")
+    (pytester.path / "specs").mkdir()
+    (pytester.path / "specs" / "our-accelerator.yaml").write_text(OUR_CHIP)
+    pytester.makeconftest(block.text)
+    pytester.makepyfile(test_block=PLUGIN_PRELUDE + HOOKS.replace(
+        'hw="h100")\ndef test_fast', 'hw=["h100-sustained", "our-accelerator"])\ndef test_fast'))
+    result = runpytest(pytester, "--roofline-json=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["ci"] == {"job": "42"}
+    assert {r["hw"] for r in report["results"]} == {"h100-sxm", "h100-sustained",
+                                                     "our-accelerator"}
+    assert all(r["attainable_tflops"] > 0 for r in report["results"])
+
+
+# -- docs/trace.md -------------------------------------------------------------------------
+
+def _decoder_layer(*_: object, **__: object) -> object:
+    """MyDecoderLayer(...) and build_layer(): the Llama-3-8B-shaped block of tests/llama_block.py,
+    called on hidden states alone."""
+    import torch
+    from llama_block import DecoderLayer, inputs
+
+    class Layer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = DecoderLayer(hidden=4096, heads=32, kv_heads=8, intermediate=14336)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            _, cos, sin, _ = inputs(x.shape[0], x.shape[1], x.shape[1], hidden=4096, heads=32,
+                                    kv_heads=8, device=x.device, dtype=x.dtype)
+            out: torch.Tensor = self.layer(x, cos, sin)
+            return out
+
+    with torch.device("meta"):
+        return Layer()
+
+
+@check("docs/trace.md", "import torch")
+def _trace_snippet(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    scope = python(block, {"MyDecoderLayer": _decoder_layer},
+                   replace={"MyDecoderLayer(...)": "MyDecoderLayer()"})
+    import pytest_roofline as rl
+    assert rl.analyze(scope["w"], "h100").regime == "memory"  # the comment's value
+
+
+@check("docs/trace.md", "from pytest_roofline import Tracer")
+def _tracer(block: Block, request: pytest.FixtureRequest) -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.ones(64, 64)
+    scope = python(block, {"fn": torch.matmul, "args": (a, a), "kwargs": {}})
+    assert scope["w"].flops == 2 * 64 ** 3  # type: ignore[attr-defined]
+
+
+@check("docs/trace.md", "import pytest")
+def _trace_tests(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    prelude = (f"{RMSNORM}import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+               "from test_docs import _decoder_layer as build_layer\n")
+    as_test_module(block, request.getfixturevalue("pytester"), prelude, passed=3)
+
+
+@check("docs/trace.md", "roofline: cross-check: the declared and traced workloads disagree by "
+       "more than 0.02 on matrix FLOPs (declared 'matmul(4x256x512, bf16)', traced "
+       "'trace(test_wrong_declaration)'):")
+def _cross_check(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block="""
+import pytest
+import torch
+from pytest_roofline import ops
+
+@pytest.mark.roofline(hw="h100", workload=ops.matmul(4, 256, 512), trace=True,
+                      cross_check=0.02)
+def test_wrong_declaration():
+    a = torch.ones(4, 256, dtype=torch.bfloat16)
+    b = torch.ones(256, 256, dtype=torch.bfloat16)
+    assert (a @ b).shape == (4, 256)
+""")
+    result = runpytest(pytester)
+    result.assert_outcomes(failed=1)
+    assert_shown(block.text, result.stdout.str())
+
+
+# -- specs ---------------------------------------------------------------------------------
+
+@check("specs/hardware/README.md", "name: h100-sxm                # canonical name: lowercase "
+       "letters, digits, '.', '-', '_'")
+@check("specs/hardware/README.md", "name: h100-derated")
+def _hardware_yaml(block: Block, request: pytest.FixtureRequest) -> None:
+    from pytest_roofline import get_hardware
+
+    path = request.getfixturevalue("tmp_path") / "chip.yaml"
+    path.write_text(block.text)
+    chip = get_hardware(str(path))
+    assert chip.memory_bandwidth > 0
+
+
+@check("specs/models/README.md", "name: llama-3-8b              # canonical name, matched "
+       "case-insensitively")
+@check("specs/models/README.md", "name: resnet-50")
+def _model_yaml(block: Block, request: pytest.FixtureRequest) -> None:
+    """The ResNet example loads as it stands. The transformer block lists every field of the
+    schema: the fields of other architectures (a sliding window, latent attention, a shared
+    expert width, a published MoE count) are dropped, and the rest is Llama 3 8B, whose
+    parameter count matches its card's 8.03e+9 within 0.1%."""
+    import yaml
+
+    from pytest_roofline import models
+    data = yaml.safe_load(block.text)
+    for other in ("sliding_window", "local_layers", "kv_lora_rank", "qk_rope_head_dim",
+                  "q_lora_rank", "v_head_dim", "shared_intermediate", "active_params"):
+        data.pop(other, None)
+    path = request.getfixturevalue("tmp_path") / "model.yaml"
+    path.write_text(yaml.safe_dump(data))
+    model = models.load(str(path))
+    assert model.params == pytest.approx(data["params"]["value"], rel=1e-3)
