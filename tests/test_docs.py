@@ -943,3 +943,62 @@ def _model_yaml(block: Block, request: pytest.FixtureRequest) -> None:
     path.write_text(yaml.safe_dump(data))
     model = models.load(str(path))
     assert model.params == pytest.approx(data["params"]["value"], rel=1e-3)
+
+
+# -- docs/multichip.md ---------------------------------------------------------------------
+
+def python_process(code: str, timeout: int = 300) -> str:
+    """*code* in a fresh interpreter (a block that sets up jax devices or a process group
+    changes its process for good); returns its output."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+SHARD_MAP = "docs/multichip.md", "import os"
+
+
+@check(*SHARD_MAP)
+def _shard_map(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("jax")
+    python_process(block.text + "assert w.kernels[0].link_bytes == 1835008.0  # the comment\n")
+
+
+@check("docs/multichip.md", "import torch, torch.distributed as dist")
+def _fake_group(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    python_process(block.text + "assert w.kernels[0].link_bytes == 1835008.0  # the comment\n")
+
+
+@check("docs/multichip.md", "@partial(jax.shard_map, mesh=Mesh(np.array(jax.devices()[:2]), "
+       "(\"x\",)),")
+def _book_matmul(block: Block, request: pytest.FixtureRequest) -> None:
+    """After the page's first block (its imports and devices); book_v5e is the scaling book's
+    chip of tests/test_scaling_book.py."""
+    pytest.importorskip("jax")
+    first = next(b for b in ALL if b.key == (SHARD_MAP[0], SHARD_MAP[1][:KEY]))
+    *head, last = block.text.rstrip().splitlines()
+    python_process(first.text + f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+                   "from test_scaling_book import BOOK_V5E as book_v5e\n"
+                   "from pytest_roofline import crossover\n" + "\n".join(head) +
+                   f"\nassert {last.split('#')[0].strip()} == 4378  # the comment\n")
+
+
+@check("docs/multichip.md", ">>> from pytest_roofline import models, analyze")
+def _training_doctest(block: Block, request: pytest.FixtureRequest) -> None:
+    _doctest(block, request)
+
+
+@check("docs/multichip.md", "expected the footprint to fit in h100-sxm memory, but it needs "
+       "169 GB of 80 GB (weights")
+def _fits_knob(block: Block, request: pytest.FixtureRequest) -> None:
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=PLUGIN_PRELUDE + """
+@pytest.mark.roofline(hw="h100", fits=True)
+def test_train(roofline):
+    roofline.add(models.load("llama-3-8b").train_step(1, 8192))
+""")
+    result = runpytest(pytester)
+    result.assert_outcomes(failed=1)
+    assert_shown(block.text, result.stdout.str())
