@@ -68,3 +68,14 @@ def test_the_check_finds_a_private_access() -> None:
 def test_no_module_reassigns_its_class() -> None:
     for path in _sources():
         assert "__class__ =" not in path.read_text(encoding="utf-8"), path.name
+
+
+def test_every_subpackage_is_installed() -> None:
+    """A non-editable install holds the packages pyproject.toml lists, and no others."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(
+        encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(PACKAGE.parent).parts)
+             for p in PACKAGE.rglob("__init__.py")}
+    assert found <= listed, f"not installed: {sorted(found - listed)}"

@@ -949,3 +949,46 @@ def test_chips_registered_during_a_session_are_gone_after_it(suite: pytest.Pytes
     """)
     run(suite).assert_outcomes(passed=1)
     assert "session-chip" not in CATALOG.aliases() and "toychip" not in CATALOG.aliases()
+
+
+THREE_CHIPS = """
+    import pytest
+    from pytest_roofline import ops
+
+    # tpu-v5e has no fp16 matrix peak (its spec lists bf16 and int8): it cannot price this
+    W = ops.matmul(1024, 1024, 1024, dtype="fp16")
+
+    @pytest.mark.roofline(hw=["h100", "mi300x", "tpu-v5e"], regime="compute", workload=W)
+    def test_three():
+        pass
+
+    @pytest.mark.roofline(hw=["h100", "mi300x", "tpu-v5e"], regime="compute", workload=W,
+                          optional_hw="tpu-v5e")
+    def test_three_optional():
+        pass
+"""
+
+
+def test_a_chip_that_cannot_price_the_work_leaves_the_others_reported(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_chips=THREE_CHIPS)
+    result = run(pytester, "--roofline-json=r.json", "--roofline-summary=all")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*roofline: cannot analyze 'matmul(1024x1024x1024, fp16)' on tpu-v5e: *fp16*; the "
+        "other chips are judged as usual*",
+    ])
+    result.stdout.fnmatch_lines_random([
+        "*test_three *h100-sxm*compute*ok", "*test_three *mi300x*compute*ok",
+        "*test_three *tpu-v5e*ERROR", "*test_three_optional*tpu-v5e*skip",
+    ])
+    from pytest_roofline.report.records import load_report
+
+    records = load_report(pytester.path / "r.json")["results"]  # a report that loads back
+    by_test: dict[str, dict[str, str]] = {}
+    for r in records:
+        by_test.setdefault(r["nodeid"].split("::")[1], {})[r["hw"]] = r["outcome"]
+    assert by_test == {
+        "test_three": {"h100-sxm": "passed", "mi300x": "passed", "tpu-v5e": "error"},
+        "test_three_optional": {"h100-sxm": "passed", "mi300x": "passed",
+                                "tpu-v5e": "skipped"}}

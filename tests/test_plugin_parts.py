@@ -54,7 +54,7 @@ def test_marker_help_shows_the_signature_without_annotations() -> None:
     assert HELP.startswith("roofline(hw=None, regime=None, *, workload=None, flops=None, "
                            "bytes=None,")
     assert "margin=None" in HELP and "min_efficiency=None" in HELP and "'object'" not in HELP
-    assert "trace=False, cross_check=None)" in HELP
+    assert "trace=False, cross_check=None, optional_hw=None)" in HELP
     assert HELP.startswith(f"roofline{signature_text()}: ")  # the marker's real arguments
     assert {"hw", "regime", "workload", "flops", "bytes", "dtype", "min_intensity",
             "max_intensity", "max_time", "fits", "margin", "trace", "cross_check"} <= set(KEYS)
@@ -456,3 +456,14 @@ def test_first_chip_and_marker_strings_load_without_pint() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_optional_hw_names_chips_of_the_test() -> None:
+    exp = parse({"hw": ["h100", TOY], "optional_hw": "H100", "flops": 1, "bytes": 1})
+    assert exp.optional_hw == frozenset({"h100-sxm"})
+    assert parse({"hw": ["h100", TOY], "optional_hw": True, "flops": 1,
+                  "bytes": 1}).optional_hw == frozenset({"h100-sxm", "toy"})
+    with pytest.raises(MarkerError, match="'a100' is not one of the test's chips"):
+        parse({"hw": ["h100"], "optional_hw": ["a100"], "flops": 1, "bytes": 1})
+    with pytest.raises(MarkerError, match="optional_hw=3 is not allowed"):
+        parse({"hw": ["h100"], "optional_hw": 3, "flops": 1, "bytes": 1})

@@ -54,6 +54,7 @@ class Expectation:
     min_efficiency: float | None = None
     trace: bool = False
     cross_check: float | None = None
+    optional_hw: frozenset[str] = frozenset()  # chips whose failure to price is a skip
 
     @cached_property
     def checks(self) -> bool:
@@ -143,7 +144,9 @@ def parse(
                           "'h100', a list of them, or a spec file path), or set --roofline-hw "
                           "or roofline_hw in the ini file")
     hardware = _hardware(default_hw if from_option else hw_value, base, from_option)
-    dtype = _dtype(kwargs.get("dtype"), hardware, bool(kwargs.get("sparse", False)))
+    optional = _optional(kwargs.get("optional_hw"), hardware)
+    dtype = _dtype(kwargs.get("dtype"), [c for c in hardware if c.name not in optional],
+                   bool(kwargs.get("sparse", False)))
     regime = _regime(kwargs.get("regime"))
     min_i = _intensity(kwargs.get("min_intensity"), "min_intensity")
     max_i = _intensity(kwargs.get("max_intensity"), "max_intensity")
@@ -183,7 +186,30 @@ def parse(
         hw=hardware, regime=regime, workload=_workload(kwargs, name), dtype=dtype,
         sparse=sparse, min_intensity=min_i, max_intensity=max_i, max_time=max_time,
         fits=fits, margin=margin, min_efficiency=min_efficiency, trace=trace,
-        cross_check=cross_check)
+        cross_check=cross_check, optional_hw=optional)
+
+
+def _optional(value: object, hardware: Sequence[Hardware]) -> frozenset[str]:
+    """``optional_hw=``: True (every chip of hw), a chip name or a list of names from hw;
+    the canonical names of the chips whose failure to price the workload is a skip."""
+    if value is None or value is False:
+        return frozenset()
+    if value is True:
+        return frozenset(c.name for c in hardware)
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple, set, frozenset)) or not all(
+            isinstance(n, str) for n in names):
+        raise MarkerError(f"optional_hw={value!r} is not allowed; expected True (any chip of "
+                          f"hw) or the name of a chip in hw, or a list of them")
+    chosen = set()
+    for name in names:
+        wanted = name.lower()
+        chip = next((c for c in hardware if wanted == c.name or wanted in c.aliases), None)
+        if chip is None:
+            raise MarkerError(f"optional_hw: {name!r} is not one of the test's chips "
+                              f"({', '.join(c.name for c in hardware)})")
+        chosen.add(chip.name)
+    return frozenset(chosen)
 
 
 def _hardware(value: object, base: Path | None, from_option: bool) -> tuple[Hardware, ...]:

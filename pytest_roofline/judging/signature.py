@@ -31,6 +31,7 @@ def roofline(
     min_efficiency: float | None = None,
     trace: bool = False,
     cross_check: float | None = None,
+    optional_hw: object = None,
 ) -> None:
     """Analyze the test's workload on each chip in hw and check the expectations given."""
 

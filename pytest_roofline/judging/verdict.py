@@ -57,13 +57,17 @@ class Judgement:
     only); *error* instead when nothing could be judged. Every test sharing a marker and its
     workload shares one Judgement: the plugin turns its fields into test-report properties."""
 
-    __slots__ = ("checks", "error", "fields")
+    __slots__ = ("checks", "error", "fields", "unpriced")
 
     def __init__(self, error: str | None = None, checks: tuple[Check, ...] = (),
-                 fields: list[tuple[str, dict[str, Any]]] | None = None) -> None:
+                 fields: list[tuple[str, dict[str, Any]]] | None = None,
+                 unpriced: tuple[str, ...] = ()) -> None:
         self.error = error
         self.checks = checks
+        # the checks' fields in order, then an error (or skipped) row per chip that cannot
+        # price the workload
         self.fields = fields or []
+        self.unpriced = unpriced  # the failed lines of those chips (not the skipped ones)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -81,9 +85,18 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
     if workload is None:
         return Judgement("roofline: the test declared no workload: call roofline.add(...) in "
                          "the test, or pass workload= or flops=/bytes= to the marker")
+    unpriced: list[tuple[str, str]] = []  # (chip, why) of the chips that cannot price it
     try:
-        results = analyzed() if analyzed is not None else analyze_all(
-            expectation, workload, flops_per_mac=flops_per_mac, derate=derate)
+        if analyzed is not None:
+            results = tuple(analyzed())
+        else:
+            each = analyze_each(expectation, workload, flops_per_mac=flops_per_mac,
+                                derate=derate)
+            results = tuple(r for r in each if isinstance(r, Result))
+            unpriced = [(chip.name, r) for chip, r in zip(expectation.hw, each, strict=True)
+                        if isinstance(r, str)]
+            if not results:
+                return Judgement(f"roofline: {unpriced[0][1]}")
     except RooflineError as exc:
         return Judgement(f"roofline: {exc}")
     checks = evaluate(expectation, workload, results, flops_per_mac=flops_per_mac,
@@ -104,7 +117,18 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             if is_faster(check.result, spread):
                 fields["measured_note"] = FASTER
         judged.append((hw, fields))
-    return Judgement(None, checks, judged)
+    failures = []
+    for chip, why in unpriced:  # an error row each; the other chips are judged as usual
+        skipped = chip in expectation.optional_hw
+        judged.append((chip, {  # the precision the other chips priced it in
+            "workload": workload.name, "dtype": expectation.dtype or results[0].dtype,
+            "expected": expectation.expected, "outcome": "skipped" if skipped else "error",
+            "message": why + (" (skipped: optional_hw)" if skipped else ""),
+            "expectation": label}))
+        if not skipped:
+            failures.append(f"{why}; the other chips are judged as usual (optional_hw= lets "
+                            f"a chip that cannot price the workload be skipped)")
+    return Judgement(None, checks, judged, tuple(failures))
 
 
 def num(value: Any) -> str:
@@ -119,20 +143,35 @@ def analyze_all(expectation: Expectation, workload: Workload, *, flops_per_mac: 
                 derate: float = 1.0, measured: float | Timed | None = None
                 ) -> tuple[Result, ...]:
     """The workload analyzed on every chip of the expectation, in order (*measured*: seconds
-    a timed run took, or its Measurement, compared with every chip's bound)."""
+    a timed run took, or its Measurement, compared with every chip's bound); the first chip
+    that cannot price it raises."""
     results = []
+    for result in analyze_each(expectation, workload, flops_per_mac=flops_per_mac,
+                               derate=derate, measured=measured):
+        if isinstance(result, str):
+            raise RooflineError(result)
+        results.append(result)
+    return tuple(results)
+
+
+def analyze_each(expectation: Expectation, workload: Workload, *, flops_per_mac: int = 2,
+                 derate: float = 1.0, measured: float | Timed | None = None
+                 ) -> list[Result | str]:
+    """The workload analyzed on each chip of the expectation, in order: a Result, or the
+    line saying why that chip cannot price it (a precision it lacks). A sweep raises."""
+    results: list[Result | str] = []
     for chip in expectation.hw:
         try:
             result = analyze(workload, chip, expectation.dtype, flops_per_mac=flops_per_mac,
                              derate=derate, sparse=expectation.sparse, measured=measured)
         except RooflineError as exc:
-            raise RooflineError(f"cannot analyze {workload.name!r} on {chip.name}: {exc}") \
-                from None
+            results.append(f"cannot analyze {workload.name!r} on {chip.name}: {exc}")
+            continue
         if is_array(result.time):
             raise RooflineError(f"workload {workload.name!r} holds arrays (a sweep); a test "
                                 f"checks one workload at a time: analyze() takes sweeps")
         results.append(result)
-    return tuple(results)
+    return results
 
 
 def evaluate(expectation: Expectation, workload: Workload, results: Sequence[Result], *,

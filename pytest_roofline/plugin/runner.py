@@ -199,7 +199,7 @@ class Runner:
         if hook.get_hookimpls():
             hook = item.ihook.pytest_roofline_result
             hooked = bool(hook.get_hookimpls())
-        failures: list[str] = list(crosscheck)
+        failures: list[str] = [*crosscheck, *judgement.unpriced]
         checks: Sequence[Check] = judgement.checks
         records: list[tuple[str, Fields]]
         if not hooked and not crosscheck:  # the common case: the judgement's fields, shared
@@ -233,8 +233,8 @@ class Runner:
         checks = list(judgement.checks)
         records: list[tuple[str, Fields]] = []
         failures: list[str] = []
-        for i, (check, template) in enumerate(zip(judgement.checks, judgement.records,
-                                                  strict=True)):
+        templates = judgement.records
+        for i, (check, template) in enumerate(zip(judgement.checks, templates, strict=False)):
             failures.extend(check.failures)
             record = {"nodeid": item.nodeid, **template}
             if crosscheck:  # the cross-check failed: so did this record
@@ -250,6 +250,7 @@ class Runner:
                     record["outcome"] = "failed"
                     record["message"] = " ".join([*check.failures, *extra])
             records.append((template["hw"], fields_of(record)))
+        records.extend(judgement.fields[len(checks):])  # chips that cannot price it
         return checks, records, failures
 
     # -- records ------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ and each RECORD is the roofline of one test on one chip (figures in SI units)::
       "expected": ["compute"],         # allowed regimes; null: no regime asserted
       "expectation": "compute",        # the summary's label of every check
       "outcome": "passed",             # passed | failed | report (nothing asserted)
+                                       # | error / skipped: the chip cannot price it
       "message": ""                    # the failure lines, if any
     }
 
@@ -56,6 +57,11 @@ FORMAT = "pytest-roofline"
 VERSION = 1
 REQUIRED = ("nodeid", "hw", "dtype", "flops", "bytes", "intensity", "ridge", "regime",
             "time_s", "outcome")
+#: The outcomes of a chip that cannot price the workload (a precision it lacks): ``error``,
+#: or ``skipped`` when the marker's ``optional_hw=`` allows it. Such a record has no figures:
+#: ``nodeid``, ``hw``, ``dtype``, ``workload``, ``outcome`` and the ``message`` saying why.
+UNPRICED = ("error", "skipped")
+UNPRICED_REQUIRED = ("nodeid", "hw", "dtype", "outcome")
 
 
 def make_record(nodeid: str, result: Any, expected: Sequence[str] | None, outcome: str,
@@ -182,7 +188,8 @@ def record_problem(record: object) -> str:
 
     if not isinstance(record, dict):
         return "is not a record"
-    missing = [k for k in REQUIRED if k not in record]
+    required = UNPRICED_REQUIRED if record.get("outcome") in UNPRICED else REQUIRED
+    missing = [k for k in required if k not in record]
     if missing:
         return f"lacks field(s) {', '.join(missing)}"
     for name, value in record.items():

@@ -15,7 +15,8 @@ from ..text_table import render
 
 Column = tuple[str, Callable[[Mapping[str, Any]], str]]
 
-VERDICTS = {"passed": "ok", "failed": "FAIL", "report": "-", "error": "ERROR"}
+VERDICTS = {"passed": "ok", "failed": "FAIL", "report": "-", "error": "ERROR",
+            "skipped": "skip"}
 
 
 def _figure(record: Mapping[str, Any], key: str, unit: str) -> str:
