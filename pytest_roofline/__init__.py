@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
     from .measuring.timing import Measurement, measure
     from .overlap import overlapped
+    from .planning import plan
     from .tracing import TraceError, Tracer, trace
     from .workload import Kernel, Knob, Workload
 
@@ -42,6 +43,7 @@ _WHERE = {
     **dict.fromkeys(("Measurement", "measure"), "measuring.timing"),
     **dict.fromkeys(("TraceError", "Tracer", "trace"), "tracing"),
     "overlapped": "overlap",
+    "plan": "planning",
 }
 
 __version__ = "0.1.0"
@@ -77,6 +79,7 @@ __all__ = [
     "models",
     "ops",
     "overlapped",
+    "plan",
     "register_hardware",
     "trace",
 ]

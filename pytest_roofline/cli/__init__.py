@@ -11,6 +11,7 @@ Subcommands::
     markdown REPORT [--compare BASE]       the Markdown summary
     baselines                              the baselines saved in the storage folder
     calibrate [--device cpu|cuda[:N]] [-o FILE]   measure this machine's roofs (hw="host")
+    plan MODEL --hw CHIP --chips N [--ttft T] [--tpot T]   serving configurations, best first
 
 Human output by default, ``--json`` for machines. Exit codes: 0 success, 1 regressions found
 (``compare``), 2 a usage or input error (bad option or rule, unknown chip, op or model, a
@@ -108,8 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(func=cmd_baselines)
 
     from .calibrate import add_parser as add_calibrate
+    from .plan import add_parser as add_plan
 
     add_calibrate(sub, common)
+    add_plan(sub, common)
     return parser
 
 

@@ -1,0 +1,112 @@
+"""Configuration search: serving configurations that fit and meet latency targets.
+
+Expected figures: each configuration's TPOT, TTFT and footprint are recomputed one point at
+a time with the model's own decode, prefill and footprint (the vectorized search must give
+the same numbers, to 1e-9), and its throughput is batch / (TPOT x tp x ep) by definition
+(pytest_roofline.planning)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_roofline import RooflineError, analyze, models, plan
+from pytest_roofline.cli import main
+from pytest_roofline.planning import decode_step
+
+ISL, OSL = 1024, 256
+
+
+@pytest.fixture(scope="module")
+def llama70b_plan():
+    return plan("llama-3-70b", "h100", chips=8, ttft="500 ms", tpot="50 ms", isl=ISL, osl=OSL)
+
+
+def test_plan_ranks_configurations_that_fit_and_meet_the_targets(llama70b_plan):
+    p = llama70b_plan
+    assert p.searched >= 10_000
+    assert len(p.configs) >= 3
+    throughputs = [c.throughput for c in p.configs]
+    assert throughputs == sorted(throughputs, reverse=True)
+    for c in p.configs:
+        assert c.tpot <= 0.050 and c.ttft <= 0.500 and c.footprint <= 80e9
+        assert c.chips * c.replicas == 8
+        assert c.throughput == pytest.approx(c.batch / (c.tpot * c.tp * c.ep), rel=1e-12)
+    # 70B in bf16 is 141 GB of weights: one chip alone never holds it
+    assert any(r.startswith("tp=1, pp=1:") and "does not fit" in r for r in p.rejected)
+
+
+def test_each_figure_is_the_one_point_bound(llama70b_plan):
+    model = models.load("llama-3-70b")
+    for c in llama70b_plan.configs[:4]:
+        step = decode_step(model, c, isl=ISL, osl=OSL)
+        assert analyze(step, "h100").time == pytest.approx(c.tpot, rel=1e-9)
+        first = model.prefill(1, ISL, tp=c.tp)
+        assert analyze(first, "h100").time == pytest.approx(c.ttft, rel=1e-9)
+        fp = model.footprint(c.batch, ISL + OSL, phase="decode", tp=c.tp)
+        assert fp.weights / c.pp + fp.kv_cache + fp.activations == pytest.approx(
+            c.footprint, rel=1e-9)
+        after = model.footprint(c.batch + 1, ISL + OSL, phase="decode", tp=c.tp)
+        grown = after.weights / c.pp + after.kv_cache + after.activations
+        if c.limit == "memory":
+            assert grown > 80e9
+        elif c.limit == "tpot":
+            nxt = analyze(model.decode(c.batch + 1, ISL + OSL // 2, tp=c.tp), "h100").time
+            assert nxt > 0.050
+
+
+def test_a_tpot_target_no_configuration_meets_is_explained():
+    p = plan("llama-3-70b", "h100", chips=8, tpot="1 ms", max_batch=8)
+    assert p.configs == () and p.best is None
+    assert all("misses the TPOT target" in r or "does not fit" in r for r in p.rejected)
+    assert "0 of" in p.table()
+
+
+def test_a_mixture_of_experts_is_searched_with_expert_parallelism():
+    p = plan("mixtral-8x7b", "h100", chips=8, tpot="50 ms", max_batch=64)
+    assert any(c.ep > 1 for c in p.configs)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"chips": 0}, "chips must be a whole number >= 1"),
+    ({"chips": 8, "tpot": "fast"}, "tpot"),
+    ({"chips": 8, "isl": 0}, "isl"),
+])
+def test_bad_plan_arguments_are_named(kwargs, match):
+    with pytest.raises(RooflineError, match=match):
+        plan("llama-3-70b", "h100", **kwargs)
+
+
+def test_the_plan_command(capsys):
+    assert main(["plan", "llama-3-70b", "--hw", "h100", "--chips", "8", "--ttft", "500ms",
+                 "--tpot", "50ms", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "configurations qualify" in out and "tok/s/chip" in out
+    assert main(["plan", "llama-3-70b", "--hw", "h100", "--chips", "8", "--tpot", "50ms",
+                 "--json", "--top", "2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["configs"]) == 2 and data["tpot_target_s"] == pytest.approx(0.05)
+    assert main(["plan", "llama-3-70b", "--hw", "h100", "--chips", "0"]) == 2
+
+
+def test_a_marker_asserts_the_tpot_target_of_a_configuration(pytester):
+    pytester.makepyfile("""
+        import pytest
+        from pytest_roofline import plan
+        from pytest_roofline.planning import decode_step
+
+        BEST = plan("llama-3-70b", "h100", chips=8, tpot="50 ms", max_batch=256).best
+        STEP = decode_step("llama-3-70b", BEST, isl=1024, osl=256)
+
+        @pytest.mark.roofline(hw="h100", max_time="50 ms", workload=STEP)
+        def test_serving_meets_tpot():
+            pass
+
+        @pytest.mark.roofline(hw="h100", max_time="5 ms", workload=STEP)
+        def test_serving_misses_a_tighter_tpot():
+            pass
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_serving_misses_a_tighter_tpot*"])
