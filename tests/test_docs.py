@@ -1002,3 +1002,14 @@ def test_train(roofline):
     result = runpytest(pytester)
     result.assert_outcomes(failed=1)
     assert_shown(block.text, result.stdout.str())
+
+
+@check("docs/multichip.md", "$ pytest-roofline plan llama-3-70b --hw h100 --chips 8 --ttft 500ms "
+       "--tpot 50ms --top 3")
+def _plan_command(block: Block, request: pytest.FixtureRequest) -> None:
+    run_shown_commands(block)
+
+
+@check("docs/multichip.md", "import pytest")
+def _plan_marker(block: Block, request: pytest.FixtureRequest) -> None:
+    as_test_module(block, request.getfixturevalue("pytester"), passed=1)
