@@ -5,7 +5,9 @@ Rules (the same for every caller, deterministic on any machine):
 * Each kernel is bounded on its own. Its compute time is FLOPs over the peak of the unit it
   runs on in its precision; its memory time is bytes over the memory bandwidth; its network
   time is link bytes over the link bandwidth (one direction, every link of that kind unless
-  the kernel names a count). The kernel takes the largest of the three (perfect overlap), and
+  the kernel names a count), plus the link's per-step latency for each of the kernel's
+  ``link_steps`` (a collective's sequential steps; the latency is 0 where none is
+  published). The kernel takes the largest of the three (perfect overlap), and
   that resource is the kernel's regime. Ties go to compute, then memory.
 * A program's time is the sum of its kernels' times. Its intensity is total FLOPs over total
   memory bytes. Its regime is the resource that holds the largest share of the time, each
@@ -262,6 +264,8 @@ def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool
     link_bytes = kernel.link_bytes * count
     if is_array(link_bytes) or link_bytes > 0:
         t_network = link_bytes / (hw.link_bandwidth(kernel.link, kernel.link_count) * derate)
+        if kernel.link_steps:  # each step of the collective waits the link's latency
+            t_network = t_network + kernel.link_steps * count * hw.link(kernel.link).latency
     else:
         t_network = 0.0
     t_compute = flops / (peak * scale * derate)

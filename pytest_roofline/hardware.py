@@ -38,23 +38,37 @@ _MEMORY_KEYS = frozenset({"capacity", "bandwidth", "by_threads", "kind", "source
 #: A measurement keeping this many cores busy, or fewer, uses the roof of that thread count
 #: (see :meth:`Hardware.memory_roof`): slack for threads that idle part of the time.
 THREAD_SLACK = 0.1
-_LINK_KEYS = frozenset({"bandwidth", "count", "source", "note", "notes", "kind"})
+_LINK_KEYS = frozenset({"bandwidth", "count", "source", "note", "notes", "kind", "latency",
+                        "latency_source", "latency_kind"})
+#: ``latency_kind`` of a link: a physical minimum its vendor or a paper states, or a figure
+#: someone measured (which includes software overhead: a bound priced with it says so).
+LATENCY_KINDS = ("published", "measured", "unpublished")
 _LEVEL_KEYS = frozenset({"name", "capacity", "bandwidth", "source", "note", "notes", "kind"})
 _CLOCK_KEYS = frozenset({"boost", "base", "value", "source", "note", "notes"})
 
 
 @dataclass(frozen=True)
 class Link:
-    """A chip-to-chip interconnect: *bandwidth* is one direction of one link, in B/s."""
+    """A chip-to-chip interconnect: *bandwidth* is one direction of one link, in B/s;
+    *latency* the time one step of a collective takes over it however small the message, in
+    s (0 where none is published: ``latency_kind="unpublished"``)."""
 
     name: str
     bandwidth: float
     count: int = 1
     note: str = ""
+    latency: float = 0.0
+    latency_kind: str = "unpublished"
 
     def __post_init__(self) -> None:
         if not (self.bandwidth > 0):
             raise SpecError(f"link {self.name!r}: bandwidth must be > 0, got {self.bandwidth!r}")
+        if not (isinstance(self.latency, (int, float)) and 0 <= self.latency < float("inf")):
+            raise SpecError(f"link {self.name!r}: latency must be a finite time >= 0, got "
+                            f"{self.latency!r}")
+        if self.latency_kind not in LATENCY_KINDS:
+            raise SpecError(f"link {self.name!r}: latency_kind must be one of "
+                            f"{', '.join(LATENCY_KINDS)}, got {self.latency_kind!r}")
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise SpecError(f"link {self.name!r}: count must be a whole number >= 1, "
                             f"got {self.count!r}")
@@ -293,7 +307,8 @@ class Hardware:
             "mixed_matmul": dict(self.mixed_matmul),
             "ridge_flop_per_byte": {d: self.ridge(d) for d in (*self.matrix,
                                                                *self.vector_matmul)},
-            "links": {n: {"bandwidth_Bps": lk.bandwidth, "count": lk.count, "note": lk.note}
+            "links": {n: {"bandwidth_Bps": lk.bandwidth, "count": lk.count, "note": lk.note,
+                          "latency_s": lk.latency, "latency_kind": lk.latency_kind}
                       for n, lk in self.links.items()},
             "onchip": [{"name": lv.name, "capacity_B": lv.capacity, "bandwidth_Bps": lv.bandwidth}
                        for lv in self.onchip],
@@ -417,11 +432,24 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
         count = raw.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise reader.error(f"{path}.count", count, "a whole number of links >= 1")
+        latency_raw = raw.get("latency", "unpublished")
+        if latency_raw == "unpublished":
+            latency, kind = 0.0, "unpublished"
+        else:
+            if raw.get("latency_source") is None:
+                raise reader.error(f"{path}.latency_source", None, "the source of the latency "
+                                   "(a key of sources: or a URL)")
+            latency = reader.quantity(f"{path}.latency", latency_raw, "time",
+                                      raw.get("latency_source"))
+            kind = raw.get("latency_kind", "published")
+            if kind not in ("published", "measured"):
+                raise reader.error(f"{path}.latency_kind", kind, "'published' (a physical "
+                                   "minimum a vendor or paper states) or 'measured'")
         links[str(link_name).lower()] = Link(
             name=str(link_name).lower(),
             bandwidth=reader.quantity(f"{path}.bandwidth", raw.get("bandwidth"), "bandwidth",
                                       raw.get("source")),
-            count=count, note=str(raw.get("note", "")))
+            count=count, note=str(raw.get("note", "")), latency=latency, latency_kind=kind)
     onchip_raw = data.get("onchip") or []
     if not isinstance(onchip_raw, list):
         raise reader.error("onchip", onchip_raw, "a list of levels")

@@ -9,7 +9,8 @@ the program's matrix kernels in proportion to their FLOPs, each piece on the col
 link. A matrix kernel then takes the largest of its compute, memory and (its share of the)
 link time: when the matrix kernels are compute-bound at one peak, as the GEMMs of a model
 are, the program's time is max(compute, link) exactly. The collectives keep their memory
-traffic and their reduction adds (the copies in and out of the link buffers), timed as before.
+traffic and their reduction adds (the copies in and out of the link buffers), timed as before;
+their per-step latencies are hidden with their bytes.
 
 What it assumes: every collective may overlap any matrix kernel of the program (a lower bound
 for any schedule that respects the data dependencies); every hidden collective runs on one
@@ -57,7 +58,8 @@ def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
     total_link = add_up(kernels[i].total_link_bytes for i in hidden)
     total_flops = add_up(kernels[i].total_flops for i in matrix)
     for i in hidden:
-        kernels[i] = replace(kernels[i], link_bytes=0.0, name=f"{kernels[i].name} (hidden)")
+        kernels[i] = replace(kernels[i], link_bytes=0.0, link_steps=0.0,
+                             name=f"{kernels[i].name} (hidden)")
     for i in matrix:
         k = kernels[i]
         share = total_link * (k.total_flops / total_flops) / k.count

@@ -9,7 +9,9 @@ from or hands to neighbouring kernels (``handoff_in``, the sizes of the handed t
 reads; ``handoff_out``, its handed output; ``handoff_pieces``, how many independent pieces,
 the images of a batch, they split into: what an on-chip memory may keep), whether it runs in
 another kernel's epilogue (``epilogue_of``: that kernel's name), and, for a product of two
-precisions, which (``operands``: activations, weights; a chip may state a mixed path);
+precisions, which (``operands``: activations, weights; a chip may state a mixed path),
+and, for a collective, how many steps it takes one after another (``link_steps``: each waits
+the link's latency);
 :mod:`pytest_roofline.fusion` documents the rules. A :class:`Workload` is a program of
 kernels plus the memory footprint it needs resident (for the capacity check).
 
@@ -102,6 +104,7 @@ class Kernel:
     handoff_pieces: Number = 1.0
     epilogue_of: str | None = None
     operands: tuple[str, ...] = ()
+    link_steps: Number = 0.0
 
     def __post_init__(self) -> None:
         name = self.name
@@ -112,6 +115,8 @@ class Kernel:
         set_(self, "bytes", _quantity(self.bytes, "byte", f"{what}: bytes"))
         set_(self, "link_bytes", _quantity(self.link_bytes, "byte", f"{what}: link_bytes"))
         set_(self, "count", _quantity(self.count, "flop", f"{what}: count"))
+        if type(self.link_steps) is not float or not (0.0 <= self.link_steps < _INF):
+            set_(self, "link_steps", _quantity(self.link_steps, "flop", f"{what}: link_steps"))
         if self.link is not None and not isinstance(self.link, str):
             raise WorkloadError(f"{what}: link must be a link name such as 'nvlink', or None, "
                                 f"got {brief(self.link)}")

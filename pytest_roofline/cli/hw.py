@@ -61,8 +61,12 @@ def cmd_hw_show(args: argparse.Namespace) -> int:
     if chip.links:
         echo("\nlinks (one direction):")
         for link in chip.links.values():
+            latency = "" if link.latency_kind == "unpublished" else (
+                f", {si(link.latency, 's')} a step ({link.latency_kind}"
+                + ("; not a physical minimum: bounds priced with it are not either)"
+                   if link.latency_kind == "measured" else ")"))
             echo(f"  {link.name}: {link.count} x {si(link.bandwidth, 'B/s')} = "
-                  f"{si(link.total, 'B/s')}" + (f"  ({link.note})" if link.note else ""))
+                  f"{si(link.total, 'B/s')}{latency}" + (f"  ({link.note})" if link.note else ""))
     if chip.onchip:
         echo("\non-chip memory: " + ", ".join(
             f"{lv.name} {si(lv.capacity, 'B')}" for lv in chip.onchip))

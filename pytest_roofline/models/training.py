@@ -50,7 +50,7 @@ from .. import dtypes, units
 from ..errors import WorkloadError, brief
 from ..ops._common import size
 from ..ops.collectives import collective_kernel
-from ..workload import Kernel, Number
+from ..workload import Kernel, Number, is_array
 
 RECOMPUTE = ("none", "selective", "full")
 OVERLAP = ("none", "full")
@@ -129,6 +129,15 @@ class Parallelism:
         return ", ".join(parts)
 
 
+def _largest(value: Number) -> float:
+    """A figure, or the largest of a sweep's (the one that decides whether all fit)."""
+    if is_array(value):
+        import numpy as np
+
+        return float(np.max(value))
+    return float(value)
+
+
 @dataclass(frozen=True)
 class TrainingFootprint:
     """Bytes resident on one chip during a training step (see the module docstring)."""
@@ -145,10 +154,10 @@ class TrainingFootprint:
 
     def describe(self) -> str:
         si = units.si
-        return (f"weights {si(float(self.weights), 'B')}, gradients "
-                f"{si(float(self.gradients), 'B')}, optimizer states "
-                f"{si(float(self.optimizer), 'B')}, activations "
-                f"{si(float(self.activations), 'B')} per chip")
+        return (f"weights {si(_largest(self.weights), 'B')}, gradients "
+                f"{si(_largest(self.gradients), 'B')}, optimizer states "
+                f"{si(_largest(self.optimizer), 'B')}, activations "
+                f"{si(_largest(self.activations), 'B')} per chip")
 
     def hint(self) -> str:
         """The knobs that shrink the footprint, the larger share's first."""
@@ -166,9 +175,9 @@ class TrainingFootprint:
         else:
             keep = (f"more microbatches (now {p.microbatches}) or a smaller batch shrink the "
                     f"activations")
-        parts = [(float(states), f"states {si(float(states), 'B')}: {shard}"),
-                 (float(self.activations),
-                  f"activations {si(float(self.activations), 'B')}: {keep}")]
+        held, kept = _largest(states), _largest(self.activations)
+        parts = [(held, f"states {si(held, 'B')}: {shard}"),
+                 (kept, f"activations {si(kept, 'B')}: {keep}")]
         parts.sort(key=lambda part: -part[0])
         return f"{self.describe()}; knobs: " + "; ".join(text for _, text in parts)
 

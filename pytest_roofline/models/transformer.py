@@ -892,7 +892,7 @@ def _positive(value: Any) -> bool:
 
 def _rename(kernel: Kernel, name: str) -> Kernel:
     return Kernel(name, kernel.flops, kernel.bytes, kernel.link_bytes, kernel.unit, kernel.dtype,
-                  kernel.link, kernel.link_count, kernel.count)
+                  kernel.link, kernel.link_count, kernel.count, link_steps=kernel.link_steps)
 
 
 #: (producer, consumer) names of the tensors a layer hands straight to their only reader.

@@ -21,11 +21,36 @@ from memory and every byte received written to it (2 x the link bytes).
 
 Network time is the engine's: link bytes over the one-direction bandwidth of the named link
 (``link=None``: the chip's default link) times ``link_count`` links (None: every link of that
-kind on the chip). A pair of TPUs joined by one ICI link wants ``link_count=1``.
+kind on the chip), plus one per-step latency of that link (``Link.latency``; 0 where no figure
+is published) for every step the algorithm takes one after another (``Kernel.link_steps``).
+A pair of TPUs joined by one ICI link wants ``link_count=1``.
+
+Algorithms (``algorithm=``), as NCCL and XLA run them:
+
+=========  ===========================================  ===================================
+algorithm  bytes each device sends                      sequential steps
+=========  ===========================================  ===================================
+ring       the table above                              all_reduce 2·(N-1); the others N-1;
+                                                        point_to_point 1
+tree       all_reduce only: 2·(N-1)/N·D (NCCL's         2·ceil(log2 N)
+           double binary tree moves a ring's bytes)
+one_shot   all_reduce: (N-1)·D (each device sends its   1
+           whole tensor to every other, as
+           TensorRT-LLM's small-message all-reduce);
+           the others: the table above
+auto       the ring's bytes (the fewest of any          1 (the fewest of any algorithm)
+           algorithm)
+=========  ===========================================  ===================================
+
+``auto`` (the default) is the lower envelope of the three: no algorithm sends fewer bytes than
+the ring or takes fewer than one step, so whichever NCCL or XLA picks for a message size
+(one-shot or tree for small messages, ring for large ones), its time is at or above it. Name
+an algorithm to bound one library's choice.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from .. import dtypes
@@ -44,6 +69,8 @@ from ._common import (
 )
 from .matmul import array_dtypes, matmul_kernel, operands, precision_label, resolve_dtypes
 
+ALGORITHMS = ("auto", "ring", "tree", "one_shot")
+
 # kind -> (sent: fraction of D, adds: fraction of elements, input and output: fractions of D)
 _RING: dict[str, Callable[[int], tuple[float, float, float, float]]] = {
     "all_reduce": lambda n: (2.0 * (n - 1) / n, (n - 1) / n, 1.0, 1.0),
@@ -54,22 +81,49 @@ _RING: dict[str, Callable[[int], tuple[float, float, float, float]]] = {
 }
 
 
+def steps(kind: str, devices: int, algorithm: str) -> tuple[float, float]:
+    """(bytes sent as a multiple of the ring's, sequential steps) of *algorithm*."""
+    n = devices
+    if algorithm == "auto":
+        return 1.0, 1.0
+    if algorithm == "one_shot":
+        return (n / 2.0 if kind == "all_reduce" else 1.0), 1.0
+    if algorithm == "tree":
+        return 1.0, 2.0 * math.ceil(math.log2(n))
+    if kind == "point_to_point":
+        return 1.0, 1.0
+    return 1.0, float(2 * (n - 1) if kind == "all_reduce" else n - 1)
+
+
+def check_algorithm(kind: str, algorithm: object) -> str:
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise WorkloadError(f"{kind}: algorithm must be one of "
+                            f"{', '.join(map(repr, ALGORITHMS))}, got {brief(algorithm)}")
+    if algorithm == "tree" and kind != "all_reduce":
+        raise WorkloadError(f"{kind}: algorithm='tree' is an all-reduce algorithm; use "
+                            f"'ring', 'one_shot' or 'auto'")
+    return algorithm
+
+
 def collective_kernel(kind: str, name: str, elements: Number, devices: int, dtype: str,
                       link: str | None = None, link_count: int | None = None,
-                      count: Number = 1.0, *, compute: str | None = None) -> Kernel:
-    """The per-device kernel of a collective (no checks; see the module table); data stored
+                      count: Number = 1.0, *, compute: str | None = None,
+                      algorithm: str = "auto") -> Kernel:
+    """The per-device kernel of a collective (no checks; see the module tables); data stored
     in *dtype*, reduced in *compute* (default *dtype*)."""
     if devices == 1 and kind != "point_to_point":
         return Kernel(name, 0.0, 0.0, 0.0, "vector", compute or dtype, link, link_count, count)
     sent, adds, held_in, held_out = _RING[kind](devices)
+    factor, sequential = steps(kind, devices, algorithm)
     data = elements * dtypes.ITEMSIZE[dtype]
-    link_bytes = sent * data
+    link_bytes = sent * factor * data
     return Kernel(name, adds * elements, (held_in + held_out) * data + 2.0 * link_bytes,
-                  link_bytes, "vector", compute or dtype, link, link_count, count)
+                  link_bytes, "vector", compute or dtype, link, link_count, count,
+                  link_steps=sequential)
 
 
 def _collective(kind: str, elements: object, devices: object, dtype: object, link: object,
-                link_count: object) -> Workload:
+                link_count: object, algorithm: object = "auto") -> Workload:
     if is_arraylike(elements):
         count = 1
         for dim in shape_of(elements, f"{kind}: data"):
@@ -84,45 +138,52 @@ def _collective(kind: str, elements: object, devices: object, dtype: object, lin
         raise WorkloadError(f"{kind}: link must be a link name such as 'nvlink' or 'ici', or "
                             f"None for the chip's default link, got {brief(link)}")
     lc = None if link_count is None else size(link_count, f"{kind}: link_count")
+    algo = check_algorithm(kind, algorithm)
     where = "" if link is None else f" over {link}"
     label = p if compute == p else f"{p} as {compute}"
     name = f"{kind}({show(n_el)} x {label}, {n} devices{where})"
-    kernel = collective_kernel(kind, name, n_el, n, p, link, lc, compute=compute)
+    if algo != "auto":
+        name = f"{name[:-1]}, {algo})"
+    kernel = collective_kernel(kind, name, n_el, n, p, link, lc, compute=compute, algorithm=algo)
     footprint = n_el * dtypes.ITEMSIZE[p]
     return Workload((kernel,), footprint=footprint, name=name)
 
 
 def all_reduce(elements: object, devices: object, *, dtype: object = BF16,
-               link: str | None = None, link_count: int | None = None) -> Workload:
+               link: str | None = None, link_count: int | None = None,
+               algorithm: str = "auto") -> Workload:
     """Ring all-reduce of a tensor of *elements* over *devices*: each sends 2·(N-1)/N of it.
 
     *elements* may be an array-like (its size and dtype are used).
     """
-    return _collective("all_reduce", elements, devices, dtype, link, link_count)
+    return _collective("all_reduce", elements, devices, dtype, link, link_count, algorithm)
 
 
 def all_gather(elements: object, devices: object, *, dtype: object = BF16,
-               link: str | None = None, link_count: int | None = None) -> Workload:
+               link: str | None = None, link_count: int | None = None,
+               algorithm: str = "auto") -> Workload:
     """Ring all-gather of a tensor of *elements* (the gathered size): each sends (N-1)/N."""
-    return _collective("all_gather", elements, devices, dtype, link, link_count)
+    return _collective("all_gather", elements, devices, dtype, link, link_count, algorithm)
 
 
 def reduce_scatter(elements: object, devices: object, *, dtype: object = BF16,
-                   link: str | None = None, link_count: int | None = None) -> Workload:
+                   link: str | None = None, link_count: int | None = None,
+                   algorithm: str = "auto") -> Workload:
     """Ring reduce-scatter of a tensor of *elements* (the unreduced size): each sends (N-1)/N."""
-    return _collective("reduce_scatter", elements, devices, dtype, link, link_count)
+    return _collective("reduce_scatter", elements, devices, dtype, link, link_count, algorithm)
 
 
 def all_to_all(elements: object, devices: object, *, dtype: object = BF16,
-               link: str | None = None, link_count: int | None = None) -> Workload:
+               link: str | None = None, link_count: int | None = None,
+               algorithm: str = "auto") -> Workload:
     """All-to-all of the *elements* each device holds: each sends (N-1)/N of them."""
-    return _collective("all_to_all", elements, devices, dtype, link, link_count)
+    return _collective("all_to_all", elements, devices, dtype, link, link_count, algorithm)
 
 
 def point_to_point(elements: object, *, dtype: object = BF16, link: str | None = None,
-                   link_count: int | None = None) -> Workload:
+                   link_count: int | None = None, algorithm: str = "auto") -> Workload:
     """One device sends a tensor of *elements* to another: link bytes = its size."""
-    return _collective("point_to_point", elements, None, dtype, link, link_count)
+    return _collective("point_to_point", elements, None, dtype, link, link_count, algorithm)
 
 
 send = point_to_point

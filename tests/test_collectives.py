@@ -1,0 +1,100 @@
+"""Collective cost model: per-step link latency and the algorithms (ring, tree, one-shot).
+
+Expected figures come from the ops.collectives tables: for N devices and D bytes, ring
+all-reduce sends 2·D·(N-1)/N in 2·(N-1) steps, a tree the same bytes in 2·ceil(log2 N)
+steps, one-shot (N-1)·D in 1 step; ``auto`` the ring's bytes in 1 step (the lower envelope).
+Time = bytes / bandwidth + steps x latency. Exact up to float rounding (rel 1e-12).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_roofline import SpecError, WorkloadError, analyze, get_hardware, models, ops
+from pytest_roofline.hardware import Hardware, Link
+from pytest_roofline.hardware import from_dict as load_spec_data
+
+LAT = 2e-6  # a measured per-step latency (made up for the test: what a user would write)
+BW = 25e9 * 18
+CHIP = Hardware(name="measured-h100", memory_bandwidth=3.35e12, memory_capacity=80e9,
+                matrix={"bf16": 989.4e12}, vector={"bf16": 133.8e12, "fp32": 66.9e12},
+                links={"nvlink": Link("nvlink", 25e9, 18, latency=LAT,
+                                      latency_kind="measured")})
+N, ELEMENTS = 8, 1 << 20
+D = 2 * ELEMENTS  # bf16 bytes
+
+
+@pytest.mark.parametrize(("algorithm", "sent", "steps"), [
+    ("ring", 2 * D * 7 / 8, 14),
+    ("tree", 2 * D * 7 / 8, 6),
+    ("one_shot", 7 * D, 1),
+    ("auto", 2 * D * 7 / 8, 1),
+])
+def test_all_reduce_algorithms_cost_bytes_and_steps(algorithm, sent, steps):
+    w = ops.all_reduce(ELEMENTS, N, algorithm=algorithm)
+    (kernel,) = w.kernels
+    assert kernel.link_bytes == pytest.approx(sent, rel=1e-12)
+    assert kernel.link_steps == steps
+    r = analyze(w, CHIP)
+    assert r.t_network == pytest.approx(sent / BW + steps * LAT, rel=1e-12)
+
+
+def test_auto_is_never_above_any_named_algorithm():
+    for elements in (1, 1 << 10, 1 << 20, 1 << 28):
+        auto = analyze(ops.all_reduce(elements, N), CHIP).t_network
+        for algorithm in ("ring", "tree", "one_shot"):
+            named = analyze(ops.all_reduce(elements, N, algorithm=algorithm), CHIP).t_network
+            assert auto <= named * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("op", [ops.all_gather, ops.reduce_scatter, ops.all_to_all])
+def test_ring_collectives_take_n_minus_1_steps(op):
+    (kernel,) = op(ELEMENTS, N, algorithm="ring").kernels
+    assert kernel.link_steps == N - 1
+    assert kernel.link_bytes == pytest.approx(D * 7 / 8, rel=1e-12)
+
+
+def test_tree_is_an_all_reduce_algorithm_only():
+    with pytest.raises(WorkloadError, match="algorithm='tree' is an all-reduce algorithm"):
+        ops.all_gather(ELEMENTS, N, algorithm="tree")
+    with pytest.raises(WorkloadError, match="algorithm must be one of"):
+        ops.all_reduce(ELEMENTS, N, algorithm="nccl")
+
+
+def test_a_tp8_decode_step_pays_one_latency_per_all_reduce():
+    # Llama 2 70B, TP=8, one decode step: 2 all-reduces in each of 80 layers, one after the
+    # embedding, and the logits' all-gather: 162 collectives, each at least one step
+    llama = models.load("llama-2-70b")
+    step = llama.decode(8, 4096, tp=8, link="nvlink")
+    collectives = sum(k.count * k.link_steps for k in step.kernels if k.link_bytes)
+    assert collectives == 162
+    plain = Hardware(name="plain-h100", memory_bandwidth=3.35e12, memory_capacity=80e9,
+                     matrix={"bf16": 989.4e12}, vector={"bf16": 133.8e12, "fp32": 66.9e12},
+                     links={"nvlink": Link("nvlink", 25e9, 18)})
+    with_latency, without = analyze(step, CHIP), analyze(step, plain)
+    assert with_latency.t_network - without.t_network == pytest.approx(162 * LAT, rel=1e-9)
+
+
+def test_built_in_links_publish_no_latency():
+    for name in ("h100", "tpu-v5e", "mi300x"):
+        for link in get_hardware(name).links.values():
+            assert link.latency == 0 and link.latency_kind == "unpublished"
+
+
+def _spec(**link):
+    return {"name": "chip-x", "sources": {"s": "https://example.com/sheet"},
+            "memory": {"capacity": "80 GB", "bandwidth": "3 TB/s", "source": "s"},
+            "matrix": {"bf16": "1 PFLOP/s", "source": "s"},
+            "links": {"nvlink": {"bandwidth": "25 GB/s", "count": 18, "source": "s", **link}}}
+
+
+def test_a_spec_latency_is_read_with_its_source_and_kind():
+    chip = load_spec_data(_spec(latency="3 us", latency_source="s", latency_kind="measured"))
+    assert chip.links["nvlink"].latency == pytest.approx(3e-6)
+    assert chip.links["nvlink"].latency_kind == "measured"
+    with pytest.raises(SpecError, match="latency_source"):
+        load_spec_data(_spec(latency="3 us"))
+    with pytest.raises(SpecError, match="latency_kind"):
+        load_spec_data(_spec(latency="3 us", latency_source="s", latency_kind="guessed"))
+    with pytest.raises(SpecError, match="latency"):
+        load_spec_data(_spec(latency="fast", latency_source="s"))
