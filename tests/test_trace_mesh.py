@@ -115,3 +115,9 @@ def test_an_inplace_all_gather_takes_its_group_size_from_the_shapes(fake_group):
                  torch.ones(ROWS, COLS, dtype=torch.bfloat16))
     (gather,) = [k for k in w.kernels if k.link_bytes]
     assert gather.link_bytes == pytest.approx(RANKS * V * (RANKS - 1) / RANKS, rel=1e-12)
+
+
+def test_a_bad_overlap_option_names_what_is_allowed():
+    with pytest.raises(TraceError, match=r"overlap='half' is not allowed; allowed: 'none', "
+                                         r"'full'"):
+        Tracer(overlap="half")

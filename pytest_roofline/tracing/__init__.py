@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import dtypes
-from ..errors import RooflineError
+from ..errors import RooflineError, WorkloadError
 from ..workload import Kernel, Workload
 
 __all__ = ["FRAMEWORKS", "FUSION", "TraceError", "Tracer", "require", "trace"]
@@ -104,13 +104,15 @@ class Tracer:
     * ``links``: which chip link carries each mesh axis (JAX ``shard_map``) or process group
       (torch), ``{"x": "ici", "data": ("nvlink", 18)}``; default: the chip's default link
       (see ``_mesh``).
+    * ``overlap``: ``"none"`` (default) or ``"full"``: the collectives' link time hidden
+      behind the program's matrix work (:func:`pytest_roofline.overlapped`).
     """
 
-    __slots__ = ("dtype", "framework", "fusion", "links", "name")
+    __slots__ = ("dtype", "framework", "fusion", "links", "name", "overlap")
 
     def __init__(self, *, dtype: object = None, fusion: str | None = None,
                  name: str | None = None, framework: str | None = None,
-                 links: object = None) -> None:
+                 links: object = None, overlap: str = "none") -> None:
         if dtype is not None:
             try:
                 dtype = dtypes.canonical(dtype)
@@ -130,6 +132,12 @@ class Tracer:
             self.links = links_option(links)
         except MeshError as exc:
             raise TraceError(f"Tracer: {exc}") from None
+        from ..overlap import OVERLAP
+
+        if not isinstance(overlap, str) or overlap not in OVERLAP:
+            raise TraceError(f"Tracer: overlap={overlap!r} is not allowed; allowed: "
+                             f"{', '.join(map(repr, OVERLAP))}")
+        self.overlap = overlap
         self.dtype: str | None = dtype
         self.fusion = fusion
         self.name = name
@@ -137,7 +145,8 @@ class Tracer:
 
     def __repr__(self) -> str:
         return (f"Tracer(dtype={self.dtype!r}, fusion={self.fusion!r}, name={self.name!r}, "
-                f"framework={self.framework!r}, links={self.links!r})")
+                f"framework={self.framework!r}, links={self.links!r}, "
+                f"overlap={self.overlap!r})")
 
     def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
         if not callable(fn):
@@ -149,9 +158,17 @@ class Tracer:
         from ._mesh import MeshError
 
         try:
-            return self._trace(fn, args, kwargs, framework, fusion)
+            traced = self._trace(fn, args, kwargs, framework, fusion)
         except MeshError as exc:
             raise TraceError(str(exc)) from None
+        if self.overlap == "full":
+            from ..overlap import overlapped
+
+            try:
+                return overlapped(traced)
+            except WorkloadError as exc:
+                raise TraceError(f"Tracer(overlap='full'): {exc}") from None
+        return traced
 
     def _trace(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                framework: str, fusion: str) -> Workload:

@@ -109,16 +109,18 @@ BOOK_V5E = Hardware(name="scaling-book-v5e", memory_bandwidth=8.1e11, memory_cap
 B, F = 8192, 16384
 
 
-def _sharded_program(k_per_chip: int) -> rl.Workload:
-    mesh = _mesh(2)
-
-    @partial(jax.shard_map, mesh=mesh, in_specs=(P(None, "x"), P("x", None)),
+def _matmul_fn():
+    @partial(jax.shard_map, mesh=_mesh(2), in_specs=(P(None, "x"), P("x", None)),
              out_specs=P())
     def matmul(x, y):
         return jax.lax.psum(x @ y, "x")
 
+    return matmul
+
+
+def _sharded_program(k_per_chip: int) -> rl.Workload:
     return Tracer(links={"x": ("ici", 1)})(
-        matmul, jax.ShapeDtypeStruct((B, 2 * k_per_chip), jnp.bfloat16),
+        _matmul_fn(), jax.ShapeDtypeStruct((B, 2 * k_per_chip), jnp.bfloat16),
         jax.ShapeDtypeStruct((2 * k_per_chip, F), jnp.bfloat16))
 
 
@@ -135,3 +137,16 @@ def test_the_scaling_book_sharded_matmul_crossover_from_a_traced_program():
     for t, d in zip(_sharded_program(1024).kernels, declared.kernels, strict=True):
         assert (t.flops, t.bytes, t.link_bytes, t.link, t.link_count) == (
             d.flops, d.bytes, d.link_bytes, d.link, d.link_count)
+
+
+def test_overlap_hides_the_traced_all_reduce_behind_the_matmul():
+    # the traced sharded matmul with overlap="full": the program takes the larger of the
+    # matmul's time and the link time, plus the all-reduce's own memory traffic
+    plain = _sharded_program(1024)
+    hidden = Tracer(links={"x": ("ici", 1)}, overlap="full")(
+        _matmul_fn(), jax.ShapeDtypeStruct((B, 2048), jnp.bfloat16),
+        jax.ShapeDtypeStruct((2048, F), jnp.bfloat16))
+    mm, ar = analyze(plain, BOOK_V5E).kernels
+    r = analyze(hidden, BOOK_V5E)
+    assert r.time == pytest.approx(max(mm.time, ar.t_network) + ar.t_memory, rel=1e-9)
+    assert r.time < analyze(plain, BOOK_V5E).time
