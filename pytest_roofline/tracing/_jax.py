@@ -35,7 +35,7 @@ from typing import Any
 import jax
 
 from ..workload import Kernel
-from . import _jax_mesh
+from . import _jax_mesh, _jax_spmd
 from . import _kernels as K
 from ._mesh import AxisLink
 
@@ -264,4 +264,11 @@ def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     walker = _Walk(dtype, fusion, links)
     walker.walk(closed.jaxpr, 1.0)
     footprint = sum(_bytes(v) for v in closed.jaxpr.invars)
-    return walker.kernels, float(footprint)
+    mesh = _jax_spmd.sharded_mesh(args, kwargs)
+    if mesh is None:
+        return walker.kernels, float(footprint)
+    # a partitioned program (jit with NamedSharding inputs): per chip, see _jax_spmd
+    share = 1.0 / mesh.size
+    kernels = [k.scaled(share) for k in walker.kernels]
+    kernels += _jax_spmd.collectives(fn, args, kwargs, mesh, links or {})
+    return kernels, _jax_spmd.footprint(args, kwargs)

@@ -150,3 +150,48 @@ def test_overlap_hides_the_traced_all_reduce_behind_the_matmul():
     r = analyze(hidden, BOOK_V5E)
     assert r.time == pytest.approx(max(mm.time, ar.t_network) + ar.t_memory, rel=1e-9)
     assert r.time < analyze(plain, BOOK_V5E).time
+
+
+# -- jit with NamedSharding inputs: the partitioner's collectives -------------------------
+
+
+def test_a_jit_with_named_shardings_traces_the_partitioners_collectives():
+    from jax.sharding import NamedSharding
+
+    mesh = _mesh(N, ("data", "model"))  # 2 x 4
+    x = jax.ShapeDtypeStruct((1024, 4096), jnp.bfloat16,
+                             sharding=NamedSharding(mesh, P("data", "model")))
+    w = jax.ShapeDtypeStruct((4096, 2048), jnp.bfloat16,
+                             sharding=NamedSharding(mesh, P("model", None)))
+
+    def layer(x, w):
+        return jnp.tanh(x @ w)
+
+    traced = Tracer(links={"model": "nvlink"})(layer, x, w)
+    (reduce,) = [k for k in traced.kernels if k.link_bytes]
+    # each chip multiplies [512, 1024] @ [1024, 2048] and all-reduces its partial [512, 2048]
+    # over the 4 chips of "model": 2·V·3/4 with V = 512·2048 bf16 bytes
+    assert reduce.link_bytes == pytest.approx(2 * 512 * 2048 * 2 * 3 / 4, rel=1e-12)
+    assert reduce.link == "nvlink" and "model" in reduce.name
+    # the compute is the global program's over the 8 chips: the matmul's FLOPs / 8
+    dot = next(k for k in traced.kernels if k.name.endswith("dot_general"))
+    assert dot.total_flops == pytest.approx(2 * 1024 * 4096 * 2048 / 8, rel=1e-12)
+    # the footprint is one chip's shards: x / 8 and w / 4
+    assert traced.footprint == pytest.approx((1024 * 4096 / 8 + 4096 * 2048 / 4) * 2)
+
+
+def test_a_jitted_function_with_out_shardings_keeps_them():
+    from jax.sharding import NamedSharding
+
+    mesh = _mesh(N, ("data", "model"))
+    x = jax.ShapeDtypeStruct((1024, 4096), jnp.bfloat16,
+                             sharding=NamedSharding(mesh, P("data", "model")))
+    w = jax.ShapeDtypeStruct((4096, 2048), jnp.bfloat16,
+                             sharding=NamedSharding(mesh, P("model", None)))
+    layer = jax.jit(lambda x, w: x @ w, out_shardings=NamedSharding(mesh, P("data", "model")))
+    traced = Tracer(links={"model": "nvlink"})(layer, x, w)
+    moved = [k for k in traced.kernels if k.link_bytes]
+    assert moved and all(k.link == "nvlink" for k in moved)
+    # whichever collective the partitioner picks (a reduce-scatter, or an all-reduce and a
+    # slice), a chip sends at least the reduce-scatter's V·3/4 of its [512, 2048] partials
+    assert sum(k.link_bytes for k in moved) >= 512 * 2048 * 2 * 3 / 4 * (1 - 1e-12)

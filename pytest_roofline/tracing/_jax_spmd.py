@@ -1,0 +1,151 @@
+"""A ``jax.jit`` program whose inputs carry ``NamedSharding``s: the collectives XLA's SPMD
+partitioner inserts, per chip, read from the compiled program.
+
+Arguments sharded over a mesh of more than one device (``jax.Array``s or
+``jax.ShapeDtypeStruct(..., sharding=NamedSharding(mesh, spec))``) make the partitioner split
+the program; the collectives it adds are in the compiled HLO (``jit(fn).lower(*args).
+compile().as_text()``) with per-device shapes, and each becomes the ``ops.collectives`` kernel
+of its kind over its replica group (``_mesh``): all-reduce (the operand), all-gather (the
+gathered output), reduce-scatter (the output x the group: the unreduced size), all-to-all,
+collective-permute (a point-to-point send). The group is matched to the mesh axes it spans,
+so ``Tracer(links=...)`` prices it on the axis's link.
+
+The compute is the jaxpr's (global shapes) divided by the devices of the mesh: no chip does
+less than an even share of the total work, so the busiest chip's figures are at least that
+(replicated work only adds to some chips): a lower bound per chip. XLA's CPU backend
+promotes bf16 reductions to f32; an accelerator reduces at the inputs' width, so a
+collective's bytes use the narrower of the compiled width and the widest input's (the bound
+stays a bound).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..workload import Kernel
+from . import _mesh
+
+_OPS = {"all-reduce": "all_reduce", "all-gather": "all_gather",
+        "reduce-scatter": "reduce_scatter", "all-to-all": "all_to_all",
+        "collective-permute": "point_to_point"}
+_LINE = re.compile(r"%(?P<name>[\w.\-]+)\s*=\s*(?P<shape>\(.*?\)|[a-z0-9]+\[[^\]]*\]\S*)\s+"
+                   r"(?P<op>all-reduce|all-gather|reduce-scatter|all-to-all|"
+                   r"collective-permute)(?P<start>-start)?\(")
+_ARRAY = re.compile(r"([a-z]+\d*)\[([\d,]*)\]")
+_EXPLICIT = re.compile(r"replica_groups=\{\{([\d,]*)\}")
+_IOTA = re.compile(r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
+_WIDTH = {"pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "bf16": 2, "f16": 2,
+          "s16": 2, "u16": 2, "f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8}
+_NAMES = {"bf16": "bf16", "f16": "fp16", "f32": "fp32", "f64": "fp64", "s8": "int8",
+          "s32": "int32", "s64": "int64"}
+
+
+def sharded_mesh(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    """The mesh of the first argument sharded over more than one device, or None."""
+    import jax
+
+    for leaf in jax.tree_util.tree_leaves((args, dict(kwargs))):
+        sharding = getattr(leaf, "sharding", None)
+        if isinstance(sharding, jax.sharding.NamedSharding) and sharding.mesh.size > 1:
+            return sharding.mesh
+    return None
+
+
+def _arrays(shape: str) -> list[tuple[str, int]]:
+    """(HLO element type, elements) of each array of a (tuple) shape."""
+    return [(kind, math.prod(int(d) for d in dims.split(",") if d))
+            for kind, dims in _ARRAY.findall(shape)]
+
+
+def _group(line: str) -> tuple[int, tuple[int, ...]]:
+    """(group size, the first group's device ids) of a collective's replica groups."""
+    found = _EXPLICIT.search(line)
+    if found:
+        ids = tuple(int(i) for i in found.group(1).split(",") if i)
+        return len(ids), ids
+    iota = _IOTA.search(line)
+    if iota:
+        import numpy as np
+
+        shape = [int(d) for d in iota.group(1).split(",")]
+        dims = [int(d) for d in iota.group(2).split(",")]
+        order = np.arange(math.prod(dims)).reshape(dims)
+        if iota.group(3):
+            order = order.transpose([int(p) for p in iota.group(3).split(",")])
+        first = order.reshape(shape[0], -1)[0]
+        return len(first), tuple(int(i) for i in first)
+    return 0, ()
+
+
+def _axes_of(ids: tuple[int, ...], mesh: Any) -> tuple[str, ...]:
+    """The mesh axes whose devices form the group *ids* (device positions in the mesh)."""
+    import numpy as np
+
+    names = tuple(mesh.axis_names)
+    positions = np.arange(mesh.size).reshape(mesh.devices.shape)
+    wanted = sorted(ids)
+    for size in range(1, len(names) + 1):
+        for axes in itertools.combinations(range(len(names)), size):
+            rest = [i for i in range(len(names)) if i not in axes]
+            groups = positions.transpose(rest + list(axes)).reshape(
+                -1, math.prod(positions.shape[i] for i in axes))
+            if sorted(int(i) for i in groups[0]) == wanted:
+                return tuple(names[i] for i in axes)
+    return ()
+
+
+def collectives(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                mesh: Any, links: Mapping[str, _mesh.AxisLink]) -> list[Kernel]:
+    """The per-chip collective kernels of the partitioned program (module docstring)."""
+    import jax
+
+    text = jax.jit(fn).lower(*args, **kwargs).compile().as_text()
+    widest = max((getattr(getattr(leaf, "dtype", None), "itemsize", 0)
+                  for leaf in jax.tree_util.tree_leaves((args, dict(kwargs)))), default=0)
+    kernels: list[Kernel] = []
+    for line in text.splitlines():
+        found = _LINE.search(line)
+        if not found:
+            continue
+        kind = _OPS[found.group("op")]
+        arrays = _arrays(found.group("shape"))
+        if found.group("start") and kind in ("all_gather", "point_to_point") and len(arrays) > 1:
+            arrays = arrays[len(arrays) // 2:]  # an async start holds (operands, results)
+        if not arrays:
+            continue
+        size, ids = _group(line)
+        devices = size or (2 if kind == "point_to_point" else mesh.size)
+        hlo_type = max((a for a, _ in arrays), key=lambda a: _WIDTH.get(a, 4))
+        width = _WIDTH.get(hlo_type, 4)
+        if widest and widest < width:
+            width = widest
+        nbytes = sum(n * _WIDTH.get(a, 4) for a, n in arrays) * width / _WIDTH.get(hlo_type, 4)
+        if kind == "reduce_scatter":
+            nbytes *= devices  # the output is one shard of the unreduced tensor
+        dtype = {1: "int8", 2: "bf16", 4: "fp32", 8: "fp64"}.get(width, "fp32")
+        if hlo_type in _NAMES and _WIDTH[hlo_type] == width:
+            dtype = _NAMES[hlo_type]
+        axes = _axes_of(ids, mesh) if ids else ()
+        kernels.append(_mesh.collective(kind, name=f"spmd.{found.group('name')}",
+                                        elements=nbytes / width, dtype=dtype,
+                                        devices=devices, axes=axes, links=links))
+    return kernels
+
+
+def footprint(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> float:
+    """Bytes of the arguments one chip holds: each array's shard (whole when replicated)."""
+    import jax
+
+    total = 0.0
+    for leaf in jax.tree_util.tree_leaves((args, dict(kwargs))):
+        shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+        if shape is None or dtype is None:
+            continue
+        sharding = getattr(leaf, "sharding", None)
+        local = sharding.shard_shape(tuple(shape)) if sharding is not None else shape
+        total += math.prod(local) * dtype.itemsize
+    return float(total)
