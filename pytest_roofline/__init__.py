@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .measuring.timing import Measurement, measure
     from .overlap import overlapped
     from .planning import plan
-    from .tracing import TraceError, Tracer, trace
+    from .tracing import TraceError, Tracer, register_op, trace, unregister_op
     from .workload import Kernel, Knob, Workload
 
 # Public name -> the module that defines it. Imported on first use, so that loading the pytest
@@ -41,7 +41,8 @@ _WHERE = {
                     "hardware"),
     **dict.fromkeys(("Kernel", "Knob", "Workload"), "workload"),
     **dict.fromkeys(("Measurement", "measure"), "measuring.timing"),
-    **dict.fromkeys(("TraceError", "Tracer", "trace"), "tracing"),
+    **dict.fromkeys(("TraceError", "Tracer", "register_op", "trace", "unregister_op"),
+                    "tracing"),
     "overlapped": "overlap",
     "plan": "planning",
 }
@@ -81,7 +82,9 @@ __all__ = [
     "overlapped",
     "plan",
     "register_hardware",
+    "register_op",
     "trace",
+    "unregister_op",
 ]
 
 

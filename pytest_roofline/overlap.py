@@ -66,7 +66,8 @@ def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
         kernels[i] = replace(k, link_bytes=k.link_bytes + share, link=link,
                              link_count=link_count)
     return Workload(kernels, footprint=workload.footprint, name=f"{workload.name}, overlapped",
-                    knob=workload.knob, hint=workload.hint if hint is None else hint)
+                    knob=workload.knob, hint=workload.hint if hint is None else hint,
+                    unknown=workload.unknown)
 
 
 def apply(workload: Workload, overlap: object, what: str) -> Workload:

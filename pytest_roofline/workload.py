@@ -13,7 +13,9 @@ precisions, which (``operands``: activations, weights; a chip may state a mixed 
 and, for a collective, how many steps it takes one after another (``link_steps``: each waits
 the link's latency);
 :mod:`pytest_roofline.fusion` documents the rules. A :class:`Workload` is a program of
-kernels plus the memory footprint it needs resident (for the capacity check).
+kernels plus the memory footprint it needs resident (for the capacity check), and the ops it
+ran that no formula counts (``unknown``: op name -> calls; their bytes are in the kernels,
+their FLOPs are not known, never taken as 0 without a word).
 
 Quantities may be numpy arrays of one shape (a sweep over batch sizes); analysis then returns
 arrays of the same shape.
@@ -23,8 +25,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Union
 
 from . import dtypes, units
@@ -219,14 +222,20 @@ class Workload:
 
     ``hint`` says which setting shrinks the footprint (a training step names its ZeRO,
     data-parallel or recomputation knob); verdicts quote it when the footprint does not fit.
+
+    ``unknown`` maps the name of each op the program ran without a formula for its FLOPs (a
+    traced custom op, a ``custom_call``) to how many calls of it the kernels hold: those
+    kernels carry the op's bytes and no FLOPs, so the bound is not a lower bound on its
+    compute. Composition adds the counts (``n * w`` keeps them: the names matter).
     """
 
-    __slots__ = ("footprint", "hint", "kernels", "knob", "name")
+    __slots__ = ("footprint", "hint", "kernels", "knob", "name", "unknown")
     kernels: tuple[Kernel, ...]
     footprint: Number
     name: str
     knob: Knob | None
     hint: str
+    unknown: Mapping[str, int]
 
     def __init__(
         self,
@@ -242,6 +251,7 @@ class Workload:
         name: str = "workload",
         knob: Knob | None = None,
         hint: str = "",
+        unknown: Mapping[str, int] | None = None,
     ) -> None:
         if not isinstance(name, str):
             raise WorkloadError(f"a workload's name must be a string, got {brief(name)}")
@@ -272,6 +282,7 @@ class Workload:
         if not isinstance(hint, str):
             raise WorkloadError(f"workload {name!r}: hint must be a string, got {brief(hint)}")
         set_(self, "hint", hint)
+        set_(self, "unknown", _unknown(unknown, name))
 
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError(f"Workload is immutable; cannot set {key!r}")
@@ -307,7 +318,8 @@ class Workload:
             return NotImplemented
         return Workload((*self.kernels, *other.kernels),
                         footprint=add_up((self.footprint, other.footprint)),
-                        name=f"{self.name} + {other.name}")
+                        name=f"{self.name} + {other.name}",
+                        unknown=merge_unknown((self.unknown, other.unknown)))
 
     def __mul__(self, factor: object) -> Workload:
         if isinstance(factor, bool) or not (isinstance(factor, (int, float)) or is_array(factor)):
@@ -330,7 +342,7 @@ class Workload:
                 raise WorkloadError(f"workload {self.name!r}: cannot repeat {brief(times)} "
                                     f"times; give a finite number >= 0")
         return Workload([k.scaled(times) for k in self.kernels], footprint=self.footprint,
-                        name=self.name)
+                        name=self.name, unknown=self.unknown)
 
     def with_(self, *, name: str | None = None, footprint: object = None,
               knob: Knob | None = None, hint: str | None = None) -> Workload:
@@ -338,7 +350,7 @@ class Workload:
         return Workload(self.kernels, footprint=self.footprint if footprint is None else footprint,
                         name=self.name if name is None else name,
                         knob=self.knob if knob is None else knob,
-                        hint=self.hint if hint is None else hint)
+                        hint=self.hint if hint is None else hint, unknown=self.unknown)
 
 
 def add_up(values: Iterable[Number]) -> Number:
@@ -402,4 +414,39 @@ def total(workloads: Iterable[Workload], name: str = "program") -> Workload:
     if not items:
         raise WorkloadError("total() of no workloads")
     kernels = [k for w in items for k in w.kernels]
-    return Workload(kernels, footprint=add_up(w.footprint for w in items), name=name)
+    return Workload(kernels, footprint=add_up(w.footprint for w in items), name=name,
+                    unknown=merge_unknown(w.unknown for w in items))
+
+
+_NO_UNKNOWN: Mapping[str, int] = MappingProxyType({})
+
+
+def _unknown(value: object, name: str) -> Mapping[str, int]:
+    """A validated, read-only ``op name -> calls`` mapping (sorted by name)."""
+    if not value:
+        return _NO_UNKNOWN
+    if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and k and isinstance(n, int) and not isinstance(n, bool)
+            and n >= 1 for k, n in value.items()):
+        raise WorkloadError(f"workload {name!r}: unknown must map op names to call counts "
+                            f"(whole numbers >= 1), got {brief(value)}")
+    return MappingProxyType(dict(sorted(value.items())))
+
+
+def merge_unknown(parts: Iterable[Mapping[str, int]]) -> Mapping[str, int]:
+    """The ``unknown`` of programs run together: the counts of each op name added."""
+    merged: dict[str, int] = {}
+    for part in parts:
+        for op, calls in part.items():
+            merged[op] = merged.get(op, 0) + calls
+    return merged
+
+
+def describe_unknown(unknown: Mapping[str, int]) -> str:
+    """``"2 ops without a formula: mylib::fancy x2"`` ("" when there are none)."""
+    calls = sum(unknown.values())
+    if not calls:
+        return ""
+    listed = ", ".join(f"{op} x{n}" for op, n in sorted(unknown.items(),
+                                                          key=lambda kv: (-kv[1], kv[0])))
+    return f"{calls} op{'s' if calls != 1 else ''} without a formula: {listed}"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pint  # noqa: F401
 import pytest
 import yaml  # noqa: F401
+from zoo_setup import allow_torchvision_without_extension
 
 import pytest_roofline.analysis
 import pytest_roofline.hardware
@@ -24,6 +25,8 @@ import pytest_roofline.ops
 import pytest_roofline.report.compare
 import pytest_roofline.report.markdown
 import pytest_roofline.workload  # noqa: F401
+
+allow_torchvision_without_extension()  # before transformers imports torchvision
 
 
 @pytest.fixture(scope="session")

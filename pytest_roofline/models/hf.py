@@ -13,7 +13,9 @@ module (``num_nextn_predict_layers``) is not counted, as in its 671B; ``quantiza
 sets :attr:`TransformerConfig.weight_dtype` (fp8 for DeepSeek-V3), which a phase's
 ``weight_dtype`` argument overrides; a ``sliding_window`` the model uses is honoured (with
 Gemma's ``layer_types``, on those layers only); a multimodal wrapper (Gemma 3) loads its
-``text_config`` and leaves the vision tower out.
+``text_config`` and leaves the vision tower out. Layer-pattern keys are read as
+``transformers`` builds the model: ``first_k_dense_replace`` larger than the layer count
+makes every layer dense, ``mlp_only_layers`` may name layers past the last.
 """
 
 from __future__ import annotations
@@ -229,7 +231,8 @@ def _deepseek(k: _Keys) -> dict[str, Any]:
         values.update(experts=k("n_routed_experts", "experts"),
                       experts_per_token=k("num_experts_per_tok", "experts_per_token"),
                       moe_intermediate=moe, shared_experts=k("n_shared_experts") or 0,
-                      dense_layers=k("first_k_dense_replace", "dense_layers"))
+                      dense_layers=min(k.whole("first_k_dense_replace", "dense_layers",
+                                               minimum=0), int(values["layers"])))
     return values
 
 

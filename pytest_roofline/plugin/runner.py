@@ -110,9 +110,9 @@ class Runner:
             if test is not None and test.expectation.trace:
                 from ..tracing._torch import Session
 
-                with Session({}, None) as recorder:
+                with Session({}, None, body=True) as recorder:
                     yield  # the test body, recorded
-                test.body = self.traced(item, recorder.kernels)
+                test.body = self.traced(item, recorder.kernels, recorder.unknown)
             else:
                 yield  # the test body: its own failure propagates as the user's, never ours
             # (a test that asked for the fixture with request.getfixturevalue() has one now)
@@ -122,12 +122,13 @@ class Runner:
             if TEST_KEY in stash:
                 del stash[TEST_KEY]  # its workloads and results are not needed any more
 
-    def traced(self, item: pytest.Item, kernels: list[Any]) -> Any:
+    def traced(self, item: pytest.Item, kernels: list[Any], unknown: dict[str, int]) -> Any:
         from ..errors import RooflineError
         from ..tracing import workload
 
         try:
-            return workload(kernels, footprint=0.0, name=f"trace({item.name})")
+            return workload(kernels, footprint=0.0, name=f"trace({item.name})",
+                            unknown=unknown)
         except RooflineError:
             self.fail(item, f"roofline marker on {item.name}: trace=True, but the test body "
                             f"ran no torch op that moves memory")

@@ -22,14 +22,16 @@ The public function is ``pytest_roofline.trace``; this package is ``pytest_roofl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from .. import dtypes
-from ..errors import RooflineError, WorkloadError
+from ..errors import WorkloadError
 from ..workload import Kernel, Workload
+from ._base import TraceError, detect
 
-__all__ = ["FRAMEWORKS", "FUSION", "TraceError", "Tracer", "require", "trace"]
+__all__ = ["FRAMEWORKS", "FUSION", "TraceError", "Tracer", "register_op", "require", "trace",
+           "unregister_op"]
 
 #: Fusion policies: "none" (every op round-trips memory), "epilogue" (elementwise ops after a
 #: matrix product stay on chip, layout ops are free).
@@ -39,8 +41,19 @@ FRAMEWORKS = {"torch": "torch", "jax": "jax"}
 _DEFAULT_FUSION = {"torch": "none", "jax": "epilogue"}
 
 
-class TraceError(RooflineError, ValueError):
-    """A callable or its arguments that cannot be traced."""
+def register_op(name: str, formula: Any = None) -> Any:
+    """Give the traced op *name* a formula (see :mod:`.registry`); a decorator without
+    *formula*."""
+    from . import registry
+
+    return registry.register_op(name, formula)
+
+
+def unregister_op(name: str) -> None:
+    """Forget the formula registered for *name*."""
+    from . import registry
+
+    registry.unregister_op(name)
 
 
 def require(framework: str) -> None:
@@ -54,43 +67,6 @@ def require(framework: str) -> None:
                          f"'pytest-roofline[{FRAMEWORKS[framework]}]'") from None
 
 
-def _leaves(value: object, depth: int = 0) -> Iterable[object]:
-    if depth > 4:
-        return
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _leaves(item, depth + 1)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item, depth + 1)
-    else:
-        yield value
-
-
-def detect(fn: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    """``"torch"`` or ``"jax"``, from the arguments' types (no framework is imported)."""
-    found: set[str] = set()
-    owners = (fn, getattr(fn, "__self__", None))  # an nn.Module subclass, a flax Module
-    classes = [c for owner in owners for c in type(owner).__mro__]
-    classes += [type(value) for value in (*_leaves(args), *_leaves(kwargs))]
-    for cls in classes:
-        module = cls.__module__.split(".")[0]
-        if module == "torch":
-            found.add("torch")
-        elif module in ("jax", "jaxlib", "flax"):
-            found.add("jax")
-    if len(found) == 1:
-        return found.pop()
-    if found:
-        raise TraceError("trace(): found both torch tensors and jax arrays among the "
-                         "arguments; trace one framework at a time")
-    kinds = ", ".join(type(v).__name__ for v in _leaves(args)) or "none"
-    raise TraceError(f"trace(): found no torch tensor or jax array among the arguments "
-                     f"(argument types: {kinds}); pass what fn takes, e.g. torch.empty(..., "
-                     f"device='meta') or jax.ShapeDtypeStruct(shape, dtype), or give "
-                     f"Tracer(framework='torch' or 'jax')")
-
-
 class Tracer:
     """Trace options; calling it traces: ``Tracer(dtype="tf32")(fn, *args, **kwargs)``.
 
@@ -100,19 +76,22 @@ class Tracer:
       eager torch, ``"epilogue"`` for a jitted JAX program. Eager torch runs op by op, so it
       takes ``"none"`` only.
     * ``name``: the workload's name (default ``trace(<fn name>)``).
-    * ``framework``: ``"torch"`` or ``"jax"`` (default: read from the arguments).
+    * ``framework``: ``"torch"`` or ``"jax"`` (default: read from the arguments, else from
+      what the callable closes over).
     * ``links``: which chip link carries each mesh axis (JAX ``shard_map``) or process group
       (torch), ``{"x": "ici", "data": ("nvlink", 18)}``; default: the chip's default link
       (see ``_mesh``).
     * ``overlap``: ``"none"`` (default) or ``"full"``: the collectives' link time hidden
       behind the program's matrix work (:func:`pytest_roofline.overlapped`).
+    * ``strict``: fail (TraceError) instead of recording an op that has no formula
+      (default: record its bytes and list it in ``Workload.unknown``).
     """
 
-    __slots__ = ("dtype", "framework", "fusion", "links", "name", "overlap")
+    __slots__ = ("dtype", "framework", "fusion", "links", "name", "overlap", "strict")
 
     def __init__(self, *, dtype: object = None, fusion: str | None = None,
                  name: str | None = None, framework: str | None = None,
-                 links: object = None, overlap: str = "none") -> None:
+                 links: object = None, overlap: str = "none", strict: bool = False) -> None:
         if dtype is not None:
             try:
                 dtype = dtypes.canonical(dtype)
@@ -138,6 +117,9 @@ class Tracer:
             raise TraceError(f"Tracer: overlap={overlap!r} is not allowed; allowed: "
                              f"{', '.join(map(repr, OVERLAP))}")
         self.overlap = overlap
+        if not isinstance(strict, bool):
+            raise TraceError(f"Tracer: strict={strict!r} must be True or False")
+        self.strict = strict
         self.dtype: str | None = dtype
         self.fusion = fusion
         self.name = name
@@ -146,7 +128,7 @@ class Tracer:
     def __repr__(self) -> str:
         return (f"Tracer(dtype={self.dtype!r}, fusion={self.fusion!r}, name={self.name!r}, "
                 f"framework={self.framework!r}, links={self.links!r}, "
-                f"overlap={self.overlap!r})")
+                f"overlap={self.overlap!r}, strict={self.strict!r})")
 
     def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
         if not callable(fn):
@@ -178,21 +160,39 @@ class Tracer:
                                  f"op round-tripping memory; it takes fusion='none'")
             from . import _torch
 
-            kernels = _torch.record(fn, args, kwargs, self.dtype, self.links)
+            recording = _torch.record(fn, args, kwargs, self.dtype, self.links)
+            kernels, unknown = recording.kernels, recording.unknown
             footprint = _torch.footprint(fn, args, kwargs)
         else:
             from . import _jax
 
-            kernels, footprint = _jax.record(fn, args, kwargs, self.dtype, fusion, self.links)
-        return workload(kernels, footprint=footprint,
-                        name=self.name or f"trace({getattr(fn, '__name__', type(fn).__name__)})")
+            kernels, footprint, unknown = _jax.record(fn, args, kwargs, self.dtype, fusion,
+                                                      self.links)
+        name = self.name or f"trace({getattr(fn, '__name__', type(fn).__name__)})"
+        if self.strict:
+            refuse_unknown(unknown, name)
+        return workload(kernels, footprint=footprint, name=name, unknown=unknown)
 
 
-def workload(kernels: list[Kernel], *, footprint: float, name: str) -> Workload:
+def refuse_unknown(unknown: dict[str, int], name: str) -> None:
+    """Under ``strict``: a TraceError naming the ops without a formula, and how to give one."""
+    if not unknown:
+        return
+    from ..workload import describe_unknown
+
+    first = next(iter(sorted(unknown)))
+    raise TraceError(f"{name}: {describe_unknown(unknown)}; strict tracing counts no op as "
+                     f"0 FLOPs. Give each a formula, e.g. pytest_roofline.register_op("
+                     f"{first!r}, lambda *args, **kwargs: pytest_roofline.ops.vector("
+                     f"...)) (docs/trace.md, 'Formulas for your own kernels')")
+
+
+def workload(kernels: list[Kernel], *, footprint: float, name: str,
+             unknown: dict[str, int] | None = None) -> Workload:
     """The traced program, or a TraceError when it ran nothing worth a kernel."""
     if not kernels:
         raise TraceError(f"{name}: the traced code ran no op that reads or writes memory")
-    return Workload(kernels, footprint=footprint, name=name)
+    return Workload(kernels, footprint=footprint, name=name, unknown=unknown)
 
 
 _DEFAULT = Tracer()

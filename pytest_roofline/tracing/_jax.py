@@ -27,22 +27,48 @@ Under both, ``reshape``, ``squeeze``, ``expand_dims`` and ``broadcast_in_dim`` m
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import jax
+import numpy as np
 
 from ..workload import Kernel
-from . import _jax_mesh, _jax_spmd
+from . import _jax_mesh, _jax_spmd, registry
 from . import _kernels as K
 from ._mesh import AxisLink
 
 _FREE = frozenset({"reshape", "squeeze", "expand_dims", "broadcast_in_dim"}) | _jax_mesh.FREE
 _REDUCE = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax",
-                     "argmin", "reduce_and", "reduce_or", "reduce_xor", "cumsum", "cummax",
-                     "cummin", "cumprod", "cumlogsumexp", "reduce_precision"})
+                     "argmin", "reduce_and", "reduce_or", "reduce_xor"})
+#: Scans: one FLOP per element.
+_SCAN = frozenset({"cumsum", "cummax", "cummin", "cumprod", "cumlogsumexp"})
+#: Primitives that move, select or fill data and compute nothing (bytes only).
+_MEMORY = frozenset({
+    "gather", "scatter", "dynamic_slice", "dynamic_update_slice", "concatenate", "pad",
+    "transpose", "slice", "rev", "iota", "split", "bitcast_convert_type", "reduce_precision",
+    "device_put", "sharding_constraint", "optimization_barrier", "random_bits", "random_seed",
+    "random_wrap", "random_unwrap", "random_fold_in", "random_split", "threefry2x32",
+    "rng_bit_generator", "rng_uniform", "axis_index", "platform_index", "squeeze",
+    "expand_dims", "broadcast_in_dim", "reshape", "full_like", "zeros_like", "mesh_cast",
+    "reshard", "pvary", "copy", "copy_p", "convert_element_type", "select_n", "stop_gradient",
+    "select_and_gather_add", "argsort",
+    # inside a Pallas kernel: refs live on chip (the boundary's blocks are counted apart)
+    "get", "swap", "addupdate", "load", "masked_load", "masked_swap", "program_id",
+    "num_programs", "multiple_of", "run_scoped", "broadcast_to", "delay", "dma_start",
+    "dma_wait", "semaphore_signal", "semaphore_wait", "semaphore_read", "barrier",
+    "prng_seed", "prng_random_bits"})
+#: Scatters that combine their values with the destination: one FLOP per value.
+_SCATTER_COMBINE = frozenset({"scatter-add", "scatter_add", "scatter-mul", "scatter_mul",
+                              "scatter-min", "scatter_min", "scatter-max", "scatter_max"})
+#: Sorting: comparisons, n·log2(length) (sort) or n (top_k), as the torch tracer counts.
+_SORTING = frozenset({"sort", "top_k"})
+#: Reductions over windows (pooling): one FLOP per window element per output.
+_WINDOW = frozenset({"reduce_window_sum", "reduce_window_max", "reduce_window_min",
+                     "reduce_window", "select_and_scatter_add"})
 #: Elementwise primitives that compute (1 FLOP per output element unless ELEMENT_FLOPS says).
 _ARITHMETIC = frozenset({
     "add", "sub", "mul", "div", "neg", "max", "min", "exp", "exp2", "log", "log1p", "expm1",
@@ -105,6 +131,7 @@ class _Walk:
         self.kernels: list[Kernel] = []
         self.links = links or {}
         self.axes: dict[str, int] = axes if axes is not None else {}  # shard_map mesh axes
+        self.unknown: dict[str, int] = {}
 
     def walk(self, jaxpr: Any, count: float) -> None:
         ops: list[_Op] = []
@@ -130,7 +157,11 @@ class _Walk:
                 self.kernels.extend(op.kernels)
                 continue
             name = op.name
-            matrix = name in ("dot_general", "conv_general_dilated")
+            if name == "custom_call" or name not in _KNOWN:
+                self.kernels.extend(self._unknown(op, name))
+                continue
+            matrix = name in ("dot_general", "conv_general_dilated", "ragged_dot",
+                              "ragged_dot_general")
             held = [chain[v] for v in op.invars if _is_var(v) and v in chain]
             fused = epilogue and not matrix and name in _FUSABLE and bool(held)
             if name in _FREE:  # metadata: moves nothing, passes an epilogue value through
@@ -159,6 +190,10 @@ class _Walk:
             if name in ("scan", "while", "cond"):
                 ops.append(_Op(name, invars, list(eqn.outvars), params, count,
                                self._control(name, params, count)))
+                continue
+            if name == "pallas_call":
+                ops.append(_Op(name, invars, list(eqn.outvars), params, count,
+                               self._pallas(eqn, count)))
                 continue
             sub = next((params[k] for k in _CALLS if k in params), None)
             if name == "shard_map":  # a per-chip body: its values are shards, not the
@@ -189,7 +224,70 @@ class _Walk:
     def _sub(self, jaxpr: Any, count: float) -> list[Kernel]:
         walker = _Walk(self.dtype, self.fusion, self.links, self.axes)
         walker.walk(jaxpr, count)
+        for op, calls in walker.unknown.items():
+            self.unknown[op] = self.unknown.get(op, 0) + calls
         return walker.kernels
+
+    def _unknown(self, op: _Op, name: str) -> list[Kernel]:
+        """A primitive with no built-in formula (a ``custom_call``, an FFI call): its
+        registered formula, else its bytes, listed as unknown."""
+        params = op.params
+        target = str(params.get("target_name") or params.get("call_target_name") or name)
+        where = op.label.rsplit(".", 1)[0] if "." in op.label else ""
+        for key in (target, name):
+            formula = registry.lookup(key)
+            if formula is not None:
+                return self._formula(key, formula, where, op.invars, op.count)
+        self.unknown[target] = self.unknown.get(target, 0) + 1
+        nbytes = sum(_bytes(v) for v in op.invars if _is_var(v)) + sum(
+            _bytes(v) for v in op.outvars)
+        outs = op.outvars
+        kernel = K.vector(f"{where}.{target}" if where else target, flops=0.0, nbytes=nbytes,
+                          dtype=_dtype(outs[0]) if outs else None)
+        return [kernel.scaled(op.count) if op.count != 1.0 else kernel]
+
+    def _formula(self, name: str, formula: registry.Formula, where: str, invars: list[Any],
+                 count: float) -> list[Kernel]:
+        """The kernels a registered formula gives, called with the operands' shapes."""
+        args = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in invars
+                if hasattr(v, "aval")]
+        kernels, unknown = registry.apply(name, formula, where, args, {})
+        for other, calls in unknown.items():
+            self.unknown[other] = self.unknown.get(other, 0) + calls
+        return [k.scaled(count) if count != 1.0 else k for k in kernels]
+
+    def _pallas(self, eqn: Any, count: float) -> list[Kernel]:
+        """A ``pallas_call``: its registered formula (by kernel name), else one kernel: the
+        body's FLOPs over the grid, and the bytes of the blocks crossing its boundary (refs
+        inside live in on-chip memory; loads and stores are not charged)."""
+        params = eqn.params
+        debug = getattr(params["jaxpr"], "debug_info", None)  # the kernel function's name
+        kernel_name = str(params.get("name") or getattr(debug, "func_name", None)
+                          or "pallas_call")
+        scope = str(eqn.source_info.name_stack).replace("/", ".")
+        label = f"{scope}.{kernel_name}" if scope else kernel_name
+        formula = registry.lookup(kernel_name)
+        if formula is not None:
+            return self._formula(kernel_name, formula, scope, eqn.invars, count)
+        mapping = params["grid_mapping"]
+        grid = tuple(int(g) for g in mapping.grid)
+        steps = math.prod(grid) if grid else 1
+        body = _Walk(self.dtype, "none")
+        body.walk(params["jaxpr"], float(steps))
+        for other, calls in body.unknown.items():
+            self.unknown[other] = self.unknown.get(other, 0) + calls
+        matrix = float(sum(k.total_flops for k in body.kernels if k.unit == "matrix"))
+        vector = float(sum(k.total_flops for k in body.kernels if k.unit == "vector"))
+        nbytes = sum(_block_traffic(bm, grid) for bm in mapping.block_mappings)
+        dtype = next((k.dtype for k in body.kernels if k.unit == "matrix"), None)
+        out_dtype = _dtype(eqn.outvars[0]) if eqn.outvars else None
+        kernels = []
+        if matrix:
+            kernels.append(Kernel(label, matrix, nbytes, unit="matrix", dtype=dtype))
+        if vector or not matrix:
+            kernels.append(K.vector(f"{label}.vector" if matrix else label, flops=vector,
+                                    nbytes=0.0 if matrix else nbytes, dtype=out_dtype))
+        return [k.scaled(count) if count != 1.0 else k for k in kernels]
 
     def _kernel(self, eqn: _Op, name: str, nbytes: float, count: float) -> Kernel:
         outs, ins = eqn.outvars, [v for v in eqn.invars if hasattr(v, "aval")]
@@ -213,17 +311,75 @@ class _Walk:
                 kernel = K.vector(label, flops=2.0 * macs, nbytes=nbytes, dtype=dtype)
             else:
                 kernel = K.matrix(label, macs=macs, nbytes=nbytes, dtype=dtype)
+        elif name == "ragged_dot" or name == "ragged_dot_general":
+            # lhs [m, k] by one of the groups of rhs [g, k, n]: each row meets one group
+            lhs, rhs = ins[0].aval, ins[1].aval
+            macs = float(math.prod(outs[0].aval.shape) * lhs.shape[-1])
+            del rhs
+            dtype = self.dtype or K.wider(_dtype(ins[0]), _dtype(ins[1]))
+            kernel = K.matrix(label, macs=macs, nbytes=nbytes, dtype=dtype)
         else:
             elements = float(math.prod(outs[0].aval.shape)) if outs else 0.0
+            n_in = float(math.prod(ins[0].aval.shape)) if ins else 0.0
             if name in _REDUCE and ins:
-                flops = max(float(math.prod(ins[0].aval.shape)) - elements, 0.0)
+                flops = max(n_in - elements, 0.0)
+            elif name in _SCAN:
+                flops = n_in
             elif name in _ARITHMETIC:
                 flops = K.ELEMENT_FLOPS.get(name, 1.0) * elements
+            elif name in _SCATTER_COMBINE and ins:
+                flops = float(math.prod(ins[-1].aval.shape))
+            elif name == "sort" and ins:
+                dim = eqn.params.get("dimension", -1)
+                flops = n_in * math.log2(max(ins[0].aval.shape[dim] if ins[0].aval.shape
+                                             else 1, 2))
+            elif name == "top_k":
+                flops = n_in
+            elif name in _WINDOW:
+                window = float(math.prod(eqn.params.get("window_dimensions", (1,))))
+                flops = elements * window
             else:
                 flops = 0.0  # index, gather, scatter, copy, concatenate, pad, ...
             kernel = K.vector(label, flops=flops, nbytes=nbytes,
                               dtype=_dtype(outs[0]) if outs else None)
         return kernel.scaled(count) if count != 1.0 else kernel
+
+
+#: Every primitive with a formula (the rest is unknown: bytes only, listed by name).
+_KNOWN = (_ARITHMETIC | _MOVING | _FREE | _REDUCE | _SCAN | _MEMORY | _SCATTER_COMBINE
+          | frozenset(_jax_mesh.PRIMITIVES)
+          | _SORTING | _WINDOW | frozenset({"dot_general", "conv_general_dilated",
+                                           "ragged_dot", "ragged_dot_general"}))
+
+
+#: Grids up to this many steps have their blocks' index maps evaluated step by step.
+_GRID_EVALUATED = 4096
+
+
+def _block_traffic(block: Any, grid: tuple[int, ...]) -> float:
+    """Bytes one operand's blocks move across a ``pallas_call``'s boundary: a block is
+    fetched (or written back) when its index changes between consecutive grid steps, as the
+    Pallas pipeline does; larger grids: the array once (each block at least once)."""
+    # ``BlockMapping`` (the params of the pallas_call primitive; tests/test_trace_jax.py
+    # fails when its fields change): array_aval, block_shape (ints, or Blocked(block_size),
+    # Squeezed and Element markers), index_map_jaxpr.
+    array = block.array_aval
+    itemsize = np.dtype(array.dtype).itemsize
+    dims = [d if isinstance(d, int) else int(getattr(d, "block_size", 1) or 1)
+            for d in block.block_shape]
+    block_bytes = float(math.prod(dims) * itemsize)
+    whole = float(math.prod(array.shape) * itemsize)
+    steps = math.prod(grid) if grid else 1
+    index_map = getattr(block, "index_map_jaxpr", None)
+    if index_map is None or steps > _GRID_EVALUATED or not grid:
+        return min(whole, block_bytes * steps) if grid else min(whole, block_bytes)
+    fetches, last = 0, None
+    for point in itertools.product(*(range(g) for g in grid)):
+        index = tuple(int(i) for i in jax.core.eval_jaxpr(index_map.jaxpr, index_map.consts,
+                                                           *point))
+        if index != last:
+            fetches, last = fetches + 1, index
+    return block_bytes * fetches
 
 
 def conv_macs(eqn: _Op) -> float:
@@ -256,9 +412,10 @@ def conv_macs(eqn: _Op) -> float:
 
 
 def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-           dtype: str | None, fusion: str,
-           links: dict[str, AxisLink] | None = None) -> tuple[list[Kernel], float]:
-    """The kernels of ``fn(*args, **kwargs)`` and the bytes of its arguments."""
+           dtype: str | None, fusion: str, links: dict[str, AxisLink] | None = None,
+           ) -> tuple[list[Kernel], float, dict[str, int]]:
+    """The kernels of ``fn(*args, **kwargs)``, the bytes of its arguments and the
+    primitives without a formula."""
     target = partial(fn, **kwargs) if kwargs else fn
     closed = jax.make_jaxpr(target)(*args)
     walker = _Walk(dtype, fusion, links)
@@ -266,9 +423,9 @@ def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     footprint = sum(_bytes(v) for v in closed.jaxpr.invars)
     mesh = _jax_spmd.sharded_mesh(args, kwargs)
     if mesh is None:
-        return walker.kernels, float(footprint)
+        return walker.kernels, float(footprint), walker.unknown
     # a partitioned program (jit with NamedSharding inputs): per chip, see _jax_spmd
     share = 1.0 / mesh.size
     kernels = [k.scaled(share) for k in walker.kernels]
     kernels += _jax_spmd.collectives(fn, args, kwargs, mesh, links or {})
-    return kernels, _jax_spmd.footprint(args, kwargs)
+    return kernels, _jax_spmd.footprint(args, kwargs), walker.unknown

@@ -100,3 +100,11 @@ def norm_flops(kind: str, elements: float, *, weight: bool, bias: bool) -> float
 
 def softmax_flops(elements: float) -> float:
     return SOFTMAX_FLOPS * elements
+
+
+#: Eval-mode batch norm: a per-channel scale and shift (multiply, add) per element.
+EVAL_BATCH_NORM_FLOPS = 2.0
+#: Backward of a layer, group, batch or RMS norm, per element of the input gradient:
+#: x̂ recomputed (subtract, multiply), g·dy and x̂·g·dy (2), their two row means (2), the
+#: combination (subtract, subtract, multiply: 3), and the weight and bias gradients' sums (2).
+NORM_BACKWARD_FLOPS = 11.0

@@ -17,8 +17,10 @@ memory (fusion policy ``"none"``). View and metadata ops (``view``, ``t``, ``exp
 
 from __future__ import annotations
 
-import contextlib
+import inspect
 import math
+import sys
+import types as types_
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -28,36 +30,11 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..workload import Kernel
+from . import _aten as A
 from . import _kernels as K
-from . import _torch_mesh
+from . import _torch_mesh, registry
+from ._base import captured
 from ._mesh import AxisLink
-
-_MATMUL = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation", "_scaled_mm",
-                     "addbmm"})
-_CONV = frozenset({"convolution", "_convolution", "cudnn_convolution", "mkldnn_convolution",
-                   "_slow_conv2d_forward", "conv2d", "conv1d", "conv3d"})
-_SDPA = frozenset({"_scaled_dot_product_flash_attention",
-                   "_scaled_dot_product_efficient_attention",
-                   "_scaled_dot_product_cudnn_attention",
-                   "_scaled_dot_product_flash_attention_for_cpu",
-                   "_scaled_dot_product_fused_attention_overrideable"})
-_SOFTMAX = frozenset({"_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax"})
-_REDUCE_ONE = frozenset({"sum", "amax", "amin", "max", "min", "prod", "argmax", "argmin",
-                         "any", "all", "nansum", "cumsum", "cumprod", "logcumsumexp"})
-_REDUCE_PER_ELEMENT = {"mean": 1.0, "nanmean": 1.0, "var": 3.0, "std": 3.0, "var_mean": 3.0,
-                       "std_mean": 3.0, "linalg_vector_norm": 2.0, "norm": 2.0,
-                       "logsumexp": 3.0}
-#: Pointwise-tagged ops that only move or select data: bytes, no FLOPs.
-_MOVE = frozenset({"where", "masked_fill", "clone", "copy", "_to_copy", "to", "fill",
-                   "zero", "lift_fresh_copy", "masked_scatter", "_copy_from", "detach_copy",
-                   "alias_copy", "view_copy", "_unsafe_index", "_unsafe_index_put",
-                   "scalar_tensor"})
-#: Non-view ops that change metadata only.
-_FREE = frozenset({"_unsafe_view", "detach", "alias", "lift_fresh", "empty", "empty_like",
-                   "empty_strided", "new_empty", "new_empty_strided", "_local_scalar_dense",
-                   "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "_reshape_alias",
-                   "set_", "resize_", "_resize_output", "_assert_async", "_assert_scalar",
-                   "_propagate_xla_data", "record_stream", "_has_compatible_shallow_copy_type"})
 
 
 def _touched(t: torch.Tensor) -> int:
@@ -96,25 +73,19 @@ def _nbytes(inputs: Iterable[torch.Tensor], outputs: Iterable[torch.Tensor]) -> 
 _DTYPES: dict[Any, str | None] = {}
 
 
-#: Ops that read only the rows they gather from their first operand (a table, a source).
-_GATHER = frozenset({"embedding", "index_select", "index", "gather", "_unsafe_index", "take",
-                     "take_along_dim"})
-#: In-place ops that write only where their last operand (the values) goes.
-_SCATTER = frozenset({"index_put_", "_index_put_impl_", "index_copy_", "scatter_",
-                      "scatter_add_", "scatter_reduce_", "index_add_", "index_fill_",
-                      "masked_scatter_"})
 #: In-place ops that write their first operand without reading it.
-_OVERWRITE = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_"})
+_OVERWRITE = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_",
+                        "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_"})
 
 
 def _moved(op: str, base: str, inputs: list[torch.Tensor],
            outputs: list[torch.Tensor]) -> float:
     """Bytes a vector, index or copy op moves (see :func:`_nbytes` for the general rule)."""
-    if base in _GATHER and inputs and outputs:
+    if base in A.GATHER and inputs and outputs:
         source, rest = inputs[0], inputs[1:]
         rows = outputs[0].numel() * source.dtype.itemsize  # the gathered rows, read
         return float(rows) + _nbytes(rest, outputs)
-    if op in _SCATTER and len(inputs) >= 2:
+    if op.endswith("_") and base in A.SCATTER and len(inputs) >= 2:
         values = inputs[-1]
         return _nbytes(inputs[1:], ()) + float(values.numel() * values.dtype.itemsize)
     if op in _OVERWRITE and inputs:
@@ -132,16 +103,32 @@ def _dtype(t: torch.Tensor) -> str | None:
 
 
 class Recorder:
-    """Collects kernels while its modes are active (see :func:`record`)."""
+    """Collects kernels while its modes are active (see :func:`record`).
+
+    ``unknown`` counts the calls of ops with no formula (recorded with their bytes only).
+    With ``body=True`` (a ``trace=True`` test body) tensor factories and RNG fills are left
+    out, counted in ``left_out``. With ``filtered=True`` only ops run while ``inside`` > 0
+    (inside a call of a traced callable) are recorded.
+    """
 
     def __init__(self, names: dict[int, str], dtype: str | None,
-                 links: dict[str, AxisLink] | None = None) -> None:
+                 links: dict[str, AxisLink] | None = None, *, body: bool = False,
+                 filtered: bool = False) -> None:
         self.kernels: list[Kernel] = []
         self.links = links or {}
+        self.unknown: dict[str, int] = {}
+        self.left_out: dict[str, int] = {}
         self.names = names
         self.path: list[str] = []
         self.hidden = 0  # > 0 inside a call recorded at function level (SDPA)
         self.dtype = dtype
+        self.body = body
+        self.filtered = filtered
+        self.inside = 0
+
+    @property
+    def recording(self) -> bool:
+        return not self.hidden and (self.inside > 0 or not self.filtered)
 
     # -- module paths ------------------------------------------------------------------------
 
@@ -160,74 +147,165 @@ class Recorder:
         where = self.path[-1] if self.path else ""
         return f"{where}.{op}" if where else op
 
+    def leave_out(self, what: str) -> None:
+        self.left_out[what] = self.left_out.get(what, 0) + 1
+
     # -- ops ---------------------------------------------------------------------------------
 
     def op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
-        if func.is_view or func.namespace == "prim":  # views; prim.device and co: metadata
+        if func.namespace == "prim":  # prim.device and co: metadata
             return
         op = func.overloadpacket.__name__
-        if func.namespace in _torch_mesh.NAMESPACES:  # a collective: link bytes
-            kernel = _torch_mesh.kernel(self._name(op), op, func.namespace, args, out,
-                                        self.links)
+        namespace = func.namespace
+        if namespace in _torch_mesh.NAMESPACES:  # a collective: link bytes
+            kernel = _torch_mesh.kernel(self._name(op), op, namespace, args, out, self.links)
             if kernel is not None:
                 self.kernels.append(kernel)
             return
+        if namespace != "aten":
+            self._custom(f"{namespace}::{op}", args, kwargs, out)
+            return
+        formula = registry.lookup(f"aten::{op}")
+        if formula is not None:
+            self._formula(f"aten::{op}", formula, args, kwargs)
+            return
         base = op.rstrip("_") if not op.startswith("__") else op.strip("_")
-        if base in _FREE:
+        cls = A.classify(base, pointwise=torch.Tag.pointwise in func.tags,
+                         is_view=func.is_view)
+        if cls == "view":
             return
         inputs = list(_tensors(args)) + list(_tensors(list(kwargs.values())))
+        if self.body and (base in A.RNG or (not inputs and cls == "copy")):
+            self.leave_out("RNG fill" if base in A.RNG else "tensor factory")
+            return
         outputs = list(_tensors(out))
-        if base in _MATMUL:
+        if cls == "matrix":
+            self._matrix(op, base, args, kwargs, func, inputs, outputs)
+            return
+        if cls == "unknown":
+            self.unknown[f"aten::{op}"] = self.unknown.get(f"aten::{op}", 0) + 1
+        flops = self._vector_flops(func, base, args, kwargs, inputs, outputs) if (
+            cls == "vector" or base in A.SCATTER_ADD) else 0.0
+        self.kernels.append(K.vector(self._name(op), flops=flops,
+                                     nbytes=_moved(op, base, inputs, outputs),
+                                     dtype=_dtype(outputs[0]) if outputs else (
+                                         _dtype(inputs[0]) if inputs else None)))
+
+    def _custom(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                out: object) -> None:
+        """A ``torch.library`` op: counted by its registered formula, else unknown."""
+        formula = registry.lookup(name)
+        if formula is not None:
+            self._formula(name, formula, args, kwargs)
+            return
+        self.unknown[name] = self.unknown.get(name, 0) + 1
+        inputs = list(_tensors(args)) + list(_tensors(list(kwargs.values())))
+        outputs = list(_tensors(out))
+        self.kernels.append(K.vector(self._name(name), flops=0.0,
+                                     nbytes=_nbytes(inputs, outputs),
+                                     dtype=_dtype(outputs[0]) if outputs else None))
+
+    def _formula(self, name: str, formula: registry.Formula, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        where = self.path[-1] if self.path else ""
+        kernels, unknown = registry.apply(name, formula, where, args, kwargs)
+        self.kernels.extend(kernels)
+        for op, calls in unknown.items():
+            self.unknown[op] = self.unknown.get(op, 0) + calls
+
+    def _matrix(self, op: str, base: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                func: Any, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
+        if base in A.MATMUL:
             self._matmul(op, base, args, inputs, outputs)
-        elif base in _CONV:
+        elif base in A.CONV:
             self._conv(op, args, inputs, outputs)
-        elif base in _SDPA:
+        elif base in A.CONV_BACKWARD:
+            self._conv_backward(op, args, inputs, outputs)
+        elif base in A.SDPA:
             self._sdpa_aten(op, func, args, kwargs, inputs, outputs)
         else:
-            self.kernels.append(K.vector(self._name(op), flops=self._vector_flops(
-                func, base, args, inputs, outputs), nbytes=_moved(op, base, inputs, outputs),
-                dtype=_dtype(outputs[0]) if outputs else (_dtype(inputs[0]) if inputs
-                                                          else None)))
+            self._sdpa_backward(op, func, args, kwargs, inputs, outputs)
 
     def _vector_flops(self, func: Any, base: str, args: tuple[Any, ...],
-                      inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> float:
+                      kwargs: dict[str, Any], inputs: list[torch.Tensor],
+                      outputs: list[torch.Tensor]) -> float:
         if not inputs or not outputs:
             return 0.0
-        if base in _SOFTMAX:
-            return K.softmax_flops(float(inputs[0].numel()))
-        if base in ("native_layer_norm", "layer_norm", "native_group_norm", "group_norm",
-                    "native_batch_norm", "_native_batch_norm_legit",
-                    "_native_batch_norm_legit_no_training", "batch_norm"):
-            weight = _arg(args, 2) is not None if base in ("native_layer_norm",
-                                                           "layer_norm") else True
-            bias = _arg(args, 3) is not None if base in ("native_layer_norm",
-                                                         "layer_norm") else True
-            return K.norm_flops("layernorm", float(inputs[0].numel()), weight=weight,
-                                bias=bias)
-        if base in ("_fused_rms_norm", "rms_norm"):
-            return K.norm_flops("rmsnorm", float(inputs[0].numel()),
-                                weight=_arg(args, 2) is not None, bias=False)
+        n_in, n_out = float(inputs[0].numel()), float(outputs[0].numel())
+        if base in A.SOFTMAX:
+            return K.softmax_flops(n_in)
+        if base in A.SOFTMAX_BACKWARD:
+            return 4.0 * n_out
+        if base in A.LAYER_NORMS:
+            layer = base in ("native_layer_norm", "layer_norm")
+            weight = _arg(args, 2) is not None if layer else _arg(args, 1) is not None
+            bias = _arg(args, 3) is not None if layer else _arg(args, 2) is not None
+            return K.norm_flops("layernorm", n_in, weight=weight, bias=bias)
+        if base in A.BATCH_NORMS:
+            return _batch_norm_flops(base, args, kwargs, n_in)
+        if base in A.RMS_NORMS:
+            return K.norm_flops("rmsnorm", n_in, weight=_arg(args, 2) is not None, bias=False)
+        if base in A.NORM_BACKWARD:
+            return K.NORM_BACKWARD_FLOPS * n_out
         if base in ("mv", "addmv"):  # a matrix-vector product: vector units, 2 per MAC
             matrix = args[1] if base == "addmv" else args[0]
             return 2.0 * float(matrix.numel())
         if base in ("dot", "vdot"):  # as ops.dot: n multiplies, n - 1 adds
-            return 2.0 * float(inputs[0].numel()) - 1.0
-        if base in _REDUCE_ONE:
-            return float(max(inputs[0].numel() - outputs[0].numel(), 0))
-        if base in _REDUCE_PER_ELEMENT:
-            return _REDUCE_PER_ELEMENT[base] * float(inputs[0].numel())
-        if base in _MOVE or torch.Tag.pointwise not in func.tags:
-            return 0.0  # index, mask, copy, creation and unknown ops: bytes only
-        return K.ELEMENT_FLOPS.get(base, 1.0) * float(outputs[0].numel())
+            return 2.0 * n_in - 1.0
+        if base in A.REDUCE_ONE:
+            return max(n_in - n_out, 0.0)
+        if base in A.SCAN:
+            return n_in
+        if base in A.REDUCE_PER_ELEMENT:
+            return A.REDUCE_PER_ELEMENT[base] * n_in
+        if base in A.MAX_POOL or base in A.AVG_POOL:
+            window = float(math.prod(_ints(_arg(args, 1), inputs[0].dim() - 2)))
+            return n_out * (window - 1.0 if base in A.MAX_POOL else window)
+        if base in A.ADAPTIVE_POOL:
+            return n_in if "avg" in base else max(n_in - n_out, 0.0)
+        if base in A.UPSAMPLE:
+            return A.UPSAMPLE[base] * n_out
+        if base in A.SORT:
+            length = inputs[0].shape[_dim(args, kwargs, inputs[0])] if inputs[0].dim() else 1
+            return n_in * math.log2(max(length, 2))
+        if base in A.TOPK:
+            return n_in
+        if base in A.EMBEDDING_BAG:  # rows gathered (indices · dim), one add each
+            return float(inputs[1].numel() * inputs[0].shape[-1]) if len(inputs) > 1 else 0.0
+        if base in A.SCATTER_ADD:
+            if base in ("index_put", "_index_put_impl") and not bool(
+                    _arg(args, 3) or kwargs.get("accumulate")):
+                return 0.0  # a plain write: no add
+            return float(inputs[-1].numel())
+        if base in K.ELEMENT_FLOPS:
+            return K.ELEMENT_FLOPS[base] * n_out
+        if torch.Tag.pointwise not in func.tags:
+            return max(n_in, n_out)  # the table's other vector ops: 1 per element
+        return n_out
 
     def _matmul(self, op: str, base: str, args: tuple[Any, ...], inputs: list[torch.Tensor],
                 outputs: list[torch.Tensor]) -> None:
-        # mm(a, b); addmm(bias, a, b); bmm(a, b); baddbmm(bias, a, b); _scaled_mm(a, b, ...)
+        # mm(a, b); addmm(bias, a, b); bmm(a, b); baddbmm(bias, a, b); _scaled_mm(a, b, ...);
+        # _grouped_mm(a, b, offs); packed-weight products (x, w_packed, ...)
         a, b = (args[1], args[2]) if base in ("addmm", "baddbmm", "_addmm_activation",
                                               "addbmm") else (args[0], args[1])
-        batch = math.prod(a.shape[:-2])
-        macs = float(batch * a.shape[-2] * a.shape[-1] * b.shape[-1])
-        dtype = self.dtype or K.wider(_dtype(a), _dtype(b))
+        out = outputs[0]
+        if base in ("_grouped_mm", "_scaled_grouped_mm") or base.startswith(
+                ("_weight_int", "_dyn_quant")):
+            # every output element is one dot product over the contraction; a 2-D x 2-D
+            # grouped product splits the contraction (K) among the groups
+            contraction = a.shape[-1] if not (a.dim() == 2 and b.dim() == 2 and out.dim() == 3
+                                              ) else a.shape[-1] / max(out.shape[0], 1)
+            macs = float(out.numel()) * float(contraction)
+            weights = b if not base.startswith(("_weight_int", "_dyn_quant")) else None
+        else:
+            batch = math.prod(a.shape[:-2])
+            macs = float(batch * a.shape[-2] * a.shape[-1] * b.shape[-1])
+            weights = b
+        dtype = self.dtype or (K.wider(_dtype(a), _dtype(weights)) if weights is not None
+                               else _dtype(a))
+        if base == "_int_mm" and self.dtype is None:
+            dtype = "int8"
         self.kernels.append(K.matrix(self._name(op), macs=macs,
                                      nbytes=_nbytes(inputs, outputs), dtype=dtype))
 
@@ -249,15 +327,52 @@ class Recorder:
             return
         self.kernels.append(K.matrix(self._name(op), macs=macs, nbytes=nbytes, dtype=dtype))
 
+    def _conv_backward(self, op: str, args: tuple[Any, ...], inputs: list[torch.Tensor],
+                       outputs: list[torch.Tensor]) -> None:
+        """``convolution_backward(grad_out, input, weight, ..., output_mask)``: each gradient
+        asked for (input's, weight's) costs the forward's multiply-accumulates, as torch's
+        counter counts them; the bias gradient is a reduction of grad_out."""
+        grad, x, w = args[0], args[1], args[2]
+        transposed = bool(_arg(args, 6))
+        spatial = x.shape[2:] if transposed else grad.shape[2:]
+        forward = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
+        mask = _arg(args, 10) or (True, True, False)
+        macs = forward * (int(bool(mask[0])) + int(bool(mask[1])))
+        dtype = self.dtype or K.wider(_dtype(x), _dtype(w))
+        self.kernels.append(K.matrix(self._name(op), macs=macs,
+                                     nbytes=_nbytes(inputs, outputs), dtype=dtype))
+
     def _sdpa_aten(self, op: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                    inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
-        names = [a.name for a in func._schema.arguments]
-        bound = dict(zip(names, args, strict=False)) | kwargs
-        causal = bool(bound.get("is_causal", False))
-        mask = bound.get("attn_mask", bound.get("attn_bias"))
+        bound = _bind(func, args, kwargs)
+        causal = bool(bound.get("is_causal", False)) or bound.get("custom_mask_type") == 1
+        mask = bound.get("attn_mask", bound.get("attn_bias", bound.get("bias")))
         self.attention(op, bound.get("query", args[0]), bound.get("key", args[1]),
                        bound.get("value", args[2]), causal=causal and mask is None,
                        nbytes=_nbytes(inputs, outputs[:1]))
+
+    def _sdpa_backward(self, op: str, func: Any, args: tuple[Any, ...],
+                       kwargs: dict[str, Any], inputs: list[torch.Tensor],
+                       outputs: list[torch.Tensor]) -> None:
+        """Attention's backward: dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q over the
+        scored pairs, twice the forward's products (as torch's counter counts them; a
+        kernel that recomputes P adds Q·Kᵀ on top); dS = P·(dP - rowsum) is 3 FLOPs a pair
+        on the vector units."""
+        bound = _bind(func, args, kwargs)
+        q, k, v = bound.get("query"), bound.get("key"), bound.get("value")
+        if q is None or k is None or v is None:
+            q, k, v = args[1], args[2], args[3]
+        causal = bool(bound.get("is_causal", False)) or bound.get("custom_mask_type") == 1
+        mask = bound.get("attn_mask", bound.get("attn_bias", bound.get("bias")))
+        pairs = (K.causal_pairs_top_left(q.shape[-2], k.shape[-2]) if causal and mask is None
+                 else float(q.shape[-2]) * k.shape[-2])
+        scored = float(math.prod(q.shape[:-2])) * pairs
+        name = self._name(op)
+        self.kernels.append(K.matrix(name, macs=2.0 * scored * (q.shape[-1] + v.shape[-1]),
+                                     nbytes=_nbytes(inputs, outputs),
+                                     dtype=self.dtype or _dtype(q)))
+        self.kernels.append(K.vector(f"{name}.softmax", flops=3.0 * scored, nbytes=0.0,
+                                     dtype=_dtype(q)))
 
     def sdpa(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
         """``F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, ...)``."""
@@ -281,6 +396,46 @@ class Recorder:
                                         softmax_dtype=_dtype(q)))
 
 
+def _bind(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """An op's arguments by their schema names."""
+    names = [a.name for a in func._schema.arguments]
+    return dict(zip(names, args, strict=False)) | kwargs
+
+
+def _batch_norm_flops(base: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      elements: float) -> float:
+    """Training batch norm normalises with the batch's statistics (the layer-norm rate, 7 a
+    element); in eval it is a per-channel scale and shift (2 a element)."""
+    if base in ("_native_batch_norm_legit_no_training", "_batch_norm_no_update"):
+        training = False
+    elif base == "_native_batch_norm_legit" and len(args) in (5, 6) and not isinstance(
+            _arg(args, 3), torch.Tensor):
+        training = bool(_arg(args, 3))  # the overload without running statistics
+    elif base == "_batch_norm_with_update":
+        training = True
+    else:
+        training = bool(_arg(args, 5) if len(args) > 5 else kwargs.get("training", True))
+    if not training:
+        return K.EVAL_BATCH_NORM_FLOPS * elements
+    return K.norm_flops("layernorm", elements, weight=_arg(args, 1) is not None,
+                        bias=_arg(args, 2) is not None)
+
+
+def _ints(value: object, rank: int) -> list[int]:
+    """A kernel size as a list of *rank* ints (an int means the same in every dimension)."""
+    if isinstance(value, int):
+        return [value] * max(rank, 1)
+    if isinstance(value, (list, tuple)) and value:
+        items = [int(v) for v in value]
+        return items * rank if len(items) == 1 else items
+    return [1]
+
+
+def _dim(args: tuple[Any, ...], kwargs: dict[str, Any], t: torch.Tensor) -> int:
+    dim = kwargs.get("dim", _arg(args, 1))
+    return int(dim) if isinstance(dim, int) else -1
+
+
 def _arg(args: tuple[Any, ...], index: int) -> Any:
     return args[index] if len(args) > index else None
 
@@ -300,28 +455,91 @@ class _Dispatch(TorchDispatchMode):  # type: ignore[misc]
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if not self.recorder.hidden:
-            self.recorder.op(func, args, kwargs, out)
+        recorder = self.recorder
+        if recorder.recording:
+            if recorder.body and _in_testing():
+                recorder.leave_out("comparison")
+            else:
+                recorder.op(func, args, kwargs, out)
         return out
 
 
+def _in_testing() -> bool:
+    """True when ``torch.testing`` (``assert_close`` and co) is on the Python call stack."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("torch.testing"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+#: ``torch.overrides.redispatch_function`` (torch >= 2.12): runs a function's body past its
+#: own ``__torch_function__`` check, so the mode can stay entered for the calls inside.
+_REDISPATCH = getattr(torch.overrides, "redispatch_function", None)
+
+#: Modules of Python-level torch functions that call other torch functions (SDPA inside
+#: ``F.multi_head_attention_forward``). Tensor methods written in Python call their C
+#: method, which dispatches again: they are left alone.
+_NESTING = frozenset({"torch.nn.functional", "torch.functional"})
+
+#: Comparisons a ``trace=True`` body makes to check a result (not the kernel under test).
+_COMPARISONS = ("allclose", "isclose", "equal")
+
+
 class _Functions(TorchFunctionMode):  # type: ignore[misc]
-    def __init__(self, recorder: Recorder) -> None:
+    """SDPA at its call (``is_causal`` is read there); in a test body, reference
+    comparisons left out; calls of traced torch functions opened (``trace=fn``).
+
+    torch turns a function mode off while its handler runs: a Python-level function
+    (``F.multi_head_attention_forward``) runs with the mode entered again, so the SDPA it
+    calls is seen on meta and real tensors alike.
+    """
+
+    def __init__(self, recorder: Recorder, targets: frozenset[Any] = frozenset()) -> None:
         super().__init__()
         self.recorder = recorder
+        self.targets = targets
+        self.comparisons: frozenset[Any] = frozenset()
+        if recorder.body:
+            self.comparisons = frozenset(
+                f for name in _COMPARISONS for f in (getattr(torch, name, None),
+                                                     getattr(torch.Tensor, name, None))
+                if f is not None)
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        if func is not F.scaled_dot_product_attention or self.recorder.hidden:
-            return func(*args, **kwargs)
-        self.recorder.hidden += 1
+        recorder = self.recorder
+        if func is F.scaled_dot_product_attention and not recorder.hidden:
+            recording = recorder.recording
+            recorder.hidden += 1
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                recorder.hidden -= 1
+            if recording or func in self.targets:
+                recorder.sdpa(args, kwargs, out)
+            return out
+        if func in self.comparisons:
+            recorder.leave_out("comparison")
+            recorder.hidden += 1
+            try:
+                return func(*args, **kwargs)
+            finally:
+                recorder.hidden -= 1
+        opened = func in self.targets
+        if opened:
+            recorder.inside += 1
         try:
-            out = func(*args, **kwargs)
+            if _REDISPATCH is not None and isinstance(func, types_.FunctionType) and (
+                    func.__module__ in _NESTING):
+                with self:  # a Python function calls torch functions in turn: keep watching
+                    return _REDISPATCH(func, types, args, kwargs)
+            return func(*args, **kwargs)
         finally:
-            self.recorder.hidden -= 1
-        self.recorder.sdpa(args, kwargs, out)
-        return out
+            if opened:
+                recorder.inside -= 1
 
 
 def module_names(*roots: object) -> dict[int, str]:
@@ -337,27 +555,53 @@ def module_names(*roots: object) -> dict[int, str]:
 def roots_of(fn: Callable[..., Any], args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> list[object]:
     """Objects that may hold the modules *fn* runs: itself, its owner, closure, arguments."""
-    roots: list[object] = [fn, getattr(fn, "__self__", None)]
-    for cell in getattr(fn, "__closure__", None) or ():
-        with contextlib.suppress(ValueError):  # an empty cell has no contents
-            roots.append(cell.cell_contents)
-    roots.extend(args)
-    roots.extend(kwargs.values())
-    return roots
+    return [fn, *captured(fn), *args, *kwargs.values()]
 
 
 _ACTIVE: list[Recorder] = []
 
 
 class Session:
-    """The modes and hooks of one recording; a context manager (used by ``trace=True``)."""
+    """The modes and hooks of one recording; a context manager (used by ``trace=True``).
+
+    ``body=True``: a test body (factories, RNG fills and reference comparisons left out).
+    ``targets``: record only while one of these runs (``trace=fn``): Python functions and
+    methods are followed by a profile function (``sys.setprofile``), modules by their
+    forward hooks, torch functions (``torch.softmax``) by the function mode.
+    """
 
     def __init__(self, names: dict[int, str], dtype: str | None,
-                 links: dict[str, AxisLink] | None = None) -> None:
-        self.recorder = Recorder(names, dtype, links)
+                 links: dict[str, AxisLink] | None = None, *, body: bool = False,
+                 targets: Iterable[object] = ()) -> None:
+        targets = list(targets)
+        self.recorder = Recorder(names, dtype, links, body=body, filtered=bool(targets))
+        self._modules = {id(t) for t in targets if isinstance(t, torch.nn.Module)}
+        self._codes = {code for t in targets if (code := _code(t)) is not None}
+        functions = frozenset(t for t in targets if not isinstance(t, torch.nn.Module)
+                              and _code(t) is None)
         self._dispatch = _Dispatch(self.recorder)
-        self._functions = _Functions(self.recorder)
+        self._functions = _Functions(self.recorder, functions)
         self._hooks: list[Any] = []
+        self._profile: Any = None
+
+    def _enter_module(self, module: torch.nn.Module, args: object) -> None:
+        if id(module) in self._modules:
+            self.recorder.inside += 1
+        self.recorder.enter(module, args)
+
+    def _leave_module(self, module: torch.nn.Module, args: object, output: object) -> None:
+        self.recorder.leave(module, args, output)
+        if id(module) in self._modules:
+            self.recorder.inside -= 1
+
+    def _follow(self, frame: Any, event: str, arg: object) -> None:
+        if frame.f_code in self._codes:
+            if event == "call":
+                self.recorder.inside += 1
+            elif event == "return":
+                self.recorder.inside -= 1
+        if self._profile is not None:
+            self._profile(frame, event, arg)
 
     def __enter__(self) -> Recorder:
         from torch.nn.modules.module import (
@@ -368,8 +612,11 @@ class Session:
         for outer in _ACTIVE:  # a trace inside a recorded test body is counted once
             outer.hidden += 1
         _ACTIVE.append(self.recorder)
-        self._hooks = [register_module_forward_pre_hook(self.recorder.enter),
-                       register_module_forward_hook(self.recorder.leave, always_call=True)]
+        self._hooks = [register_module_forward_pre_hook(self._enter_module),
+                       register_module_forward_hook(self._leave_module, always_call=True)]
+        if self._codes:
+            self._profile = sys.getprofile()
+            sys.setprofile(self._follow)
         self._functions.__enter__()
         self._dispatch.__enter__()
         return self.recorder
@@ -379,6 +626,8 @@ class Session:
             self._dispatch.__exit__(*exc)
             self._functions.__exit__(*exc)
         finally:
+            if self._codes:
+                sys.setprofile(self._profile)
             for hook in self._hooks:
                 hook.remove()
             self._hooks = []
@@ -387,13 +636,29 @@ class Session:
                 outer.hidden -= 1
 
 
+def _code(target: object) -> Any:
+    """The code object a Python function or method runs (None for anything else)."""
+    function = getattr(target, "__func__", target)
+    code = getattr(function, "__code__", None)
+    return code if isinstance(code, types_.CodeType) else None
+
+
+class Recording:
+    """What one call ran: its kernels and the ops without a formula."""
+
+    __slots__ = ("kernels", "unknown")
+
+    def __init__(self, kernels: list[Kernel], unknown: dict[str, int]) -> None:
+        self.kernels, self.unknown = kernels, unknown
+
+
 def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-           dtype: str | None, links: dict[str, AxisLink] | None = None) -> list[Kernel]:
+           dtype: str | None, links: dict[str, AxisLink] | None = None) -> Recording:
     """Run ``fn(*args, **kwargs)`` and return one kernel per op it ran."""
     session = Session(module_names(*roots_of(fn, args, kwargs)), dtype, links)
     with session:
         fn(*args, **kwargs)
-    return session.recorder.kernels
+    return Recording(session.recorder.kernels, session.recorder.unknown)
 
 
 def footprint(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> float:

@@ -1,0 +1,85 @@
+"""What the tracers share below the package: the error they raise and how a callable's
+framework is found (from its arguments, else from what it closes over)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import RooflineError
+
+
+class TraceError(RooflineError, ValueError):
+    """A callable or its arguments that cannot be traced."""
+
+
+def _leaves(value: object, depth: int = 0) -> Iterable[object]:
+    if depth > 4:
+        return
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item, depth + 1)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item, depth + 1)
+    else:
+        yield value
+
+
+def captured(fn: object) -> list[object]:
+    """What a callable holds besides its arguments: its owner (a bound method's object), a
+    ``functools.partial``'s arguments, its closure cells, defaults and the module globals
+    its code names (``trace(lambda: model(x))`` closes over ``model`` and ``x``)."""
+    found: list[object] = [getattr(fn, "__self__", None)]
+    partial_fn = getattr(fn, "func", None)
+    if partial_fn is not None and isinstance(getattr(fn, "args", None), tuple):
+        found += [partial_fn, *fn.args, *getattr(fn, "keywords", {}).values()]  # type: ignore[attr-defined]
+        fn = partial_fn
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    found.extend(getattr(fn, "__defaults__", None) or ())
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if code is not None and isinstance(names, dict):
+        found.extend(names[n] for n in code.co_names
+                     if n in names and _framework_object(names[n]))
+    return found
+
+
+def _framework_object(value: object) -> bool:
+    """An instance (not a class, not a module) of a torch or jax type: a Module, a tensor."""
+    if isinstance(value, type) or type(value).__name__ == "module":
+        return False
+    return type(value).__module__.split(".")[0] in ("torch", "jax", "jaxlib", "flax")
+
+
+def detect(fn: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """``"torch"`` or ``"jax"``, from the arguments' types, else from what *fn* holds (an
+    ``nn.Module``, a closure over tensors); no framework is imported."""
+    found = _frameworks([fn, *_leaves(args), *_leaves(kwargs)])
+    if not found:
+        found = _frameworks(list(_leaves(captured(fn))))
+    if len(found) == 1:
+        return found.pop()
+    if found:
+        raise TraceError("trace(): found both torch tensors and jax arrays among the "
+                         "arguments; trace one framework at a time")
+    kinds = ", ".join(type(v).__name__ for v in _leaves(args)) or "none"
+    raise TraceError(f"trace(): found no torch tensor or jax array among the arguments or "
+                     f"what fn closes over (argument types: {kinds}); pass what fn takes, "
+                     f"e.g. torch.empty(..., device='meta') or jax.ShapeDtypeStruct(shape, "
+                     f"dtype), or give Tracer(framework='torch' or 'jax')")
+
+
+def _frameworks(values: list[object]) -> set[str]:
+    found: set[str] = set()
+    for value in values:
+        for cls in type(value).__mro__:
+            module = cls.__module__.split(".")[0]
+            if module == "torch":
+                found.add("torch")
+            elif module in ("jax", "jaxlib", "flax"):
+                found.add("jax")
+    return found

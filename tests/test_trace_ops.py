@@ -1,0 +1,202 @@
+"""The torch tracer's op table: formulas for the ops real models run, unknown ops named, and
+formulas for your own kernels (``register_op``).
+
+Expected numbers are derived in each test from the op's definition (a multiply-accumulate is
+2 FLOPs; bytes are the tensors' storage sizes); tolerances are exact unless stated."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import pytest_roofline as rl  # noqa: E402
+from pytest_roofline import ops  # noqa: E402
+from pytest_roofline.tracing import _aten  # noqa: E402
+
+META = {"device": "meta"}
+
+
+def _empty(*shape: int, dtype: object = None) -> torch.Tensor:
+    return torch.empty(*shape, device="meta", dtype=dtype or torch.bfloat16)
+
+
+def test_grouped_mm_counts_every_routed_row_once() -> None:
+    # 2-D tokens x 3-D experts (the MoE layout of transformers): 512 routed rows of K=256,
+    # each meeting one expert's 256x1024 weight: 512·256·1024 MACs.
+    a, b = _empty(512, 256), _empty(8, 256, 1024)
+    offs = torch.empty(8, device="meta", dtype=torch.int32)
+    w = rl.trace(lambda: torch._grouped_mm(a, b, offs=offs))
+    assert w.flops == 2 * 512 * 256 * 1024
+    assert w.kernels[0].unit == "matrix"
+    # bytes: a, b, offs read, output written
+    assert w.bytes == (512 * 256 + 8 * 256 * 1024 + 512 * 1024) * 2 + 8 * 4
+    assert not w.unknown
+    # 3-D x 3-D: a batch of products
+    w3 = rl.trace(torch._grouped_mm, _empty(4, 64, 128), _empty(4, 128, 32))
+    assert w3.flops == 2 * 4 * 64 * 128 * 32
+
+
+def test_int8_and_packed_weight_products_are_matrix_kernels() -> None:
+    x = torch.empty(64, 128, dtype=torch.int8, device="meta")
+    w = rl.trace(lambda: torch._int_mm(x, torch.empty(128, 32, dtype=torch.int8,
+                                                       device="meta")))
+    assert w.flops == 2 * 64 * 128 * 32 and w.kernels[0].dtype == "int8"
+    packed = rl.trace(torch._weight_int8pack_mm, _empty(16, 128),
+                      torch.empty(32, 128, dtype=torch.int8, device="meta"), _empty(32))
+    assert packed.flops == 2 * 16 * 128 * 32  # every output element: one 128-long dot
+    assert packed.kernels[0].dtype == "bf16"  # dequantised into the activations' precision
+
+
+@pytest.mark.parametrize(("training", "per_element"), [(False, 2.0), (True, 7.0)])
+def test_batch_norm_eval_is_a_scale_and_shift(training: bool, per_element: float) -> None:
+    # eval: y = x·a + b per channel (2 FLOPs an element); training normalises with the
+    # batch's statistics at the layer-norm rate (ops.vector: 7 with weight and bias)
+    bn = torch.nn.BatchNorm2d(32, device="meta").train(training)
+    x = torch.empty(4, 32, 16, 16, device="meta")
+    w = rl.trace(bn, x)
+    norm = [k for k in w.kernels if "batch_norm" in k.name]
+    assert sum(k.total_flops for k in norm) == per_element * x.numel()
+
+
+def test_pooling_upsampling_sorting_and_scans() -> None:
+    x = torch.empty(2, 8, 32, 32, device="meta")
+    # max pool 3x3 stride 2: 8 comparisons per output of 15x15
+    w = rl.trace(lambda: torch.nn.functional.max_pool2d(x, 3, 2))
+    assert w.flops == 2 * 8 * 15 * 15 * 8
+    # average pool 2x2: 3 adds and a divide per output of 16x16
+    assert rl.trace(lambda: torch.nn.functional.avg_pool2d(x, 2)).flops == 2 * 8 * 16 * 16 * 4
+    # adaptive average to 1x1: every input element once
+    assert rl.trace(lambda: torch.nn.functional.adaptive_avg_pool2d(x, 1)).flops == x.numel()
+    # bilinear upsampling x2: 7 per output element (4 taps: 4 multiplies, 3 adds)
+    up = rl.trace(lambda: torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear"))
+    assert up.flops == 7 * 2 * 8 * 64 * 64
+    nearest = rl.trace(lambda: torch.nn.functional.interpolate(x, scale_factor=2))
+    assert nearest.flops == 0 and nearest.bytes > 0 and not nearest.unknown
+    v = torch.empty(4, 1024, device="meta")
+    assert rl.trace(lambda: torch.sort(v, dim=-1)).flops == 4 * 1024 * 10  # n·log2(1024)
+    assert rl.trace(lambda: torch.topk(v, 8)).flops == 4 * 1024
+    assert rl.trace(lambda: torch.cumsum(v, -1)).flops == 4 * 1024
+
+
+def test_scatter_add_index_add_and_embedding_bag() -> None:
+    dest, src = torch.empty(100, 64, device="meta"), torch.empty(30, 64, device="meta")
+    index = torch.empty(30, dtype=torch.long, device="meta")
+    w = rl.trace(lambda: dest.index_add_(0, index, src))
+    assert w.flops == 30 * 64  # one add per value
+    # in place: indices and values read, the values' positions written (never the table)
+    assert w.bytes == 30 * 8 + 30 * 64 * 4 + 30 * 64 * 4
+    idx2 = torch.empty(30, 64, dtype=torch.long, device="meta")
+    assert rl.trace(lambda: dest.scatter_add(0, idx2, src)).flops == 30 * 64
+    table = torch.empty(1000, 64, device="meta")
+    ids = torch.empty(40, dtype=torch.long, device="meta")
+    offsets = torch.empty(8, dtype=torch.long, device="meta")
+    bag = rl.trace(lambda: torch.nn.functional.embedding_bag(ids, table, offsets))
+    assert bag.flops == 40 * 64  # 40 rows gathered, one add each
+    assert not bag.unknown
+
+
+def test_attention_backward_is_twice_the_forward_products() -> None:
+    # torch's counter: dV, dP, dQ, dK are 4 products over the scored pairs (the forward: 2)
+    q = torch.empty(1, 4, 128, 64, requires_grad=True)
+    k = torch.empty(1, 4, 128, 64, requires_grad=True)
+    v = torch.empty(1, 4, 128, 64, requires_grad=True)
+
+    def step() -> None:
+        torch.nn.functional.scaled_dot_product_attention(q, k, v).sum().backward()
+
+    w = rl.trace(step)
+    pairs = 4 * 128 * 128
+    backward = [k for k in w.kernels if k.unit == "matrix" and "backward" in k.name]
+    assert sum(k.total_flops for k in backward) == 2 * 2 * pairs * (64 + 64)
+    assert not w.unknown
+
+
+def test_sdpa_inside_multi_head_attention_is_seen_on_meta_and_cpu_alike() -> None:
+    # nn.MultiheadAttention calls F.multi_head_attention_forward, which calls SDPA: with
+    # is_causal and no weights asked it drops the mask, so only the scored pairs count
+    counts = {}
+    for device in ("meta", "cpu"):
+        mha = torch.nn.MultiheadAttention(64, 4, batch_first=True, device=device)
+        x = torch.zeros(2, 32, 64, device=device)
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(32, device=device)
+        w = rl.trace(lambda m=mha, x=x, mask=mask: m(x, x, x, attn_mask=mask, is_causal=True,
+                                                     need_weights=False))
+        counts[device] = w.flops
+        attention = [k for k in w.kernels if k.name.endswith("scaled_dot_product_attention")]
+        pairs = 2 * 4 * 32 * 33 / 2  # batch · heads · causal pairs
+        assert sum(k.total_flops for k in attention) == 2 * pairs * (16 + 16)
+    assert counts["meta"] == counts["cpu"]
+
+
+def test_closures_are_traced_like_arguments() -> None:
+    layer = torch.nn.Linear(64, 32, device="meta")
+    x = torch.empty(8, 64, device="meta")
+    assert rl.trace(lambda: layer(x)).flops == rl.trace(layer, x).flops == 2 * 8 * 64 * 32
+    with pytest.raises(rl.TraceError, match="closes over"):
+        rl.trace(lambda: 1 + 1)
+
+
+def test_every_aten_class_is_one_of_the_documented_classes() -> None:
+    assert set(_aten._NAMED.values()) <= set(_aten.CLASSES)
+    assert _aten.classify("no_such_op", pointwise=False, is_view=False) == "unknown"
+    assert _aten.classify("add", pointwise=True, is_view=False) == "vector"
+    assert _aten.classify("where", pointwise=True, is_view=False) == "copy"
+
+
+# -- custom ops: unknown until registered -------------------------------------------------------
+
+@torch.library.custom_op("rooflinetest::fancy", mutates_args=())
+def fancy(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x @ w
+
+
+@fancy.register_fake
+def _(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x.new_empty(x.shape[0], w.shape[1])
+
+
+def test_a_custom_op_is_unknown_until_registered_then_counted_by_its_formula() -> None:
+    x, w = _empty(64, 128), _empty(128, 256)
+    before = rl.trace(fancy, x, w)
+    assert dict(before.unknown) == {"rooflinetest::fancy": 1}
+    assert before.flops == 0  # not known: reported, not priced
+    assert before.bytes == (64 * 128 + 128 * 256 + 64 * 256) * 2  # its tensors, read/written
+    with pytest.raises(rl.TraceError, match=r"1 op without a formula: rooflinetest::fancy x1"
+                                            r".*register_op\('rooflinetest::fancy'"):
+        rl.Tracer(strict=True)(fancy, x, w)
+    try:
+        @rl.register_op("rooflinetest::fancy")
+        def fancy_formula(x: torch.Tensor, w: torch.Tensor) -> rl.Workload:
+            return ops.matmul(x.shape[0], w.shape[1], x.shape[1], dtype="bf16")
+
+        after = rl.trace(fancy, x, w)
+        assert not after.unknown
+        assert after.flops == 2 * 64 * 256 * 128
+        assert after.kernels[0].name.startswith("rooflinetest::fancy")
+        assert rl.Tracer(strict=True)(fancy, x, w).flops == after.flops
+    finally:
+        rl.unregister_op("rooflinetest::fancy")
+    # a CPU run counts the same as a meta one
+    real = rl.trace(fancy, torch.zeros(4, 8), torch.zeros(8, 2))
+    assert dict(real.unknown) == {"rooflinetest::fancy": 1}
+
+
+def test_a_formula_that_returns_the_wrong_thing_is_named() -> None:
+    try:
+        rl.register_op("rooflinetest::fancy", lambda x, w: 42)
+        with pytest.raises(rl.TraceError, match="rooflinetest::fancy.*returned int"):
+            rl.trace(fancy, _empty(4, 8), _empty(8, 2))
+    finally:
+        rl.unregister_op("rooflinetest::fancy")
+    with pytest.raises(rl.TraceError, match="formula must be callable"):
+        rl.register_op("rooflinetest::fancy", 3)  # type: ignore[call-overload]
+
+
+def test_unknown_ops_add_up_when_workloads_compose() -> None:
+    a = rl.Workload(flops=1.0, bytes=1.0, unknown={"x::y": 2})
+    b = rl.Workload(flops=1.0, bytes=1.0, unknown={"x::y": 1, "z::w": 1})
+    assert dict((a + b).unknown) == {"x::y": 3, "z::w": 1}
+    assert dict((3 * a).unknown) == {"x::y": 2}
+    with pytest.raises(rl.WorkloadError, match="unknown must map op names"):
+        rl.Workload(flops=1.0, bytes=1.0, unknown={"x": 0})
