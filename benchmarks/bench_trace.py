@@ -23,6 +23,43 @@ from per_call import per_call  # noqa: E402  (beside this script)
 TARGET_S = 0.1
 
 
+#: Whole transformers models at 2 layers (their configs' defaults), batch 1 x 256 tokens.
+HF_TYPES = ("llama", "mixtral", "qwen3_moe", "deepseek_v3", "gpt2")
+
+
+def hf_rows(rl: object, counted_call: object) -> None:
+    """Whole 2-layer transformers models on meta: the trace beside FlopCounterMode."""
+    try:
+        from zoo_setup import allow_torchvision_without_extension
+
+        allow_torchvision_without_extension()
+        import torch
+        import transformers
+    except ImportError:
+        print("  (transformers not installed: no whole-model figures)")
+        return
+    print(f"{'whole transformers model, 2 layers, 1 x 256':<46}{'median':>11}{'best':>11}")
+    ids = torch.zeros(1, 256, dtype=torch.long, device="meta")
+    for model_type in HF_TYPES:
+        layers = {"n_layer": 2} if model_type == "gpt2" else {"num_hidden_layers": 2}
+        config = transformers.AutoConfig.for_model(model_type, **layers)
+        config._attn_implementation = "sdpa"
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
+        rl.trace(model, ids)  # type: ignore[attr-defined]  # warm
+
+        def counted(m: object = model) -> None:
+            with counted_call(display=False):  # type: ignore[operator]
+                m(ids)  # type: ignore[operator]
+
+        for name, fn in (("pytest_roofline.trace",
+                          lambda m=model: rl.trace(m, ids)),  # type: ignore[attr-defined]
+                         ("torch FlopCounterMode", counted)):
+            median, best = per_call(fn, number=5)
+            print(f"  {model_type + ': ' + name:<44}{1e3 * median:>8.2f} ms"
+                  f"{1e3 * best:>8.2f} ms")
+
+
 def main() -> int:
     try:
         import torch
@@ -58,6 +95,7 @@ def main() -> int:
             if name.startswith("pytest_roofline"):
                 worst = max(worst, median)
             print(f"  {label + ': ' + name:<44}{1e3 * median:>8.2f} ms{1e3 * best:>8.2f} ms")
+    hf_rows(rl, counted_call=FlopCounterMode)
     try:
         import jax
         import jax.numpy as jnp
