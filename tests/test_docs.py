@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import doctest
+import functools
 import io
 import json
 import os
@@ -885,6 +886,46 @@ def _trace_tests(block: Block, request: pytest.FixtureRequest) -> None:
     prelude = (f"{RMSNORM}import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
                "from test_docs import _decoder_layer as build_layer\n")
     as_test_module(block, request.getfixturevalue("pytester"), prelude, passed=3)
+
+
+@check("docs/trace.md", "import torch, transformers")
+def _whole_hf_model(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    scope = python(block)
+    w = scope["w"]
+    assert not w.unknown and w.flops > 0  # type: ignore[attr-defined]
+    assert any(k.name.endswith("_grouped_mm") for k in w.kernels)  # type: ignore[attr-defined]
+
+
+CUSTOM_OP = "docs/trace.md", "# a custom op: unknown until it has a formula"
+
+
+@functools.cache
+def _custom_op_scope() -> dict[str, object]:
+    """The custom-op block, run once per process (torch defines an op name once)."""
+    block = next(b for b in ALL if b.key == CUSTOM_OP)
+    return python(block)
+
+
+@check(*CUSTOM_OP)
+def _custom_op(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    scope = _custom_op_scope()  # its asserts ran: unknown, then counted by the formula
+    assert "fancy_cost" in scope
+
+
+@check("docs/trace.md", "trace(fancy): 1 op without a formula: mylib::fancy x1; strict tracing")
+def _strict_message(block: Block, request: pytest.FixtureRequest) -> None:
+    torch = pytest.importorskip("torch")
+    import pytest_roofline as rl
+
+    scope = _custom_op_scope()
+    x = torch.empty(64, 128, device="meta")
+    with pytest.raises(rl.TraceError) as raised:
+        rl.Tracer(strict=True, name="trace(fancy)")(scope["fancy"], x,
+                                                    torch.empty(128, 256, device="meta"))
+    assert_shown(block.text, str(raised.value), whole=True)
 
 
 @check("docs/trace.md", "roofline: cross-check: the declared and traced workloads disagree by "

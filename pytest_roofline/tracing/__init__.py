@@ -182,9 +182,9 @@ def refuse_unknown(unknown: dict[str, int], name: str) -> None:
 
     first = next(iter(sorted(unknown)))
     raise TraceError(f"{name}: {describe_unknown(unknown)}; strict tracing counts no op as "
-                     f"0 FLOPs. Give each a formula, e.g. pytest_roofline.register_op("
-                     f"{first!r}, lambda *args, **kwargs: pytest_roofline.ops.vector("
-                     f"...)) (docs/trace.md, 'Formulas for your own kernels')")
+                     f"0 FLOPs: give each a formula, pytest_roofline.register_op({first!r}, "
+                     f"formula), a function of the op's arguments that returns a Kernel or "
+                     f"a Workload (docs/trace.md)")
 
 
 def workload(kernels: list[Kernel], *, footprint: float, name: str,
