@@ -333,8 +333,10 @@ def analyze(
 
     *dtype* is the precision of kernels that name none (default: the chip's default, bf16 on
     most). Kernels that name a precision keep it. *measured* (s, or anything with a ``time``
-    in s such as a ``Measurement``) sets ``Result.measured`` and ``Result.efficiency``. See
-    the module docstring for the rules.
+    in s such as a ``Measurement``) sets ``Result.measured`` and ``Result.efficiency``. A
+    Measurement timed on this machine is set only against this machine (a calibration such
+    as ``host``, or a chip it holds): any other chip is a RooflineError saying why. See the
+    module docstring for the rules.
     """
     if not isinstance(workload, Workload):
         raise WorkloadError(f"analyze() needs a Workload, got {brief(workload)} "
@@ -342,6 +344,12 @@ def analyze(
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
     _check_settings(flops_per_mac, derate, sparse)
     seconds = _measured(measured)
+    if seconds is not None and getattr(measured, "here", False) is True:
+        from .hardware import foreign_to_this_machine
+
+        reason = foreign_to_this_machine(chip)
+        if reason is not None:
+            raise RooflineError(f"a measurement against {chip.name} is refused: {reason}")
     roof_threads = None
     if seconds is not None and chip.memory_by_threads:
         roof_threads, bandwidth = chip.memory_roof(_parallelism(measured))

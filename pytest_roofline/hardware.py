@@ -585,6 +585,21 @@ RESOLVERS: dict[str, str | Callable[[str], Hardware | None]] = {
 }
 
 
+#: Where the check lives that a time measured on this machine may be set against a chip
+#: (``module:function``, returning the reason it may not, or None); imported when a
+#: measurement taken here is first analyzed.
+MEASURABLE = "pytest_roofline.measuring.here:foreign"
+
+
+def foreign_to_this_machine(chip: Hardware) -> str | None:
+    """Why a call timed on this machine cannot be set against *chip* (None: it can)."""
+    import importlib
+
+    module, _, attr = MEASURABLE.partition(":")
+    reason: str | None = getattr(importlib.import_module(module), attr)(chip)
+    return reason
+
+
 def is_dynamic(name: str) -> bool:
     """Whether *name* is one the catalog makes on demand (a calibration such as ``host``)."""
     return any(re.fullmatch(p, name.lower()) for p in RESOLVERS)

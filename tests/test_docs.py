@@ -31,6 +31,12 @@ from test_plugin import ISOLATE, plugin_args
 
 pytest_plugins = ("pytester",)
 
+# The pytester fixture drops, when its test ends, the modules first imported during it; a
+# block that draws a chart imports matplotlib, which does not survive a second import.
+with contextlib.suppress(ImportError):
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure  # noqa: F401
+
 Check = Callable[[Block, pytest.FixtureRequest], None]
 CHECKS: dict[tuple[str, str], Check] = {}
 ALL = blocks()

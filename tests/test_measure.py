@@ -406,3 +406,21 @@ def test_a_bad_per_thread_table_is_refused(table: dict[Any, float], match: str) 
 
     with pytest.raises(SpecError, match=match):
         CHIP.replace(memory_by_threads=table)
+
+
+def test_a_measurement_taken_here_is_refused_against_a_chip_this_machine_is_not() -> None:
+    """measure() timed this CPU: against a published H100 it is no efficiency at all. A
+    number of seconds (a published measurement) is the caller's figure and is allowed."""
+    w = rl.ops.elementwise(1000, dtype="fp64")
+    m = measure(sum, range(100))
+    assert m.here and not Measurement.from_samples([1e-3]).here
+    with pytest.raises(RooflineError, match="against h100-sxm is refused: the call was timed "
+                                            "on this machine"):
+        rl.analyze(w, "h100", measured=m)
+    assert rl.analyze(w, "h100", measured=m.time).efficiency is not None
+    mine = Hardware(name="my-box", memory_bandwidth=1e10, memory_capacity=1e10,
+                    matrix={"fp64": 1e11}, default_dtype="fp64", vector_fallback="matrix")
+    assert rl.analyze(w, mine, measured=m).efficiency is not None  # the user's own spec
+    other = mine.replace(provenance={"device": "cpu", "model": "Some Other CPU 9000"})
+    with pytest.raises(RooflineError, match="calibration of another machine's CPU"):
+        rl.analyze(w, other, measured=m)

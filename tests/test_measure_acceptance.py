@@ -2,10 +2,14 @@
 
 These tests time real kernels, so a busy machine can fail them: they run only with
 ``PYTEST_ROOFLINE_TIMING=1`` (``PYTEST_ROOFLINE_TIMING=1 pytest tests/test_measure_acceptance.py``)
-and are skipped otherwise, so that CI never turns flaky. Each asserts the wide band the
-project promises, on any quiet machine:
+and are skipped otherwise, so that CI never turns flaky. The quiet-machine figures are
+asserted only when other processes leave the machine quiet (measured for a second first);
+on a busy machine those tests skip, saying how busy. Each asserts the wide band the project
+promises:
 
 * a full calibration takes under 20 s, and two calibrations agree within 10%;
+* with one core of two kept busy by another process (a load of 1), two calibrations agree
+  within 15% and each warns that it was taken under load;
 * a 2048^3 fp64 numpy matmul reaches an efficiency between 0.5 and 1.05 against ``host``;
 * an add of two 64 MB float64 arrays into a third (``out=``) is memory-bound with an
   efficiency between 0.6 and 1.05 (a bandwidth measured in cache would make it < 0.6),
@@ -31,8 +35,26 @@ pytestmark = pytest.mark.skipif(
     reason="timed acceptance checks: set PYTEST_ROOFLINE_TIMING=1 on a quiet machine")
 
 
+def _others() -> float | None:
+    """The cores other processes keep busy, over one second."""
+    from pytest_roofline.measuring import probe
+
+    use = probe.OtherUse()
+    time.sleep(1.0)
+    return use.cores
+
+
 @pytest.fixture(scope="module")
-def calibrations(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, Any], float]]:
+def quiet() -> None:
+    others = _others()
+    if others is not None and others >= 0.25:
+        pytest.skip(f"the machine is busy: other processes keep {others:.1f} cores busy; "
+                    f"these figures are promised on a quiet machine")
+
+
+@pytest.fixture(scope="module")
+def calibrations(quiet: None, tmp_path_factory: pytest.TempPathFactory
+                 ) -> list[tuple[dict[str, Any], float]]:
     np = pytest.importorskip("numpy")
     del np
     out = []
@@ -41,6 +63,37 @@ def calibrations(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[st
         spec, _ = calibration.calibrate("cpu")
         out.append((spec, time.perf_counter() - started))
     return out
+
+
+def test_under_a_steady_load_two_calibrations_agree_and_warn() -> None:
+    """A busy loop keeps one core busy (a load of 1; on 2 cores, half the machine): both
+    calibrations warn that they were taken under load, and agree within 15%."""
+    import subprocess
+    import sys
+
+    from pytest_roofline.measuring import probe
+
+    if probe.cores() < 2:
+        pytest.skip("needs 2 cores or more")
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(1.0)
+        runs = [calibration.calibrate("cpu") for _ in range(2)]
+    finally:
+        busy.kill()
+        busy.wait()
+    chips = [hardware.from_dict(spec, "<loaded>") for spec, _ in runs]
+    for spec, warnings in runs:
+        print(spec["provenance"]["conditions"], warnings)
+        assert spec["provenance"]["conditions"]["quiet"] is False
+        assert any("calibrated under load" in w for w in warnings), warnings
+    first, second = chips
+    pairs = {"memory": (first.memory_bandwidth, second.memory_bandwidth),
+             **{f"matrix.{d}": (first.matrix[d], second.matrix[d]) for d in first.matrix}}
+    print({name: (f"{a:.4g}", f"{b:.4g}", f"{abs(a - b) / max(a, b):.1%}")
+           for name, (a, b) in pairs.items()})
+    for name, (a, b) in pairs.items():
+        assert abs(a - b) / max(a, b) <= 0.15, (name, a, b)
 
 
 @pytest.fixture(scope="module")

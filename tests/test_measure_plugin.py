@@ -152,3 +152,23 @@ def test_measured_results_cross_xdist(suite: pytest.Pytester) -> None:
     assert records["test_slow_loop_reported_only"]["efficiency"] < 0.5  # type: ignore[operator]
     assert records["test_faster_reported"]["measured_note"] == "faster-than-bound"
     assert "% roof" in result.stdout.str()
+
+
+def test_a_measurement_against_a_chip_this_machine_is_not_fails_saying_why(
+        pytester: pytest.Pytester) -> None:
+    """No efficiency of this CPU against an H100 it is not: the test fails, naming why, and
+    its record carries no efficiency."""
+    pytester.makepyfile(test_foreign="""
+import pytest
+from pytest_roofline import ops
+
+@pytest.mark.roofline(hw="h100", workload=ops.reduction(1 << 16, dtype="fp64"))
+def test_on_the_wrong_chip(roofline):
+    roofline.measure(sum, range(1000))
+""")
+    result = pytester.runpytest_inprocess(*plugin_args(), *ISOLATE, "--roofline-json=r.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*a measurement against h100-sxm is refused: the call was "
+                                 "timed on this machine*analyze the workload on each without "
+                                 "a measurement*"])
+    assert "% of the roof" not in result.stdout.str()

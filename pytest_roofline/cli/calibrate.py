@@ -41,8 +41,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             print(f"calibrating {name}: {text}", file=sys.stderr, flush=True)
 
     spec, warnings = calibration.calibrate(device, quick=args.quick, say=say)
-    path = calibration.save(calibration.cache_path(device), spec)
-    written = [str(path)]
+    path, kept = calibration.store(device, spec)
+    written = [] if kept else [str(path)]
+    if kept:
+        warnings = [*warnings, kept]
     if args.output:
         written.append(str(calibration.save(args.output, spec)))
     seconds = time.perf_counter() - started
@@ -63,5 +65,5 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
          f"peaks: {', '.join(f'{k} {v}' for k, v in spec['matrix'].items() if k != 'source')}")
     for line in warnings:
         echo(f"warning: {line}")
-    echo(f"\ncalibrated in {seconds:.1f} s; spec written to {', '.join(written)}")
+    echo(f"\ncalibrated in {seconds:.1f} s; spec written to {', '.join(written) or 'no file'}")
     return EXIT_OK

@@ -116,6 +116,7 @@ def to_spec(roofs: Roofs, *, name: str, facts: Mapping[str, Any]) -> dict[str, A
         "provenance": {
             "date": when, "device": facts.get("device"), "model": model,
             "cores": roofs.threads, "rounds": roofs.rounds, "load_average": roofs.load,
+            "conditions": roofs.conditions(),
             "seconds": round(roofs.seconds, 2),
             **{k: v for k, v in facts.items()
                if k in ("blas", "driver", "torch", "cuda", "python", "platform")},
@@ -195,6 +196,33 @@ def save(path: str | os.PathLike[str], spec: Mapping[str, Any]) -> Path:
         Path(temp).unlink(missing_ok=True)
         raise
     return target
+
+
+def quiet(spec: Mapping[str, Any]) -> bool | None:
+    """Whether a calibration spec was measured on a quiet machine (None: it does not say)."""
+    conditions = (spec.get("provenance") or {}).get("conditions") or {}
+    value = conditions.get("quiet") if isinstance(conditions, Mapping) else None
+    return value if isinstance(value, bool) else None
+
+
+def store(device: str, spec: Mapping[str, Any]) -> tuple[Path, str | None]:
+    """Cache *spec* as the calibration of *device*, unless it was taken under load and the
+    cached one on a quiet machine: figures measured under load are lower than the machine's,
+    and agreeing with each other does not make them right. Returns the cached file and, when
+    the new spec was not cached, a sentence saying why."""
+    from ..specfiles import load_yaml
+
+    path = cache_path(device)
+    if quiet(spec) is False and path.is_file():
+        try:
+            cached = load_yaml(path)
+        except RooflineError:
+            cached = {}
+        if quiet(cached):
+            when = (cached.get("provenance") or {}).get("date", "an earlier date")
+            return path, (f"kept the quiet calibration of {when} in {path}: this one was "
+                          f"taken under load and does not replace it")
+    return save(path, spec), None
 
 
 @contextmanager

@@ -31,7 +31,7 @@ every later efficiency look better than it is.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -41,6 +41,8 @@ from . import probe
 
 DISAGREE = 0.10  # relative spread of a figure's samples above which calibration warns
 CONFIRM = 0.05  # a best sample counts as confirmed when another is within this of it
+CALM = 0.25  # cores of other processes' use: samples within this of the calmest one count
+LOADED = 0.25  # cores other processes kept busy (median) from which a calibration is loaded
 MiB = float(1 << 20)
 
 
@@ -51,10 +53,20 @@ class Figure:
     name: str
     samples: tuple[float, ...]
     detail: str = ""
+    others: tuple[float, ...] = ()  # cores other processes kept busy during each sample
 
     @property
     def value(self) -> float:
-        return max(self.samples)
+        """The best of the samples taken in the calmest conditions seen (see :func:`calm`)."""
+        return max(calm(self.samples, self.others))
+
+    @property
+    def other_cores(self) -> float | None:
+        """The median of the cores other processes kept busy while this figure was sampled."""
+        if not self.others:
+            return None
+        ordered = sorted(self.others)
+        return ordered[len(ordered) // 2]
 
     @property
     def spread(self) -> float:
@@ -64,8 +76,12 @@ class Figure:
         return (best - median) / best if best > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "spread": round(self.spread, 4),
-                "samples": [float(f"{s:.6g}") for s in self.samples], "detail": self.detail}
+        out: dict[str, Any] = {"value": self.value, "spread": round(self.spread, 4),
+                               "samples": [float(f"{s:.6g}") for s in self.samples],
+                               "detail": self.detail}
+        if self.others:
+            out["other_cores"] = [round(o, 2) for o in self.others]
+        return out
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,18 @@ QUICK = Plan(rounds=2, pause=0.0, min_rounds=2, budget=0.0, gemm_time=0.02, gemm
              sweep_bytes=3e7)
 
 
+def calm(samples: Sequence[float], others: Sequence[float | None]) -> list[float]:
+    """The samples taken while other processes used at most CALM cores more than during the
+    calmest sample: a machine's load comes and goes, so the best sample overall may be a
+    lucky one, and two calibrations agree only on samples taken in like conditions. Every
+    sample when the other processes' use is not known."""
+    known = [o for o in others if o is not None]
+    if len(known) != len(samples) or not samples:
+        return list(samples)
+    floor = min(known)
+    return [s for s, o in zip(samples, known, strict=True) if o <= floor + CALM]
+
+
 def confirmed(samples: list[float]) -> bool:
     """Whether the best sample is matched by another within CONFIRM."""
     if len(samples) < 2:
@@ -116,6 +144,36 @@ class Roofs:
     seconds: float = 0.0
     rounds: int = 0
     load: float | None = None  # the 1-minute load average at the start (CPU)
+    unsettled: tuple[str, ...] = ()  # figures whose best sample no other one confirmed
+
+    @property
+    def other_cores(self) -> float | None:
+        """The cores other processes kept busy while the roofs were sampled (the median of
+        the figures' medians); None where the OS does not say."""
+        values = sorted(v for f in self.figures() if (v := f.other_cores) is not None)
+        return values[len(values) // 2] if values else None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether other processes competed for the machine while it was measured: a
+        median of LOADED cores or more kept busy by them, or a load average above the
+        cores."""
+        others = self.other_cores
+        if others is not None:
+            return others >= LOADED
+        return self.load is not None and self.load > self.threads + 0.5
+
+    def conditions(self) -> dict[str, Any]:
+        """What the machine was doing while it was measured, for the cached spec."""
+        others = self.other_cores
+        return {"quiet": not self.loaded, "load_average": self.load,
+                "other_cores": None if others is None else round(others, 2),
+                "cores": self.threads, "settled": not self.unsettled,
+                **({"unsettled": list(self.unsettled)} if self.unsettled else {})}
+
+    def figures(self) -> list[Figure]:
+        return [*self.matrix.values(), *self.memory.values(),
+                *(lv.bandwidth for lv in self.levels)]
 
     @property
     def bandwidth(self) -> Figure:
@@ -141,15 +199,26 @@ class Roofs:
         return table
 
     def warnings(self) -> list[str]:
-        figures = [*self.matrix.values(), *self.memory.values(),
-                   *(lv.bandwidth for lv in self.levels)]
         busy = []
-        if self.load is not None and self.load > self.threads + 0.5:
+        others = self.other_cores
+        if self.loaded and others is not None:
+            busy = [f"calibrated under load: other processes kept {others:.1f} of "
+                    f"{self.threads} cores busy while it measured (median over the samples), "
+                    f"so its figures are lower than this machine's quiet ones (about half "
+                    f"with one core of two taken), and later efficiencies look better than "
+                    f"they are. It does not replace a quiet calibration in the cache. "
+                    f"Recalibrate when the machine is quiet (pytest-roofline calibrate)."]
+        elif self.loaded:
             busy = [f"the machine was busy when calibrated (load average {self.load:.1f} on "
                     f"{self.threads} cores): samples that all agree can still all be low, "
                     f"which makes later efficiencies look better than they are. Recalibrate "
                     f"when it is quiet (pytest-roofline calibrate)."]
-        return busy + disagreement(figures)
+        if self.unsettled:
+            busy.append(f"the samples did not settle in {self.rounds} rounds: the best sample "
+                        f"of {', '.join(self.unsettled)} was never matched within "
+                        f"{CONFIRM:.0%} by another taken in like conditions, so these figures "
+                        f"are not stable.")
+        return busy + disagreement(self.figures())
 
 
 def disagreement(figures: list[Figure]) -> list[str]:
@@ -288,13 +357,15 @@ def calibrate_cpu(plan: Plan | None = None,
             samplers[f"sweep.{working_set:.0f}"] = (
                 _sweep(2 * working_set, plan),
                 f"np.add.reduce, working set {working_set / 1024:.0f} KiB, 1 thread")
-        results = sample_rounds(samplers, plan, say, started)
+        others: dict[str, list[float | None]] = {}
+        results = sample_rounds(samplers, plan, say, started, others)
     finally:
         for pool in pools:
             pool.shutdown()
 
     def figure(key: str) -> Figure:
-        return Figure(key, tuple(results[key]), samplers[key][1])
+        return Figure(key, tuple(results[key]), samplers[key][1],
+                      tuple(o for o in others[key] if o is not None))
 
     matrix = {key.split(".", 1)[1]: figure(key) for key in samplers if key.startswith("matrix.")}
     memory = {key.split(".", 1)[1]: figure(key) for key in samplers if key.startswith("memory.")}
@@ -304,9 +375,12 @@ def calibrate_cpu(plan: Plan | None = None,
         levels = [Level(c.name, c.capacity, figure(f"cache.{c.name}")) for c in caches]
     else:
         levels = levels_from_sweep(sweep)
+    unsettled = tuple(key.split(".", 1)[1] for key in samplers if not key.startswith("sweep.")
+                      and not confirmed(calm(results[key], others[key])))
     return Roofs(matrix=matrix, memory=memory, levels=levels, threads=threads,
                  seconds=time.perf_counter() - started,
-                 rounds=len(next(iter(results.values()), [])), load=load, sweep=sweep)
+                 rounds=len(next(iter(results.values()), [])), load=load, sweep=sweep,
+                 unsettled=unsettled)
 
 
 def sweep_sizes(llc: float) -> list[float]:
@@ -336,16 +410,24 @@ def levels_from_sweep(sweep: list[tuple[float, Figure]], drop: float = 0.75) -> 
 
 
 def sample_rounds(samplers: dict[str, tuple[Callable[[], float], str]], plan: Plan,
-                  say: Callable[[str], None], started: float) -> dict[str, list[float]]:
-    """Rounds of one sample per figure until confirmed or out of budget (see the docstring)."""
+                  say: Callable[[str], None], started: float,
+                  others: dict[str, list[float | None]] | None = None,
+                  ) -> dict[str, list[float]]:
+    """Rounds of one sample per figure until confirmed or out of budget (see the docstring).
+    *others* receives, per figure, the cores other processes kept busy during each sample."""
+    others = {} if others is None else others
+    for key in samplers:
+        others.setdefault(key, [])
     results: dict[str, list[float]] = {key: [] for key in samplers}
     for round_ in range(plan.rounds):
         round_start = time.perf_counter()
         for key, (sample, _) in samplers.items():
+            use = probe.OtherUse()
             results[key].append(sample())
+            others[key].append(use.cores)
         done = round_ + 1
         checked = [k for k in results if not k.startswith("sweep.")]
-        settled = [k for k in checked if confirmed(results[k])]
+        settled = [k for k in checked if confirmed(calm(results[k], others[k]))]
         say(f"round {done}: {len(settled)}/{len(checked)} figures confirmed")
         now = time.perf_counter()
         # stop when confirmed, or when another round would end past the budget

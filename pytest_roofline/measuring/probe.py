@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,43 @@ def load_average() -> float | None:
         return float(os.getloadavg()[0])
     except (AttributeError, OSError):
         return None
+
+
+def busy_seconds() -> float | None:
+    """CPU seconds every core of the machine has spent busy since boot (user, nice, system,
+    interrupts and time stolen by a hypervisor), from ``/proc/stat``; None elsewhere."""
+    text = _read(Path("/proc/stat"))
+    if not text or not text.startswith("cpu "):
+        return None
+    fields = text.split("\n", 1)[0].split()[1:]
+    try:
+        ticks = [int(x) for x in fields]
+    except ValueError:
+        return None
+    # user nice system idle iowait irq softirq steal (guest time is inside user)
+    busy = sum(ticks[i] for i in (0, 1, 2, 5, 6, 7) if i < len(ticks))
+    return busy / float(os.sysconf("SC_CLK_TCK"))
+
+
+class OtherUse:
+    """The cores that other processes kept busy over a span of wall time: the machine's busy
+    CPU time (:func:`busy_seconds`) less this process's own (every thread), over the span.
+    ``cores`` is None where the OS does not say."""
+
+    def __init__(self) -> None:
+        self._start = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float | None, float]:
+        return time.perf_counter(), busy_seconds(), time.process_time()
+
+    @property
+    def cores(self) -> float | None:
+        wall, busy, own = self._now()
+        if busy is None or self._start[1] is None or wall <= self._start[0]:
+            return None
+        others = (busy - self._start[1]) - (own - self._start[2])
+        return max(0.0, others / (wall - self._start[0]))
 
 
 def machine_key(*parts: str) -> str:

@@ -24,10 +24,11 @@ import contextlib
 import sys
 import time as _time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import RooflineError
+from .probe import OtherUse
 
 
 class MeasureError(RooflineError, ValueError):
@@ -44,6 +45,8 @@ class Measurement:
     samples: tuple[float, ...] = field(repr=False)
     warmup: int = 0
     parallelism: float | None = None  # cores kept busy (CPU time / wall time); None: unknown
+    here: bool = False  # timed on this machine (by a Timer), not built from given figures
+    other_cores: float | None = None  # cores other processes kept busy meanwhile (Linux)
 
     def __post_init__(self) -> None:
         if not self.samples:
@@ -84,7 +87,8 @@ class Measurement:
     def to_dict(self) -> dict[str, Any]:
         return {"time_s": self.time, "spread": self.spread, "best_s": self.best,
                 "repeats": self.repeats,
-                **({} if self.parallelism is None else {"parallelism": self.parallelism})}
+                **({} if self.parallelism is None else {"parallelism": self.parallelism}),
+                **({} if self.other_cores is None else {"other_cores": self.other_cores})}
 
 
 def combined(measurements: Sequence[Measurement]) -> Measurement:
@@ -100,6 +104,9 @@ def combined(measurements: Sequence[Measurement]) -> Measurement:
     return Measurement(time=total, spread=max(m.spread for m in measurements),
                        best=sum(m.best for m in measurements), samples=(total,),
                        warmup=sum(m.warmup for m in measurements),
+                       here=all(m.here for m in measurements),
+                       other_cores=max((m.other_cores for m in measurements
+                                        if m.other_cores is not None), default=None),
                        parallelism=None if None in known else max(
                            p for p in known if p is not None))
 
@@ -171,6 +178,7 @@ class Timer:
         samples: list[float] = []
         cpu: list[float] = []
         total = 0.0
+        others = OtherUse()
         while len(samples) < self.max_repeats and (
                 len(samples) < self.repeats or total < self.min_time):
             synchronize()
@@ -181,7 +189,8 @@ class Timer:
             cpu.append(cpu_clock() - cpu_start)
             samples.append(elapsed)
             total += elapsed
-        return Measurement.from_samples(samples, self.warmup, cpu)
+        return replace(Measurement.from_samples(samples, self.warmup, cpu), here=True,
+                       other_cores=others.cores)
 
 
 DEFAULT = Timer()
