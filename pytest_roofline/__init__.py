@@ -91,6 +91,8 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     import importlib
 
+    importlib.import_module(".measuring", __name__)  # registers this machine's calibrations
+
     if name in ("ops", "models", "fusion"):
         value: Any = importlib.import_module(f".{name}", __name__)
     elif name in _WHERE:

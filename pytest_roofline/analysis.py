@@ -55,9 +55,9 @@ from typing import Any, Protocol, TypeVar
 from .errors import RooflineError, WorkloadError, brief
 from .fusion import kept_on_chip, onchip_level
 from .hardware import Hardware, get_hardware
+from .regimes import REGIMES as REGIMES
 from .workload import Kernel, Number, Workload, add_up, intensity, is_array
 
-REGIMES = ("compute", "memory", "network")
 _T = TypeVar("_T")
 
 

@@ -18,6 +18,7 @@ from .analysis import KernelResult, Result, analyze
 from .errors import WorkloadError
 from .hardware import Hardware
 from .text_table import render
+from .units import flop_per_byte
 from .workload import Workload, is_array
 
 HEADERS = ("kernel", "count", "FLOPs", "bytes", "FLOP/B", "peak", "time", "regime", "share")
@@ -52,7 +53,7 @@ def format_breakdown(result: Result, *, sort: bool = True) -> list[str]:
     si, fmt = units.si, units.format_time
     rows = [[_label(k), f"{float(k.count):g}", si(float(k.flops), "FLOP"),
              si(float(k.bytes), "B"),
-             "on chip" if k.intensity is None else f"{float(k.intensity):.4g}", k.peak_label,
+             "on chip" if k.intensity is None else flop_per_byte(float(k.intensity)), k.peak_label,
              fmt(float(k.time)), str(k.regime),
              f"{float(k.share):.1%}"] for k in kernels]
     return render(HEADERS, rows, align="lrrrrlrlr")

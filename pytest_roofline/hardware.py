@@ -576,13 +576,19 @@ def _is_dir(path: Path) -> bool:
 # -- the catalog -----------------------------------------------------------------------------
 
 #: Chips whose spec is made on demand, not read from a file: a name pattern (a regular
-#: expression matched against the whole lower-case name) -> ``"module:function"``, a function
-#: taking the name and returning a Hardware (or None). The module is imported on the first
-#: lookup of a matching name only, so the engine never imports it otherwise. Built in: the
-#: calibrations of this machine (``host``, ``cuda:N``), measured on first use.
-RESOLVERS: dict[str, str | Callable[[str], Hardware | None]] = {
-    r"host|cuda(?:[:-]\d+)?": "pytest_roofline.measuring.calibration:resolve",
-}
+#: expression matched against the whole lower-case name) -> a function taking the name and
+#: returning a Hardware (or None). Filled by the modules that make such chips, when they are
+#: imported (:func:`register_resolver`): the engine imports none of them.
+#: ``pytest_roofline.measuring`` registers the calibrations of this machine (``host``,
+#: ``cuda:N``, measured on first use); the package, its plugin and its CLI import it.
+RESOLVERS: dict[str, Callable[[str], Hardware | None]] = {}
+
+
+def register_resolver(pattern: str, resolve: Callable[[str], Hardware | None]) -> None:
+    """Make the names matching *pattern* (a regular expression, matched against the whole
+    lower-case name) chips made on demand by *resolve*."""
+    re.compile(pattern)  # a bad pattern fails here, not at the first lookup
+    RESOLVERS[pattern] = resolve
 
 
 #: Where the check lives that a time measured on this machine may be set against a chip
@@ -606,15 +612,10 @@ def is_dynamic(name: str) -> bool:
 
 
 def _dynamic(name: str) -> Hardware | None:
-    for pattern, target in RESOLVERS.items():
+    for pattern, resolve in RESOLVERS.items():
         if not re.fullmatch(pattern, name):
             continue
-        if isinstance(target, str):
-            import importlib
-
-            module, _, attr = target.partition(":")
-            target = getattr(importlib.import_module(module), attr)
-        chip = target(name)
+        chip = resolve(name)
         if chip is not None:
             return chip
     return None

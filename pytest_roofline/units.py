@@ -203,3 +203,30 @@ def format_time(seconds: float, digits: int = 3) -> str:
         if magnitude >= scale:
             return f"{seconds / scale:.{digits}g} {unit}"
     return f"{seconds / 1e-9:.{digits}g} ns"
+
+
+def flop_per_byte(value: float) -> str:
+    """A FLOP/B figure (an intensity or a ridge) as every message, table, chart and report
+    shows it: one decimal from 10 up to a million (``31.8``, ``1365.3``), three significant
+    digits otherwise (``0.25``, ``0.0795``, ``4.2e+06``); ``nan`` and ``inf`` as such."""
+    x = float(value)
+    if x != x or math.isinf(x):
+        return str(x)
+    return f"{x:.1f}" if 10 <= abs(x) < 1e6 else f"{x:.3g}"
+
+
+def fraction(value: object) -> float:
+    """``0.7`` or ``"70%"`` as 0.7: the one reading of a fraction given by a user (an option,
+    a marker argument, a command-line flag); NaN for anything that is not a number, so that
+    the caller's range check names the value. The caller checks the range it allows."""
+    if isinstance(value, bool):
+        return math.nan
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        return math.nan
+    text = value.strip()
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        return math.nan

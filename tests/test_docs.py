@@ -270,8 +270,8 @@ def _result_hook(block: Block, request: pytest.FixtureRequest) -> None:
     result.stdout.fnmatch_lines(["*test_slow*over the 50 ms latency budget on h100-sxm*"])
 
 
-@check("README.md", "pytest_roofline/   the engine: units, dtypes, errors, hardware, specfiles, "
-       "workload, fusion,")
+@check("README.md", "pytest_roofline/   the engine: units, dtypes, errors, regimes, atomic, "
+       "hardware, specfiles,")
 def _layout(block: Block, request: pytest.FixtureRequest) -> None:
     for line in block.text.splitlines():
         head = line.split()[0]

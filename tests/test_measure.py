@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pytest_roofline as rl
+import pytest_roofline.measuring
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.hardware import Hardware, MemoryLevel, is_dynamic
 from pytest_roofline.judging.marker import MarkerError, parse

@@ -72,3 +72,24 @@ def test_si_formatting() -> None:
     assert units.si(295.34) == "295"
     assert units.format_time(1.389e-4) == "139 us"
     assert units.format_time(2.5e-9) == "2.5 ns"
+
+
+def test_one_flop_per_byte_format() -> None:
+    """Every message, table, chart and report shows FLOP/B this way: one decimal from 10 up
+    to a million, three significant digits otherwise."""
+    from pytest_roofline.units import flop_per_byte
+
+    assert [flop_per_byte(x) for x in (31.84, 295.343, 0.07955, 7.111, 1.0, 0, 2.5e6)] == [
+        "31.8", "295.3", "0.0795", "7.11", "1", "0", "2.5e+06"]
+    assert flop_per_byte(float("inf")) == "inf" and flop_per_byte(float("nan")) == "nan"
+
+
+def test_one_fraction_reading() -> None:
+    import math
+
+    from pytest_roofline.units import fraction
+
+    assert fraction("70%") == pytest.approx(0.7) and fraction(" 0.25 ") == 0.25
+    assert fraction(1) == 1.0
+    for bad in ("x", True, None, [0.5], "%"):
+        assert math.isnan(fraction(bad))

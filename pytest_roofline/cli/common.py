@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -41,11 +40,9 @@ def one_line(text: str) -> str:
 
 def fraction(text: str) -> float:
     """``--derate``: ``0.7`` or ``70%``, in (0, 1], as the plugin's option takes it."""
-    value = text.strip()
-    try:
-        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
-    except ValueError:
-        number = math.nan
+    from ..units import fraction as read
+
+    number = read(text)
     if not (0 < number <= 1):
         raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a fraction of "
                                          f"peak in (0, 1] such as 0.7 or '70%'")

@@ -45,7 +45,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if args.csv == "-":
             sys.stdout.write(text)
         else:
-            from ..report.atomic import write_text
+            from ..atomic import write_text
 
             write_text(args.csv, text)
     if args.json:

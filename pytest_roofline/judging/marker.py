@@ -98,7 +98,9 @@ class Expectation:
 
 
 def _num(x: float) -> str:
-    return f"{x:.1f}" if x >= 10 else f"{x:.3g}"
+    from ..units import flop_per_byte
+
+    return flop_per_byte(x)
 
 
 def merge(marks: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]) -> dict[str, Any]:
@@ -269,7 +271,7 @@ def _dtype(value: object, hardware: Sequence[Hardware], sparse: bool) -> str | N
 def _regime(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
-    from ..analysis import REGIMES
+    from ..regimes import REGIMES
 
     items = [value] if isinstance(value, str) else value
     allowed = f"allowed: {', '.join(map(repr, REGIMES))} or a list of them"
@@ -302,16 +304,9 @@ def _margin(value: object) -> float:
 
 def _fraction(value: object, key: str, allowed: str, low_open: bool = False) -> float:
     """A number or a percentage string; *low_open*: in (0, 1], else in [0, 1)."""
-    text = value.strip() if isinstance(value, str) else value
-    try:
-        if isinstance(text, str):
-            number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-        elif isinstance(text, (int, float)) and not isinstance(text, bool):
-            number = float(text)
-        else:
-            number = float("nan")
-    except ValueError:
-        number = float("nan")
+    from ..units import fraction
+
+    number = fraction(value)
     inside = (0 < number <= 1) if low_open else (0 <= number < 1)
     if not inside:
         raise MarkerError(f"{key}={value!r} is not allowed; expected {allowed}")

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import units
-from ..analysis import REGIMES, Result, Timed, analyze, knob_hint, unchecked
+from ..analysis import Result, Timed, analyze, knob_hint, unchecked
 from ..breakdown import format_breakdown
 from ..errors import RooflineError
+from ..regimes import REGIMES
 from ..report.records import record_fields
 from ..workload import Workload, is_array
 from .marker import Expectation
@@ -133,10 +134,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
 
 def num(value: Any) -> str:
     """A FLOP/B figure for messages: ``31.8``, ``295.2``, ``0.25``."""
-    x = float(value)
-    if x != x or x in (float("inf"), float("-inf")):
-        return str(x)
-    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
+    return units.flop_per_byte(value)
 
 
 def analyze_all(expectation: Expectation, workload: Workload, *, flops_per_mac: int = 2,

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..hardware import Hardware, register_resolver
+
 if TYPE_CHECKING:
     from .timing import MeasureError, Measurement, Timer, measure
 
@@ -33,3 +35,13 @@ def __getattr__(name: str) -> Any:
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+
+def _calibrated(name: str) -> Hardware | None:
+    """The calibrated chip for ``host``/``cuda[:N]`` (:func:`.calibration.resolve`)."""
+    from .calibration import resolve
+
+    return resolve(name)
+
+
+register_resolver(r"host|cuda(?:[:-]\d+)?", _calibrated)

@@ -177,25 +177,14 @@ def calibrate(device: str = "cpu", *, quick: bool = False,
 
 def save(path: str | os.PathLike[str], spec: Mapping[str, Any]) -> Path:
     """Write *spec* as YAML: a temporary file in the same folder, then a rename."""
-    import tempfile
-
     import yaml
 
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    from ..atomic import write_text
+
     text = ("# A hardware spec measured by `pytest-roofline calibrate` "
             "(schema: specs/hardware/README.md).\n"
             + yaml.safe_dump(dict(spec), sort_keys=False, width=100))
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(temp, 0o644)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_text(path, text)
 
 
 def quiet(spec: Mapping[str, Any]) -> bool | None:

@@ -220,7 +220,7 @@ class _Comparer:
 
 
 def _why(exc: OSError, path: str | os.PathLike[str]) -> str:
-    from ..report.atomic import why_not_written
+    from ..atomic import why_not_written
 
     return why_not_written(exc, path)
 

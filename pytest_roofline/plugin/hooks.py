@@ -171,7 +171,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         write_report(path, report)
         state.json_path = str(path)
     except OSError as exc:
-        from ..report.atomic import why_not_written
+        from ..atomic import why_not_written
 
         state.json_error = f"--roofline-json: cannot write {path}: {why_not_written(exc, path)}"
     except (TypeError, ValueError) as exc:  # a value added by a hook that JSON cannot hold

@@ -8,7 +8,6 @@ message that names the option, the value and what is allowed.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -95,14 +94,9 @@ def parse_flops_per_mac(value: str, option: str) -> int:
 
 
 def _fraction(value: object) -> float:
-    """``0.7`` or ``"70%"`` as 0.7; NaN for anything that is not a number."""
-    text = str(value).strip()
-    if isinstance(value, bool):
-        return math.nan
-    try:
-        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        return math.nan
+    from ..units import fraction
+
+    return fraction(value)
 
 
 def parse_derate(value: str, option: str) -> float:

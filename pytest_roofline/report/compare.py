@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BaselineError
+from ..regimes import REGIMES
 from . import records as records_mod
 from .rules import Rule, format_number, parse_rules
 
 Key = tuple[str, str, str]
 Record = Mapping[str, Any]
 
-REGIMES = ("compute", "memory", "network")
 #: Figures that make a record "changed" when they differ (and "unchanged" when none does).
 FIGURES = ("regime", "flops", "bytes", "link_bytes", "intensity", "ridge", "time_s",
            "footprint_B", "fits")

@@ -148,7 +148,7 @@ def _value(rule: str, value: Any) -> str:
 
 def write(path: str | os.PathLike[str], text: str) -> Path:
     """Write *text* to *path* (folders created), atomically."""
-    from .atomic import write_text
+    from ..atomic import write_text
 
     return write_text(path, text)
 

@@ -118,6 +118,7 @@ def _scale(records: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
 
 
 def _catalog_roofs(hw: str, scale: float, derate: float) -> tuple[float, dict[str, float]] | None:
+    from .. import measuring  # noqa: F401 - registers this machine's calibrations (host)
     from ..hardware import get_hardware, is_dynamic
 
     if is_dynamic(hw):  # a calibration: this machine's may not be the report's; use its records
@@ -455,7 +456,7 @@ def write(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
           path: str | os.PathLike[str], comparison: Comparison | None = None, *,
           title: str | None = None) -> Path:
     """Draw *report* and write it to *path* (.png, .svg or .pdf), atomically."""
-    from .atomic import write_with
+    from ..atomic import write_with
 
     target = check_path(path)
     fig = figure(report, comparison, title=title)

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BaselineError, brief
+from ..regimes import REGIMES
 
 FORMAT = "pytest-roofline"
 VERSION = 1
@@ -104,7 +105,7 @@ def make_report(records: Iterable[Mapping[str, Any]],
 def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> None:
     """Write atomically: a temporary file in the same folder, then a rename. The JSON is
     streamed to the file, never held whole in memory (a run's report can be large)."""
-    from .atomic import write_with
+    from ..atomic import write_with
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as handle:
@@ -119,7 +120,6 @@ NUMBERS = ("flops", "bytes", "intensity", "ridge", "time_s")
 OPTIONAL_NUMBERS = ("link_bytes", "t_compute_s", "t_memory_s", "t_network_s",
                     "attainable_flops", "footprint_B", "capacity_B", "flops_per_mac", "derate")
 TEXTS = ("nodeid", "hw", "dtype", "outcome")
-REGIMES = ("compute", "memory", "network")
 
 
 def _refuse_constant(name: str) -> float:

@@ -53,15 +53,7 @@ _EPSILON = 1e-9  # relative slack so that a limit met exactly (10.00000000000000
 
 def format_number(value: float, unit: str = "") -> str:
     """A figure as people read it: 1365.3, 0.0123, 4.2e+09 (with *unit* appended)."""
-    if value != value:
-        text = "nan"
-    elif math.isinf(value):
-        text = "inf" if value > 0 else "-inf"
-    elif value == 0 or 0.01 <= abs(value) < 1e6:
-        text = f"{value:.1f}" if abs(value) >= 10 else f"{value:.4g}"
-    else:
-        text = f"{value:.4g}"
-    return f"{text} {unit}".rstrip()
+    return f"{units.flop_per_byte(value)} {unit}".rstrip()
 
 
 def _si(unit: str) -> Callable[[float], str]:

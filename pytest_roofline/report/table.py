@@ -27,9 +27,7 @@ def _figure(record: Mapping[str, Any], key: str, unit: str) -> str:
 def _intensity(value: Any) -> str:
     if not isinstance(value, (int, float)):
         return "?"
-    if value != value or value == float("inf"):
-        return str(value)
-    return f"{value:.1f}" if value >= 10 else f"{value:.3g}"
+    return units.flop_per_byte(value)
 
 
 def _time(record: Mapping[str, Any]) -> str:
