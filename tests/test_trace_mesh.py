@@ -121,3 +121,29 @@ def test_a_bad_overlap_option_names_what_is_allowed():
     with pytest.raises(TraceError, match=r"overlap='half' is not allowed; allowed: 'none', "
                                          r"'full'"):
         Tracer(overlap="half")
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+def test_a_dtensor_program_traces_per_rank_with_its_redistribution(fake_group):
+    # [64, 128] @ [128, 256] with the contraction sharded over the 4 ranks of "tp": each rank
+    # multiplies [64, 32] @ [32, 256] and the partial sums [64, 256] (fp32, V = 64 KiB) are
+    # all-reduced when replicated: 2·V·3/4 bytes per rank. DTensor's own host-side work
+    # (sharding propagation on fake tensors, device-mesh arithmetic) is no kernel.
+    torch, _ = fake_group
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    mesh = init_device_mesh("cpu", (2, 4), mesh_dim_names=("dp", "tp"))
+    a = distribute_tensor(torch.randn(64, 128), mesh["tp"], [Shard(1)])
+    b = distribute_tensor(torch.randn(128, 256), mesh["tp"], [Shard(0)])
+
+    def layer(x, y):
+        return torch.relu((x @ y).redistribute(mesh["tp"], [Replicate()]))
+
+    w = Tracer(links={"tp": "nvlink"})(layer, a, b)
+    assert [k.name.split("[")[0] for k in w.kernels] == ["mm", "all_reduce", "relu"]
+    mm, reduce, relu = w.kernels
+    assert relu.bytes == 2 * 64 * 256 * 4  # the replicated result, read and written
+    assert mm.flops == 2 * 64 * 32 * 256
+    assert reduce.link_bytes == pytest.approx(2 * 64 * 256 * 4 * 3 / 4, rel=1e-12)
+    assert reduce.link == "nvlink"

@@ -118,6 +118,7 @@ class Recorder:
         self.links = links or {}
         self.unknown: dict[str, int] = {}
         self.left_out: dict[str, int] = {}
+        self.dtensors = _torch_mesh.DTensors()
         self.names = names
         self.path: list[str] = []
         self.hidden = 0  # > 0 inside a call recorded at function level (SDPA)
@@ -153,6 +154,10 @@ class Recorder:
     # -- ops ---------------------------------------------------------------------------------
 
     def op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
+        if self.dtensors.seen and self.dtensors.is_bookkeeping(
+                list(_tensors(args)) + list(_tensors(list(kwargs.values()))),
+                list(_tensors(out))):
+            return  # DTensor's host-side work (see _torch_mesh)
         if func.namespace == "prim":  # prim.device and co: metadata
             return
         op = func.overloadpacket.__name__
@@ -454,6 +459,8 @@ class _Dispatch(TorchDispatchMode):  # type: ignore[misc]
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
+        if self.recorder.dtensors.declines(args, kwargs):
+            return NotImplemented  # DTensor runs it: its local ops come back here
         out = func(*args, **kwargs)
         recorder = self.recorder
         if recorder.recording:

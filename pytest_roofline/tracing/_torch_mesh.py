@@ -24,6 +24,14 @@ zero): write it with functional collectives.
 The group size of an ``all_reduce`` and of an ``all_to_all_single`` without split sizes comes
 from the process group its name resolves to: :func:`group_of`, the one use of a torch-private
 function, checked by ``tests/test_trace_mesh.py``.
+
+**DTensor.** An op on DTensors is handed back to DTensor (the dispatch mode declines it), whose
+dispatcher runs the op on each rank's local shard and the collectives a redistribution needs:
+those are recorded, per chip, as for plain tensors. DTensor's own bookkeeping on the host is
+not: its sharding propagation runs the op on fake tensors of the global shapes
+(:func:`is_bookkeeping`, using torch's ``is_fake``, the other private call, also checked by the
+tests), and its device-mesh arithmetic runs on the mesh's integer tensor and what is derived
+from it (:class:`DTensors` tracks them).
 """
 
 from __future__ import annotations
@@ -136,3 +144,56 @@ def _inplace(name: str, op: str, args: tuple[Any, ...],
                           f"unknown. Write it with torch.distributed._functional_collectives "
                           f"(all_reduce, all_gather_tensor, reduce_scatter_tensor, "
                           f"all_to_all_single), which the trace prices")
+
+
+def dtensor_type() -> Any:
+    """DTensor's class when ``torch.distributed.tensor`` is loaded (else None: no import)."""
+    import sys
+
+    module = sys.modules.get("torch.distributed.tensor")
+    return getattr(module, "DTensor", None)
+
+
+class DTensors:
+    """What a recording of a DTensor program must leave out (see the module docstring)."""
+
+    __slots__ = ("derived", "host", "kept", "seen")
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.host: set[int] = set()  # storages of the device meshes' integer tensors
+        self.derived: set[int] = set()  # ids of tensors computed from them
+        self.kept: list[torch.Tensor] = []  # ... held, so that no id is reused
+
+    def declines(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
+        """True when an op has DTensor operands: DTensor dispatches it (its local ops and
+        collectives come back to the mode)."""
+        kind = dtensor_type()
+        if kind is None:
+            return False
+        found = False
+        for value in (*args, *kwargs.values()):
+            items = value if isinstance(value, (list, tuple)) else (value,)
+            for item in items:
+                if isinstance(item, kind):
+                    found = True
+                    self.host.add(item.device_mesh.mesh.untyped_storage().data_ptr())
+        self.seen = self.seen or found
+        return found
+
+    def is_bookkeeping(self, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> bool:
+        """True for DTensor's host-side work: fake-tensor propagation, mesh arithmetic."""
+        if not self.seen:
+            return False
+        from torch._subclasses.fake_tensor import is_fake
+
+        tensors = inputs + outputs
+        if any(is_fake(t) for t in tensors) or (not inputs and not outputs):
+            return True
+        if any(id(t) in self.derived or (t.device.type == "cpu" and
+                                         t.untyped_storage().data_ptr() in self.host)
+               for t in inputs):
+            self.derived.update(id(t) for t in outputs)
+            self.kept.extend(outputs)
+            return True
+        return False
