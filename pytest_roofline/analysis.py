@@ -153,12 +153,25 @@ class Result:
         return record
 
 
+_FIELDS: dict[type, Any] = {}  # a dataclass -> the keys view of its field names
+
+
 def unchecked(cls: type[_T], values: dict[str, Any]) -> _T:
-    """An instance of the frozen dataclass *cls* whose fields are *values*, all of them and
-    unchecked, set at once: :func:`analyze` builds a Result and its KernelResults per call,
-    and neither class checks anything; the dataclass ``__init__`` would set each field
-    through ``object.__setattr__``, and a keyword call of two dozen parameters costs more
-    than the dict."""
+    """An instance of the frozen dataclass *cls* whose fields are *values*, set at once: the
+    documented fast path of :func:`analyze`, which builds a Result and its KernelResults per
+    call (the dataclass ``__init__`` would set each field through ``object.__setattr__``, and
+    a keyword call of two dozen parameters costs more than the dict). It checks what the
+    constructor would: *values* names every field of *cls* and nothing else (neither class
+    validates its values: analyze works them out). A mistake is a TypeError, as a bad
+    constructor call would be."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        import dataclasses
+
+        names = _FIELDS[cls] = dict.fromkeys(f.name for f in dataclasses.fields(cls)).keys()  # type: ignore[arg-type]
+    if values.keys() != names:
+        raise TypeError(f"{cls.__name__}: fields {sorted(set(names) ^ set(values))} missing "
+                        f"or not fields")
     made = object.__new__(cls)
     object.__setattr__(made, "__dict__", values)
     return made
@@ -248,11 +261,28 @@ def _finite(total: Number, workload: str, hw: str) -> None:
                         f"(sizes this large describe no real program)")
 
 
+class _Row:
+    """One kernel's figures on the chip while :func:`analyze` works them out (mutable: an
+    epilogue's times move to its host; ``time`` and ``regime`` come last)."""
+
+    __slots__ = ("bytes", "count", "flops", "kept", "label", "link_bytes", "name", "peak",
+                 "regime", "t_compute", "t_memory", "t_network", "time")
+
+    def __init__(self, name: str, count: Number, flops: Number, nbytes: Number,
+                 link_bytes: Number, peak: float, label: str, t_compute: Number,
+                 t_memory: Number, t_network: Number, kept: Number) -> None:
+        self.name, self.count, self.flops, self.bytes = name, count, flops, nbytes
+        self.link_bytes, self.peak, self.label = link_bytes, peak, label
+        self.t_compute, self.t_memory, self.t_network = t_compute, t_memory, t_network
+        self.kept = kept  # bytes kept on chip (not read from memory)
+        self.time: Any = 0.0
+        self.regime: Any = ""
+
+
 def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool,
                    scale: float, derate: float, capacity: float,
-                   onchip_bandwidth: float | None) -> list[Any]:
-    """[name, count, flops, bytes, link_bytes, peak, label, t_compute, t_memory, t_network,
-    onchip_bytes]."""
+                   onchip_bandwidth: float | None) -> _Row:
+    """The kernel's figures and resource times on *hw* (its time and regime to come)."""
     precision = kernel.dtype or dtype
     if kernel.operands and hw.mixed_matmul:
         precision = hw.mixed_path(*kernel.operands) or precision
@@ -273,11 +303,11 @@ def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool
         t_memory = nbytes / (hw.memory_bandwidth * derate)
     else:
         t_memory = _memory_time(nbytes, kept, hw.memory_bandwidth, onchip_bandwidth, derate)
-    return [kernel.name, count, flops, nbytes, link_bytes, peak * scale, label,
-            t_compute, t_memory, t_network, kept]
+    return _Row(kernel.name, count, flops, nbytes, link_bytes, peak * scale, label,
+                t_compute, t_memory, t_network, kept)
 
 
-def _epilogues(kernels: tuple[Kernel, ...], rows: list[list[Any]]) -> dict[int, list[int]]:
+def _epilogues(kernels: tuple[Kernel, ...], rows: list[_Row]) -> dict[int, list[int]]:
     """Time each host kernel and its epilogue kernels as one (see the module docstring).
 
     Returns {host index: [epilogue indices]}; an epilogue names the last kernel before it of
@@ -297,15 +327,15 @@ def _epilogues(kernels: tuple[Kernel, ...], rows: list[list[Any]]) -> dict[int, 
             hosts.setdefault(host, []).append(i)
     for host, members in hosts.items():
         group = (host, *members)
-        matrix = add_up(rows[j][7] for j in group if kernels[j].unit == "matrix")
-        vector = add_up(rows[j][7] for j in group if kernels[j].unit == "vector")
-        rows[host][7] = _max3(matrix, vector, 0.0)
-        rows[host][8] = add_up(rows[j][8] for j in group)
-        rows[host][9] = add_up(rows[j][9] for j in group)
-        labels = dict.fromkeys(rows[j][6] for j in group)
-        rows[host][6] = " + ".join(labels)
+        matrix = add_up(rows[j].t_compute for j in group if kernels[j].unit == "matrix")
+        vector = add_up(rows[j].t_compute for j in group if kernels[j].unit == "vector")
+        head = rows[host]
+        head.t_compute = _max3(matrix, vector, 0.0)
+        head.t_memory = add_up(rows[j].t_memory for j in group)
+        head.t_network = add_up(rows[j].t_network for j in group)
+        head.label = " + ".join(dict.fromkeys(rows[j].label for j in group))
         for j in members:
-            rows[j][7] = rows[j][8] = rows[j][9] = 0.0
+            rows[j].t_compute = rows[j].t_memory = rows[j].t_network = 0.0
     return hosts
 
 
@@ -361,41 +391,42 @@ def analyze(
     rows = [_kernel_bounds(k, chip, dtype, sparse, scale, derate, capacity,
                            None if level is None else level.bandwidth)
             for k in workload.kernels]
-    kept = [row.pop() for row in rows]
     hosts = _epilogues(workload.kernels, rows)
     for row in rows:
-        row.append(_max3(row[7], row[8], row[9]))          # time
-        row.append(_regime(row[7], row[8], row[9]))        # regime
+        row.time = _max3(row.t_compute, row.t_memory, row.t_network)
+        row.regime = _regime(row.t_compute, row.t_memory, row.t_network)
     for host, members in hosts.items():
         for j in members:
-            rows[j][11] = rows[host][11]                   # an epilogue shares its host's regime
+            rows[j].regime = rows[host].regime  # an epilogue shares its host's regime
 
     if len(rows) == 1:  # one kernel: its figures are the program's
-        (_, _, flops, nbytes, link_bytes, _, _, t_compute, t_memory, t_network, time,
-         regime) = rows[0]
+        row = rows[0]
+        flops, nbytes, link_bytes = row.flops, row.bytes, row.link_bytes
+        t_compute, t_memory, t_network = row.t_compute, row.t_memory, row.t_network
+        time, regime = row.time, row.regime
         shares = _shares(rows, time)
     else:
-        flops = add_up(row[2] for row in rows)
-        nbytes = add_up(row[3] for row in rows)
-        link_bytes = add_up(row[4] for row in rows)
-        time = add_up(row[10] for row in rows)
-        t_compute = add_up(row[7] for row in rows)
-        t_memory = add_up(row[8] for row in rows)
-        t_network = add_up(row[9] for row in rows)
+        flops = add_up(row.flops for row in rows)
+        nbytes = add_up(row.bytes for row in rows)
+        link_bytes = add_up(row.link_bytes for row in rows)
+        time = add_up(row.time for row in rows)
+        t_compute = add_up(row.t_compute for row in rows)
+        t_memory = add_up(row.t_memory for row in rows)
+        t_network = add_up(row.t_network for row in rows)
         shares = _shares(rows, time)
         regime = _regime(shares["compute"], shares["memory"], shares["network"])
     results = []
     for i, kernel in enumerate(workload.kernels):
-        (name, count, k_flops, k_bytes, k_link, peak, label, t_c, t_m, t_n, k_time,
-         k_regime) = rows[i]
+        row = rows[i]
         results.append(unchecked(KernelResult, {  # every field, in order
-            "name": name, "count": count, "flops": k_flops, "bytes": k_bytes,
-            "link_bytes": k_link, "intensity": _kernel_intensity(k_flops, k_bytes, name),
-            "peak": peak, "peak_label": label, "t_compute": t_c, "t_memory": t_m,
-            "t_network": t_n, "time": k_time, "regime": k_regime,
-            "share": _divide(k_time, time),
+            "name": row.name, "count": row.count, "flops": row.flops, "bytes": row.bytes,
+            "link_bytes": row.link_bytes,
+            "intensity": _kernel_intensity(row.flops, row.bytes, row.name),
+            "peak": row.peak, "peak_label": row.label, "t_compute": row.t_compute,
+            "t_memory": row.t_memory, "t_network": row.t_network, "time": row.time,
+            "regime": row.regime, "share": _divide(row.time, time),
             "fused": tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
-            "onchip_bytes": kept[i], "epilogue_of": kernel.epilogue_of}))
+            "onchip_bytes": row.kept, "epilogue_of": kernel.epilogue_of}))
     kernels = tuple(results)
 
     ridge_dtype = dtype if dtype is not None else _main_dtype(workload)
@@ -447,15 +478,15 @@ def _parallelism(value: Any) -> float | None:
 
 
 
-def _shares(rows: list[list[Any]], time: Number) -> dict[str, Number]:
+def _shares(rows: list[_Row], time: Number) -> dict[str, Number]:
     """Seconds of the program each resource bounds (each kernel counts for its regime)."""
-    if len(rows) == 1 and type(rows[0][11]) is str:  # one kernel, not a sweep
+    if len(rows) == 1 and type(rows[0].regime) is str:  # one kernel, not a sweep
         shares: dict[str, Number] = {"compute": 0.0, "memory": 0.0, "network": 0.0}
-        shares[rows[0][11]] = 0.0 + rows[0][10]
+        shares[rows[0].regime] = 0.0 + rows[0].time
         return shares
     shares = {name: 0.0 for name in REGIMES}
     for row in rows:
-        k_time, k_regime = row[10], row[11]
+        k_time, k_regime = row.time, row.regime
         if is_array(k_regime):
             import numpy as np
 

@@ -203,3 +203,19 @@ def test_results_are_deterministic_and_immutable() -> None:
     assert first.to_dict() == second.to_dict()
     with pytest.raises(AttributeError):
         w.name = "x"  # type: ignore[misc]
+
+
+def test_the_fast_path_checks_its_fields() -> None:
+    """analyze() builds Results through unchecked(), which refuses a missing or extra field
+    as the constructor would."""
+    from pytest_roofline.analysis import KernelResult, unchecked
+
+    with pytest.raises(TypeError, match="KernelResult"):
+        unchecked(KernelResult, {"name": "k"})
+
+
+def test_an_explicit_bf16_is_the_default_precision_by_value() -> None:
+    """dtype=None is every op's default; an explicit "bf16" gives the same sized workload."""
+    from pytest_roofline import ops
+
+    assert ops.matmul(64, 64, 64).kernels == ops.matmul(64, 64, 64, dtype="bf16").kernels

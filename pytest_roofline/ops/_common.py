@@ -36,23 +36,16 @@ from ..workload import Number, is_array
 MAX_SIZE = 1 << 53
 
 
-class DefaultPrecision(str):
-    """The default ``dtype=`` of the ops: the value ``"bf16"``, marked so that an op given
-    arrays can tell a precision the caller chose (an override) from the default (none)."""
-
-
-#: ``dtype=`` when not given: bf16 for sizes; for arrays, their own storage dtype.
-BF16 = DefaultPrecision("bf16")
-
-
 def given(dtype: object) -> bool:
-    """True when the caller chose a precision (not the default, not None)."""
-    return dtype is not None and dtype is not BF16
+    """True when the caller chose a precision. ``dtype=None`` (every op's default) means bf16
+    for an op given sizes, and the arrays' own storage dtype for an op given arrays; an
+    explicit ``"bf16"`` is a choice like any other."""
+    return dtype is not None
 
 
 def sized_precision(dtype: object) -> str:
-    """The precision of an op given by sizes: *dtype*, bf16 by default."""
-    return "bf16" if dtype is BF16 or dtype is None else precision(dtype, "dtype")
+    """The precision of an op given by sizes: *dtype*, bf16 by default (None)."""
+    return "bf16" if dtype is None else precision(dtype, "dtype")
 
 
 def is_module(value: object) -> bool:

@@ -38,7 +38,6 @@ from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
-    BF16,
     array_precision,
     dtype_of,
     flag,
@@ -134,7 +133,7 @@ def attention(
     *,
     causal: bool = False,
     fused: bool = True,
-    dtype: object = BF16,
+    dtype: object = None,
     kv_dtype: object = None,
     layout: str | None = None,
     window: object = None,

@@ -57,7 +57,6 @@ from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
-    BF16,
     array_precision,
     flag,
     is_arraylike,
@@ -149,7 +148,7 @@ def _collective(kind: str, elements: object, devices: object, dtype: object, lin
     return Workload((kernel,), footprint=footprint, name=name)
 
 
-def all_reduce(elements: object, devices: object, *, dtype: object = BF16,
+def all_reduce(elements: object, devices: object, *, dtype: object = None,
                link: str | None = None, link_count: int | None = None,
                algorithm: str = "auto") -> Workload:
     """Ring all-reduce of a tensor of *elements* over *devices*: each sends 2·(N-1)/N of it.
@@ -159,28 +158,28 @@ def all_reduce(elements: object, devices: object, *, dtype: object = BF16,
     return _collective("all_reduce", elements, devices, dtype, link, link_count, algorithm)
 
 
-def all_gather(elements: object, devices: object, *, dtype: object = BF16,
+def all_gather(elements: object, devices: object, *, dtype: object = None,
                link: str | None = None, link_count: int | None = None,
                algorithm: str = "auto") -> Workload:
     """Ring all-gather of a tensor of *elements* (the gathered size): each sends (N-1)/N."""
     return _collective("all_gather", elements, devices, dtype, link, link_count, algorithm)
 
 
-def reduce_scatter(elements: object, devices: object, *, dtype: object = BF16,
+def reduce_scatter(elements: object, devices: object, *, dtype: object = None,
                    link: str | None = None, link_count: int | None = None,
                    algorithm: str = "auto") -> Workload:
     """Ring reduce-scatter of a tensor of *elements* (the unreduced size): each sends (N-1)/N."""
     return _collective("reduce_scatter", elements, devices, dtype, link, link_count, algorithm)
 
 
-def all_to_all(elements: object, devices: object, *, dtype: object = BF16,
+def all_to_all(elements: object, devices: object, *, dtype: object = None,
                link: str | None = None, link_count: int | None = None,
                algorithm: str = "auto") -> Workload:
     """All-to-all of the *elements* each device holds: each sends (N-1)/N of them."""
     return _collective("all_to_all", elements, devices, dtype, link, link_count, algorithm)
 
 
-def point_to_point(elements: object, *, dtype: object = BF16, link: str | None = None,
+def point_to_point(elements: object, *, dtype: object = None, link: str | None = None,
                    link_count: int | None = None, algorithm: str = "auto") -> Workload:
     """One device sends a tensor of *elements* to another: link bytes = its size."""
     return _collective("point_to_point", elements, None, dtype, link, link_count, algorithm)
@@ -196,7 +195,7 @@ def sharded_matmul(
     *,
     shards: object,
     split: str = "k",
-    dtype: object = BF16,
+    dtype: object = None,
     a_dtype: object = None,
     b_dtype: object = None,
     out_dtype: object = None,

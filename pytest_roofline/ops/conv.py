@@ -19,7 +19,6 @@ from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
-    BF16,
     array_precision,
     choice,
     dtype_of,
@@ -103,7 +102,7 @@ def conv2d(
     padding: object = 0,
     dilation: object = 1,
     groups: object = 1,
-    dtype: object = BF16,
+    dtype: object = None,
     layout: str = "nchw",
 ) -> Workload:
     """A 2-D convolution of *batch* images (see the module docstring for the formula).
@@ -179,7 +178,7 @@ def _from_arrays(x: object, w: object, stride: object, padding: object, dilation
 
 def pool2d(batch: object, channels: object, size: object = None, kernel: object = None, *,
            stride: object = None, padding: object = 0, kind: str = "max",
-           dtype: object = BF16, layout: str = "nchw") -> Workload:
+           dtype: object = None, layout: str = "nchw") -> Workload:
     """Max or average pooling (see the module docstring); ``stride`` defaults to ``kernel``.
 
     ``pool2d(x, kernel, ...)`` takes an array-like x ([N, C, H, W], or [N, H, W, C] with

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Workload
-from ._common import BF16, dtype_of, given, is_arraylike, precision, shape_of, size, sized_precision
+from ._common import dtype_of, given, is_arraylike, precision, shape_of, size, sized_precision
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -66,7 +66,7 @@ def _parse(subscripts: str, ranks: list[int]) -> tuple[list[str], str, str]:
     return expanded, output, ellipsis
 
 
-def einsum(subscripts: str, *operands: object, dtype: object = BF16,
+def einsum(subscripts: str, *operands: object, dtype: object = None,
            out_dtype: object = None) -> Workload:
     """Any contraction: ``einsum("bd,df->bf", (B, D), (D, F))`` or with arrays.
 

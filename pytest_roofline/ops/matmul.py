@@ -29,7 +29,6 @@ from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
-    BF16,
     dtype_of,
     given,
     is_arraylike,
@@ -109,7 +108,7 @@ def matmul(
     k: object = None,
     n: object = None,
     *,
-    dtype: object = BF16,
+    dtype: object = None,
     a_dtype: object = None,
     b_dtype: object = None,
     out_dtype: object = None,
@@ -184,7 +183,7 @@ def batched_matmul(
     n: object = None,
     *,
     shared_weights: bool = False,
-    dtype: object = BF16,
+    dtype: object = None,
     a_dtype: object = None,
     b_dtype: object = None,
     out_dtype: object = None,
@@ -231,7 +230,7 @@ def _batched(batch: Number, m: int, k: int, n: int, shared: bool, a: str, b: str
     return Workload((kernel,), footprint=kernel.total_bytes, name=name, knob=knob)
 
 
-def linear(x: object, weight: object, bias: object = None, *, dtype: object = BF16,
+def linear(x: object, weight: object, bias: object = None, *, dtype: object = None,
            out_dtype: object = None) -> Workload:
     """``y = x @ weightᵀ + bias`` with torch's layout: *weight* is [out, in], or an
     ``nn.Linear`` module (its ``weight`` and ``bias`` are read, never printed or copied).

@@ -25,7 +25,6 @@ from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Number, Workload
 from ._common import (
-    BF16,
     array_precision,
     flag,
     is_arraylike,
@@ -123,7 +122,7 @@ def _rows_cols(x: object, axis: object, what: str) -> tuple[int, int]:
 # -- public formulas ---------------------------------------------------------------------------
 
 
-def dot(n: object, y: object = None, *, dtype: object = BF16) -> Workload:
+def dot(n: object, y: object = None, *, dtype: object = None) -> Workload:
     """``x · y`` of two length-n vectors: n multiplies and n - 1 adds = 2n - 1 FLOPs.
 
     Bytes: both vectors read (2n elements) and one element written: (2n + 1)·|dtype|. The
@@ -145,7 +144,7 @@ def dot(n: object, y: object = None, *, dtype: object = BF16) -> Workload:
 
 
 def elementwise(n: object, *, inputs: int = 1, outputs: int = 1, flops_per_element: float = 1.0,
-                dtype: object = BF16, name: str = "elementwise") -> Workload:
+                dtype: object = None, name: str = "elementwise") -> Workload:
     """An elementwise op over n elements: n·flops_per_element FLOPs,
     n·(inputs + outputs)·|dtype| bytes (each input read once, each output written once).
 
@@ -171,7 +170,7 @@ def elementwise(n: object, *, inputs: int = 1, outputs: int = 1, flops_per_eleme
 
 
 def reduction(n: object, *, outputs: int = 1, axis: object = None,
-              dtype: object = BF16) -> Workload:
+              dtype: object = None) -> Workload:
     """A sum of n elements into *outputs* results: n - outputs adds, (n + outputs)·|dtype| B.
 
     ``reduction(x, axis=-1)`` reduces an array-like along *axis* (all axes when None);
@@ -191,7 +190,7 @@ def reduction(n: object, *, outputs: int = 1, axis: object = None,
 
 
 def softmax(rows: object, cols: object = None, *, axis: int = -1,
-            dtype: object = BF16) -> Workload:
+            dtype: object = None) -> Workload:
     """Softmax over *cols* for each of *rows*: 5 FLOPs per element on the vector units,
     one read and one write of rows·cols elements. ``softmax(x, axis=-1)`` takes an array-like;
     ``dtype=`` then sets the compute precision (bytes stay at x's storage dtype).
@@ -227,7 +226,7 @@ def _norm(kind: str, rows: object, hidden: object, dtype: object, affine: bool,
     return _one(kernel, kernel.bytes)
 
 
-def layernorm(rows: object, hidden: object = None, *, dtype: object = BF16,
+def layernorm(rows: object, hidden: object = None, *, dtype: object = None,
               affine: bool = True, residual: bool = False) -> Workload:
     """LayerNorm of rows x hidden: 7 FLOPs per element (5 without affine) on the vector units.
 
@@ -238,7 +237,7 @@ def layernorm(rows: object, hidden: object = None, *, dtype: object = BF16,
     return _norm("layernorm", rows, hidden, dtype, affine, residual)
 
 
-def rmsnorm(rows: object, hidden: object = None, *, dtype: object = BF16,
+def rmsnorm(rows: object, hidden: object = None, *, dtype: object = None,
             affine: bool = True, residual: bool = False) -> Workload:
     """RMSNorm of rows x hidden: 4 FLOPs per element (3 without weight), vector units.
 
@@ -249,7 +248,7 @@ def rmsnorm(rows: object, hidden: object = None, *, dtype: object = BF16,
 
 
 def embedding(tokens: object, hidden: object = None, *, vocab: object = None,
-              dtype: object = BF16) -> Workload:
+              dtype: object = None) -> Workload:
     """Embedding lookup: one table row gathered per token. No FLOPs; bytes = 2·tokens·hidden
     elements (rows read, activations written). Only the gathered rows move: the table is never
     read in full. The footprint includes the table when *vocab* is given.
