@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
     from .measuring.timing import Measurement, measure
     from .overlap import overlapped
-    from .planning import plan
+    from .planning import plan, plan_training
     from .tracing import TraceError, Tracer, register_op, trace, unregister_op
     from .workload import Kernel, Knob, Workload
 
@@ -45,6 +45,7 @@ _WHERE = {
                     "tracing"),
     "overlapped": "overlap",
     "plan": "planning",
+    "plan_training": "planning",
 }
 
 __version__ = "0.1.0"
@@ -81,6 +82,7 @@ __all__ = [
     "ops",
     "overlapped",
     "plan",
+    "plan_training",
     "register_hardware",
     "register_op",
     "trace",

@@ -216,3 +216,129 @@ def decode_step(model: Any, config: Config, *, isl: int, osl: int, dtype: str = 
                               dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                               link=link)
     return step
+
+
+# -- training ---------------------------------------------------------------------------------
+
+RECOMPUTES = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """One training configuration and its bound (s a step, tokens/s per chip)."""
+
+    dp: int
+    tp: int
+    pp: int
+    zero: int
+    microbatches: int
+    recompute: str
+    step_time: float
+    throughput: float  # training tokens per second per chip
+    footprint: float  # bytes per chip
+    regime: str  # the step's regime: the resource that holds most of its time
+
+    def label(self) -> str:
+        parts = [f"dp={self.dp}", f"tp={self.tp}", f"pp={self.pp}", f"zero={self.zero}"]
+        if self.microbatches > 1:
+            parts.append(f"microbatches={self.microbatches}")
+        if self.recompute != "none":
+            parts.append(f"recompute={self.recompute}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """The training configurations that fit (and meet the step-time target), best first."""
+
+    model: str
+    hw: str
+    chips: int
+    batch: int
+    seq: int
+    step_target: float | None
+    configs: tuple[TrainingConfig, ...]
+    searched: int
+
+    @property
+    def best(self) -> TrainingConfig | None:
+        return self.configs[0] if self.configs else None
+
+    def table(self, top: int = 10) -> str:
+        from .text_table import render
+
+        fmt = units.format_time
+        head = (f"{self.model} training on {self.chips} x {self.hw}, batch {self.batch} x "
+                f"{self.seq} tokens" + (f", step <= {fmt(self.step_target)}"
+                                        if self.step_target else "")
+                + f": {len(self.configs)} of {self.searched} configurations qualify")
+        rows = [[str(i + 1), c.label(), fmt(c.step_time), f"{c.throughput:,.0f}",
+                 units.si(c.footprint, "B"), c.regime] for i, c in enumerate(self.configs[:top])]
+        if not rows:
+            return head
+        body = render(["#", "configuration", "step", "tok/s/chip", "memory/chip", "regime"],
+                      rows)
+        return "\n".join([head, *body])
+
+
+def _divisors(n: int, most: int) -> list[int]:
+    return [d for d in range(1, min(n, most) + 1) if n % d == 0]
+
+
+def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq: int,
+                  step_time: object = None, dtype: str = "bf16", link: str | None = None,
+                  max_microbatches: int = 64) -> TrainingPlan:
+    """Search training configurations of *model* on *chips* x *hw* for a global *batch* of
+    *seq*-token sequences: dp x tp x pp = chips, ZeRO 0-3, microbatches dividing each
+    replica's batch (up to *max_microbatches*), and recomputation; keep those that fit (and
+    take at most *step_time*), ranked by tokens per second per chip
+    (:meth:`Transformer.train_step` prices each; ``models.training`` states its rules).
+
+    One step is analyzed per (dp, tp, pp, zero, recompute); the microbatches change only the
+    pipeline bubble, which scales the stage's kernels (their times are linear in their
+    counts), and the activations, so each count costs a footprint and no analysis."""
+    from .models import Transformer, load
+
+    transformer = load(model) if isinstance(model, str) else model
+    if not isinstance(transformer, Transformer) or transformer.config.architecture != "decoder":
+        raise RooflineError(f"plan_training: the model must be a decoder LLM, got "
+                            f"{brief(model)}")
+    chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
+    chips = _whole(chips, "chips")
+    batch, seq = _whole(batch, "batch"), _whole(seq, "seq")
+    target = _target(step_time, "plan_training: step_time")
+    found: list[TrainingConfig] = []
+    searched = 0
+    for tp, pp, _ in _splits(chips, False):
+        dp = chips // (tp * pp)
+        if batch % dp:
+            continue
+        for zero in (0, 1, 2, 3):
+            for recompute in RECOMPUTES:
+                try:
+                    step = transformer.train_step(batch, seq, tp=tp, dp=dp, pp=pp, zero=zero,
+                                                  recompute=recompute, dtype=dtype, link=link)
+                except WorkloadError:
+                    break
+                r = analyze(step, chip)
+                stage = sum(float(k.time) for k in r.kernels
+                            if not k.name.startswith(("optimizer.", "dp.", "pp.")))
+                rest = float(r.time) - stage
+                first_bubble = float(pp)  # microbatches=1: 1 + (pp - 1)
+                for m in _divisors(batch // dp, max_microbatches):
+                    searched += 1
+                    fp = transformer.train_footprint(batch, seq, tp=tp, dp=dp, pp=pp,
+                                                     zero=zero, microbatches=m,
+                                                     recompute=recompute, dtype=dtype)
+                    memory = float(fp.total)
+                    seconds = stage / first_bubble * (1.0 + (pp - 1) / m) + rest
+                    if memory > chip.memory_capacity or (target is not None
+                                                         and seconds > target):
+                        continue
+                    found.append(TrainingConfig(
+                        dp=dp, tp=tp, pp=pp, zero=zero, microbatches=m, recompute=recompute,
+                        step_time=seconds, throughput=batch * seq / (seconds * chips),
+                        footprint=memory, regime=str(r.regime)))
+    found.sort(key=lambda c: (-c.throughput, c.footprint))
+    return TrainingPlan(model=transformer.name, hw=chip.name, chips=chips, batch=batch,
+                        seq=seq, step_target=target, configs=tuple(found), searched=searched)

@@ -110,3 +110,54 @@ def test_a_marker_asserts_the_tpot_target_of_a_configuration(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_serving_misses_a_tighter_tpot*"])
+
+
+# -- training -------------------------------------------------------------------------------
+# Expected: each configuration's step time equals train_step's bound at its own settings
+# (the search analyzes once per split and scales the pipeline bubble: rel 1e-9), its
+# throughput is batch x seq / (step x chips) by definition, and its footprint is
+# train_footprint's.
+
+
+def test_plan_training_ranks_configurations_that_fit():
+    from pytest_roofline import plan_training
+
+    p = plan_training("llama-3-8b", "h100", chips=8, batch=64, seq=4096, link="nvlink")
+    assert p.searched >= 500 and p.configs
+    model = models.load("llama-3-8b")
+    throughputs = [c.throughput for c in p.configs]
+    assert throughputs == sorted(throughputs, reverse=True)
+    for c in p.configs[:3] + p.configs[-3:]:
+        assert c.dp * c.tp * c.pp == 8 and c.footprint <= 80e9
+        step = model.train_step(64, 4096, dp=c.dp, tp=c.tp, pp=c.pp, zero=c.zero,
+                                microbatches=c.microbatches, recompute=c.recompute,
+                                link="nvlink")
+        assert analyze(step, "h100").time == pytest.approx(c.step_time, rel=1e-9)
+        assert c.throughput == pytest.approx(64 * 4096 / (c.step_time * 8), rel=1e-12)
+    # 16 B a parameter (bf16 weights and gradients, Adam's 12 B) of 8B is 128 GB: without
+    # ZeRO, tp or pp a chip holds them all and nothing fits
+    assert not [c for c in p.configs if c.zero == 0 and c.tp * c.pp == 1]
+    assert [c for c in p.configs if c.zero == 3 and c.tp * c.pp == 1]
+
+
+def test_plan_training_with_pipelines_scales_the_bubble():
+    from pytest_roofline import plan_training
+
+    p = plan_training("llama-3-8b", "h100", chips=8, batch=32, seq=2048, link="nvlink")
+    piped = [c for c in p.configs if c.pp > 1 and c.microbatches > 1][:3]
+    assert piped
+    model = models.load("llama-3-8b")
+    for c in piped:
+        step = model.train_step(32, 2048, dp=c.dp, tp=c.tp, pp=c.pp, zero=c.zero,
+                                microbatches=c.microbatches, recompute=c.recompute,
+                                link="nvlink")
+        assert analyze(step, "h100").time == pytest.approx(c.step_time, rel=1e-9)
+
+
+def test_the_plan_command_for_training(capsys):
+    assert main(["plan", "llama-3-8b", "--hw", "h100", "--chips", "8", "--train", "--batch",
+                 "64", "--seq", "4096", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "training on 8 x h100-sxm" in out and "zero=" in out
+    assert main(["plan", "llama-3-8b", "--hw", "h100", "--chips", "8", "--train"]) == 2
+    assert "needs --batch" in capsys.readouterr().err

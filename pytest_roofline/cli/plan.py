@@ -1,5 +1,7 @@
 """``plan MODEL --hw CHIP --chips N [--ttft T] [--tpot T]``: serving configurations that fit
-and meet the latency targets, ranked by output tokens per second per chip
+and meet the latency targets, ranked by output tokens per second per chip; with ``--train
+--batch B --seq S [--step-time T]``, training configurations (dp, tp, pp, ZeRO,
+microbatches, recomputation) ranked by training tokens per second per chip
 (:mod:`pytest_roofline.planning` states the model of each figure)."""
 
 from __future__ import annotations
@@ -31,11 +33,32 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     plan.add_argument("--max-batch", type=int, default=1024,
                       help="largest batch searched (default 1024)")
     plan.add_argument("--top", type=int, default=10, help="configurations shown (default 10)")
+    plan.add_argument("--train", action="store_true",
+                      help="search training configurations (needs --batch and --seq)")
+    plan.add_argument("--batch", type=int, help="training: the global batch, in sequences")
+    plan.add_argument("--seq", type=int, help="training: tokens a sequence")
+    plan.add_argument("--step-time", help="training: step-time target, e.g. 2s")
     plan.set_defaults(func=cmd_plan)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ..planning import plan
+    from ..errors import RooflineError
+    from ..planning import plan, plan_training
+
+    if args.train:
+        if args.batch is None or args.seq is None:
+            raise RooflineError("plan --train needs --batch (sequences a step) and --seq "
+                                "(tokens a sequence)")
+        trained = plan_training(args.model, args.hw, chips=args.chips, batch=args.batch,
+                                seq=args.seq, step_time=args.step_time, dtype=args.dtype)
+        if args.json:
+            print_json({"model": trained.model, "hw": trained.hw, "chips": trained.chips,
+                        "batch": trained.batch, "seq": trained.seq,
+                        "step_target_s": trained.step_target, "searched": trained.searched,
+                        "configs": [dataclasses.asdict(c) for c in trained.configs[:args.top]]})
+        else:
+            echo(trained.table(args.top))
+        return EXIT_OK
 
     result = plan(args.model, args.hw, chips=args.chips, ttft=args.ttft, tpot=args.tpot,
                   isl=args.isl, osl=args.osl, dtype=args.dtype, weight_dtype=args.weight_dtype,
