@@ -160,3 +160,17 @@ def test_an_interleaved_pipeline_shrinks_the_bubble():
     one = LLAMA8B.train_step(8, SEQ)
     pipe = LLAMA8B.train_step(8, SEQ, pp=4, microbatches=8, virtual_stages=2)
     assert _matrix_flops(pipe) == pytest.approx(_matrix_flops(one) / 4 * 19 / 16, rel=1e-12)
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode", "forward"])
+def test_inference_phases_take_overlap_too(phase):
+    # Llama 2 70B, TP=8 on H100: hiding the all-reduces behind the matmuls saves at most the
+    # network time, and saves some of it
+    llama = models.load("llama-2-70b")
+    sizes = (8, 4096) if phase == "decode" else (4, 2048)
+    plain = analyze(getattr(llama, phase)(*sizes, tp=8, link="nvlink"), "h100")
+    hidden = analyze(getattr(llama, phase)(*sizes, tp=8, link="nvlink", overlap="full"),
+                     "h100")
+    assert plain.time - plain.t_network <= hidden.time < plain.time
+    with pytest.raises(WorkloadError, match=f"{phase}: overlap must be one of"):
+        getattr(llama, phase)(*sizes, tp=8, overlap="some")

@@ -281,11 +281,12 @@ class Transformer:
                weight_dtype: object = None, kv_dtype: object = None, fused: bool = True,
                link: str | None = None, link_count: int | None = None,
                absorb: bool = True, ep: object = 1, fusion: str = _fusion.MODEL_DEFAULT,
-               padded: bool = False) -> Workload:
+               padded: bool = False, overlap: str = "none") -> Workload:
         """One decode step: one new token for each of *batch* sequences, each attending to
         *context* cached positions (or a list of per-sequence contexts, see the module
         docstring). Knob: the batch (a numpy array sweeps it). ``ep``: expert parallelism;
-        ``fusion``: "epilogue" or "none" (see the module docstring).
+        ``fusion``: "epilogue" or "none" (see the module docstring); ``overlap="full"``: the
+        collectives hidden behind the matrix work (:func:`pytest_roofline.overlapped`).
 
         Latent attention decodes from the latent cache with the key and value
         up-projections absorbed into the query and the output (``absorb=True``, as serving
@@ -302,7 +303,7 @@ class Transformer:
             self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count, fusion), ep),
             absorb=absorb and self.config.is_mla)
         if lengths is not None:
-            return self._mixed("decode", plan, lengths, True, False)
+            return _overlap(self._mixed("decode", plan, lengths, True, False), overlap, "decode")
         b = sweep_size(batch, "decode: batch")
         ctx = size(context, "decode: context")
         self._check_positions(ctx, "decode: context")
@@ -314,19 +315,21 @@ class Transformer:
         def build(x: int) -> Workload:
             return self.decode(x, ctx, tp=tp, dtype=dtype, weight_dtype=weight_dtype,
                                kv_dtype=kv_dtype, fused=fused, link=link,
-                               link_count=link_count, absorb=absorb, ep=ep, fusion=fusion)
+                               link_count=link_count, absorb=absorb, ep=ep, fusion=fusion,
+                               overlap=overlap)
 
-        return self._workload(kernels, footprint, name, b, build)
+        return _overlap(self._workload(kernels, footprint, name, b, build), overlap, "decode")
 
     def prefill(self, batch: object, seq: object, *, tp: object = 1, dtype: object = "bf16",
                 weight_dtype: object = None, kv_dtype: object = None, fused: bool = True,
                 all_logits: bool = False, link: str | None = None,
                 link_count: int | None = None, ep: object = 1,
-                fusion: str = _fusion.MODEL_DEFAULT, padded: bool = False) -> Workload:
+                fusion: str = _fusion.MODEL_DEFAULT, padded: bool = False,
+                overlap: str = "none") -> Workload:
         """Prefill of *batch* prompts of *seq* tokens (or a list of per-prompt lengths; causal),
         writing the KV cache. Logits of the last token per sequence only, unless
         ``all_logits``. Knob: the batch. ``ep``: expert parallelism; ``fusion`` and
-        ``padded``: see the module docstring."""
+        ``padded``: see the module docstring; ``overlap``: as :meth:`decode`."""
         self._need("decoder", "prefill")
         if not isinstance(all_logits, bool):
             raise WorkloadError(f"prefill: all_logits must be True or False, got "
@@ -335,7 +338,8 @@ class Transformer:
         plan = self._expert_parallel(
             self._plan(tp, dtype, weight_dtype, kv_dtype, fused, link, link_count, fusion), ep)
         if lengths is not None:
-            return self._mixed("prefill", plan, lengths, True, all_logits)
+            return _overlap(self._mixed("prefill", plan, lengths, True, all_logits), overlap,
+                            "prefill")
         b = sweep_size(batch, "prefill: batch")
         s = size(seq, "prefill: seq")
         self._check_positions(s, "prefill: seq")
@@ -348,23 +352,26 @@ class Transformer:
         def build(x: int) -> Workload:
             return self.prefill(x, s, tp=tp, dtype=dtype, weight_dtype=weight_dtype,
                                 kv_dtype=kv_dtype, fused=fused, all_logits=all_logits,
-                                link=link, link_count=link_count, ep=ep, fusion=fusion)
+                                link=link, link_count=link_count, ep=ep, fusion=fusion,
+                                overlap=overlap)
 
-        return self._workload(kernels, footprint, name, b, build)
+        return _overlap(self._workload(kernels, footprint, name, b, build), overlap, "prefill")
 
     def forward(self, batch: object, seq: object, *, tp: object = 1, dtype: object = "bf16",
                 weight_dtype: object = None, fused: bool = True, link: str | None = None,
                 link_count: int | None = None, fusion: str = _fusion.MODEL_DEFAULT,
-                padded: bool = False) -> Workload:
+                padded: bool = False, overlap: str = "none") -> Workload:
         """A full forward pass over *batch* sequences of *seq* tokens (or a list of
         per-sequence lengths), keeping no KV cache: an encoder's inference (bidirectional
         attention, pooler), or a decoder scoring every position (causal, all logits). Knob:
-        the batch. ``fusion`` and ``padded``: see the module docstring."""
+        the batch. ``fusion`` and ``padded``: see the module docstring; ``overlap``: as
+        :meth:`decode`."""
         decoder = self.config.architecture == "decoder"
         lengths = _lengths(seq, batch, padded, "forward: seq")
         plan = self._plan(tp, dtype, weight_dtype, None, fused, link, link_count, fusion)
         if lengths is not None:
-            return self._mixed("forward", plan, lengths, decoder, decoder)
+            return _overlap(self._mixed("forward", plan, lengths, decoder, decoder), overlap,
+                            "forward")
         b = sweep_size(batch, "forward: batch")
         s = size(seq, "forward: seq")
         self._check_positions(s, "forward: seq")
@@ -374,9 +381,10 @@ class Transformer:
 
         def build(x: int) -> Workload:
             return self.forward(x, s, tp=tp, dtype=dtype, weight_dtype=weight_dtype,
-                                fused=fused, link=link, link_count=link_count, fusion=fusion)
+                                fused=fused, link=link, link_count=link_count, fusion=fusion,
+                                overlap=overlap)
 
-        return self._workload(kernels, footprint, name, b, build)
+        return _overlap(self._workload(kernels, footprint, name, b, build), overlap, "forward")
 
     def _mixed(self, phase: str, plan: _Plan, lengths: list[tuple[int, int]], causal: bool,
                all_logits: bool) -> Workload:
@@ -859,6 +867,15 @@ class Transformer:
         replicated = sum(v for key, v in parts.items() if key not in (
             "embedding", "lm_head", "attention", "mlp"))
         return self._linear_params_per_chip(plan) + vocab_parallel + replicated
+
+
+def _overlap(workload: Workload, overlap: object, phase: str) -> Workload:
+    """``overlap=`` of a phase (see :mod:`pytest_roofline.overlap`)."""
+    if overlap == "none":
+        return workload
+    from ..overlap import apply
+
+    return apply(workload, overlap, phase)
 
 
 def _materialize(op: _Linear, plan: _Plan) -> Kernel:
