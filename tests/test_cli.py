@@ -325,3 +325,30 @@ def test_analyze_a_model_from_its_config_json() -> None:
     bad = cli("analyze", "model", str(REPO / "tests" / "data" / "hf" / "missing.json"),
               "--hw", "h200")
     assert "missing.json" in one_line_error(bad)
+
+
+def test_hw_repeated_analyzes_every_chip_given() -> None:
+    """--hw h100 --hw a100 analyzed a100 only; now both, each once, in the order given."""
+    result = cli("analyze", "matmul", "--m", "32", "--k", "8192", "--n", "8192",
+                 "--hw", "h100", "--hw", "a100,h100", "--json")
+    assert result.returncode == 0, result.stderr
+    assert [r["hw"] for r in json.loads(result.stdout)["results"]] == ["h100-sxm",
+                                                                        "a100-80gb-sxm"]
+
+
+def test_model_help_lists_the_options_of_every_phase() -> None:
+    """`analyze model NAME --help` showed decode's options only: prefill's --seq was missing."""
+    result = cli("analyze", "model", "llama-3-8b", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "--context" in result.stdout
+    prefill = result.stdout.split("options of --phase prefill", 1)[1]
+    assert "--seq" in prefill.split("options of --phase", 1)[0]
+    only = cli("analyze", "model", "llama-3-8b", "--phase", "prefill", "--help").stdout
+    assert "--seq" in only and "options of --phase" not in only
+
+
+def test_a_bare_time_rule_asks_for_a_unit(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", 4096, 4096)
+    line = one_line_error(cli("compare", str(base), str(base), "--fail", "time:5"))
+    assert "bad compare rule 'time:5': a time bound limit needs a unit or a percentage: " \
+           "'time:5%'" in line and "'time:5ms'" in line

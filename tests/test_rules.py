@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pytest_roofline.errors import RooflineError, RuleError
@@ -165,3 +167,24 @@ def test_every_metric_reads_a_field_that_records_have() -> None:
     fields = {m.field for m in METRICS.values()}
     # footprint_B and efficiency are optional: absent when unknown / not measured
     assert fields - {"footprint_B", "efficiency"} <= set(REQUIRED)
+
+
+@pytest.mark.parametrize(("rule", "offered"), [
+    ("time:5", "'time:5%' (a share of the baseline value) or 'time:5ms' (an amount)"),
+    ("bytes:64", "'bytes:64%' (a share of the baseline value) or 'bytes:64MB' (an amount)"),
+    ("footprint: 1", "'footprint:1%'"),
+    ("flops:2", "'flops:2GFLOP'"),
+])
+def test_a_bare_number_on_a_dimensioned_metric_asks_for_a_unit_or_a_percentage(
+        rule: str, offered: str) -> None:
+    """`time:5` meant 5 seconds, which never fires on a millisecond workload."""
+    with pytest.raises(RuleError, match=re.escape(f"bad compare rule {rule!r}: ")) as info:
+        parse_rules([rule])
+    assert "needs a unit or a percentage" in str(info.value) and offered in str(info.value)
+    assert parse_rules(["intensity:5"])[0].threshold == 5.0  # FLOP/B, its only unit
+
+
+def test_a_bad_limit_quotes_the_rule_as_typed() -> None:
+    with pytest.raises(RuleError, match=re.escape("bad compare rule 'time:1e400%': the limit "
+                                                  "must be a finite number >= 0, got inf")):
+        parse_rules(["time:1e400%"])

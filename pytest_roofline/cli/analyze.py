@@ -186,6 +186,11 @@ class _Target:
             pre.add_argument("--phase", choices=phases, default=phases[0] if phases else None)
             known, _ = pre.parse_known_args(rest)
             self.phase = known.phase
+            self.model = model
+            self.phases = phases
+            # --help without --phase shows every phase's options, not the default phase's
+            self.every_phase = any(a in ("-h", "--help") for a in rest) and not any(
+                a == "--phase" or a.startswith("--phase=") for a in rest)
             self.func: Callable[..., Any] = getattr(model, self.phase)
             self.label = f"{self.title} {self.phase}"
         else:
@@ -221,6 +226,15 @@ class _Target:
             parser.add_argument("--phase", default=self.phase, help="the model phase")
         analysis_options(parser)
         self.params = add_signature_options(parser, self.func, skip)
+        if self.phase is not None and getattr(self, "every_phase", False):
+            shown = set(self.params)
+            for phase in self.phases:
+                if phase == self.phase:
+                    continue
+                group = parser.add_argument_group(
+                    f"options of --phase {phase}, beside those above")
+                shown.update(add_signature_options(
+                    group, getattr(self.model, phase), [*skip, *shown]))  # type: ignore[arg-type]
         return parser
 
 

@@ -74,8 +74,9 @@ def common_options() -> Parser:
 
 
 def analysis_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hw", required=True, metavar="CHIPS",
-                        help="chips, comma-separated (names, aliases or spec files)")
+    parser.add_argument("--hw", required=True, metavar="CHIPS", action="append",
+                        help="chips, comma-separated or the option repeated (names, aliases "
+                             "or spec files); every one given is analyzed")
     parser.add_argument("--flops-per-mac", type=int, choices=(1, 2), default=2,
                         help="FLOPs counted per multiply-accumulate (default 2)")
     parser.add_argument("--derate", type=fraction, default=1.0, metavar="FRACTION",
@@ -96,13 +97,20 @@ def register_specs(paths: Sequence[str]) -> None:
         CATALOG.register_path(path)
 
 
-def chips(text: str) -> list[Any]:
+def chips(text: str | Sequence[str]) -> list[Any]:
+    """The chips of ``--hw`` values (each comma-separated; the option may repeat), each once,
+    in the order given."""
     from ..hardware import get_hardware
 
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    values = [text] if isinstance(text, str) else list(text)
+    names = [n.strip() for value in values for n in value.split(",") if n.strip()]
     if not names:
-        raise UsageError(f"--hw needs at least one chip name, got {text!r}")
-    return [get_hardware(n) for n in names]
+        raise UsageError(f"--hw needs at least one chip name, got {', '.join(values)!r}")
+    found: dict[str, Any] = {}
+    for name in names:
+        chip = get_hardware(name)
+        found.setdefault(chip.name, chip)
+    return list(found.values())
 
 
 def echo(text: str = "") -> None:

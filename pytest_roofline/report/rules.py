@@ -20,7 +20,9 @@ Further rules are written ``METRIC:LIMIT`` and parsed into :class:`Rule` objects
                      across machines where measured times do not.
 
 "More than" is strict: ``intensity:10%`` accepts a fall of exactly 10%, and ``time:0%``
-fails on any rise at all. Plain numbers are in the metric's SI unit (FLOP/B, s, FLOP, B).
+fails on any rise at all. Amounts of time, FLOPs and bytes need their unit (a bare
+``time:5`` is an error that offers ``time:5%`` and ``time:5ms``); intensity takes a plain
+number of FLOP/B and efficiency a fraction.
 Several rules may be given; each one applies. A value may also hold several rules
 separated by commas (``intensity:10%,time:5%``).
 """
@@ -200,19 +202,40 @@ def parse_rule(text: str) -> Rule:
                         f"the metric's: intensity falls, the others rise). {GRAMMAR}")
     percent = _PERCENT.match(limit)
     if percent:
-        return Rule(name, float(percent.group(1)), relative=True, text=written)
+        return _rule(text, name, float(percent.group(1)), relative=True, written=written)
     dimension = METRICS[name].dimension
     if dimension is None:
         plain = _PLAIN.match(limit)
         if not plain:
             raise RuleError(f"bad compare rule {text!r}: limit {limit!r} is neither a "
                             f"percentage nor a number of FLOP/B. {GRAMMAR}")
-        return Rule(name, float(plain.group(1)), relative=False, text=written)
+        return _rule(text, name, float(plain.group(1)), relative=False, written=written)
+    if _NUMBER.match(limit):
+        # a bare number of seconds or bytes reads as a share to most people, and a limit
+        # of 5 s never fires on a microsecond kernel: the unit is asked for
+        unit = _EXAMPLE_UNITS[name]
+        raise RuleError(f"bad compare rule {text!r}: a {METRICS[name].label} limit needs a "
+                        f"unit or a percentage: '{name}:{limit}%' (a share of the baseline "
+                        f"value) or '{name}:{limit}{unit}' (an amount). {GRAMMAR}")
     try:
         amount = units.parse(limit, dimension, what="the limit", allow_zero=True)
     except ValueError as exc:
         raise RuleError(f"bad compare rule {text!r}: {exc}. {GRAMMAR}") from None
-    return Rule(name, amount, relative=False, text=written)
+    return _rule(text, name, amount, relative=False, written=written)
+
+
+_NUMBER = re.compile(r"^[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?$")
+#: The unit a bare-number limit is offered with, in the error that asks for one.
+_EXAMPLE_UNITS = {"time": "ms", "flops": "GFLOP", "bytes": "MB", "footprint": "GB"}
+
+
+def _rule(text: str, name: str, threshold: float, *, relative: bool, written: str) -> Rule:
+    """The Rule, with a bad limit (infinite, say) reported against the rule as typed."""
+    try:
+        return Rule(name, threshold, relative=relative, text=written)
+    except RuleError as exc:
+        reason = str(exc).split(": ", 1)[-1]
+        raise RuleError(f"bad compare rule {text!r}: {reason}. {GRAMMAR}") from None
 
 
 def parse_rules(values: Iterable[str] | str | None) -> tuple[Rule, ...]:
