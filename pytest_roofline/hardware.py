@@ -29,7 +29,7 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _TOP_KEYS = frozenset({
     "name", "aliases", "vendor", "description", "default_dtype", "sources", "memory", "matrix",
     "matrix_sparse", "vector", "links", "onchip", "clock", "notes", "extends", "vector_fallback",
-    "default_link", "note", "vector_matmul", "mixed_matmul", "provenance",
+    "default_link", "note", "vector_matmul", "mixed_matmul", "provenance", "mesh_axes",
 })
 _MIXED_KEYS = frozenset({"paths", "source", "note", "notes"})
 _VECTOR_MATMUL_KEYS = frozenset({"precisions", "source", "note", "notes"})
@@ -109,6 +109,10 @@ class Hardware:
     description: str = ""
     default_dtype: str = "bf16"
     default_link: str | None = None
+    #: mesh axis (or process group) name -> the link it runs over: what a traced collective
+    #: on that axis is priced by when the trace named no link for it (``Kernel.link`` is then
+    #: ``"axis:<name>"``)
+    mesh_axes: Mapping[str, str] = field(default_factory=dict)
     vector_fallback: str = "fp32"
     vector_matmul: tuple[str, ...] = ()
     mixed_matmul: Mapping[str, str] = field(default_factory=dict)
@@ -145,6 +149,11 @@ class Hardware:
         if self.default_link is not None and self.default_link not in self.links:
             raise SpecError(f"{where}: default_link {self.default_link!r} is not one of its links "
                             f"({', '.join(self.links) or 'none'})")
+        for axis, link_name in self.mesh_axes.items():
+            if link_name not in self.links:
+                raise SpecError(f"{where}: mesh_axes.{axis}: {link_name!r} is not one of its "
+                                f"links ({', '.join(self.links) or 'none'})")
+        object.__setattr__(self, "mesh_axes", MappingProxyType(dict(self.mesh_axes)))
         for name in self.vector_matmul:
             if name not in self.vector or name in self.matrix:
                 raise SpecError(f"{where}: vector_matmul lists {name!r}, which needs a vector "
@@ -272,12 +281,22 @@ class Hardware:
                                        f"network work cannot be priced on it")
         if name is None:
             return self.links[self.default_link or next(iter(self.links))]
+        if name.startswith("axis:"):
+            return self._axis_link(name[5:])
         key = name.lower()
         if key not in self.links:
             raise UnknownHardwareError(
                 f"{self.name} has no link {name!r}; its links are {', '.join(self.links)}"
                 + did_you_mean(key, self.links))
         return self.links[key]
+
+    def _axis_link(self, axes: str) -> Link:
+        """The link of mesh axes ``a`` or ``a+b`` (``mesh_axes``; unmapped: the default link).
+        Axes mapped to different links: the fastest, so the bound stays a bound."""
+        found = [self.links[self.mesh_axes[a]] for a in axes.split("+") if a in self.mesh_axes]
+        if not found:
+            return self.link(None)
+        return max(found, key=lambda link: link.total)
 
     def link_bandwidth(self, name: str | None = None, count: int | None = None) -> float:
         """One-direction bandwidth in B/s over *count* links (all of them when None)."""
@@ -307,6 +326,7 @@ class Hardware:
             "mixed_matmul": dict(self.mixed_matmul),
             "ridge_flop_per_byte": {d: self.ridge(d) for d in (*self.matrix,
                                                                *self.vector_matmul)},
+            "mesh_axes": dict(self.mesh_axes),
             "links": {n: {"bandwidth_Bps": lk.bandwidth, "count": lk.count, "note": lk.note,
                           "latency_s": lk.latency, "latency_kind": lk.latency_kind}
                       for n, lk in self.links.items()},
@@ -533,6 +553,7 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
             default_dtype=default_dtype,
             default_link=None if data.get("default_link") is None
             else str(data["default_link"]).lower(),
+            mesh_axes=_mesh_axes(reader, data.get("mesh_axes")),
             vector_fallback=str(data.get("vector_fallback", "fp32")),
             vector_matmul=vector_matmul,
             mixed_matmul=mixed,
@@ -760,3 +781,14 @@ def list_hardware() -> list[str]:
 def register_hardware(spec: Hardware | Mapping[str, Any] | str | os.PathLike[str]) -> Hardware:
     """Make a chip known by name: a Hardware object, a spec mapping, or a spec file path."""
     return CATALOG.register(spec)
+
+
+def _mesh_axes(reader: _Reader, raw: object) -> dict[str, str]:
+    """A spec's ``mesh_axes``: {axis or group name: link name}."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                            for k, v in raw.items()):
+        raise reader.error("mesh_axes", raw, "a mapping of mesh axis names to link names, "
+                                             "e.g. {tp: nvlink, dp: ib}")
+    return {k: v.lower() for k, v in raw.items()}

@@ -85,6 +85,7 @@ def _spec(**link):
     return {"name": "chip-x", "sources": {"s": "https://example.com/sheet"},
             "memory": {"capacity": "80 GB", "bandwidth": "3 TB/s", "source": "s"},
             "matrix": {"bf16": "1 PFLOP/s", "source": "s"},
+            "vector": {"bf16": "100 TFLOP/s", "source": "s"},
             "links": {"nvlink": {"bandwidth": "25 GB/s", "count": 18, "source": "s", **link}}}
 
 
@@ -98,3 +99,31 @@ def test_a_spec_latency_is_read_with_its_source_and_kind():
         load_spec_data(_spec(latency="3 us", latency_source="s", latency_kind="guessed"))
     with pytest.raises(SpecError, match="latency"):
         load_spec_data(_spec(latency="fast", latency_source="s"))
+
+
+# -- mesh axes in the spec: which link an axis runs over ------------------------------------
+
+
+def _pod(**extra):
+    spec = _spec()
+    spec["links"]["ib"] = {"bandwidth": "50 GB/s", "count": 1, "source": "s"}
+    spec.update(extra)
+    return load_spec_data(spec)
+
+
+def test_a_spec_maps_mesh_axes_to_links():
+    chip = _pod(mesh_axes={"tp": "nvlink", "dp": "IB"})
+    assert chip.link("axis:tp").name == "nvlink" and chip.link("axis:dp").name == "ib"
+    assert chip.link("axis:pp").name == "nvlink"  # unmapped: the default (first) link
+    assert chip.link("axis:tp+dp").name == "nvlink"  # two links: the faster, a lower bound
+    from dataclasses import replace
+
+    from pytest_roofline import Workload
+
+    on_dp = replace(ops.all_reduce(ELEMENTS, N).kernels[0], link="axis:dp")
+    r = analyze(Workload([on_dp]), chip)
+    assert r.t_network == pytest.approx(2 * D * 7 / 8 / 50e9, rel=1e-12)
+    with pytest.raises(SpecError, match=r"mesh_axes.dp: 'roce' is not one of its links"):
+        _pod(mesh_axes={"dp": "roce"})
+    with pytest.raises(SpecError, match="mesh_axes"):
+        _pod(mesh_axes=["dp"])

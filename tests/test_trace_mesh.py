@@ -147,3 +147,21 @@ def test_a_dtensor_program_traces_per_rank_with_its_redistribution(fake_group):
     assert mm.flops == 2 * 64 * 32 * 256
     assert reduce.link_bytes == pytest.approx(2 * 64 * 256 * 4 * 3 / 4, rel=1e-12)
     assert reduce.link == "nvlink"
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_an_unmapped_group_is_priced_by_the_chips_mesh_axes(fake_group):
+    # no Tracer(links=...): the kernel names the group's axis, and the chip's spec says
+    # which link it runs over (here the world group on PCIe, 64 GB/s one way)
+    torch, _ = fake_group
+    from pytest_roofline import Hardware, Link, Workload, analyze
+
+    w = Tracer()(_program, torch.empty(ROWS, COLS, dtype=torch.bfloat16, device="meta"))
+    reduce = next(k for k in w.kernels if k.name.startswith("all_reduce"))
+    assert reduce.link == "axis:world"
+    chip = Hardware(name="pcie-box", memory_bandwidth=2e12, memory_capacity=80e9,
+                    matrix={"bf16": 1e15}, vector={"fp32": 6e13},
+                    links={"nvlink": Link("nvlink", 25e9, 18), "pcie": Link("pcie", 64e9, 1)},
+                    mesh_axes={"world": "pcie"})
+    r = analyze(Workload([reduce]), chip)
+    assert r.t_network == pytest.approx(2 * V * 7 / 8 / 64e9, rel=1e-12)

@@ -11,8 +11,10 @@ V·(N-1)/N, a point-to-point send V (the module table of ``ops.collectives``).
 Which link carries an axis: ``Tracer(links={"x": "ici", "data": ("nvlink", 18)})`` maps a
 mesh axis (JAX) or a process group's name (torch; ``"world"`` for the default group) to a
 link of the chip's spec, with an optional link count; axes not named use the chip's default
-link with all its links. A collective over several axes mapped to different links is a
-TraceError: give it one link, or write it as one collective per axis.
+link with all its links, unless the chip's spec maps the axis (``mesh_axes: {tp: nvlink,
+dp: ib}``): such a kernel's link is ``"axis:<name>"``, resolved by the chip it is analyzed
+on. A collective over several axes mapped to different links is a TraceError: give it one
+link, or write it as one collective per axis.
 """
 
 from __future__ import annotations
@@ -76,7 +78,10 @@ def axis_link(axes: tuple[str, ...], links: Mapping[str, AxisLink]) -> AxisLink:
         raise MeshError(f"a collective over axes {axes} whose links differ ({named}): map "
                         f"them to one link in Tracer(links=...), or run one collective per "
                         f"axis")
-    return chosen.pop() if chosen else (None, None)
+    link = chosen.pop() if chosen else (None, None)
+    if link == (None, None) and axes:  # the chip's spec may map the axis (mesh_axes)
+        return f"axis:{'+'.join(axes)}", None
+    return link
 
 
 def collective(kind: str, *, name: str, elements: float, dtype: str, devices: int,
