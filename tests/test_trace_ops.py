@@ -200,3 +200,25 @@ def test_unknown_ops_add_up_when_workloads_compose() -> None:
     assert dict((3 * a).unknown) == {"x::y": 2}
     with pytest.raises(rl.WorkloadError, match="unknown must map op names"):
         rl.Workload(flops=1.0, bytes=1.0, unknown={"x": 0})
+
+
+def test_a_session_records_only_the_calls_of_its_targets() -> None:
+    # trace=fn: what runs inside a call of a target, wherever it is called from; the rest of
+    # the body (the fills, the reference) is not recorded
+    from pytest_roofline.tracing._torch import Session
+
+    def my_softmax(x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, -1)
+
+    layer = torch.nn.Linear(64, 32, device="meta")
+    x = torch.empty(8, 64, device="meta")
+    for targets, flops in (([my_softmax], 5 * 8 * 64), ([layer], 2 * 8 * 64 * 32),
+                           ([torch.softmax], 5 * 8 * 64),
+                           ([torch.ops.rooflinetest.fancy], 0.0)):
+        with Session({}, None, body=True, targets=targets) as recorder:
+            torch.ones(8, 64, device="meta") + 1
+            my_softmax(x)
+            layer(x)
+            fancy(x, torch.empty(64, 4, device="meta"))
+        assert sum(k.total_flops for k in recorder.kernels) == flops, targets
+        assert len(recorder.kernels) >= 1

@@ -23,6 +23,7 @@ def _warm_up() -> None:
     a = torch.ones(2, 2, dtype=torch.bfloat16)
     rl.trace(lambda a: torch.softmax(a @ a.T, -1), a)
     rl.trace(lambda a: torch.softmax(a @ a.T, -1), a.to("meta"))
+    torch.testing.assert_close(a, a)  # what it imports on first use, too
 
 
 _warm_up()
@@ -156,3 +157,103 @@ def test_fits_without_footprint():
         "*test_fits_without_footprint: fits=True needs a footprint, and trace=True records "
         "none*",
     ])
+
+
+SOFTMAX = """
+import pytest
+import torch
+
+def my_softmax(x):
+    return torch.softmax(x, -1)
+
+@pytest.mark.roofline(hw="toy", trace=TRACE)
+def test_softmax():
+    x = torch.randn(4096, 1024)
+    y = my_softmax(x)
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+"""
+
+
+@pytest.mark.parametrize(("trace", "softmaxes"), [("my_softmax", 1), ("[my_softmax]", 1),
+                                                  ("True", 2)])
+def test_trace_fn_measures_the_kernel_not_the_test(suite: pytest.Pytester, trace: str,
+                                                   softmaxes: int) -> None:
+    # the kernel: softmax of a 4096 x 1024 fp32 tensor reads it and writes it once,
+    # 2 x 16.8 MB = 33.6 MB (5 FLOPs an element, as ops.softmax). trace=True records the body
+    # but leaves out the randn fill and what assert_close runs; the reference
+    # torch.softmax(x, -1) is the body's own op: counted, a second 33.6 MB
+    suite.makepyfile(SOFTMAX.replace("TRACE", trace))
+    result = run(suite, "--roofline-json=out.json", "-rA")
+    result.assert_outcomes(passed=1)
+    (record,) = json.loads((suite.path / "out.json").read_text())["results"]
+    elements = 4096 * 1024
+    assert record["bytes"] == softmaxes * 2 * elements * 4
+    assert record["flops"] == softmaxes * 5 * elements
+    if trace == "True":  # what was left out is said in the test's report section
+        result.stdout.fnmatch_lines(["*left out of trace(test_softmax): RNG fill x1, "
+                                     "comparison x*"])
+
+
+CUSTOM = """
+import pytest
+import torch
+
+@torch.library.custom_op("pluginlib::fancy", mutates_args=())
+def fancy(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+@fancy.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+@pytest.mark.roofline(hw="toy", regime="memory", trace=True, STRICT)
+def test_fancy():
+    x = torch.empty(1024, 1024, device="meta")
+    fancy(fancy(x))
+"""
+
+
+def test_unknown_ops_are_said_in_the_summary_json_and_markdown(
+        suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    suite.makepyfile(CUSTOM.replace(", STRICT", ""))
+    result = run(suite, "--roofline-json=out.json", "--roofline-summary=all")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_fancy*ok (2 ops without a formula)"])
+    (record,) = json.loads((suite.path / "out.json").read_text())["results"]
+    assert record["unknown"] == {"pluginlib::fancy": 2}
+    assert record["message"] == "2 ops without a formula: pluginlib::fancy x2"
+    assert record["flops"] == 0 and record["bytes"] == 2 * 2 * 1024 * 1024 * 4
+    from pytest_roofline.report import markdown
+
+    text = markdown.render(json.loads((suite.path / "out.json").read_text()))
+    assert "### Ops without a formula" in text
+    assert "`pluginlib::fancy` x2" in text
+
+
+def test_strict_fails_a_test_whose_trace_holds_an_op_without_a_formula(
+        suite: pytest.Pytester) -> None:
+    suite.makepyfile(CUSTOM.replace("STRICT", "strict=True").replace("pluginlib", "strictlib"))
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*strict=True: trace(test_fancy): 2 ops without a formula: "
+                                 "strictlib::fancy x2; strict tracing counts no op as 0 FLOPs*"
+                                 "register_op('strictlib::fancy', formula)*"])
+
+
+def test_a_failure_line_names_the_ops_without_a_formula(suite: pytest.Pytester) -> None:
+    suite.makepyfile(CUSTOM.replace('regime="memory"', 'regime="compute"')
+                     .replace(", STRICT", "").replace("pluginlib", "faillib"))
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*roofline: expected compute-bound*"
+                                 "(2 ops without a formula: faillib::fancy x2)*"])
+
+
+@pytest.mark.parametrize("bad", ["3", "'yes'", "[]", "[my_softmax, 3]"])
+def test_a_bad_trace_value_is_named(suite: pytest.Pytester, bad: str) -> None:
+    suite.makepyfile(SOFTMAX.replace("TRACE", bad))
+    result = run(suite)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*roofline marker on test_softmax: trace=* is not allowed; "
+                                 "expected True*"])

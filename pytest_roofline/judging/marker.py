@@ -54,6 +54,8 @@ class Expectation:
     min_efficiency: float | None = None
     trace: bool = False
     cross_check: float | None = None
+    trace_only: tuple[Any, ...] = ()
+    strict: bool = False
     optional_hw: frozenset[str] = frozenset()  # chips whose failure to price is a skip
 
     @cached_property
@@ -176,10 +178,11 @@ def parse(
         min_efficiency = _fraction(kwargs["min_efficiency"], "min_efficiency",
                                    "a fraction of the roof in (0, 1] such as 0.5 or '50%'",
                                    low_open=True)
-    trace = kwargs.get("trace", False)
-    if not isinstance(trace, bool):
-        raise MarkerError(f"trace={trace!r} is not allowed; expected True (record the torch "
-                          f"ops the test body runs) or False")
+    trace, trace_only = _trace(kwargs.get("trace", False))
+    strict = kwargs.get("strict", False)
+    if not isinstance(strict, bool):
+        raise MarkerError(f"strict={strict!r} is not allowed; expected True (fail when a traced "
+                          f"op has no formula) or False")
     cross_check = None
     if kwargs.get("cross_check") is not None:
         cross_check = _fraction(kwargs["cross_check"], "cross_check",
@@ -188,7 +191,20 @@ def parse(
         hw=hardware, regime=regime, workload=_workload(kwargs, name), dtype=dtype,
         sparse=sparse, min_intensity=min_i, max_intensity=max_i, max_time=max_time,
         fits=fits, margin=margin, min_efficiency=min_efficiency, trace=trace,
-        cross_check=cross_check, optional_hw=optional)
+        cross_check=cross_check, optional_hw=optional, trace_only=trace_only, strict=strict)
+
+
+def _trace(value: object) -> tuple[bool, tuple[Any, ...]]:
+    """``trace=``: True (the test body), a callable, or a list of callables and modules
+    (only their calls) -> (trace, the callables)."""
+    if isinstance(value, bool):
+        return value, ()
+    items = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    if items and all(callable(item) for item in items):
+        return True, items
+    raise MarkerError(f"trace={value!r} is not allowed; expected True (record the torch ops "
+                      f"the test body runs), a function or module, or a list of them (record "
+                      f"only their calls), or False")
 
 
 def _optional(value: object, hardware: Sequence[Hardware]) -> frozenset[str]:

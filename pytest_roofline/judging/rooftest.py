@@ -143,9 +143,9 @@ class RooflineTest:
         """Trace ``fn(*args, **kwargs)`` (torch or jax, see ``pytest_roofline.trace``) and add
         the workload it ran to the test's. With the marker's ``cross_check=``, the traced
         workload is kept apart and checked against the declared one instead. Returns it."""
-        from ..tracing import trace
+        from ..tracing import Tracer
 
-        workload = trace(fn, *args, **kwargs)
+        workload = Tracer(strict=self._expectation.strict)(fn, *args, **kwargs)
         if self._expectation.cross_check is not None:
             self._traced.append(workload)
             return workload

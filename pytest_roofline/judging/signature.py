@@ -29,9 +29,10 @@ def roofline(
     fits: bool | None = None,
     margin: float | None = None,
     min_efficiency: float | None = None,
-    trace: bool = False,
+    trace: object = False,
     cross_check: float | None = None,
     optional_hw: object = None,
+    strict: bool = False,
 ) -> None:
     """Analyze the test's workload on each chip in hw and check the expectations given."""
 

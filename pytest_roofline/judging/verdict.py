@@ -24,7 +24,7 @@ from ..breakdown import format_breakdown
 from ..errors import RooflineError
 from ..regimes import REGIMES
 from ..report.records import record_fields
-from ..workload import Workload, is_array
+from ..workload import Workload, describe_unknown, is_array
 from .marker import Expectation
 
 
@@ -104,6 +104,11 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
                       derate=derate, spread=spread)
     judged = []
     label = expectation.label
+    note = describe_unknown(workload.unknown)
+    if note:  # ops without a formula: said in the failure line, the message and the record
+        checks = tuple(c if not c.failures else Check(
+            c.result, (*c.failures[:-1], f"{c.failures[-1]} ({note})"), c.checked)
+            for c in checks)
     for check in checks:
         # Results of analyze() hold floats, bools, None and text only
         # (test_judged_properties_hold_json_types_only), so the fields need no conversion:
@@ -111,6 +116,9 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
         fields = record_fields(check.result, expectation.regime, check.outcome, check.message)
         hw = fields.pop("hw")
         fields["expectation"] = label
+        if note:
+            fields["unknown"] = dict(workload.unknown)
+            fields["message"] = fields["message"] or note
         if check.result.measured is not None:
             from ..measuring.diagnose import FASTER, is_faster
 

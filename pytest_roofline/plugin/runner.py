@@ -110,9 +110,10 @@ class Runner:
             if test is not None and test.expectation.trace:
                 from ..tracing._torch import Session
 
-                with Session({}, None, body=True) as recorder:
+                expectation = test.expectation
+                with Session({}, None, body=True, targets=expectation.trace_only) as recorder:
                     yield  # the test body, recorded
-                test.body = self.traced(item, recorder.kernels, recorder.unknown)
+                test.body = self.traced(item, recorder, expectation.strict)
             else:
                 yield  # the test body: its own failure propagates as the user's, never ours
             # (a test that asked for the fixture with request.getfixturevalue() has one now)
@@ -122,16 +123,27 @@ class Runner:
             if TEST_KEY in stash:
                 del stash[TEST_KEY]  # its workloads and results are not needed any more
 
-    def traced(self, item: pytest.Item, kernels: list[Any], unknown: dict[str, int]) -> Any:
+    def traced(self, item: pytest.Item, recorder: Any, strict: bool) -> Any:
+        """The workload ``trace=`` recorded of the test body (see docs/trace.md)."""
         from ..errors import RooflineError
-        from ..tracing import workload
+        from ..tracing import refuse_unknown, workload
 
+        name = f"trace({item.name})"
+        if recorder.left_out:
+            left = ", ".join(f"{what} x{n}" for what, n in sorted(recorder.left_out.items()))
+            item.add_report_section("call", "roofline trace", f"left out of {name}: {left}\n")
         try:
-            return workload(kernels, footprint=0.0, name=f"trace({item.name})",
-                            unknown=unknown)
-        except RooflineError:
-            self.fail(item, f"roofline marker on {item.name}: trace=True, but the test body "
-                            f"ran no torch op that moves memory")
+            if strict:
+                refuse_unknown(recorder.unknown, name)
+            return workload(recorder.kernels, footprint=0.0, name=name,
+                            unknown=recorder.unknown)
+        except RooflineError as exc:
+            if recorder.kernels:
+                self.fail(item, f"roofline marker on {item.name}: strict=True: {exc}")
+            what = "trace=<callables>" if recorder.filtered else "trace=True"
+            only = " inside a call of those" if recorder.filtered else ""
+            self.fail(item, f"roofline marker on {item.name}: {what}, but the test body "
+                            f"ran no torch op that moves memory{only}")
 
     # -- the expectation and the verdict -----------------------------------------------------
 

@@ -94,6 +94,14 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
             message = str(record.get("message") or record.get("outcome"))
             lines.append(f"- {code(key[0])} on {cell(where(key))}: {cell(message)}")
         lines.append("")
+    formula = [(k, r) for k, r in items if isinstance(r.get("unknown"), dict) and r["unknown"]]
+    if formula:  # their FLOPs are not counted: the bound is not a lower bound on compute
+        lines += ["### Ops without a formula", ""]
+        for key, record in formula:
+            listed = ", ".join(f"{code(cell(str(op)))} x{n}"
+                               for op, n in sorted(record["unknown"].items()))
+            lines.append(f"- {code(key[0])} on {cell(where(key))}: {listed}")
+        lines.append("")
     if comparison is not None and comparison.warnings:
         lines += ["### Warnings", ""]
         lines += [f"- {cell(w)}" for w in comparison.warnings]

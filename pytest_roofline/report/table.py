@@ -71,6 +71,15 @@ def order(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
                                           str(r.get("hw"))))
 
 
+def unknown_note(record: Mapping[str, Any]) -> str:
+    """``"2 ops without a formula"`` for a record whose traced workload holds such ops."""
+    unknown = record.get("unknown")
+    if not isinstance(unknown, dict) or not unknown:
+        return ""
+    calls = sum(n for n in unknown.values() if isinstance(n, int))
+    return f"{calls} op{'s' if calls != 1 else ''} without a formula"
+
+
 def summary(
     records: Sequence[Mapping[str, Any]],
     *,
@@ -98,7 +107,8 @@ def summary(
     rows = []
     for record in shown:
         verdict = VERDICTS.get(str(record.get("outcome")), str(record.get("outcome")))
-        note = notes.get(str(record.get("nodeid")))
+        note = ", ".join(n for n in (notes.get(str(record.get("nodeid"))),
+                                     unknown_note(record)) if n)
         rows.append([str(record.get("nodeid")), *(f(record) for _, f in columns),
                      f"{verdict} ({note})" if note else verdict])
     lines: list[str] = []

@@ -452,9 +452,10 @@ class _Dispatch(TorchDispatchMode):  # type: ignore[misc]
         # imports torch._dynamo (1-2 s). Nothing here is compiled: keep the plain method.
         return False
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, targets: frozenset[Any] = frozenset()) -> None:
         super().__init__()
         self.recorder = recorder
+        self.targets = targets  # ops traced by name (``trace=torch.ops.mylib.fancy``)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
@@ -463,6 +464,14 @@ class _Dispatch(TorchDispatchMode):  # type: ignore[misc]
             return NotImplemented  # DTensor runs it: its local ops come back here
         out = func(*args, **kwargs)
         recorder = self.recorder
+        if self.targets and (func in self.targets or func.overloadpacket in self.targets):
+            recorder.inside += 1
+            try:
+                if not recorder.hidden:
+                    recorder.op(func, args, kwargs, out)
+            finally:
+                recorder.inside -= 1
+            return out
         if recorder.recording:
             if recorder.body and _in_testing():
                 recorder.leave_out("comparison")
@@ -574,7 +583,8 @@ class Session:
     ``body=True``: a test body (factories, RNG fills and reference comparisons left out).
     ``targets``: record only while one of these runs (``trace=fn``): Python functions and
     methods are followed by a profile function (``sys.setprofile``), modules by their
-    forward hooks, torch functions (``torch.softmax``) by the function mode.
+    forward hooks, torch functions (``torch.softmax``) by the function mode, ops
+    (``torch.ops.mylib.fancy``, ``torch.ops.aten.mm``) by the dispatch mode.
     """
 
     def __init__(self, names: dict[int, str], dtype: str | None,
@@ -586,7 +596,7 @@ class Session:
         self._codes = {code for t in targets if (code := _code(t)) is not None}
         functions = frozenset(t for t in targets if not isinstance(t, torch.nn.Module)
                               and _code(t) is None)
-        self._dispatch = _Dispatch(self.recorder)
+        self._dispatch = _Dispatch(self.recorder, functions)
         self._functions = _Functions(self.recorder, functions)
         self._hooks: list[Any] = []
         self._profile: Any = None
