@@ -316,23 +316,20 @@ def test_session_keeps_records_and_notes() -> None:
     assert report["settings"]["flops_per_mac"] == 2
 
 
-def test_a_worker_sends_its_records_once_as_json() -> None:
-    worker, controller = RooflineSession(Settings()), RooflineSession(Settings())
-    worker.keep("t.py::a", [("toy", fields_of(_record("t.py::a"))),
-                            ("h100-sxm", fields_of(_record("t.py::a", outcome="failed")))],
-                "xfail")
-    worker.add("t.py::b", [_record("t.py::b")])
-    controller.add("t.py::c", [_record("t.py::c")])  # records may arrive from elsewhere too
-    text = worker.sent()
-    assert isinstance(text, str)
-    controller.receive(text)
-    assert controller.records[1:] == worker.records
+def test_a_worker_call_report_carries_each_record_as_json_text() -> None:
+    from pytest_roofline.plugin.runner import PROPERTY, to_text
+
+    records = [("toy", fields_of(_record("t.py::a"))),
+               ("h100-sxm", fields_of(_record("t.py::a", outcome="failed")))]
+    properties = [("other", 1), *((PROPERTY, to_text(r)) for r in records), ("roofline", 3),
+                  "junk", ("a", "b", "c")]
+    controller = RooflineSession(Settings())
+    assert controller.receive("t.py::a", properties, "xfail") == 2
+    assert controller.records == [record_of("t.py::a", hw, f) for hw, f in records]
     assert controller.notes == {"t.py::a": "xfail"}
-    # json.loads shares each field name across the records of one worker's text
-    received = RooflineSession(Settings())
-    received.receive(text)
-    a, b = (fields for _, _, fields in received._kept[:2])
-    assert all(ka is kb for ka, kb in zip(a, b, strict=True))
+    here = RooflineSession(Settings())  # what the process that ran the test keeps
+    here.keep("t.py::a", records, "xfail")
+    assert here.records == controller.records
 
 
 def test_render_aligns_and_shortens_long_ids_in_the_middle() -> None:

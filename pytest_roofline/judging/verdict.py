@@ -58,7 +58,7 @@ class Judgement:
     only); *error* instead when nothing could be judged. Every test sharing a marker and its
     workload shares one Judgement: the plugin turns its fields into test-report properties."""
 
-    __slots__ = ("checks", "error", "fields", "unpriced")
+    __slots__ = ("_texts", "checks", "error", "fields", "unpriced")
 
     def __init__(self, error: str | None = None, checks: tuple[Check, ...] = (),
                  fields: list[tuple[str, dict[str, Any]]] | None = None,
@@ -69,6 +69,17 @@ class Judgement:
         # price the workload
         self.fields = fields or []
         self.unpriced = unpriced  # the failed lines of those chips (not the skipped ones)
+        self._texts: list[str] | None = None
+
+    def texts(self) -> list[str]:
+        """Each record ``[hw, fields]`` as JSON text, written once for every test sharing
+        this Judgement (what a pytest-xdist worker's call report carries)."""
+        if self._texts is None:
+            import json
+
+            self._texts = [json.dumps((hw, fields), allow_nan=True)
+                           for hw, fields in self.fields]
+        return self._texts
 
     @property
     def records(self) -> list[dict[str, Any]]:

@@ -11,9 +11,10 @@ hook specifications until a roofline test, a report or a hook asks for the sessi
 baseline gate (``gate``) is registered when one of its options is given.
 
 Where a test's records go: the process that ran the test keeps them in its session; a
-pytest-xdist worker sends its records to the controller once, when it finishes; the
-controller's ``get_session(config).records`` is the one list the summary, the JSON report and
-later consumers read.
+pytest-xdist worker puts each in its call report instead (one ``roofline`` property, the JSON
+text of ``[hw, fields]``), which the controller keeps as it is; the controller's
+``get_session(config).records`` is the one list the summary, the JSON report and later
+consumers read.
 """
 
 from __future__ import annotations
@@ -143,26 +144,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # -- the controller: the report, the summary -------------------------------------------------
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: Any) -> None:
-    """pytest-xdist: keep the records a worker sent when it finished."""
-    text = getattr(node, "workeroutput", {}).get("roofline_records")
-    if text:
-        get_session(node.config).receive(text)
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash.get(SESSION_KEY, None)
     if state is None:  # no option, no roofline test: nothing to do
         return
-    if state.is_worker:
-        workeroutput = getattr(config, "workeroutput", None)
-        if workeroutput is not None and len(state):
-            workeroutput["roofline_records"] = state.sent()
-        return
     path = state.settings.json
-    if path is None:
+    if state.is_worker or path is None:
         return
     from ..report.records import write_report
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .session import Fields, RooflineSession
 
 TEST_KEY = pytest.StashKey["RooflineTest"]()
+PROPERTY = "roofline"  # the name of a record's property in a pytest-xdist worker's call report
 
 #: The bare marker given to tests that use the fixture without a marker, so that
 #: ``-m roofline`` selects them too; it carries no arguments and is skipped when parsing.
@@ -222,7 +223,12 @@ class Runner:
         else:
             checks, records, extra = self.amend(item, judgement, crosscheck, hook, hooked)
             failures.extend(extra)
-        self.session.pending[item.nodeid] = records
+        sent: list[tuple[str, str]] = []
+        if self.session.is_worker:  # the call report carries the records to the controller
+            sent = [(PROPERTY, text) for text in (
+                judgement.texts() if records is judgement.fields else map(to_text, records))]
+            item.user_properties.extend(sent)
+        self.session.pending[item.nodeid] = (records, item.user_properties, sent)
         if self.junit:
             from .session import expand
 
@@ -270,14 +276,23 @@ class Runner:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Keep a judged test's records, with ``xfail`` noted, in the process that ran it."""
-        pending = self.session.pending if self._session is not None else None
-        if not pending or report.when != "call":
+        """Keep a test's records, with ``xfail`` noted: in the process that ran it, or on the
+        pytest-xdist controller from a worker's call report."""
+        session = self._session
+        if report.when != "call" or (session is None and not report.user_properties):
             return
-        records = pending.pop(report.nodeid, None)
-        if records is not None:
-            note = "xfail" if hasattr(report, "wasxfail") else None
-            self.session.keep(report.nodeid, records, note)
+        session = self.session
+        waiting = session.pending.pop(report.nodeid, None) if session.pending else None
+        note = "xfail" if hasattr(report, "wasxfail") else None
+        if waiting is not None:  # judged in this process
+            records, properties, sent = waiting
+            if session.is_worker:
+                for pair in sent:  # sent with the call report: the later reports go without
+                    properties.remove(pair)
+            else:
+                session.keep(report.nodeid, records, note)
+        elif not session.is_worker and report.user_properties:  # received from a worker
+            session.receive(report.nodeid, report.user_properties, note)
 
 
 def _hook_failures(answers: list[Any]) -> list[str]:
@@ -328,3 +343,10 @@ def _marks(item: pytest.Item) -> list[pytest.Mark]:
                 marks.extend(own)
         node = node.parent
     return marks
+
+
+def to_text(record: tuple[str, Fields]) -> str:
+    """A record ``(hw, fields)`` as its call report carries it: JSON text."""
+    import json
+
+    return json.dumps(record, allow_nan=True)

@@ -23,7 +23,11 @@ PREFIX = "roofline:"
 _FAILED = ("failed", "error")  # the outcomes the summary lists when it lists failures only
 
 Fields = dict[str, Any]
-Kept = tuple[str, str, Fields]  # (nodeid, hw, fields)
+Kept = tuple[str, str, Fields]  # (nodeid, hw, fields); or (nodeid, "", JSON text) received
+
+
+def _built(kept: Kept) -> dict[str, Any]:
+    return record_of(*kept)
 
 _PLAIN = (str, int, float, bool, type(None))
 
@@ -50,11 +54,22 @@ def fields_of(record: Mapping[str, Any]) -> Fields:
     return {key: plain(value) for key, value in record.items() if key not in ("nodeid", "hw")}
 
 
-def record_of(nodeid: str, hw: str, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """One record in the JSON record format (a new dict)."""
+def record_of(nodeid: str, hw: str, fields: Mapping[str, Any] | str) -> dict[str, Any]:
+    """One record in the JSON record format (a new dict); *fields* may be the JSON text of
+    ``[hw, fields]`` a worker sent."""
+    if isinstance(fields, str):
+        hw, body = json.loads(fields)
+    else:
+        body = fields
     record: dict[str, Any] = {"nodeid": nodeid, "hw": hw}
-    record.update(fields)
+    record.update(body)
     return record
+
+
+def _pairs(properties: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+    for pair in properties:
+        if type(pair) is tuple and len(pair) == 2:
+            yield pair
 
 
 def expand(hw: str, fields: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -85,7 +100,8 @@ class RooflineSession:
         self.published: dict[str, Any] | None = None  # the run's one report, once built
         self._records: list[dict[str, Any]] = []
         self._kept: list[Kept] = []
-        self.pending: dict[str, list[tuple[str, Fields]]] = {}  # judged, report not seen yet
+        # judged here, call report not seen yet: (records, item's user_properties, sent pairs)
+        self.pending: dict[str, tuple[Any, list[Any], list[Any]]] = {}
         # internal caches of the plugin
         self.expectations: dict[Any, Any] = {}
         self.verdicts: dict[int, Any] = {}
@@ -124,17 +140,17 @@ class RooflineSession:
         """Keep the records of one test (*note*: a word for its verdict, e.g. ``xfail``)."""
         self.keep(nodeid, ((r["hw"], fields_of(r)) for r in records), note)
 
-    def sent(self) -> str:
-        """What a pytest-xdist worker sends its controller: its records and notes, as one
-        JSON text."""
-        kept = [(r["nodeid"], r["hw"], fields_of(r)) for r in self._records] + self._kept
-        return json.dumps({"records": kept, "notes": self.notes}, allow_nan=True)
-
-    def receive(self, text: str) -> None:
-        """Keep the records and notes a worker sent (:meth:`sent`)."""
-        data = json.loads(text)
-        self._kept.extend((nodeid, hw, fields) for nodeid, hw, fields in data["records"])
-        self.notes.update(data["notes"])
+    def receive(self, nodeid: str, properties: Iterable[Any], note: str | None = None) -> int:
+        """Keep the records a pytest-xdist worker's call report carries: properties named
+        ``roofline`` whose value is the JSON text of ``[hw, fields]``. The text is kept as it
+        is (the report holds the same string) and read when the record is built."""
+        found = [(nodeid, "", value) for name, value in _pairs(properties)
+                 if name == "roofline" and type(value) is str]
+        if found:
+            self._kept.extend(found)  # type: ignore[arg-type]
+            if note:
+                self.notes[nodeid] = note
+        return len(found)
 
     def summary_lines(self, width: int | None = None, mode: str | None = None) -> list[str]:
         """The terminal summary. With many rows (``auto``) or ``failed``, only the failed
@@ -147,8 +163,8 @@ class RooflineSession:
 
         if mode == "failed" or (mode == "auto" and total > AUTO_SUMMARY_ROWS):
             failed = [r for r in self._records if is_failure(r)]
-            failed += [record_of(*kept) for kept in self._kept
-                       if kept[2].get("outcome") in _FAILED]
+            failed += [record for record in map(_built, self._kept)
+                       if record.get("outcome") in _FAILED]
             return summary(failed, mode="all", width=width, notes=self.notes,
                            left_out=total - len(failed),
                            extra_columns=MEASURED_COLUMNS if has_measured(failed) else ())
