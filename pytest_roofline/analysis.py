@@ -123,6 +123,8 @@ class Result:
     measured: float | None = None  # s, a timed run of the same work (None: not measured)
     efficiency: Number | None = None  # time / measured: the fraction of the roof reached
     roof_threads: int | None = None  # the measured memory roof of this many threads was used
+    #: what the figures rest on beyond the chip's published roofs (a measured link latency)
+    notes: tuple[str, ...] = ()
 
     @property
     def bound_times(self) -> dict[str, Number]:
@@ -145,6 +147,8 @@ class Result:
             record["efficiency"] = self.efficiency
         if self.roof_threads is not None:
             record["roof_threads"] = self.roof_threads
+        if self.notes:
+            record["notes"] = list(self.notes)
         if not (type(self.time) is float and type(self.footprint) is float):
             # a sweep (or figures of another number type): arrays become lists
             for key, value in record.items():
@@ -452,7 +456,23 @@ def analyze(
         "fits": fits, "shares": shares, "kernels": kernels, "flops_per_mac": flops_per_mac,
         "derate": float(derate), "peak_label": ridge_label, "measured": seconds,
         "efficiency": None if seconds is None else time / seconds,
-        "roof_threads": roof_threads})
+        "roof_threads": roof_threads, "notes": _latency_notes(workload.kernels, chip)})
+
+
+def _latency_notes(kernels: tuple[Kernel, ...], chip: Hardware) -> tuple[str, ...]:
+    """A note for each link whose measured per-step latency prices a collective: a measured
+    figure includes software overhead, so the network time is no physical minimum."""
+    notes: list[str] = []
+    for kernel in kernels:
+        if not kernel.link_steps:
+            continue
+        link = chip.link(kernel.link)
+        if link.latency_kind == "measured" and link.latency > 0:
+            note = (f"{link.name} latency {link.latency * 1e6:g} us a step is measured, not a "
+                    f"physical minimum: the network time is no lower bound")
+            if note not in notes:
+                notes.append(note)
+    return tuple(notes)
 
 
 def _measured(value: Any) -> float | None:

@@ -127,3 +127,12 @@ def test_a_spec_maps_mesh_axes_to_links():
         _pod(mesh_axes={"dp": "roce"})
     with pytest.raises(SpecError, match="mesh_axes"):
         _pod(mesh_axes=["dp"])
+
+
+def test_a_measured_latency_is_named_in_the_result():
+    r = analyze(ops.all_reduce(ELEMENTS, N), CHIP)
+    assert r.notes == ("nvlink latency 2 us a step is measured, not a physical minimum: the "
+                       "network time is no lower bound",)
+    assert r.to_dict()["notes"] == list(r.notes)
+    assert analyze(ops.all_reduce(ELEMENTS, N), "h100").notes == ()
+    assert "notes" not in analyze(ops.all_reduce(ELEMENTS, N), "h100").to_dict()
