@@ -352,3 +352,45 @@ def test_a_bare_time_rule_asks_for_a_unit(tmp_path: Path) -> None:
     line = one_line_error(cli("compare", str(base), str(base), "--fail", "time:5"))
     assert "bad compare rule 'time:5': a time bound limit needs a unit or a percentage: " \
            "'time:5%'" in line and "'time:5ms'" in line
+
+
+# -- merge: CI shards --------------------------------------------------------------------------
+
+
+def test_merge_joins_shards_and_the_report_commands_take_several(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.json", 4096, names=("t.py::test_a",))
+    b = write(tmp_path / "b.json", 32, names=("t.py::test_b",))
+    out = tmp_path / "all.json"
+    result = cli("merge", str(a), str(b), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    merged = json.loads(out.read_text())
+    assert [r["nodeid"] for r in merged["results"]] == ["t.py::test_a", "t.py::test_b"]
+    assert [s["report"] for s in merged["merged_from"]] == [str(a), str(b)]
+    # the merged report is a report like any other: a baseline for compare
+    base = write(tmp_path / "base.json", 4096, 4096)
+    shards = cli("compare", str(base), str(a), str(b), "--json")
+    assert shards.returncode == 1  # test_b: compute -> memory
+    assert json.loads(shards.stdout) == json.loads(
+        cli("compare", str(base), str(out), "--json").stdout)
+    markdown = cli("markdown", str(a), str(b))
+    assert markdown.returncode == 0 and "test_a" in markdown.stdout and "test_b" in markdown.stdout
+    chart = cli("plot", str(a), str(b))
+    assert chart.returncode == 0 and "test_a" in chart.stdout and "test_b" in chart.stdout
+
+
+def test_merge_refuses_a_test_in_two_shards_and_other_settings(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.json", 4096, names=("t.py::test_a",))
+    again = write(tmp_path / "again.json", 32, names=("t.py::test_a",))
+    line = one_line_error(cli("merge", str(a), str(again), "-o", str(tmp_path / "x.json")))
+    assert f"cannot merge {again} with {a}: both hold t.py::test_a on h100-sxm" in line
+    other = json.loads(write(tmp_path / "b.json", 32, names=("t.py::test_b",)).read_text())
+    other["settings"] = {"flops_per_mac": 1}
+    (tmp_path / "mac1.json").write_text(json.dumps(other))
+    line = one_line_error(cli("merge", str(a), str(tmp_path / "mac1.json")))
+    assert "different settings (flops_per_mac 1 against None)" in line
+    moved = json.loads(write(tmp_path / "c.json", 32, names=("t.py::test_c",)).read_text())
+    moved["results"][0]["ridge"] = 250.0   # another spec file for h100-sxm
+    (tmp_path / "moved.json").write_text(json.dumps(moved))
+    line = one_line_error(cli("merge", str(a), str(tmp_path / "moved.json")))
+    assert "chip h100-sxm differs between them (ridge 250.0 against 295" in line
+    assert not (tmp_path / "x.json").exists()

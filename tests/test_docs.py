@@ -1076,3 +1076,51 @@ def _plan_command(block: Block, request: pytest.FixtureRequest) -> None:
 @check("docs/multichip.md", "import pytest")
 def _plan_marker(block: Block, request: pytest.FixtureRequest) -> None:
     as_test_module(block, request.getfixturevalue("pytester"), passed=1)
+
+
+SHARD_TESTS = """
+import pytest
+from pytest_roofline import ops
+
+@pytest.mark.roofline(hw="h100", regime="compute", workload=ops.matmul({m}, 4096, 4096))
+def test_{name}():
+    pass
+"""
+
+
+@check("docs/ci-gating.md", "jobs:")
+def _shards(block: Block, request: pytest.FixtureRequest) -> None:
+    """The matrix jobs run their pytest line on two folders (one test each), then the gate
+    job merges their reports and compares the whole against a baseline of both."""
+    import glob
+
+    import yaml
+
+    pytester = request.getfixturevalue("pytester")
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary.md"))
+    jobs = yaml.safe_load(block.text)["jobs"]
+    suites = jobs["roofline"]["strategy"]["matrix"]["suite"]
+    for index, suite in enumerate(suites):
+        folder = pytester.path / suite
+        folder.mkdir(parents=True)
+        (folder / f"test_{index}.py").write_text(SHARD_TESTS.format(m=2048, name=index))
+    assert runpytest(pytester, "--roofline-save=main", "-p", "no:xdist").ret == 0
+    [line] = [s["run"] for s in jobs["roofline"]["steps"] if "pytest " in s.get("run", "")
+              and "pip" not in s["run"]]
+    for index, suite in enumerate(suites):
+        command = line.replace("${{ matrix.suite }}", suite).replace(
+            "${{ strategy.job-index }}", str(index))
+        assert runpytest(pytester, *command.split()[1:]).ret == 0
+    for step in jobs["gate"]["steps"]:
+        run = step.get("run", "")
+        if not run.startswith("pytest-roofline"):
+            continue
+        argv = [a for word in run.split()[1:]
+                for a in (sorted(glob.glob(str(pytester.path / word))) if "*" in word
+                          else [word])]
+        code, _out, err = cli(*argv, cwd=pytester.path)
+        assert code == 0, (run, err)
+    merged = json.loads((pytester.path / "roofline.json").read_text())
+    assert len(merged["results"]) == 2 and len(merged["merged_from"]) == 2
+    assert "test_0" in (pytester.path / "summary.md").read_text()

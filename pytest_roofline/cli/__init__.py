@@ -6,16 +6,18 @@ Subcommands::
     analyze OP [--ARG VALUE ...] --hw ...  an op of pytest_roofline.ops on one or more chips
     analyze model NAME --phase P [...]     a model phase, with a per-kernel breakdown
     sweep OP|model NAME --param P --range LO:HI [...]   where the regime changes
-    compare BASE NEW [--fail RULE ...]     the baseline gate of the plugin, from two reports
-    plot REPORT [-o chart.png|chart.svg]   a roofline chart (characters when no file is given)
-    markdown REPORT [--compare BASE]       the Markdown summary
+    compare BASE NEW... [--fail RULE ...]  the baseline gate of the plugin, from two reports
+    plot REPORT... [-o chart.png|chart.svg]  a roofline chart (characters when no file given)
+    markdown REPORT... [--compare BASE]    the Markdown summary
+    merge REPORT... -o PATH                the reports of CI shards joined into one
     baselines                              the baselines saved in the storage folder
     calibrate [--device cpu|cuda[:N]] [-o FILE]   measure this machine's roofs (hw="host")
     plan MODEL --hw CHIP --chips N [--ttft T] [--tpot T]   serving configurations, best first
 
-Human output by default, ``--json`` for machines. Exit codes: 0 success, 1 regressions found
-(``compare``), 2 a usage or input error (bad option or rule, unknown chip, op or model, a
-missing or corrupt report): one line on stderr, no traceback.
+Several reports where REPORT... or NEW... is written (the reports of CI shards) are merged
+first, as ``merge`` does. Human output by default, ``--json`` for machines. Exit codes: 0
+success, 1 regressions found (``compare``), 2 a usage or input error (bad option or rule,
+unknown chip, op or model, a missing or corrupt report): one line on stderr, no traceback.
 
 The options of an op are built from its function's signature (``ops.matmul(m, k, n, *,
 dtype)`` gives ``--m --k --n --dtype``), so every op is reachable without a table to keep
@@ -41,7 +43,7 @@ from .common import (
     register_specs,
 )
 from .hw import cmd_hw_list, cmd_hw_show
-from .reports import cmd_baselines, cmd_compare, cmd_markdown, cmd_plot
+from .reports import cmd_baselines, cmd_compare, cmd_markdown, cmd_merge, cmd_plot
 
 # -- the parser ------------------------------------------------------------------------------
 
@@ -74,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_ = sub.add_parser("compare", parents=[common],
                           help="compare a report with a baseline; exit 1 on regressions")
     cmp_.add_argument("base", help="baseline: a report path, or a name in the storage folder")
-    cmp_.add_argument("new", help="the new report: a path, or a name in the storage folder")
+    cmp_.add_argument("new", nargs="+",
+                      help="the new report: a path, or a name in the storage folder; several "
+                           "(the reports of CI shards) are merged first")
     add_rule_option(cmp_, "--fail", "--compare-fail")
     add_storage_option(cmp_)
     cmp_.add_argument("--md", metavar="PATH", help="also write the Markdown summary to PATH")
@@ -86,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.set_defaults(func=cmd_compare)
 
     plot = sub.add_parser("plot", parents=[common], help="draw a report's roofline chart")
-    plot.add_argument("report", help="a report path, or a baseline name")
+    plot.add_argument("report", nargs="+",
+                      help="a report path, or a baseline name; several (CI shards) are merged")
     plot.add_argument("-o", "--output", metavar="PATH",
                       help="chart.png, chart.svg or chart.pdf (needs the plot extra); "
                            "'term' or none: characters on the terminal")
@@ -97,12 +102,21 @@ def build_parser() -> argparse.ArgumentParser:
     plot.set_defaults(func=cmd_plot)
 
     md = sub.add_parser("markdown", parents=[common], help="a report's Markdown summary")
-    md.add_argument("report", help="a report path, or a baseline name")
+    md.add_argument("report", nargs="+",
+                    help="a report path, or a baseline name; several (CI shards) are merged")
     md.add_argument("-o", "--md", metavar="PATH", help="write to PATH instead of printing")
     md.add_argument("--github-summary", action="store_true",
                     help="append to $GITHUB_STEP_SUMMARY instead of printing")
     _compare_options(md)
     md.set_defaults(func=cmd_markdown)
+
+    joined = sub.add_parser("merge", parents=[common],
+                            help="join the reports of CI shards into one report")
+    joined.add_argument("reports", nargs="+", help="report paths (or baseline names)")
+    joined.add_argument("-o", "--output", metavar="PATH",
+                        help="write the merged report to PATH ('-' or none: print it)")
+    add_storage_option(joined)
+    joined.set_defaults(func=cmd_merge)
 
     listing = sub.add_parser("baselines", parents=[common], help="the saved baselines")
     add_storage_option(listing)

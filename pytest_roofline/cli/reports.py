@@ -21,6 +21,30 @@ def _load(storage: str, name: str) -> tuple[dict[str, Any], str]:
     return baseline.load(storage, name), name
 
 
+def _load_many(storage: str, names: list[str] | str) -> tuple[dict[str, Any], str]:
+    """Several reports (CI shards) joined into one (see ``merge``), or one report."""
+    if isinstance(names, str) or len(names) == 1:
+        return _load(storage, names if isinstance(names, str) else names[0])
+    from ..report.merge import merge
+
+    loaded = [_load(storage, name) for name in names]
+    return merge([(label, report) for report, label in loaded]), " + ".join(names)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from ..report.records import write_report
+
+    report, _ = _load_many(args.storage, args.reports)
+    if args.output in (None, "-"):
+        print_json(report)
+        return EXIT_OK
+    write_report(args.output, report)
+    if not args.json:
+        echo(f"merged {len(args.reports)} reports ({len(report['results'])} results) into "
+             f"{args.output}")
+    return EXIT_OK
+
+
 def _comparison(args: argparse.Namespace, new: dict[str, Any]) -> Any:
     from ..report.compare import compare
 
@@ -35,7 +59,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     rule_objs = rules.parse_rules(args.rules)
     base, base_label = _load(args.storage, args.base)
-    new, _ = _load(args.storage, args.new)
+    new, new_label = _load_many(args.storage, args.new)
     result = compare(base, new, rule_objs, base=base_label)
     _write_markdown(args, new, result)
     if args.csv:
@@ -53,7 +77,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     elif args.csv != "-":
         from ..report.compare import side_by_side
 
-        echo(f"comparing {args.new} against {base_label} (checks: "
+        echo(f"comparing {new_label} against {base_label} (checks: "
               f"{rules.describe(rule_objs)})")
         echo()
         echo("\n".join(side_by_side(result, base, new, width=_width())))
@@ -84,7 +108,7 @@ def _write_markdown(args: argparse.Namespace, report: dict[str, Any], comparison
 def cmd_markdown(args: argparse.Namespace) -> int:
     from ..report import markdown
 
-    report, _ = _load(args.storage, args.report)
+    report, _ = _load_many(args.storage, args.report)
     comparison = _comparison(args, report)
     if args.md or args.github_summary:
         _write_markdown(args, report, comparison)
@@ -96,7 +120,7 @@ def cmd_markdown(args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     from ..report import ascii_plot, plot
 
-    report, _ = _load(args.storage, args.report)
+    report, _ = _load_many(args.storage, args.report)
     comparison = _comparison(args, report)
     if args.output in (None, "term", "-"):
         text = ascii_plot.render(report, comparison, width=args.width, height=args.height)
