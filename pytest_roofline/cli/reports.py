@@ -93,16 +93,30 @@ def _width() -> int:
 
 
 def _write_markdown(args: argparse.Namespace, report: dict[str, Any], comparison: Any) -> None:
-    from ..report import markdown
-
     if not (getattr(args, "md", None) or getattr(args, "github_summary", False)):
         return
-    text = markdown.render(report, comparison)
-    if args.md:
-        markdown.write(args.md, text)
-    if args.github_summary and markdown.append_step_summary(text) is None:
-        print(f"{PROG}: note: {markdown.STEP_SUMMARY} is not set; no job summary written",
-              file=sys.stderr)
+    from ..report.publish import publish
+
+    _check(publish(report, comparison=comparison, md=args.md or None,
+                   github_summary=bool(args.github_summary)))
+
+
+def _check(done: Any) -> None:
+    """Word what :func:`.report.publish.publish` did: a note, or the first failure as an
+    error (exit status 2)."""
+    from ..errors import RooflineError
+    from ..report.markdown import STEP_SUMMARY
+
+    for outcome in done.outcomes:
+        if outcome.status == "unset":
+            print(f"{PROG}: note: {STEP_SUMMARY} is not set; no job summary written",
+                  file=sys.stderr)
+        elif outcome.status == "refused":
+            raise RooflineError(outcome.why)
+        elif outcome.status == "empty":
+            raise RooflineError("nothing to plot: the report has no roofline results")
+        elif outcome.status == "failed":
+            raise RooflineError(f"cannot write {outcome.target}: {outcome.why}")
 
 
 def cmd_markdown(args: argparse.Namespace) -> int:
@@ -118,7 +132,7 @@ def cmd_markdown(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from ..report import ascii_plot, plot
+    from ..report import ascii_plot
 
     report, _ = _load_many(args.storage, args.report)
     comparison = _comparison(args, report)
@@ -129,7 +143,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
         else:
             echo(text)
         return EXIT_OK
-    path = plot.write(report, args.output, comparison, title=args.title)
+    from ..report.publish import publish
+
+    done = publish(report, comparison=comparison, plots=[args.output], title=args.title)
+    _check(done)
+    (outcome,) = done.outcomes
+    path = outcome.target
     if args.json:
         print_json({"written": str(path)})
     else:

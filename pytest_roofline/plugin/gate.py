@@ -241,17 +241,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             or state.github_summary or state.plots):
         return
     report = _report(config)
+    from ..report.publish import publish
+
+    comparison = None
     if state.base_report is not None:
         from ..report.compare import compare
 
-        state.comparison = compare(state.base_report, report, state.rules,
-                                   base=state.compare_name or "")
+        comparison = compare(state.base_report, report, state.rules,
+                             base=state.compare_name or "")
+    state.comparison = comparison
     if state.save_name:
         _save(state, report, exitstatus)
-    if state.md or state.github_summary:
-        _markdown(state, report)
-    for path in state.plots:
-        _plot(state, report, path)
+    done = publish(report, comparison=comparison, md=state.md,
+                   github_summary=state.github_summary, plots=state.plots)
+    for outcome in done.outcomes:
+        _note(state, outcome)
     if session.exitstatus == pytest.ExitCode.OK and state.write_failed:
         # a file CI relies on was not written: the job must not go green (as --roofline-json)
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -283,47 +287,29 @@ def _save(state: GateState, report: dict[str, Any], exitstatus: int) -> None:
                         f"({len(report['results'])} results)", False))
 
 
-def _markdown(state: GateState, report: dict[str, Any]) -> None:
-    from ..report import markdown
+def _note(state: GateState, outcome: Any) -> None:
+    """The summary's line on one output of :func:`.report.publish.publish`."""
+    from ..report.markdown import STEP_SUMMARY
 
-    text = markdown.render(report, state.comparison)
-    if state.md:
-        try:
-            markdown.write(state.md, text)
-            state.notes.append((f"roofline: Markdown summary written to {state.md}", False))
-        except OSError as exc:
-            state.not_written(f"roofline: --roofline-md: cannot write {state.md}: "
-                              f"{_why(exc, state.md)}")
-    if state.github_summary:
-        target = os.environ.get(markdown.STEP_SUMMARY, "")
-        try:
-            written = markdown.append_step_summary(text)
-            state.notes.append((f"roofline: Markdown summary appended to {written}", False)
-                               if written else
-                               (f"roofline: ${markdown.STEP_SUMMARY} is not set; no job "
-                                f"summary written", False))
-        except OSError as exc:
-            state.not_written(f"roofline: --roofline-github-summary: cannot append to "
-                              f"{target}: {_why(exc, target)}")
-
-
-def _plot(state: GateState, report: dict[str, Any], target: str) -> None:
-    from ..report import plot
-
-    if not report["results"]:
+    what, status, target, why = outcome.what, outcome.status, outcome.target, outcome.why
+    if status == "refused":
+        state.not_written(f"roofline: cannot draw the plot: {why}")
+    elif status == "failed":
+        option = {"markdown": "--roofline-md: cannot write",
+                  "github-summary": "--roofline-github-summary: cannot append to",
+                  "plot": "--roofline-plot: cannot write"}[what]
+        state.not_written(f"roofline: {option} {target}: {why}")
+    elif status == "unset":
+        state.notes.append((f"roofline: ${STEP_SUMMARY} is not set; no job summary written",
+                            False))
+    elif status == "empty":
         state.notes.append(("roofline: no plot drawn: the run produced no roofline results",
                             False))
-        return
-    try:
-        path = plot.write(report, target, state.comparison)
-    except RooflineError as exc:
-        state.not_written(f"roofline: cannot draw the plot: {exc}")
-        return
-    except OSError as exc:
-        state.not_written(f"roofline: --roofline-plot: cannot write {target}: "
-                          f"{_why(exc, target)}")
-        return
-    state.notes.append((f"roofline: plot written to {path}", False))
+    else:
+        done = {"markdown": "Markdown summary written to",
+                "github-summary": "Markdown summary appended to",
+                "plot": "plot written to"}[what]
+        state.notes.append((f"roofline: {done} {target}", False))
 
 
 @pytest.hookimpl(trylast=True)
