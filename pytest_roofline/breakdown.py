@@ -2,6 +2,8 @@
 
 One table, used by the command line, the plugin's report section and anyone with a Result:
 name, count, FLOPs, bytes, intensity, the peak that priced the FLOPs, time, regime, share.
+A count that is an expected value (the experts a batch routes to, on average) reads ``~230.4``
+and a line under the table says so.
 A kernel that moves no memory bytes (a fused softmax) shows "on chip" for its intensity. A
 kernel that runs fused epilogues is named with them (``conv3 + add + relu``) and carries their
 time, its peak reading ``matrix:int8 + vector:bf16``; the epilogue kernels follow it, named
@@ -51,12 +53,23 @@ def format_breakdown(result: Result, *, sort: bool = True) -> list[str]:
     if any(is_array(k.time) for k in kernels):
         raise WorkloadError("format_breakdown needs a single workload, not a sweep")
     si, fmt = units.si, units.format_time
-    rows = [[_label(k), f"{float(k.count):g}", si(float(k.flops), "FLOP"),
+    rows = [[_label(k), _count(float(k.count)), si(float(k.flops), "FLOP"),
              si(float(k.bytes), "B"),
              "on chip" if k.intensity is None else flop_per_byte(float(k.intensity)), k.peak_label,
              fmt(float(k.time)), str(k.regime),
              f"{float(k.share):.1%}"] for k in kernels]
-    return render(HEADERS, rows, align="lrrrrlrlr")
+    lines = render(HEADERS, rows, align="lrrrrlrlr")
+    if any(row[1].startswith("~") for row in rows):
+        lines.append("~N: an expected count, not a whole number of launches (the experts a "
+                     "batch's tokens route to, on average)")
+    return lines
+
+
+def _count(count: float) -> str:
+    """``32``; ``~230.4`` for an expected count (an average over routings)."""
+    if count == int(count):
+        return f"{count:g}"
+    return f"~{count:.1f}" if count >= 10 else f"~{count:.3g}"
 
 
 def _label(kernel: KernelResult) -> str:

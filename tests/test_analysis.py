@@ -219,3 +219,19 @@ def test_an_explicit_bf16_is_the_default_precision_by_value() -> None:
     from pytest_roofline import ops
 
     assert ops.matmul(64, 64, 64).kernels == ops.matmul(64, 64, 64, dtype="bf16").kernels
+
+
+def test_an_expected_kernel_count_reads_as_one() -> None:
+    """Mixtral 8x7B decoding 8 tokens, top-2 of 8 experts: each layer runs on average
+    8 x (1 - (1 - 2/8)^8) = 7.199 distinct experts, 32 layers 230.37 expert kernels. The
+    breakdown writes it ~230.4 and says what that is, not '230.371'."""
+    from pytest_roofline import models
+    from pytest_roofline.breakdown import format_breakdown
+
+    result = analyze(models.load("mixtral-8x7b").decode(8, 4096), "h100")
+    lines = format_breakdown(result, sort=False)
+    experts = next(line for line in lines if line.startswith("experts.down_proj"))
+    assert experts.split()[1] == f"~{32 * 8 * (1 - 0.75 ** 8):.1f}" == "~230.4"
+    assert lines[-1].startswith("~N: an expected count")
+    whole = format_breakdown(analyze(models.load("llama-3-8b").decode(8, 4096), "h100"))
+    assert not any(line.startswith("~N") for line in whole)

@@ -34,7 +34,8 @@ def test_regressions_come_first_then_failures_then_the_table() -> None:
     base, new = reports()
     text = markdown.render(new, compare(base, new, ["intensity:10%"], base="main"))
     assert text.startswith("## Roofline report\n")
-    assert "**2 regressions** against `main` · 4 results on 1 chip · 2 failed" in text
+    assert "**2 regressions** against `main` · 4 tests, 4 results on 1 chip · 2 tests failed " \
+           "(2 results)" in text
     order = [text.index(h) for h in ("### Regressions", "### Failures", "### Results",
                                      "New since the baseline", "Vanished since the baseline")]
     assert order == sorted(order)
@@ -118,3 +119,11 @@ def test_parameter_ids_sort_as_numbers() -> None:
     report = make_report([rec(f"t::test_m[{m}]", m) for m in (2, 10, 1)])
     rows = [line for line in markdown.render(report).splitlines() if "t::test_m[" in line]
     assert [row.split("t::test_m[")[1].split("]")[0] for row in rows] == ["1", "2", "10"]
+
+
+def test_the_headline_counts_tests_and_results_apart() -> None:
+    """pytest counts tests: a test failing on two chips is one failed test, two results."""
+    two_chips = [rec("t::a", 32, "failed", "memory-bound"), rec("t::b", 4096)]
+    other = dict(two_chips[0], hw="a100-80gb-sxm")
+    text = markdown.render(make_report([*two_chips, other]))
+    assert "2 tests, 3 results on 2 chips · 1 test failed (2 results)" in text

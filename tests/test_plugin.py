@@ -175,7 +175,8 @@ def test_all_expectations_and_several_chips(suite: pytest.Pytester) -> None:
         "(memory-bound).",
         "roofline: expected intensity >= 2 FLOP/B on toychip (bf16), but it is 1 FLOP/B.",
         "roofline: expected the footprint to fit in toychip memory, but it needs 100 GB of "
-        "80 GB.",
+        "80 GB. The fewest chips that could hold it: 2 (2 x 80 GB, before any sharding "
+        "overhead).",
         "roofline: expected compute-bound on toychip (bf16), but intensity 105.0 FLOP/B is "
         "within 10% of ridge 100.0 FLOP/B: too close to call (margin=10%).",
     ])

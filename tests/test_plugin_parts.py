@@ -218,7 +218,8 @@ def test_intensity_time_and_fits_limits() -> None:
     assert "declares no footprint" in verdict(work, fits=True)[1]
     big = work.with_(footprint="100 GB")
     assert verdict(big, fits=True)[1] == (
-        "expected the footprint to fit in toy memory, but it needs 100 GB of 80 GB.")
+        "expected the footprint to fit in toy memory, but it needs 100 GB of 80 GB. The "
+        "fewest chips that could hold it: 2 (2 x 80 GB, before any sharding overhead).")
     assert verdict(big, fits=False)[0] == "passed"
 
 
@@ -464,3 +465,20 @@ def test_optional_hw_names_chips_of_the_test() -> None:
         parse({"hw": ["h100"], "optional_hw": ["a100"], "flops": 1, "bytes": 1})
     with pytest.raises(MarkerError, match="optional_hw=3 is not allowed"):
         parse({"hw": ["h100"], "optional_hw": 3, "flops": 1, "bytes": 1})
+
+
+def test_a_failed_fits_names_the_largest_batch_and_the_fewest_chips() -> None:
+    """Llama 3 8B decode at batch 1024, context 4096 needs 566 GB; H100 holds 80 GB: the
+    footprint fits up to batch = 119 (what `sweep --param batch` finds too), and no fewer than
+    ceil(566 / 80) = 8 chips could hold the whole of it."""
+    from pytest_roofline import models
+    from pytest_roofline.judging.verdict import _fits_failure
+
+    workload = models.load("llama-3-8b").decode(batch=1024, context=4096)
+    result = analyze(workload, "h100")
+    line = _fits_failure(True, result, workload.hint, workload)
+    assert line is not None and "It fits up to batch = 119." in line
+    assert "The fewest chips that could hold it: 8 (8 x 80 GB" in line
+    seventy = models.load("llama-3-70b").decode(batch=8, context=4096)
+    line = _fits_failure(True, analyze(seventy, "h100"), seventy.hint, seventy)
+    assert line is not None and "It does not fit even at batch = 1." in line

@@ -241,7 +241,7 @@ def _failures(exp: Expectation, workload: Workload, r: Result, flops_per_mac: in
                    f"{_where(r)}, but it is {units.format_time(float(r.time))} "
                    f"({r.regime}-bound).")
     if exp.fits is not None:
-        line = _fits_failure(exp.fits, r, workload.hint)
+        line = _fits_failure(exp.fits, r, workload.hint, workload)
         if line:
             out.append(line)
     return out
@@ -331,7 +331,8 @@ def _hint(workload: Workload, r: Result, allowed: Sequence[str], exp: Expectatio
     return None
 
 
-def _fits_failure(wanted: bool, r: Result, hint: str = "") -> str | None:
+def _fits_failure(wanted: bool, r: Result, hint: str = "",
+                  workload: Workload | None = None) -> str | None:
     if r.fits is None:
         return (f"expected the footprint {'' if wanted else 'not '}to fit in {r.hw} memory, "
                 f"but the workload declares no footprint (footprint= in the marker, or a "
@@ -340,8 +341,38 @@ def _fits_failure(wanted: bool, r: Result, hint: str = "") -> str | None:
         return None
     need = f"it needs {units.si(float(r.footprint), 'B')} of {units.si(r.capacity, 'B')}"
     why = f" ({hint})" if hint and wanted else ""
+    knob = _fitting_knob(workload, r.capacity) if wanted and workload is not None else ""
     return f"expected the footprint {'' if wanted else 'not '}to fit in {r.hw} memory, " \
-           f"but {need}{why}."
+           f"but {need}{why}.{knob}"
+
+
+def _fitting_knob(workload: Workload, capacity: float) -> str:
+    """`` It fits up to batch = 119.`` (the largest value of the workload's size knob whose
+    footprint fits, by bisection: footprints grow with sizes), else the fewest chips whose
+    memory could hold it at all (footprint over capacity, before any sharding overhead)."""
+    import math
+
+    footprint = float(workload.footprint)
+    chips = max(2, math.ceil(footprint / capacity)) if capacity > 0 else 0
+    at_least = (f" The fewest chips that could hold it: {chips} ({chips} x "
+                f"{units.si(capacity, 'B')}, before any sharding overhead)." if chips else "")
+    knob = workload.knob
+    if knob is None or knob.value <= knob.lo:
+        return at_least
+
+    def fits(x: int) -> bool:
+        try:
+            return float(knob.build(x).footprint) <= capacity
+        except RooflineError:
+            return False
+
+    if not fits(knob.lo):
+        return f" It does not fit even at {knob.name} = {knob.lo}.{at_least}"
+    lo, hi = knob.lo, knob.value  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return f" It fits up to {knob.name} = {lo}.{at_least}"
 
 
 def breakdown(checks: Sequence[Check]) -> str:

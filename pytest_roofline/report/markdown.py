@@ -69,9 +69,13 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
     own = [(k, r) for k, r in failed if k not in regressed]
     chips = sorted({k[1] for k, _ in items})
     lines = [f"## {title}", ""]
-    facts = [f"{len(items)} result{'s' if len(items) != 1 else ''} on "
-             f"{len(chips)} chip{'s' if len(chips) != 1 else ''}",
-             f"{len(failed)} failed"]
+    # pytest counts tests, a test has a result per chip (and precision): both are counted
+    tests = {k[0] for k, _ in items}
+    failed_tests = {k[0] for k, _ in failed}
+    facts = [f"{_count(len(tests), 'test')}, {_count(len(items), 'result')} on "
+             f"{_count(len(chips), 'chip')}",
+             f"{len(failed_tests)} test{'s' if len(failed_tests) != 1 else ''} failed "
+             f"({_count(len(failed), 'result')})"]
     if comparison is not None:
         against = f" against {code(comparison.base)}" if comparison.base else ""
         n = len(comparison.regressions)
@@ -137,6 +141,10 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 
 
 _MEASURED = ("measured", "% of roof")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def _measured_cells(record: Mapping[str, Any]) -> str:
