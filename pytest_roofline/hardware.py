@@ -249,6 +249,13 @@ class Hardware:
                 return "vector:fp32", self.vector["fp32"]
             if self.vector_fallback == "matrix" and name in self.matrix:
                 return f"matrix:{name}", self.matrix[name]
+            if self.vector_fallback == "matrix":  # the fallback is set: the precision is off
+                listed = ", ".join(self.matrix) or "none"
+                first = next(iter(self.matrix), "fp32")
+                raise UnsupportedPrecisionError(
+                    f"{self.name} has no {name} peak: its vector work runs on the matrix "
+                    f"units (vector_fallback: matrix), which list {listed}; give the op one "
+                    f"of those precisions (dtype={first!r})")
             raise UnsupportedPrecisionError(
                 f"{self.name} publishes no vector-unit peak for {name} (vector peaks: "
                 f"{', '.join(self.vector) or 'none'}); add one in a spec that extends "

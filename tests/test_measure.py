@@ -425,3 +425,16 @@ def test_a_measurement_taken_here_is_refused_against_a_chip_this_machine_is_not(
     other = mine.replace(provenance={"device": "cpu", "model": "Some Other CPU 9000"})
     with pytest.raises(RooflineError, match="calibration of another machine's CPU"):
         rl.analyze(w, other, measured=m)
+
+
+def test_vector_work_in_a_precision_the_host_lacks_names_the_dtype_to_give() -> None:
+    """ops.elementwise(1024) on host said 'set vector_fallback: matrix', which a calibrated
+    spec already sets: the fix is the op's dtype."""
+    host = Hardware(name="host-like", memory_bandwidth=1e10, memory_capacity=1e10,
+                    matrix={"fp64": 1e11, "fp32": 2e11}, default_dtype="fp64",
+                    vector_fallback="matrix")
+    with pytest.raises(RooflineError, match=r"host-like has no bf16 peak: its vector work runs "
+                                            r"on the matrix units \(vector_fallback: matrix\), "
+                                            r"which list fp64, fp32; give the op one of those "
+                                            r"precisions \(dtype='fp64'\)"):
+        rl.analyze(rl.ops.elementwise(1024), host)

@@ -993,3 +993,21 @@ def test_a_chip_that_cannot_price_the_work_leaves_the_others_reported(
         "test_three": {"h100-sxm": "passed", "mi300x": "passed", "tpu-v5e": "error"},
         "test_three_optional": {"h100-sxm": "passed", "mi300x": "passed",
                                 "tpu-v5e": "skipped"}}
+
+
+def test_an_op_input_error_in_a_test_body_is_the_callers_line_and_one_message(
+        pytester: pytest.Pytester) -> None:
+    """attention(q, k, v) without layout= printed q, k and v in a 50-line traceback."""
+    pytester.makepyfile(test_att="""
+import numpy as np
+from pytest_roofline import ops
+
+def test_att():
+    q = np.zeros((2, 8, 128, 64), dtype=np.float16)
+    ops.attention(q, q, q)
+""")
+    result = pytester.runpytest_inprocess(*plugin_args(), *ISOLATE)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "q = array" not in out and "attention.py" not in out
+    result.stdout.fnmatch_lines(["E * attention(q, k, v) with arrays needs layout='bshd'*"])

@@ -36,6 +36,15 @@ from ..workload import Number, is_array
 MAX_SIZE = 1 << 53
 
 
+def input_error(excinfo: Any) -> bool:
+    """A ``__tracebackhide__`` for ops: pytest leaves out an op's own frames when the error
+    is about the input (a RooflineError), so the failure shows the caller's line and the
+    one-line message, not the op's arguments (arrays print as dozens of lines)."""
+    from ..errors import RooflineError
+
+    return bool(excinfo.errisinstance(RooflineError))
+
+
 def given(dtype: object) -> bool:
     """True when the caller chose a precision. ``dtype=None`` (every op's default) means bf16
     for an op given sizes, and the arrays' own storage dtype for an op given arrays; an

@@ -41,6 +41,7 @@ from ._common import (
     array_precision,
     dtype_of,
     flag,
+    input_error,
     is_arraylike,
     is_sweep,
     precision,
@@ -156,6 +157,7 @@ def attention(
     precision of the two products (the softmax stays in q's), and ``kv_dtype=`` is refused (k
     and v already give the KV storage).
     """
+    __tracebackhide__ = input_error
     flag(causal, "attention: causal")
     flag(fused, "attention: fused")
     flag(shared_kv, "attention: shared_kv")
@@ -218,6 +220,7 @@ def _attention(b: Number, q: int, kv: int, h: int, kvh: int, d: int, causal: boo
 
 def _from_arrays(q: object, k: object, v: object, layout: str | None, causal: bool,
                  fused: bool, dtype: object, kv_dtype: object, window: int | None) -> Workload:
+    __tracebackhide__ = input_error
     if not isinstance(layout, str) or layout not in _LAYOUTS:
         raise WorkloadError(f"attention(q, k, v) with arrays needs layout='bshd' (flash-attn, "
                             f"JAX) or layout='bhsd' (torch scaled_dot_product_attention), got "
