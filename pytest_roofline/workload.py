@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import KW_ONLY, dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Union
 
@@ -88,6 +88,11 @@ def _finite(value: Number) -> bool:
     return bool(value < math.inf)
 
 
+#: What :meth:`Kernel.evolve` checks by type alone: the fields the fusion model changes.
+_EVOLVE: dict[str, type] = {"bytes": float, "handoff_out": float, "handoff_pieces": float,
+                            "handoff_in": tuple, "name": str, "epilogue_of": str}
+
+
 @dataclass(frozen=True)
 class Kernel:
     """One operation, bounded on its own by compute, memory bandwidth or a link."""
@@ -95,6 +100,7 @@ class Kernel:
     name: str
     flops: Number
     bytes: Number
+    _: KW_ONLY  # the rest by name: a run of a dozen positional figures reads as none
     link_bytes: Number = 0.0
     unit: str = "matrix"
     dtype: str | None = None
@@ -188,13 +194,31 @@ class Kernel:
         return replace(self, count=self.count * factor)
 
     def evolve(self, **changes: Any) -> Kernel:
-        """A copy with *changes*, unchecked: for values derived from this kernel's own,
-        already validated figures (the fusion model's sums and marks). Use ``dataclasses.
-        replace`` for anything else."""
-        new = object.__new__(Kernel)
-        new.__dict__.update(self.__dict__)
-        new.__dict__.update(changes)
-        return new
+        """A copy with *changes*, checked. The fusion model's changes (a plain float >= 0 for
+        ``bytes``, ``handoff_out`` or ``handoff_pieces``, a tuple of them for ``handoff_in``,
+        a text for ``name`` or ``epilogue_of``) are checked here at the cost of a type test;
+        any other change goes through the constructor's checks (``dataclasses.replace``)."""
+        for key, value in changes.items():
+            kind = _EVOLVE.get(key)
+            if kind is float:
+                if type(value) is not float or not (0.0 <= value < _INF):
+                    break
+            elif kind is tuple:
+                if type(value) is not tuple or not all(
+                        type(v) is float and 0.0 <= v < _INF for v in value):
+                    break
+            elif kind is str:
+                if not (type(value) is str or (value is None and key == "epilogue_of")):
+                    break
+            else:
+                break
+        else:
+            new = object.__new__(Kernel)
+            new.__dict__.update(self.__dict__)
+            new.__dict__.update(changes)
+            if _finite((new.flops + new.bytes + new.link_bytes) * new.count):
+                return new
+        return replace(self, **changes)
 
 
 @dataclass(frozen=True)

@@ -133,8 +133,8 @@ def _merge(parts: list[Workload], capacity: float) -> Workload:
             row[0] += float(k.total_flops)
             row[1] += float(k.total_bytes) - kept
             row[2] += float(k.total_link_bytes)
-    return Workload([Kernel(name, flops, nbytes, link_bytes, unit, dtype, link,
-                            epilogue_of=host)
+    return Workload([Kernel(name, flops, nbytes, link_bytes=link_bytes, unit=unit, dtype=dtype,
+                            link=link, epilogue_of=host)
                      for (name, unit, dtype, link, host), (flops, nbytes, link_bytes)
                      in totals.items()], name="serving")
 

@@ -235,3 +235,16 @@ def test_an_expected_kernel_count_reads_as_one() -> None:
     assert lines[-1].startswith("~N: an expected count")
     whole = format_breakdown(analyze(models.load("llama-3-8b").decode(8, 4096), "h100"))
     assert not any(line.startswith("~N") for line in whole)
+
+
+def test_kernel_fields_past_bytes_are_keywords_and_evolve_checks() -> None:
+    from pytest_roofline import Kernel, WorkloadError
+
+    with pytest.raises(TypeError):
+        Kernel("k", 1.0, 1.0, 0.0, "vector")  # type: ignore[misc]
+    kernel = Kernel("k", 1.0, 2.0, unit="vector")
+    assert kernel.evolve(bytes=1.0).bytes == 1.0 and kernel.evolve(bytes=3).bytes == 3.0
+    for bad in ({"bytes": -1.0}, {"bytes": "lots"}, {"epilogue_of": 3}, {"unit": "tensor"},
+                {"handoff_in": (-1.0,)}):
+        with pytest.raises(WorkloadError):
+            kernel.evolve(**bad)

@@ -459,8 +459,8 @@ class Transformer:
         stage_params = per_chip / par.pp
         shard = stage_params / (par.dp if par.zero >= 1 else 1)
         kernels.append(Kernel("optimizer.adam", ADAM_FLOPS * shard,
-                              (24.0 + 2.0 * dtypes.ITEMSIZE[plan.act]) * shard, 0.0,
-                              "vector", "fp32"))
+                              (24.0 + 2.0 * dtypes.ITEMSIZE[plan.act]) * shard, link_bytes=0.0,
+                              unit="vector", dtype="fp32"))
         kernels += T.data_parallel(stage_params, par, plan.act, dp_link or link, link_count)
         kernels += T.pipeline(local * s, self.config.hidden, par, plan.act, pp_link or link,
                               link_count)
@@ -697,7 +697,7 @@ class Transformer:
         tables = 1 + (c.position == "learned") + (c.token_types > 0)
         ops: list[Kernel | _Linear] = [
             Kernel("embedding", (tables - 1) * tokens * h, (tables + 1) * tokens * h * item,
-                   0.0, "vector", act)]
+                   unit="vector", dtype=act)]
         ops += self._all_reduce("embedding.all_reduce", tokens, 1.0, plan)
         if c.embedding_norm:
             ops.append(norm_kernel("embedding_norm", c.norm, tokens, h, act))
@@ -897,10 +897,10 @@ def _with_backward(op: Kernel | _Linear, plan: _Plan) -> list[Kernel]:
     if _positive(op.link_bytes):
         return [op, _rename(op, f"{op.name}.bwd")]
     if op.unit == "matrix":  # fused attention
-        return [op, Kernel(f"{op.name}.bwd", op.flops * 2.5, op.bytes * 2.0, 0.0, "matrix",
-                           op.dtype, None, None, op.count)]
-    return [op, Kernel(f"{op.name}.bwd", op.flops * 2.0, op.bytes * 2.0, 0.0, "vector",
-                       op.dtype, None, None, op.count)]
+        return [op, Kernel(f"{op.name}.bwd", op.flops * 2.5, op.bytes * 2.0, unit="matrix",
+                           dtype=op.dtype, count=op.count)]
+    return [op, Kernel(f"{op.name}.bwd", op.flops * 2.0, op.bytes * 2.0, unit="vector",
+                       dtype=op.dtype, count=op.count)]
 
 
 def _positive(value: Any) -> bool:
@@ -908,8 +908,10 @@ def _positive(value: Any) -> bool:
 
 
 def _rename(kernel: Kernel, name: str) -> Kernel:
-    return Kernel(name, kernel.flops, kernel.bytes, kernel.link_bytes, kernel.unit, kernel.dtype,
-                  kernel.link, kernel.link_count, kernel.count, link_steps=kernel.link_steps)
+    return Kernel(name, kernel.flops, kernel.bytes, link_bytes=kernel.link_bytes,
+                  unit=kernel.unit, dtype=kernel.dtype, link=kernel.link,
+                  link_count=kernel.link_count, count=kernel.count,
+                  link_steps=kernel.link_steps)
 
 
 #: (producer, consumer) names of the tensors a layer hands straight to their only reader.

@@ -99,9 +99,9 @@ def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number,
         pairs = batch * heads * scored_pairs(q_len, kv_len, causal, window)
         return [
             Kernel(prefix, 2.0 * pairs * (head_dim + dv), q_bytes + o_bytes + k_bytes + v_bytes,
-                   0.0, "matrix", work, None, None, count, out_bytes=o_bytes),
-            Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, 0.0, "vector", dtype,
-                   None, None, count),
+                   unit="matrix", dtype=work, count=count, out_bytes=o_bytes),
+            Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, unit="vector", dtype=dtype,
+                   count=count),
         ]
     scores = batch * heads * q_len * kv_len
     score_bytes = scores * item
@@ -109,11 +109,11 @@ def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number,
         v_bytes = batch * read * kv_heads * dv * kv_item
     return [
         Kernel(f"{prefix}.qk", 2.0 * scores * head_dim, q_bytes + k_bytes + score_bytes,
-               0.0, "matrix", work, None, None, count),
-        Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * scores, 2.0 * score_bytes, 0.0, "vector",
-               dtype, None, None, count),
+               unit="matrix", dtype=work, count=count),
+        Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * scores, 2.0 * score_bytes, unit="vector",
+               dtype=dtype, count=count),
         Kernel(f"{prefix}.pv", 2.0 * scores * dv, score_bytes + v_bytes + o_bytes,
-               0.0, "matrix", work, None, None, count),
+               unit="matrix", dtype=work, count=count),
     ]
 
 

@@ -111,14 +111,15 @@ def collective_kernel(kind: str, name: str, elements: Number, devices: int, dtyp
     """The per-device kernel of a collective (no checks; see the module tables); data stored
     in *dtype*, reduced in *compute* (default *dtype*)."""
     if devices == 1 and kind != "point_to_point":
-        return Kernel(name, 0.0, 0.0, 0.0, "vector", compute or dtype, link, link_count, count)
+        return Kernel(name, 0.0, 0.0, unit="vector", dtype=compute or dtype, link=link,
+                      link_count=link_count, count=count)
     sent, adds, held_in, held_out = _RING[kind](devices)
     factor, sequential = steps(kind, devices, algorithm)
     data = elements * dtypes.ITEMSIZE[dtype]
     link_bytes = sent * factor * data
     return Kernel(name, adds * elements, (held_in + held_out) * data + 2.0 * link_bytes,
-                  link_bytes, "vector", compute or dtype, link, link_count, count,
-                  link_steps=sequential)
+                  link_bytes=link_bytes, unit="vector", dtype=compute or dtype, link=link,
+                  link_count=link_count, count=count, link_steps=sequential)
 
 
 def _collective(kind: str, elements: object, devices: object, dtype: object, link: object,
@@ -276,7 +277,8 @@ def _sharded(m: Number, k: int, n: int, chips: int, split: str,
         kernels = [local]
     elif overlap:
         kernels = [Kernel(name, local.flops + comm.flops, local.bytes + comm.bytes,
-                          comm.link_bytes, "matrix", compute, link, link_count)]
+                          link_bytes=comm.link_bytes, unit="matrix", dtype=compute, link=link,
+                          link_count=link_count)]
     else:
         kernels = [local, comm]
     knob: Knob | None

@@ -73,7 +73,7 @@ def conv_kernel(name: str, batch: Number, cin: int, cout: int, hw: tuple[int, in
     written = batch * cout * ho * wo * item
     nbytes = batch * cin * hw[0] * hw[1] * item + written + weights * w_item
     unit = "vector" if per_group == 1 and groups > 1 else "matrix"
-    return Kernel(name, flops, nbytes, 0.0, unit, compute or dtype, None, None, count,
+    return Kernel(name, flops, nbytes, unit=unit, dtype=compute or dtype, count=count,
                   out_bytes=written), (ho, wo)
 
 
@@ -87,8 +87,8 @@ def pool_kernel(name: str, batch: Number, channels: int, hw: tuple[int, int],
     per = kernel[0] * kernel[1] - 1 + (1 if kind == "avg" else 0)
     item = dtypes.ITEMSIZE[dtype]
     nbytes = (batch * channels * hw[0] * hw[1] + outputs) * item
-    return Kernel(name, outputs * per, nbytes, 0.0, "vector", compute or dtype, None, None,
-                  count, out_bytes=outputs * item), (ho, wo)
+    return Kernel(name, outputs * per, nbytes, unit="vector", dtype=compute or dtype,
+                  count=count, out_bytes=outputs * item), (ho, wo)
 
 
 def conv2d(

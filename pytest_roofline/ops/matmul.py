@@ -99,7 +99,7 @@ def matmul_kernel(name: str, m: Number, k: Number, n: Number, a: str, b: str, ou
     size_of = dtypes.ITEMSIZE
     written = m * n * size_of[out]
     return Kernel(name, 2.0 * m * k * n, m * k * size_of[a] + k * n * size_of[b] + written,
-                  0.0, "matrix", compute, None, None, count, out_bytes=written,
+                  unit="matrix", dtype=compute, count=count, out_bytes=written,
                   operands=() if a == b else (a, b))
 
 

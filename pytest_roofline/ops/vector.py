@@ -47,8 +47,8 @@ def elementwise_kernel(name: str, n: Number, inputs: float, outputs: float, flop
     """n elements: ``flops`` FLOPs each, ``inputs`` tensors read and ``outputs`` written, stored
     in *dtype* and computed in *compute* (default: *dtype*)."""
     item = dtypes.ITEMSIZE[dtype]
-    return Kernel(name, n * flops, n * (inputs + outputs) * item, 0.0, "vector",
-                  compute or dtype, None, None, count, out_bytes=n * outputs * item)
+    return Kernel(name, n * flops, n * (inputs + outputs) * item, unit="vector",
+                  dtype=compute or dtype, count=count, out_bytes=n * outputs * item)
 
 
 def norm_kernel(name: str, kind: str, rows: Number, hidden: int, dtype: str, *,
@@ -65,23 +65,23 @@ def norm_kernel(name: str, kind: str, rows: Number, hidden: int, dtype: str, *,
         streams = 4.0  # read x and the residual, write the new residual and the normalized x
     elements = rows * hidden
     item = dtypes.ITEMSIZE[dtype]
-    return Kernel(name, elements * per, (elements * streams + params * hidden) * item, 0.0,
-                  "vector", compute or dtype, None, None, count, out_bytes=elements * item)
+    return Kernel(name, elements * per, (elements * streams + params * hidden) * item,
+                  unit="vector", dtype=compute or dtype, count=count, out_bytes=elements * item)
 
 
 def softmax_kernel(name: str, rows: Number, cols: Number, dtype: str,
                    count: Number = 1.0, *, compute: str | None = None) -> Kernel:
     elements = rows * cols
     item = dtypes.ITEMSIZE[dtype]
-    return Kernel(name, elements * SOFTMAX_FLOPS, 2.0 * elements * item, 0.0, "vector",
-                  compute or dtype, None, None, count, out_bytes=elements * item)
+    return Kernel(name, elements * SOFTMAX_FLOPS, 2.0 * elements * item, unit="vector",
+                  dtype=compute or dtype, count=count, out_bytes=elements * item)
 
 
 def embedding_kernel(name: str, tokens: Number, hidden: int, dtype: str,
                      count: Number = 1.0) -> Kernel:
     """A gather of one table row per token: reads tokens rows, writes them; no FLOPs."""
-    return Kernel(name, 0.0, 2.0 * tokens * hidden * dtypes.ITEMSIZE[dtype], 0.0, "vector",
-                  dtype, None, None, count)
+    return Kernel(name, 0.0, 2.0 * tokens * hidden * dtypes.ITEMSIZE[dtype], unit="vector",
+                  dtype=dtype, count=count)
 
 
 def _one(kernel: Kernel, footprint: Number) -> Workload:
