@@ -222,3 +222,65 @@ def test_a_session_records_only_the_calls_of_its_targets() -> None:
             fancy(x, torch.empty(64, 4, device="meta"))
         assert sum(k.total_flops for k in recorder.kernels) == flops, targets
         assert len(recorder.kernels) >= 1
+
+
+# -- shipped formulas: flash-attn's ops, under their own names ----------------------------------
+# Stand-ins with flash-attn's schemas (flash_attn/flash_attn_interface.py) and fake kernels, so
+# that the formulas shipped for "flashattn::..." are exercised without the CUDA package.
+
+@torch.library.custom_op("flashattn::_flash_attn_forward", mutates_args=())
+def _fa_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_p: float,
+                softmax_scale: float, causal: bool, window_size_left: int,
+                window_size_right: int, softcap: float, alibi_slopes: torch.Tensor | None,
+                return_softmax: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    raise NotImplementedError  # a CUDA kernel in flash-attn
+
+
+@_fa_forward.register_fake
+def _(q, k, v, *rest):  # type: ignore[no-untyped-def]
+    return torch.empty_like(q), q.new_empty(q.shape[0], q.shape[2], q.shape[1],
+                                            dtype=torch.float32)
+
+
+@torch.library.custom_op("flashattn::_flash_attn_varlen_forward", mutates_args=())
+def _fa_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+               cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
+               dropout_p: float, softmax_scale: float, causal: bool) -> torch.Tensor:
+    return torch.empty_like(q)  # a CUDA kernel in flash-attn; its shape here
+
+
+@_fa_varlen.register_fake
+def _(q, *rest):  # type: ignore[no-untyped-def]
+    return torch.empty_like(q)
+
+
+def test_flash_attn_forward_counts_the_scored_pairs_of_its_masks() -> None:
+    # q (batch 2, 256 queries, 8 heads, 64), k/v 8 KV heads: non-causal every pair,
+    # 2·8·256·256 pairs x (64 + 64) MACs x 2 FLOPs, + 5 softmax FLOPs a pair
+    q, k, v = _empty(2, 256, 8, 64), _empty(2, 256, 8, 64), _empty(2, 256, 8, 64)
+    full = rl.trace(_fa_forward, q, k, v, 0.0, 0.125, False, -1, -1, 0.0, None, False)
+    assert not full.unknown
+    pairs = 2 * 8 * 256 * 256
+    assert full.flops == pairs * (2 * 128 + 5)
+    # bytes: Q, K, V read, O written (bf16), the fp32 log-sum-exp written
+    assert full.bytes == 4 * 2 * 256 * 8 * 64 * 2 + 2 * 8 * 256 * 4
+    causal = rl.trace(_fa_forward, q, k, v, 0.0, 0.125, True, -1, -1, 0.0, None, False)
+    assert causal.flops == 2 * 8 * (256 * 257 / 2) * (2 * 128 + 5)
+    # a sliding window of 63 keys back (and causal): 64 keys a query once past the start
+    window = rl.trace(_fa_forward, q, k, v, 0.0, 0.125, True, 63, 0, 0.0, None, False)
+    per_head = sum(min(i + 1, 64) for i in range(256))
+    assert window.flops == 2 * 8 * per_head * (2 * 128 + 5)
+
+
+def test_flash_attn_varlen_reads_sequence_lengths_or_takes_them_equal() -> None:
+    # 3 sequences of 100, 50, 10 tokens (160 packed), 4 heads of 32, causal
+    q = torch.zeros(160, 4, 32)
+    cu = torch.tensor([0, 100, 150, 160], dtype=torch.int32)
+    w = rl.trace(_fa_varlen, q, q, q, cu, cu, 100, 100, 0.0, 0.1, True)
+    per_head = sum(n * (n + 1) / 2 for n in (100, 50, 10))
+    assert w.flops == 4 * per_head * (2 * 64 + 5)
+    # on meta the lengths are unknown: equal shares, the fewest pairs 160 tokens allow
+    meta = rl.trace(_fa_varlen, q.to("meta"), q.to("meta"), q.to("meta"), cu.to("meta"),
+                    cu.to("meta"), 100, 100, 0.0, 0.1, True)
+    equal = sum(n * (n + 1) / 2 for n in (54, 53, 53))
+    assert meta.flops == 4 * equal * (2 * 64 + 5) < w.flops

@@ -77,7 +77,13 @@ def registered() -> list[str]:
 
 
 def lookup(name: str) -> Formula | None:
-    return _FORMULAS.get(name)
+    """The formula registered for *name*, else the one shipped for it (:mod:`.known_ops`)."""
+    formula = _FORMULAS.get(name)
+    if formula is None and "::" in name:
+        from .known_ops import BUILTIN
+
+        formula = BUILTIN.get(name)
+    return formula
 
 
 def apply(name: str, formula: Formula, where: str, args: Iterable[Any],

@@ -1,0 +1,165 @@
+"""Formulas for custom ops users meet most, shipped with the tracer (``register_op`` for the
+rest; a registered formula of the same name wins).
+
+**flash-attn** (Dao-AILab/flash-attention, ``flash_attn/flash_attn_interface.py``; the ops
+are named ``flash_attn::...`` in 2.6-2.7 and ``flashattn::...`` later, both served):
+
+* ``_flash_attn_forward(q, k, v, dropout_p, softmax_scale, causal, window_size_left,
+  window_size_right, softcap, alibi_slopes, return_softmax)``, q ``(batch, seqlen_q, heads,
+  head_dim)``, k and v ``(batch, seqlen_k, kv_heads, head_dim)``: as ``ops.attention``, the
+  products Q·Kᵀ and P·V over the *scored* pairs (causal masks align to the bottom-right
+  corner, as flash-attn's do; ``window_size_*`` >= 0 bound each query's keys) on the matrix
+  units with all the bytes (Q, K, V read; O and the fp32 log-sum-exp written), and the
+  softmax, 5 FLOPs a pair, on the vector units.
+* ``_flash_attn_backward(dout, q, k, v, out, softmax_lse, dq, dk, dv, dropout_p,
+  softmax_scale, causal, window_size_left, window_size_right, ...)``: the kernel recomputes
+  P = softmax(Q·Kᵀ) and runs dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q: five products
+  over the scored pairs (FlashAttention-2, Dao 2023, §3.2: "2.5x the forward FLOPs"), plus
+  the recomputed softmax and dS = P·(dP - D), 5 + 3 FLOPs a pair; bytes: dO, Q, K, V, O,
+  the log-sum-exp read, dQ, dK, dV written.
+* ``_flash_attn_varlen_forward`` / ``_flash_attn_varlen_backward``: packed sequences
+  (``total, heads, head_dim``) split by ``cu_seqlens_q``/``cu_seqlens_k``; their lengths
+  are read when the tensors hold values, else (meta or fake tensors) the sequences are
+  taken as equal: for equal query and key lengths that is the fewest pairs the totals allow
+  (the bound stays a lower bound).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from ..workload import Kernel, Workload
+from . import _kernels as K
+
+__all__ = ["BUILTIN"]
+
+
+def _dtype(t: Any) -> str | None:
+    return K.precision(str(t.dtype).removeprefix("torch."))
+
+
+def _nbytes(*tensors: Any) -> float:
+    return float(sum(t.numel() * t.element_size() for t in tensors if t is not None))
+
+
+def pairs(q_len: int, kv_len: int, *, causal: bool, left: int = -1, right: int = -1) -> float:
+    """Scored (query, key) pairs of one sequence and head, with flash-attn's masks: causal
+    aligned to the bottom-right corner; a window of *left* keys before and *right* after the
+    query's own position (-1: unbounded)."""
+    if causal:
+        right = 0
+    if left < 0 and right < 0:
+        return float(q_len) * kv_len
+    offset = kv_len - q_len  # query i sits at key position i + offset
+    total = 0
+    for i in range(q_len):
+        here = i + offset
+        hi = kv_len - 1 if right < 0 else min(kv_len - 1, here + right)
+        lo = 0 if left < 0 else max(0, here - left)
+        total += max(0, hi - lo + 1)
+    return float(total)
+
+
+def _lengths(cu: Any, total: int) -> list[int]:
+    """Per-sequence lengths from cumulative ones, or equal shares when they hold no values."""
+    batch = max(int(cu.numel()) - 1, 1)
+    if cu.device.type != "meta":
+        try:
+            bounds = [int(v) for v in cu.tolist()]
+            return [b - a for a, b in itertools.pairwise(bounds)]
+        except (RuntimeError, NotImplementedError):  # fake tensors hold no values
+            pass
+    share, extra = divmod(total, batch)
+    return [share + (1 if i < extra else 0) for i in range(batch)]
+
+
+def _attention(name: str, scored: float, q: Any, v: Any, nbytes: float) -> Workload:
+    kernels = K.attention(name, heads=1.0, pairs=scored, head_dim=int(q.shape[-1]),
+                          value_dim=int(v.shape[-1]), nbytes=nbytes, dtype=_dtype(q),
+                          softmax_dtype=_dtype(q))
+    return Workload(kernels, name=name)
+
+
+def _backward(name: str, scored: float, q: Any, v: Any, nbytes: float) -> Workload:
+    d, dv = int(q.shape[-1]), int(v.shape[-1])
+    products = K.matrix(name, macs=scored * (3 * d + 2 * dv), nbytes=nbytes, dtype=_dtype(q))
+    softmax = K.vector(f"{name}.softmax", flops=(K.softmax_flops(1.0) + 3.0) * scored,
+                       nbytes=0.0, dtype=_dtype(q))
+    return Workload([products, softmax], name=name)
+
+
+def _window(args: tuple[Any, ...], at: int) -> tuple[int, int]:
+    return (int(args[at]) if len(args) > at else -1,
+            int(args[at + 1]) if len(args) > at + 1 else -1)
+
+
+def flash_forward(q: Any, k: Any, v: Any, dropout_p: float = 0.0, softmax_scale: Any = None,
+                  causal: bool = False, *rest: Any, **kw: Any) -> Workload:
+    left, right = kw.get("window_size_left", -1), kw.get("window_size_right", -1)
+    if rest:
+        left, right = _window(rest, 0)
+    batch, q_len, heads = int(q.shape[0]), int(q.shape[1]), int(q.shape[2])
+    scored = batch * heads * pairs(q_len, int(k.shape[1]), causal=bool(causal), left=left,
+                                   right=right)
+    lse = batch * heads * q_len * 4.0
+    return _attention("flash_attn_forward", scored, q, v, _nbytes(q, k, v, q) + lse)
+
+
+def flash_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, dq: Any = None,
+                   dk: Any = None, dv: Any = None, dropout_p: float = 0.0,
+                   softmax_scale: Any = None, causal: bool = False, *rest: Any,
+                   **kw: Any) -> Workload:
+    left, right = kw.get("window_size_left", -1), kw.get("window_size_right", -1)
+    if rest:
+        left, right = _window(rest, 0)
+    batch, q_len, heads = int(q.shape[0]), int(q.shape[1]), int(q.shape[2])
+    scored = batch * heads * pairs(q_len, int(k.shape[1]), causal=bool(causal), left=left,
+                                   right=right)
+    moved = _nbytes(dout, q, k, v, out, lse) + _nbytes(q, k, v)  # dQ, dK, dV written
+    return _backward("flash_attn_backward", scored, q, v, moved)
+
+
+def _varlen_pairs(q: Any, k: Any, cu_q: Any, cu_k: Any, causal: bool, left: int,
+                  right: int) -> float:
+    heads = int(q.shape[-2])
+    q_lengths = _lengths(cu_q, int(q.shape[0]))
+    k_lengths = _lengths(cu_k, int(k.shape[0]))
+    return heads * sum(pairs(a, b, causal=causal, left=left, right=right)
+                       for a, b in zip(q_lengths, k_lengths, strict=False))
+
+
+def flash_varlen_forward(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k: Any,
+                         max_seqlen_q: int = 0, max_seqlen_k: int = 0, dropout_p: float = 0.0,
+                         softmax_scale: Any = None, causal: bool = False,
+                         window_size_left: int = -1, window_size_right: int = -1,
+                         *rest: Any, **kw: Any) -> Workload:
+    scored = _varlen_pairs(q, k, cu_seqlens_q, cu_seqlens_k, bool(causal),
+                           int(window_size_left), int(window_size_right))
+    lse = int(q.shape[0]) * int(q.shape[1]) * 4.0
+    return _attention("flash_attn_varlen_forward", scored, q, v,
+                      _nbytes(q, k, v, q, cu_seqlens_q, cu_seqlens_k) + lse)
+
+
+def flash_varlen_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, dq: Any,
+                          dk: Any, dv: Any, cu_seqlens_q: Any, cu_seqlens_k: Any,
+                          max_seqlen_q: int = 0, max_seqlen_k: int = 0,
+                          dropout_p: float = 0.0, softmax_scale: Any = None,
+                          causal: bool = False, window_size_left: int = -1,
+                          window_size_right: int = -1, *rest: Any, **kw: Any) -> Workload:
+    scored = _varlen_pairs(q, k, cu_seqlens_q, cu_seqlens_k, bool(causal),
+                           int(window_size_left), int(window_size_right))
+    moved = _nbytes(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k) + _nbytes(q, k, v)
+    return _backward("flash_attn_varlen_backward", scored, q, v, moved)
+
+
+_FLASH: dict[str, Callable[..., Workload]] = {
+    "_flash_attn_forward": flash_forward, "_flash_attn_backward": flash_backward,
+    "_flash_attn_varlen_forward": flash_varlen_forward,
+    "_flash_attn_varlen_backward": flash_varlen_backward}
+
+#: Op name -> formula, for the ops named in the module docstring.
+BUILTIN: dict[str, Callable[..., Kernel | Workload]] = {
+    f"{namespace}::{op}": formula for namespace in ("flash_attn", "flashattn")
+    for op, formula in _FLASH.items()}
