@@ -257,3 +257,25 @@ def test_a_bad_trace_value_is_named(suite: pytest.Pytester, bad: str) -> None:
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*roofline marker on test_softmax: trace=* is not allowed; "
                                  "expected True*"])
+
+
+def test_a_plugin_hook_gives_traced_ops_their_formulas(suite: pytest.Pytester) -> None:
+    # the conftest's hook gives hooklib::fancy a formula: 3 FLOPs an element of its input
+    import pytest_roofline as rl
+
+    suite.makeconftest("""
+import pytest_roofline as rl
+
+def pytest_roofline_register_ops(config):
+    return {"hooklib::fancy": lambda x: rl.Kernel("fancy", flops=3 * x.numel(),
+                                                  bytes=8 * x.numel(), unit="vector")}
+""")
+    suite.makepyfile(CUSTOM.replace(", STRICT", ", strict=True").replace("pluginlib",
+                                                                         "hooklib"))
+    try:
+        result = run(suite, "--roofline-json=out.json")
+        result.assert_outcomes(passed=1)
+        (record,) = json.loads((suite.path / "out.json").read_text())["results"]
+        assert record["flops"] == 2 * 3 * 1024 * 1024 and "unknown" not in record
+    finally:
+        rl.unregister_op("hooklib::fancy")

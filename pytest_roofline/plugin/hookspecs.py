@@ -12,6 +12,9 @@ Implement them in a plugin or a ``conftest.py``::
 
     def pytest_roofline_json(config, report):
         report["ci"] = {"job": os.environ.get("CI_JOB_ID")}
+
+    def pytest_roofline_register_ops(config):
+        return {"mylib::fancy": fancy_formula}   # formulas for traced ops
 """
 
 from __future__ import annotations
@@ -57,3 +60,12 @@ def pytest_roofline_result(
 @pytest.hookspec
 def pytest_roofline_json(config: pytest.Config, report: dict[str, Any]) -> None:
     """Amend the JSON report (``--roofline-json``) in place before the controller writes it."""
+
+
+@pytest.hookspec
+def pytest_roofline_register_ops(config: pytest.Config) -> Mapping[str, Any] | None:
+    """Return formulas for traced ops that have none: ``{"mylib::fancy": formula}``, each
+    as ``pytest_roofline.register_op(name, formula)`` takes it (the op's arguments in, a
+    Kernel or Workload out). Called once per implementation, before the first roofline test
+    that traces (``trace=`` or the fixture) is set up.
+    """

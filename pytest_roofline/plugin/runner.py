@@ -72,6 +72,14 @@ class Runner:
         """Make the test's RooflineTest and keep it in the item's stash."""
         session = self.session
         expectation = self.expectation(item, marks)
+        if expectation.trace or not need_workload:
+            from ..errors import RooflineError
+            from .formulas import prepare_ops
+
+            try:
+                prepare_ops(item.config)
+            except RooflineError as exc:
+                self.fail(item, f"roofline marker on {item.name}: {exc}")
         if expectation.trace:
             from ..errors import RooflineError
             from ..tracing import require
