@@ -255,3 +255,24 @@ def test_a_pallas_kernel_takes_a_registered_formula_by_name() -> None:
         assert w.flops == 256 * 256 and w.bytes == 2 * 256 * 256 * 4
     finally:
         rl.unregister_op("scale_kernel")
+
+
+def test_a_custom_call_is_unknown_until_its_target_has_a_formula() -> None:
+    # an FFI call (how JAX reaches a hand-written kernel) names its target; the jaxpr holds
+    # no FLOPs for it: its bytes are kept (x read, y written) and it is listed
+    def kernel(x):
+        return jax.ffi.ffi_call("rooflinetest_scale", jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    x = jax.ShapeDtypeStruct((128, 256), jnp.float32)
+    w = rl.trace(kernel, x)
+    assert dict(w.unknown) == {"rooflinetest_scale": 1}
+    assert w.flops == 0 and w.bytes == 2 * 128 * 256 * 4
+    with pytest.raises(rl.TraceError, match="rooflinetest_scale x1"):
+        Tracer(strict=True)(kernel, x)
+    try:
+        rl.register_op("rooflinetest_scale", lambda x: rl.Kernel(
+            "scale", flops=x.size, bytes=2 * x.size * 4, unit="vector", dtype="fp32"))
+        counted = rl.trace(kernel, x)
+        assert not counted.unknown and counted.flops == 128 * 256
+    finally:
+        rl.unregister_op("rooflinetest_scale")

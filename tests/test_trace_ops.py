@@ -284,3 +284,37 @@ def test_flash_attn_varlen_reads_sequence_lengths_or_takes_them_equal() -> None:
                     cu.to("meta"), 100, 100, 0.0, 0.1, True)
     equal = sum(n * (n + 1) / 2 for n in (54, 53, 53))
     assert meta.flops == 4 * equal * (2 * 64 + 5) < w.flops
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from pytest_roofline.tracing.known_ops import pairs  # noqa: E402
+from pytest_roofline.workload import describe_unknown, merge_unknown  # noqa: E402
+
+
+@given(q_len=st.integers(1, 40), kv_len=st.integers(1, 40), causal=st.booleans(),
+       left=st.integers(-1, 40), right=st.integers(-1, 40))
+def test_flash_attn_pairs_count_the_mask_it_describes(q_len: int, kv_len: int, causal: bool,
+                                                      left: int, right: int) -> None:
+    # the mask written out: query i at key position i + kv_len - q_len (bottom-right)
+    offset = kv_len - q_len
+    right_bound = 0 if causal else right
+    brute = sum(1 for i in range(q_len) for j in range(kv_len)
+                if (right_bound < 0 or j <= i + offset + right_bound)
+                and (left < 0 or j >= i + offset - left))
+    assert pairs(q_len, kv_len, causal=causal, left=left, right=right) == brute
+
+
+names = st.text("abcxyz:", min_size=1, max_size=6)
+
+
+@given(parts=st.lists(st.dictionaries(names, st.integers(1, 5), max_size=4), max_size=4))
+def test_unknown_ops_merge_by_adding_calls(parts: list[dict[str, int]]) -> None:
+    merged = merge_unknown(parts)
+    assert sum(merged.values()) == sum(sum(p.values()) for p in parts)
+    text = describe_unknown(merged)
+    assert (text == "") == (not merged)
+    if merged:
+        assert text.startswith(f"{sum(merged.values())} op")
+        assert all(f"{op} x{n}" in text for op, n in merged.items())
