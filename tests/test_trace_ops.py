@@ -48,6 +48,22 @@ def test_int8_and_packed_weight_products_are_matrix_kernels() -> None:
     assert packed.kernels[0].dtype == "bf16"  # dequantised into the activations' precision
 
 
+def test_fp8_products_are_priced_in_fp8() -> None:
+    # _scaled_mm (64x128 by 128x256, fp8 e4m3 operands, bf16 out): 64·128·256 MACs; its
+    # grouped form over 4 experts' 128x256 weights: each of the 64 rows meets one expert
+    fp8 = torch.float8_e4m3fn
+    a = torch.empty(64, 128, device="meta", dtype=fp8)
+    b = torch.empty(256, 128, device="meta", dtype=fp8).t()
+    scale = torch.empty((), device="meta")
+    w = rl.trace(torch._scaled_mm, a, b, scale, scale, out_dtype=torch.bfloat16)
+    assert w.flops == 2 * 64 * 128 * 256 and w.kernels[0].dtype == "fp8"
+    experts = torch.empty(4, 256, 128, device="meta", dtype=fp8).transpose(-2, -1)
+    g = rl.trace(torch._scaled_grouped_mm, a, experts, torch.empty(64, device="meta"),
+                 torch.empty(4, 256, device="meta"),
+                 offs=torch.empty(4, device="meta", dtype=torch.int32), out_dtype=torch.bfloat16)
+    assert g.flops == 2 * 64 * 128 * 256 and g.kernels[0].dtype == "fp8" and not g.unknown
+
+
 @pytest.mark.parametrize(("training", "per_element"), [(False, 2.0), (True, 7.0)])
 def test_batch_norm_eval_is_a_scale_and_shift(training: bool, per_element: float) -> None:
     # eval: y = x·a + b per channel (2 FLOPs an element); training normalises with the

@@ -130,7 +130,7 @@ COPY = frozenset({"where", "masked_fill", "clone", "copy", "_to_copy", "to", "fi
                   "_local_scalar_dense_copy", "resize_as", "polar", "_foreach_copy",
                   "_pin_memory", "diag_embed", "narrow_copy", "bincount", "histc",
                   "unique_consecutive", "_unique2", "unique_dim", "searchsorted",
-                  "bucketize", "masked_fill_", "complex", "view_as_real_copy", "_to_dense",
+                  "bucketize", "complex", "view_as_real_copy", "_to_dense",
                   "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
                   "col2im", "im2col", "_reshape_copy", "embedding_renorm"})
 #: Non-view ops that change metadata only.
