@@ -334,3 +334,26 @@ def test_unknown_ops_merge_by_adding_calls(parts: list[dict[str, int]]) -> None:
     if merged:
         assert text.startswith(f"{sum(merged.values())} op")
         assert all(f"{op} x{n}" in text for op, n in merged.items())
+
+
+def test_norm_and_softmax_backward_follow_their_stated_rates() -> None:
+    # layer norm's backward: 11 FLOPs per element of the input gradient (_kernels: x̂ again,
+    # g·dy and x̂·g·dy, two row means, the combination, the weight and bias sums); softmax's
+    # backward: dx = y·(dy - sum(dy·y)), 4 per element
+    x = torch.empty(8, 512, device="meta", requires_grad=True)
+    norm = torch.nn.LayerNorm(512, device="meta")
+
+    def norm_step() -> None:
+        norm(x).sum().backward()
+
+    w = rl.trace(norm_step)
+    backward = [k for k in w.kernels if "native_layer_norm_backward" in k.name]
+    assert sum(k.total_flops for k in backward) == 11 * 8 * 512
+
+    def softmax_step() -> None:
+        torch.softmax(x, -1).sum().backward()
+
+    s = rl.trace(softmax_step)
+    grads = [k for k in s.kernels if "_softmax_backward_data" in k.name]
+    assert sum(k.total_flops for k in grads) == 4 * 8 * 512
+    assert not w.unknown and not s.unknown

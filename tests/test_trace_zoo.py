@@ -152,3 +152,22 @@ def test_flax_module_products_equal_xla_cost_analysis(case: str) -> None:
     # XLA's total also counts the elementwise ops its own way: the products must be within it
     assert products <= cost["flops"]
     assert products == pytest.approx(cost["flops"], rel=0.05)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "mixtral", "gpt2"])
+def test_a_training_step_traces_with_no_unknown_op(model_type: str) -> None:
+    # forward and backward of a whole model: every product's backward is two products of
+    # its size (input and weight gradients; attention's dV, dP, dQ, dK over the same scored
+    # pairs), so the step's matrix FLOPs are 3x the forward's
+    model, _ = _hf_model(model_type)
+    ids = torch.zeros(1, 128, dtype=torch.long, device="meta")
+
+    def step() -> None:
+        model(ids).logits.sum().backward()
+
+    def matrix(w: rl.Workload) -> float:
+        return sum(float(k.total_flops) for k in w.kernels if k.unit == "matrix")
+
+    trained = rl.trace(step)
+    assert not trained.unknown, dict(trained.unknown)
+    assert matrix(trained) == pytest.approx(3 * matrix(rl.trace(model, ids)), rel=0.01)

@@ -132,7 +132,10 @@ COPY = frozenset({"where", "masked_fill", "clone", "copy", "_to_copy", "to", "fi
                   "unique_consecutive", "_unique2", "unique_dim", "searchsorted",
                   "bucketize", "complex", "view_as_real_copy", "_to_dense",
                   "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
-                  "col2im", "im2col", "_reshape_copy", "embedding_renorm"})
+                  "col2im", "im2col", "_reshape_copy", "embedding_renorm",
+                  # view backwards: the gradient copied into zeros of the input's shape
+                  "slice_backward", "select_backward", "diagonal_backward",
+                  "unfold_backward", "as_strided_backward", "expand_backward"})
 #: Non-view ops that change metadata only.
 VIEW = frozenset({"_unsafe_view", "detach", "alias", "lift_fresh", "empty", "empty_like",
                   "empty_strided", "new_empty", "new_empty_strided", "_local_scalar_dense",
