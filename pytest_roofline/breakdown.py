@@ -1,7 +1,9 @@
 """Per-kernel breakdown of an analyzed workload: where the time goes and why.
 
 One table, used by the command line, the plugin's report section and anyone with a Result:
-name, count, FLOPs, bytes, intensity, the peak that priced the FLOPs, time, regime, share.
+name, count, FLOPs, where its bytes go (``DRAM bytes``: off-chip traffic; ``on chip``: the
+handoffs the chip's on-chip memory keeps, not charged to DRAM), its DRAM intensity, the peak
+that priced the FLOPs, time, regime, share.
 A count that is an expected value (the experts a batch routes to, on average) reads ``~230.4``
 and a line under the table says so.
 A kernel that moves no memory bytes (a fused softmax) shows "on chip" for its intensity. A
@@ -23,7 +25,8 @@ from .text_table import render
 from .units import flop_per_byte
 from .workload import Workload, is_array
 
-HEADERS = ("kernel", "count", "FLOPs", "bytes", "FLOP/B", "peak", "time", "regime", "share")
+HEADERS = ("kernel", "count", "FLOPs", "DRAM bytes", "on chip", "FLOP/B", "peak", "time",
+           "regime", "share")
 
 
 def breakdown(result: Result | Workload, hw: Hardware | str | os.PathLike[str] | None = None,
@@ -55,10 +58,11 @@ def format_breakdown(result: Result, *, sort: bool = True) -> list[str]:
     si, fmt = units.si, units.format_time
     rows = [[_label(k), _count(float(k.count)), si(float(k.flops), "FLOP"),
              si(float(k.bytes), "B"),
+             si(float(k.onchip_bytes), "B") if float(k.onchip_bytes) > 0 else "-",
              "on chip" if k.intensity is None else flop_per_byte(float(k.intensity)), k.peak_label,
              fmt(float(k.time)), str(k.regime),
              f"{float(k.share):.1%}"] for k in kernels]
-    lines = render(HEADERS, rows, align="lrrrrlrlr")
+    lines = render(HEADERS, rows, align="lrrrrrlrlr")
     if any(row[1].startswith("~") for row in rows):
         lines.append("~N: an expected count, not a whole number of launches (the experts a "
                      "batch's tokens route to, on average)")

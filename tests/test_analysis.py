@@ -248,3 +248,24 @@ def test_kernel_fields_past_bytes_are_keywords_and_evolve_checks() -> None:
                 {"handoff_in": (-1.0,)}):
         with pytest.raises(WorkloadError):
             kernel.evolve(**bad)
+
+
+def test_the_workload_and_the_dram_intensity_are_told_apart() -> None:
+    """ResNet-50 at batch 32: 262 GFLOP over 1.87 GB of tensor traffic is 140.3 FLOP/B on any
+    chip; an H100's 50 MB L2 keeps the activations, so its DRAM carries 60.6 MB: 4320.1 FLOP/B.
+    The JSON record carries both, labelled (intensity keeps its meaning)."""
+    from pytest_roofline import models, ops
+
+    workload = models.load("resnet-50").forward(32)
+    result = analyze(workload, "h100")
+    assert result.workload_intensity == pytest.approx(workload.intensity) == pytest.approx(
+        140.32, rel=1e-4)
+    assert float(result.intensity) == pytest.approx(4320.1, rel=1e-4)
+    kept = sum(k.onchip_bytes for k in result.kernels)
+    assert result.tensor_bytes == pytest.approx(float(result.bytes) + kept)
+    assert result.tensor_bytes == pytest.approx(workload.bytes)
+    record = result.to_dict()
+    assert record["dram_intensity"] == record["intensity"] == result.intensity
+    assert record["workload_intensity"] == result.workload_intensity
+    plain = analyze(ops.matmul(64, 64, 64), "h100")  # nothing kept on chip: one intensity
+    assert plain.workload_intensity == plain.intensity

@@ -127,3 +127,8 @@ def test_the_headline_counts_tests_and_results_apart() -> None:
     other = dict(two_chips[0], hw="a100-80gb-sxm")
     text = markdown.render(make_report([*two_chips, other]))
     assert "2 tests, 3 results on 2 chips · 1 test failed (2 results)" in text
+
+
+def test_the_intensity_shown_is_labelled_the_dram_one() -> None:
+    text = markdown.render(make_report([rec("t::a", 32)]))
+    assert "| DRAM FLOP/B |" in text and "`workload_intensity` is over all tensor traffic" in text

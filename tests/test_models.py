@@ -331,8 +331,8 @@ def test_breakdown_rows(llama8b):
     softmax = next(r for r in rows if r.name == "attention.softmax")
     assert softmax.peak_label == "vector:bf16"
     lines = models.format_breakdown(result)
-    assert lines[0].split() == ["kernel", "count", "FLOPs", "bytes", "FLOP/B", "peak", "time",
-                                "regime", "share"]
+    assert lines[0].split() == ["kernel", "count", "FLOPs", "DRAM", "bytes", "on", "chip",
+                                "FLOP/B", "peak", "time", "regime", "share"]
     assert lines[1].startswith("gate_up_proj") and any(" lm_head " in f" {line} "
                                                        for line in lines)
     assert models.breakdown(llama8b.decode(1, 2048), "h100")[0].name == "embedding"

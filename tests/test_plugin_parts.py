@@ -482,3 +482,14 @@ def test_a_failed_fits_names_the_largest_batch_and_the_fewest_chips() -> None:
     seventy = models.load("llama-3-70b").decode(batch=8, context=4096)
     line = _fits_failure(True, analyze(seventy, "h100"), seventy.hint, seventy)
     assert line is not None and "It does not fit even at batch = 1." in line
+
+
+def test_the_summary_labels_its_intensity_where_a_chip_kept_traffic_on_chip() -> None:
+    from pytest_roofline import models
+    from pytest_roofline.report.records import make_record
+
+    reused = make_record("t.py::resnet", analyze(models.load("resnet-50").forward(32), "h100"),
+                         None, "report")
+    lines = summary([reused], mode="all")
+    assert lines[-1].startswith("FLOP/B: DRAM intensity on each chip, after on-chip reuse")
+    assert not summary([_record("t.py::x")], mode="all")[-1].startswith("FLOP/B:")

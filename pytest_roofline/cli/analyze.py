@@ -287,14 +287,17 @@ def cmd_analyze(argv: Sequence[str]) -> int:
         print_json({"target": target.label, "workload": workload.name, "results": out})
         return EXIT_OK
     echo(f"{workload.name}: {_fmt(workload.flops, 'FLOP')}, {_fmt(workload.bytes, 'B')}, "
-          f"intensity {_fmt(workload.intensity, 'FLOP/B')} FLOP/B"
+          f"workload intensity {_fmt(workload.intensity, 'FLOP/B')} FLOP/B"
           + (f", footprint {_fmt(workload.footprint, 'B')}" if workload.footprint else ""))
     echo()
     rows = [[r.hw, r.dtype, _fmt(r.intensity, "FLOP/B"), _fmt(r.ridge, "FLOP/B"), r.regime,
              _fmt(r.time, "s"), _fmt(r.attainable, "FLOP/s"), _fits(r.fits)]
             for _, r in results]
-    echo(render_table(["chip", "dtype", "FLOP/B", "ridge", "regime", "time", "attainable",
-                  "fits"], rows, align="llrrlrrl"))
+    echo(render_table(["chip", "dtype", "DRAM FLOP/B", "ridge", "regime", "time",
+                       "attainable", "fits"], rows, align="llrrlrrl"))
+    if any(r.workload_intensity != r.intensity for _, r in results):
+        echo("  DRAM FLOP/B: after the chip's on-chip memory keeps the handoffs it holds; the "
+             "workload intensity is over all tensor traffic")
     for _, r in results:
         if hints[r.hw]:
             echo(f"  {r.hw}: {r.regime}-bound; {hints[r.hw]}")

@@ -126,7 +126,7 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
         if 10 ** x_lo <= ridge <= 10 ** x_hi:
             axis[_column(ridge, x_lo, x_hi, width)] = "^"
     lines.append(" " * _Y_LABEL + " +" + "".join(axis))
-    lines.append(" " * (_Y_LABEL + 2) + "".join(ticks).rstrip() + "   FLOP/B")
+    lines.append(" " * (_Y_LABEL + 2) + "".join(ticks).rstrip() + "   FLOP/B (DRAM)")
     lines.append(" " * _Y_LABEL + "   (y: attainable FLOP/s)")
     lines.extend(legend)
     hidden = len(chart.points) - len(LETTERS)

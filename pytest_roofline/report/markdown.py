@@ -20,7 +20,13 @@ from .table import FORMATS, MEASURED_COLUMNS, has_measured, natural
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 _STATUS = {"passed": "ok", "failed": "**FAIL**", "error": "**ERROR**", "report": "report"}
 _FIGURES = ("FLOPs", "bytes", "FLOP/B", "ridge", "regime", "time", "expected")
-_COLUMNS = ("", "test", "chip", "dtype", *_FIGURES)
+#: Column headers: the intensity shown is the DRAM intensity on the chip, after on-chip reuse
+_HEADERS = {"FLOP/B": "DRAM FLOP/B"}
+_COLUMNS = ("", "test", "chip", "dtype", *(_HEADERS.get(f, f) for f in _FIGURES))
+INTENSITY_NOTE = ("DRAM FLOP/B: FLOPs over the DRAM traffic on each chip, after its on-chip "
+                  "memory keeps the handoffs it can hold (`dram_intensity` in the JSON "
+                  "report); `workload_intensity` is over all tensor traffic, the same on "
+                  "every chip.")
 
 
 def cell(text: object) -> str:
@@ -124,6 +130,7 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         if len(shown) < len(ordered):
             lines += ["", f"... and {len(ordered) - len(shown)} more results (all passed or "
                           f"report-only; see the JSON report)."]
+        lines += ["", INTENSITY_NOTE]
     else:
         lines.append("No roofline results.")
     lines.append("")

@@ -307,7 +307,8 @@ def _draw(ax: Any, chart: Chart) -> None:
                             xytext=(4, -9), textcoords="offset points", fontsize=6,
                             color=colour, zorder=4, annotation_clip=True)
     ax.set_title(chart.hw, fontsize=10)
-    ax.set_xlabel("arithmetic intensity (FLOP/B)", fontsize=8)
+    ax.set_xlabel("DRAM arithmetic intensity on this chip, after on-chip reuse (FLOP/B)",
+                  fontsize=8)
     ax.set_ylabel("attainable performance (FLOP/s)", fontsize=8)
     ax.tick_params(labelsize=7)
     if chart.skipped:

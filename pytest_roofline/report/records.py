@@ -19,6 +19,9 @@ and each RECORD is the roofline of one test on one chip (figures in SI units)::
       "workload": "matmul(4096x4096x4096, bf16)",
       "flops": 1.37e11, "bytes": 1.0e8, "link_bytes": 0.0,       # FLOP, B, B
       "intensity": 1365.3, "ridge": 295.3,                       # FLOP/B
+      "dram_intensity": 1365.3,        # = intensity: FLOPs over DRAM bytes, after on-chip reuse
+      "tensor_bytes": 1.0e8,           # every byte the kernels read and write, on chip or not
+      "workload_intensity": 1365.3,    # FLOPs over tensor_bytes: the same on every chip
       "regime": "compute",                                       # compute | memory | network
       "time_s": 1.39e-4, "t_compute_s": ..., "t_memory_s": ..., "t_network_s": ...,
       "attainable_flops": 9.89e14,                               # FLOP/s

@@ -56,6 +56,14 @@ NARROW = (6, 3, 4, 2)
 SQUEEZE = 9
 
 
+def _reused(record: Mapping[str, Any]) -> bool:
+    """Whether the chip kept some of the record's tensor traffic on chip (its DRAM intensity
+    then differs from the workload's)."""
+    dram, tensor = record.get("intensity"), record.get("workload_intensity")
+    return isinstance(dram, (int, float)) and isinstance(tensor, (int, float)) and \
+        dram != tensor
+
+
 def is_failure(record: Mapping[str, Any]) -> bool:
     return record.get("outcome") in ("failed", "error")
 
@@ -119,6 +127,9 @@ def summary(
         lines = render(["test", *(h for h, _ in columns), "verdict"], rows,
                        align=ALIGN + "l" * len(extra_columns) + "l", width=width,
                        optional=NARROW, min_shrunk=24, squeeze=(SQUEEZE,))
+    if any(_reused(r) for r in shown):
+        lines.append("FLOP/B: DRAM intensity on each chip, after on-chip reuse "
+                     "(dram_intensity); over all tensor traffic: workload_intensity")
     hidden = len(records) - len(shown) + left_out
     if hidden:
         failed = sum(1 for r in records if is_failure(r))
