@@ -7,6 +7,8 @@ the rules of pytest_roofline.models.training; exact unless a tolerance is stated
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_roofline import WorkloadError, analyze, models, ops
@@ -112,13 +114,106 @@ def test_full_recomputation_keeps_layer_inputs_and_runs_the_forward_again():
 
 
 def test_tensor_and_data_parallelism_together():
-    step = LLAMA8B.train_step(16, SEQ, dp=2, zero=3, tp=4, link="nvlink")
+    step = LLAMA8B.train_step(16, SEQ, dp=2, zero=3, tp=4, link="nvlink", sp=False)
     one = LLAMA8B.train_step(16, SEQ)
     # the matmuls of the blocks split 8 ways (2 replicas x 4 tensor shards)
     assert _matrix_flops(step) == pytest.approx(_matrix_flops(one) / 8, rel=1e-12)
     # two all-reduces a layer of [tokens, hidden] forward and backward, 2·(3/4) each
     ar = 2 * 3 / 4 * 8 * SEQ * 4096 * 2
     assert _link(step, "attn.all_reduce") == pytest.approx(2 * 32 * ar, rel=1e-12)
+
+
+def test_sequence_parallelism_splits_the_norms_and_gathers_the_matmul_inputs():
+    # Korthikanti et al. 2022, section 4.2.2: with tp > 1 (the default sp=True) each
+    # all-reduce becomes a reduce-scatter and an all-gather (V·3/4 each, forward and
+    # backward: the all-reduce's bytes), and the backward gathers the kept input shard of
+    # the attention and the MLP again for the weight gradient (V·3/4 more)
+    sp = LLAMA8B.train_step(16, SEQ, dp=2, zero=3, tp=4, link="nvlink")
+    plain = LLAMA8B.train_step(16, SEQ, dp=2, zero=3, tp=4, link="nvlink", sp=False)
+    v = 8 * SEQ * 4096 * 2  # one replica's [tokens, hidden] in bf16
+    assert _link(sp, "attn.") == pytest.approx(32 * (2 * 2 * v * 3 / 4 + v * 3 / 4),
+                                               rel=1e-12)
+    assert _link(plain, "attn.") == pytest.approx(32 * 2 * 2 * v * 3 / 4, rel=1e-12)
+    norms = {k.name: k for k in sp.kernels}
+    assert norms["attn_norm"].flops == pytest.approx(
+        {k.name: k for k in plain.kernels}["attn_norm"].flops / 4, rel=1e-12)
+    assert _matrix_flops(sp) == pytest.approx(_matrix_flops(plain), rel=1e-12)
+    assert "sp=False" in plain.name and "sp=" not in sp.name
+    with pytest.raises(WorkloadError, match="sp must be True, False or None"):
+        LLAMA8B.train_step(16, SEQ, tp=4, sp="yes")
+
+
+GPT3 = models.Transformer(dataclasses.replace(
+    models.load("gpt-2").config, name="gpt-3-175b", hidden=12288, layers=96, heads=96,
+    kv_heads=96, intermediate=4 * 12288, head_dim=128, v_head_dim=128, max_positions=2048,
+    published_params=None, published_params_source=None))
+
+
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_activations_per_layer_follow_korthikanti(tp):
+    # Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+    # Models" (https://arxiv.org/abs/2205.05198), Table 2, bytes a GPT layer keeps for s
+    # tokens of hidden h in 16-bit precision: 34·sbh + 5·as²b with no parallelism;
+    # sbh·(10 + 24/t + 5·as/(ht)) with tensor parallelism over t; sbh·(34/t + 5·as/(ht))
+    # with sequence parallelism too; 2·sbh with full recomputation. FlashAttention keeps no
+    # a·s² scores (their selective-recomputation rows), and our models have no dropout:
+    # its two 1-byte masks (2·sbh, both replicated without sequence parallelism) drop out,
+    # leaving 32·sbh, sbh·(8 + 24/t) and sbh·32/t, exactly.
+    s, h, b = 2048, 12288, 1
+    layers = GPT3.config.layers
+
+    def per_layer(**kwargs):
+        fp = GPT3.train_footprint(b, s, tp=tp, **kwargs)
+        logits = s * 4 * -(-GPT3.config.vocab // tp)  # fp32 logits of the microbatch
+        return (fp.activations - logits) / layers
+
+    if tp == 1:
+        assert per_layer() == pytest.approx(32 * s * b * h, rel=1e-12)
+    else:
+        assert per_layer(sp=False) == pytest.approx(s * b * h * (8 + 24 / tp), rel=1e-12)
+        assert per_layer() == pytest.approx(s * b * h * 32 / tp, rel=1e-12)
+    # full recomputation: each layer's input (2·sbh, /t with sequence parallelism), plus one
+    # layer's whole set while it is recomputed
+    shards = tp if tp > 1 else 1
+    whole = per_layer() * layers
+    assert per_layer(recompute="full") * layers == pytest.approx(
+        layers * 2 * s * b * h / shards + whole / layers, rel=1e-12)
+
+
+def test_the_interleaved_first_stage_holds_more_microbatches():
+    # Megatron-LM's interleaved 1F1B: the first rank runs 2·(pp-1) + (v-1)·pp warm-up
+    # chunks of 1/v of its layers, and one more before its first backward; 4 stages, 2
+    # virtual stages, 8 microbatches: 11 chunks = 5.5 microbatches of its layers, against
+    # min(pp, m) = 4 without interleaving (Korthikanti et al. 2022, section 4.2.3:
+    # 1 + (p - 1)/(p·v) times the 1F1B figure, 4 x 1.375 = 5.5)
+    plain = LLAMA8B.train_footprint(8, SEQ, pp=4, microbatches=8)
+    interleaved = LLAMA8B.train_footprint(8, SEQ, pp=4, microbatches=8, virtual_stages=2)
+    logits = SEQ * 4 * 128256
+    assert (interleaved.activations - logits) == pytest.approx(
+        (plain.activations - logits) * 5.5 / 4, rel=1e-12)
+
+
+def test_the_llama_3_405b_pre_training_configuration_fits_80_gb():
+    # The Llama 3 paper (https://arxiv.org/abs/2407.21783), section 3.3.2 and Table 4: 8192
+    # H100 80 GB, TP 8, CP 1, PP 16, DP 64, 8192-token sequences, 32 sequences a DP group
+    # (16M tokens a step), no activation checkpointing ("we could pre-train Llama 3 on
+    # sequences of 8K tokens without activation checkpointing"); FSDP that shards the
+    # optimizer states and gradients but keeps the weights gathered from the forward to the
+    # backward (no reshard after forward): ZeRO 2's memory. Tensor parallelism cites
+    # Korthikanti et al. (sequence parallelism, our default with tp > 1). The paper states
+    # no microbatch size or virtual-stage count: one sequence a microbatch under 1F1B.
+    model = models.load("llama-3-405b")
+    fp = model.train_footprint(2048, 8192, tp=8, pp=16, dp=64, zero=2, microbatches=32)
+    stage = model.params / 8 / 16  # parameters a chip holds before ZeRO
+    assert fp.weights == pytest.approx(2 * stage, rel=0.01)  # bf16, whole
+    assert fp.optimizer == pytest.approx(12 * stage / 64, rel=0.01)
+    # 16 microbatches of 126/16 layers, each 8192 tokens x (4·16384/8 + the TP-split rest)
+    assert fp.activations < 70e9 and fp.total < 80e9  # 67.6 and 74.7 GB
+    assert analyze(model.train_step(2048, 8192, tp=8, pp=16, dp=64, zero=2, microbatches=32,
+                                    link="nvlink"), "h100").fits
+    # without sequence parallelism the replicated norms' inputs alone would not fit
+    assert model.train_footprint(2048, 8192, tp=8, pp=16, dp=64, zero=2, microbatches=32,
+                                 sp=False).total > 80e9
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

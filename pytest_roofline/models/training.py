@@ -26,14 +26,24 @@ for the chip of the first pipeline stage:
   each microbatch's activations [tokens, hidden] to the next stage and their gradients back
   (``pp_link``, default ``link``). Expert parallelism sends each token to its experts' chips
   and back, forward and backward (all-to-alls, as in inference).
+* **Sequence parallelism** (``sp``, on by default whenever tp > 1, as Megatron-LM and NeMo run
+  tensor parallelism at scale; Korthikanti et al. 2022, section 4.2.2): the tensors tensor
+  parallelism leaves whole on every chip (residual stream, norms) are split along the
+  sequence. Each tensor-parallel all-reduce becomes a reduce-scatter after the block's
+  matmuls and an all-gather before the next (the same bytes), norms and residual adds run on
+  1/tp of the tokens, a layer keeps 1/tp of its input, and the backward gathers that input
+  again for the weight gradient.
 * **Footprint per chip** (:class:`TrainingFootprint`): weights in ``dtype`` (1/dp of them
   under ZeRO 3, plus two layers gathered whole: the one computing and the one prefetched);
   gradients in ``dtype`` (1/dp from ZeRO 2); Adam's fp32 master weights and two moments,
-  12 B a parameter (1/dp from ZeRO 1); activations of the microbatches in flight: one without
-  a pipeline (gradient accumulation runs them one after another), min(pp, m) in the first
-  stage of a 1F1B schedule. What a layer keeps for its backward is the inference model's
-  ``saved`` set (``Transformer.footprint``); ``recompute="full"`` keeps each layer's input
-  only, plus one layer's full set while it is recomputed. Logits in fp32 for one microbatch.
+  12 B a parameter (1/dp from ZeRO 1); activations of the microbatches in flight
+  (:attr:`Parallelism.in_flight`: one without a pipeline, as gradient accumulation runs them
+  one after another; min(pp, m) in the first stage of a 1F1B schedule; more under an
+  interleaved one). What a layer keeps for its backward is Korthikanti et al. 2022's
+  accounting without dropout masks or attention scores (``Transformer._saved_per_token``);
+  ``recompute="full"`` keeps each layer's input only (1/tp of it under sequence
+  parallelism), plus one layer's full set while it is recomputed. Logits in fp32 for one
+  microbatch.
 
 Overlap (``overlap=``): ``"none"`` (default) adds every collective after the work it
 follows; ``"full"`` hides the data-parallel and pipeline transfers and the tensor-parallel
@@ -72,6 +82,7 @@ class Parallelism:
     ep: int = 1
     overlap: str = "none"
     virtual_stages: int = 1
+    sp: bool | None = None  # None: sequence parallelism whenever tp > 1
 
     def __post_init__(self) -> None:
         for attr in ("dp", "pp", "microbatches", "tp", "ep", "virtual_stages"):
@@ -88,17 +99,23 @@ class Parallelism:
         if self.dp % self.ep:
             raise WorkloadError(f"train_step: ep={self.ep} must divide dp={self.dp} (expert "
                                 f"parallelism runs inside the data-parallel chips)")
+        if self.sp is None:
+            object.__setattr__(self, "sp", self.tp > 1)
+        if not isinstance(self.sp, bool):
+            raise WorkloadError(f"train_step: sp must be True, False or None (sequence "
+                                f"parallelism whenever tp > 1), got {brief(self.sp)}")
 
     @classmethod
     def of(cls, *, dp: object = 1, zero: object = 0, pp: object = 1, microbatches: object = 1,
            recompute: object = "none", tp: object = 1, ep: object = 1,
-           overlap: object = "none", virtual_stages: object = 1) -> Parallelism:
+           overlap: object = "none", virtual_stages: object = 1,
+           sp: object = None) -> Parallelism:
         """Checked settings from a caller's values (sizes are whole numbers >= 1)."""
         sizes = {k: size(v, f"train_step: {k}") for k, v in (
             ("dp", dp), ("pp", pp), ("microbatches", microbatches), ("tp", tp), ("ep", ep),
             ("virtual_stages", virtual_stages))}
         return cls(zero=zero, recompute=recompute, overlap=overlap,  # type: ignore[arg-type]
-                   **sizes)
+                   **sizes, sp=sp)  # type: ignore[arg-type]
 
     @property
     def chips(self) -> int:
@@ -110,9 +127,24 @@ class Parallelism:
         return 1.0 + (self.pp - 1) / (self.virtual_stages * self.microbatches)
 
     @property
-    def in_flight(self) -> int:
-        """Microbatches whose activations the first stage holds at once."""
-        return 1 if self.pp == 1 else min(self.pp, self.microbatches)
+    def sequence_shards(self) -> int:
+        """How many chips share the tensors of a layer that tensor parallelism replicates."""
+        return self.tp if self.sp else 1
+
+    @property
+    def in_flight(self) -> float:
+        """Microbatches of the stage's layers whose activations the first stage holds at once:
+        1 without a pipeline; min(pp, m) under 1F1B; under an interleaved 1F1B of v virtual
+        stages, min(m·v, (v + 1)·pp - 1) chunks of 1/v of the stage's layers (the first
+        rank's warm-up of 2·(pp - 1) + (v - 1)·pp chunks, as Megatron-LM schedules it, and
+        the one whose backward runs next): pp·(1 + (pp - 1)/(pp·v)) microbatches when m·v is
+        large, Korthikanti et al. 2022, section 4.2.3."""
+        if self.pp == 1:
+            return 1.0
+        v = self.virtual_stages
+        if v == 1:
+            return float(min(self.pp, self.microbatches))
+        return min(self.microbatches * v, (v + 1) * self.pp - 1) / v
 
     def label(self) -> str:
         parts = [f"{k}={v}" for k, v in (("dp", self.dp), ("pp", self.pp)) if v > 1]
@@ -126,6 +158,8 @@ class Parallelism:
             parts.append(f"recompute={self.recompute}")
         if self.overlap != "none":
             parts.append(f"overlap={self.overlap}")
+        if self.tp > 1 and not self.sp:
+            parts.append("sp=False")
         return ", ".join(parts)
 
 
@@ -224,7 +258,8 @@ def footprint(*, params: float, layer_params: float, layers: int, saved_per_toke
     micro = tokens / p.microbatches  # one microbatch's tokens on this chip
     stage_layers = layers / p.pp
     if p.recompute == "full":
-        kept = micro * p.in_flight * stage_layers * hidden + micro * saved_per_token
+        layer_input = hidden / p.sequence_shards
+        kept = micro * p.in_flight * stage_layers * layer_input + micro * saved_per_token
     else:
         kept = micro * p.in_flight * stage_layers * saved_per_token
     logits = micro * 4.0 * vocab  # fp32 logits of one microbatch (the last stage's)

@@ -51,7 +51,8 @@ O and down by rows, the vocabulary of embedding and lm_head by rows; each layer 
 all-reduces its attention output and its MLP output (T x hidden activations), the embedding
 one more, and the logits are all-gathered. Heads and intermediate sizes must divide by tp; KV
 heads are split, or replicated when there are fewer of them than chips. The workload and its
-footprint are per chip.
+footprint are per chip. A training step adds sequence parallelism by default
+(:mod:`pytest_roofline.models.training`).
 
 Expert parallelism over ``ep`` chips (decode and prefill of a mixture of experts, as DeepSeek
 serves V3): every chip holds the attention, the dense layers, the shared experts, the
@@ -138,6 +139,7 @@ class _Plan:
     absorb: bool = False  # latent attention: decode with the up-projections absorbed
     ep: int = 1  # expert parallelism (data-parallel attention, experts split over ep chips)
     fusion: str = _fusion.MODEL_DEFAULT
+    sp: bool = False  # sequence parallelism over the tp chips (training)
 
 
 #: (sequences, q_len, kv_len) of one length of a batch; a mixed-length batch has several.
@@ -413,7 +415,7 @@ class Transformer:
                    zero: int = 0, pp: object = 1, microbatches: object = 1,
                    recompute: str = "none", ep: object = 1, overlap: str = "none",
                    dp_link: str | None = None, pp_link: str | None = None,
-                   virtual_stages: object = 1) -> Workload:
+                   virtual_stages: object = 1, sp: object = None) -> Workload:
         """One training step (forward, backward, Adam update) on *batch* x *seq* tokens, per
         chip, over ``dp x pp x tp`` chips (:mod:`pytest_roofline.models.training` states the
         parallelism, the communication and the footprint; the defaults are one chip).
@@ -426,8 +428,10 @@ class Transformer:
         tensor-parallel all-reduce has a backward twin. Loss: softmax cross-entropy over the
         logits. Optimizer: Adam reading and writing fp32 master weights and both moments
         (24 B/param) plus the gradient read and the weight written in dtype. *batch* is the
-        global batch (all data-parallel replicas). Knob: the batch. The footprint is
-        :meth:`train_footprint`'s; ``Workload.hint`` names the knob when it does not fit.
+        global batch (all data-parallel replicas). *sp*: sequence parallelism over the tp
+        chips (default: on whenever tp > 1; see the training module). Knob: the batch. The
+        footprint is :meth:`train_footprint`'s; ``Workload.hint`` names the knob when it
+        does not fit.
         """
         from . import training as T
 
@@ -435,7 +439,7 @@ class Transformer:
         s = size(seq, "train_step: seq")
         par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
                                recompute=recompute, tp=tp, ep=ep, overlap=overlap,
-                               virtual_stages=virtual_stages)
+                               virtual_stages=virtual_stages, sp=sp)
         plan = self._train_plan(par, dtype, link, link_count)
         self._check_positions(s, "train_step: seq")
         sizes = f"batch={show(b)}, seq={s}"
@@ -450,6 +454,7 @@ class Transformer:
             kernels.extend(_with_backward(op, plan))
         if decoder:
             kernels.append(softmax_kernel("loss", local * s, float(plan.vocab), plan.act))
+        kernels += self._sequence_parallel_wgrad(plan, local * s, decoder)
         if par.recompute != "none":
             kernels += self._recomputed(ops, plan, par.recompute)
         stage = par.bubble / par.pp  # this stage's share, idle slots included
@@ -470,7 +475,7 @@ class Transformer:
                                    dp=dp, zero=zero, pp=pp, microbatches=microbatches,
                                    recompute=recompute, ep=ep, overlap=overlap,
                                    dp_link=dp_link, pp_link=pp_link,
-                                   virtual_stages=virtual_stages)
+                                   virtual_stages=virtual_stages, sp=sp)
 
         workload = self._workload(kernels, footprint.total, name, b, build,
                                   hint=footprint.hint())
@@ -483,7 +488,7 @@ class Transformer:
     def train_footprint(self, batch: object, seq: object, *, tp: object = 1,
                         dtype: object = "bf16", dp: object = 1, zero: int = 0, pp: object = 1,
                         microbatches: object = 1, recompute: str = "none",
-                        ep: object = 1) -> Any:
+                        ep: object = 1, virtual_stages: object = 1, sp: object = None) -> Any:
         """Per-chip bytes of :meth:`train_step` with the same settings: a
         :class:`~pytest_roofline.models.training.TrainingFootprint` (weights, gradients,
         optimizer states, activations; ``total``, ``describe()``, ``hint()``)."""
@@ -492,13 +497,15 @@ class Transformer:
         b = sweep_size(batch, "train_footprint: batch")
         s = size(seq, "train_footprint: seq")
         par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
-                               recompute=recompute, tp=tp, ep=ep)
+                               recompute=recompute, tp=tp, ep=ep,
+                               virtual_stages=virtual_stages, sp=sp)
         plan = self._train_plan(par, dtype, None, None)
         return self._train_footprint(plan, par, b / par.dp, s)
 
     def _train_plan(self, par: Any, dtype: object, link: str | None,
                     link_count: int | None) -> _Plan:
-        plan = self._plan(par.tp, dtype, None, None, True, link, link_count)
+        plan = replace(self._plan(par.tp, dtype, None, None, True, link, link_count),
+                             sp=par.sp and par.tp > 1)
         if par.ep > 1:
             if not self.config.is_moe:
                 raise WorkloadError(f"train_step: ep={par.ep}: {self.name} has no experts to "
@@ -598,8 +605,9 @@ class Transformer:
 
     def _saved_per_token(self, plan: _Plan) -> float:
         """Elements one layer keeps per token for its backward (no recomputation;
-        FlashAttention stores no scores): the residual stream and norm outputs (4·hidden),
-        Q, K, V, the attention output and the MLP's intermediates."""
+        FlashAttention stores no scores): the residual stream and norm outputs (4·hidden;
+        1/tp of them under sequence parallelism), Q, K, V, the attention output and the MLP's
+        intermediates (Korthikanti et al. 2022's accounting, section 4.1, without dropout)."""
         c = self.config
         hd, vd = c.head_dim or 0, c.v_head_dim or 0
         qkv = plan.heads * hd + plan.kv_heads * (hd + vd)
@@ -607,7 +615,8 @@ class Transformer:
             3.0 if c.mlp == "gated" else 2.0) * plan.inter
         if c.is_moe:
             ffn = max(ffn, 3.0 * (c.experts_per_token * plan.expert_inter + plan.shared_inter))
-        return float(4.0 * c.hidden + qkv + plan.heads * vd + ffn + (
+        shards = plan.tp if plan.sp else 1  # sequence parallelism splits the replicated ones
+        return float(4.0 * c.hidden / shards + qkv + plan.heads * vd + ffn + (
             c.experts_per_token * c.hidden if c.is_moe else 0.0))
 
     # -- internals -------------------------------------------------------------------------
@@ -698,37 +707,42 @@ class Transformer:
         ops: list[Kernel | _Linear] = [
             Kernel("embedding", (tables - 1) * tokens * h, (tables + 1) * tokens * h * item,
                    unit="vector", dtype=act)]
-        ops += self._all_reduce("embedding.all_reduce", tokens, 1.0, plan)
+        ops += self._all_reduce("embedding", tokens, 1.0, plan)
+        # sequence parallelism: what runs between the blocks' matmuls (norms, residual adds)
+        # runs on this chip's 1/tp of the tokens (Korthikanti et al. 2022)
+        seq: Number = tokens / plan.tp if plan.sp else tokens
         if c.embedding_norm:
-            ops.append(norm_kernel("embedding_norm", c.norm, tokens, h, act))
+            ops.append(norm_kernel("embedding_norm", c.norm, seq, h, act))
         # a parallel block adds the attention and the MLP outputs to the residual: two adds
-        ops += _residual_add("attn_residual", tokens, h, act, L * (1 + c.parallel_block), eager)
-        ops.append(norm_kernel("attn_norm", c.norm, tokens, h, act, residual=not eager,
+        ops += _residual_add("attn_residual", seq, h, act, L * (1 + c.parallel_block), eager)
+        ops.append(norm_kernel("attn_norm", c.norm, seq, h, act, residual=not eager,
                                count=L))
+        ops += self._all_gather("block" if c.parallel_block else "attn", tokens, L, plan)
         ops += self._attention_ops(plan, groups, causal)
         if not c.parallel_block:
-            ops += self._all_reduce("attn.all_reduce", tokens, L, plan)
+            ops += self._all_reduce("attn", tokens, L, plan)
         if c.block_norms >= 2:
-            ops += _residual_add("mlp_residual", tokens, h, act, L, eager)
-            ops.append(norm_kernel("mlp_norm", c.norm, tokens, h, act, residual=not eager,
+            ops += _residual_add("mlp_residual", seq, h, act, L, eager)
+            ops.append(norm_kernel("mlp_norm", c.norm, seq, h, act, residual=not eager,
                                    count=L))
+            ops += self._all_gather("mlp", tokens, L, plan)
         if c.block_norms > 2:  # Gemma 2/3: a norm after attention and after the MLP too
-            ops.append(norm_kernel("post_norms", c.norm, tokens, h, act,
+            ops.append(norm_kernel("post_norms", c.norm, seq, h, act,
                                    count=L * (c.block_norms - 2)))
         dense = float(c.layers - c.moe_layers)
         if dense:
             ops += self._mlp(plan, tokens, dense)
         if c.moe_layers:
             ops += self._moe(plan, tokens, float(c.moe_layers))
-        ops += self._all_reduce("block.all_reduce" if c.parallel_block else "mlp.all_reduce",
-                                tokens, L, plan)
+        ops += self._all_reduce("block" if c.parallel_block else "mlp", tokens, L, plan)
         if c.architecture == "decoder":
-            ops += _residual_add("final_residual", tokens, h, act, 1.0, eager)
-            ops.append(norm_kernel("final_norm", c.norm, tokens, h, act, residual=not eager))
+            ops += _residual_add("final_residual", seq, h, act, 1.0, eager)
+            ops.append(norm_kernel("final_norm", c.norm, seq, h, act, residual=not eager))
         if c.pooler:
             ops += [_Linear("pooler", batch, h, h, 1.0, False),
                     elementwise_kernel("pooler.tanh", batch * h, 1, 1, 1.0, act)]
         if is_array(logits) or logits > 0:
+            ops += self._all_gather("lm_head.input", logits, 1.0, plan)
             ops.append(_Linear("lm_head", logits, h, plan.vocab, 1.0, False))
             if plan.tp > 1:
                 ops.append(collective_kernel("all_gather", "lm_head.all_gather",
@@ -736,12 +750,45 @@ class Transformer:
                                              plan.link_count))
         return ops
 
-    def _all_reduce(self, name: str, tokens: Number, count: float,
+    def _all_reduce(self, where: str, tokens: Number, count: float,
                     plan: _Plan) -> list[Kernel | _Linear]:
+        """The sum of the tp chips' partial [tokens, hidden] outputs at *where*: an
+        all-reduce, or under sequence parallelism a reduce-scatter (each chip keeps its 1/tp
+        of the tokens; the same bytes a chip sends, half the all-reduce's steps)."""
         if plan.tp == 1:
             return []
-        return [collective_kernel("all_reduce", name, tokens * self.config.hidden, plan.tp,
-                                  plan.act, plan.link, plan.link_count, count)]
+        kind = "reduce_scatter" if plan.sp else "all_reduce"
+        return [collective_kernel(kind, f"{where}.{kind}", tokens * self.config.hidden,
+                                  plan.tp, plan.act, plan.link, plan.link_count, count)]
+
+    def _all_gather(self, where: str, tokens: Number, count: float,
+                    plan: _Plan) -> list[Kernel | _Linear]:
+        """Under sequence parallelism, the [tokens, hidden] input of the tensor-parallel
+        matmuls at *where* gathered from the tp chips' shards of the tokens."""
+        if not plan.sp:
+            return []
+        return [collective_kernel("all_gather", f"{where}.all_gather",
+                                  tokens * self.config.hidden, plan.tp, plan.act, plan.link,
+                                  plan.link_count, count)]
+
+    def _sequence_parallel_wgrad(self, plan: _Plan, tokens: Number,
+                                 decoder: bool) -> list[Kernel]:
+        """Sequence parallelism keeps 1/tp of each gathered matmul input; the backward
+        gathers it again for the weight gradient (Korthikanti et al. 2022, section 4.2.2):
+        one all-gather per gathered input of the forward."""
+        if not plan.sp:
+            return []
+        c = self.config
+        inputs = [("block" if c.parallel_block else "attn", float(c.layers))]
+        if c.block_norms >= 2:
+            inputs.append(("mlp", float(c.layers)))
+        if decoder:
+            inputs.append(("lm_head.input", 1.0))
+        out: list[Kernel] = []
+        for where, count in inputs:
+            out += [_rename(k, f"{k.name}.wgrad") for k in self._all_gather(
+                where, tokens, count, plan) if isinstance(k, Kernel)]
+        return out
 
     def _mlp(self, plan: _Plan, tokens: Number, L: float) -> list[Kernel | _Linear]:
         h, inter, act = self.config.hidden, plan.inter, plan.act
