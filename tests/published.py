@@ -36,6 +36,21 @@ How the work is modelled:
   virtual stage (8), ZeRO 1 (the least data-parallel traffic), collectives hidden behind the
   matrix work (``overlap="full"``), all on NVLink (the 400 Gb/s network is slower, so the
   bound stays a bound). Not exact: the paper states neither its FLOP count nor its schedule.
+* **LLM pre-training, MLPerf Training v4.0 GPT-3 175B** (NVIDIA's closed-division NeMo runs
+  on H100-SXM5-80GB, each a run that reached the target log perplexity, 2.69): the
+  measured time is the run's training time, the sum of its ``block_start`` to
+  ``block_stop`` intervals in the MLPerf log (the run time without the evaluations between
+  blocks; the scored run time adds them, so it is longer still). The work is what the log
+  records: ``train_samples`` tokens at ``run_stop`` (the benchmark counts tokens: 24 or 23
+  or 22 blocks of ``epoch_count`` tokens, a whole number of steps of ``global_batch_size``
+  sequences of ``max_sequence_length`` 2048), and ``gradient_accumulation_steps``
+  microbatches a step. The bound is that many ``train_step``s at the submission's
+  configuration (its ``config_DGXH100_*.sh``: tensor and pipeline parallelism, interleaved
+  virtual stages, micro-batch size; sequence parallelism on; the distributed optimizer,
+  ZeRO 1), every tensor in fp8 at the fp8 peak (the run multiplies in fp8 and keeps the
+  rest in bf16, so this charges less), collectives hidden behind the matrix work on NVLink
+  (the 400 Gb/s InfiniBand between nodes is slower). In bf16 the bound of the 512-GPU run
+  would be 103% of its measured time: the fp8 is what it ran. Not exact in precision.
 """
 
 from __future__ import annotations
@@ -60,6 +75,8 @@ DEMOBERT = ("TensorRT demoBERT, Inference performance: NVIDIA A100 (40GB), avera
             "(ms), https://github.com/NVIDIA/TensorRT (commit 007c3470) demo/BERT/README.md")
 LLAMA3 = ("The Llama 3 Herd of Models, Meta, 2024, https://arxiv.org/abs/2407.21783, Table 4 "
           "(scaling configurations of Llama 3 405B pre-training)")
+MLPERF_TRAINING_V40 = ("MLPerf Training v4.0, closed division, NVIDIA, https://github.com/"
+                      "mlcommons/training_results_v4.0 (commit 6fe95437)")
 TRTLLM_V10 = ("TensorRT-LLM performance overview, v1.0 throughput table (tokens/s, "
               "trtllm-bench, PyTorch backend), https://github.com/NVIDIA/TensorRT-LLM "
               "(commit 00f37686), docs/source/performance/perf-overview.md")
@@ -190,6 +207,45 @@ def llama3_step(gpus: int, dp: int, tflops_per_gpu: float) -> Case:
                 f"{tflops_per_gpu:g} TFLOPs/GPU", bound, exact=False)
 
 
+def gpt3_175b() -> models.Transformer:
+    """GPT-3 175B (Brown et al. 2020, https://arxiv.org/abs/2005.14165, Table 2.1: 96 layers,
+    d_model 12288, 96 heads of 128, an MLP of 4 x d_model; GPT-2's architecture, vocabulary
+    of 50,257 and learned positions, here over 2048), as MLPerf's GPT-3 benchmark trains it
+    (NVIDIA's NeMo configuration, conf/custom.yaml: 96 layers, hidden 12288, 96 heads, ffn
+    4 x hidden, sequence 2048, no dropout)."""
+    return models.Transformer(dataclasses.replace(
+        models.load("gpt-2").config, name="gpt-3-175b", hidden=12288, layers=96, heads=96,
+        kv_heads=96, intermediate=4 * 12288, head_dim=128, v_head_dim=128,
+        max_positions=2048, published_params=None, published_params_source=None))
+
+
+def mlperf_gpt3(result: str, gpus: int, *, tp: int, pp: int, virtual_stages: int,
+                micro_batch: int, global_batch: int, tokens: int, seconds: float,
+                run_seconds: float) -> Case:
+    """An MLPerf Training GPT-3 175B run (see the module docstring)."""
+    seq = 2048
+    steps, left = divmod(tokens, global_batch * seq)
+    assert not left, f"{result}: {tokens} tokens are not whole steps"
+    dp = gpus // (tp * pp)
+    microbatches = global_batch // dp // micro_batch
+
+    def bound() -> float:
+        step = gpt3_175b().train_step(global_batch, seq, tp=tp, pp=pp, dp=dp,
+                                      microbatches=microbatches,
+                                      virtual_stages=virtual_stages, zero=1, dtype="fp8",
+                                      link="nvlink", overlap="full")
+        return steps * float(analyze(step, "h100").time)
+
+    return Case(f"gpt-3-175b mlperf training {gpus} h100 tp{tp} pp{pp} dp{dp}",
+                "llm: training", "h100", seconds, "s",
+                f"{MLPERF_TRAINING_V40}, {result}: global_batch_size {global_batch}, "
+                f"max_sequence_length {seq}, gradient_accumulation_steps {microbatches}, "
+                f"train_samples {tokens:,} tokens ({steps} steps) at run_stop, training "
+                f"blocks {seconds:g} s of a {run_seconds:g} s run; TP {tp}, PP {pp}, "
+                f"interleaved {virtual_stages}, micro-batch {micro_batch}, fp8",
+                bound, exact=False)
+
+
 def _bert(size: str, seq: int, batch: int, dtype: str, milliseconds: float) -> Case:
     return Case(f"bert-{size} a100-40gb {dtype} batch {batch} seq {seq}", "encoder: bert",
                 "a100-40gb", milliseconds * 1e-3, "s", DEMOBERT,
@@ -255,4 +311,13 @@ CASES: tuple[Case, ...] = (
     # Llama 3 405B pre-training (the Llama 3 paper's Table 4)
     llama3_step(8192, 64, 430),
     llama3_step(16384, 128, 400),
+    # GPT-3 175B pre-training to the target perplexity (MLPerf Training v4.0): the fastest
+    # of each system's logged runs; the configuration from NVIDIA/benchmarks/gpt3/
+    # implementations/nemo/config_DGXH100_64x8x128x4x8_mbs2.sh and _1344x8x6x4x6_mbs1_cg.sh
+    mlperf_gpt3("NVIDIA/results/eos_n64_ngc24.04_nemo/gpt3/result_2.txt", 512, tp=4, pp=8,
+                virtual_stages=4, micro_batch=2, global_batch=2304, tokens=1_193_803_776,
+                seconds=2778.412, run_seconds=3038.246),
+    mlperf_gpt3("NVIDIA/results/eos-dfw_n1344_ngc24.04_nemo/gpt3/result_2.txt", 10752, tp=4,
+                pp=6, virtual_stages=8, micro_batch=1, global_batch=2688,
+                tokens=1_211_105_280, seconds=202.703, run_seconds=222.488),
 )

@@ -7,9 +7,8 @@ the rules of pytest_roofline.models.training; exact unless a tolerance is stated
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
+from published import gpt3_175b
 
 from pytest_roofline import WorkloadError, analyze, models, ops
 from pytest_roofline.overlap import overlapped
@@ -143,10 +142,7 @@ def test_sequence_parallelism_splits_the_norms_and_gathers_the_matmul_inputs():
         LLAMA8B.train_step(16, SEQ, tp=4, sp="yes")
 
 
-GPT3 = models.Transformer(dataclasses.replace(
-    models.load("gpt-2").config, name="gpt-3-175b", hidden=12288, layers=96, heads=96,
-    kv_heads=96, intermediate=4 * 12288, head_dim=128, v_head_dim=128, max_positions=2048,
-    published_params=None, published_params_source=None))
+GPT3 = gpt3_175b()
 
 
 @pytest.mark.parametrize("tp", [1, 2, 8])
