@@ -101,12 +101,14 @@ EMBEDDING_BAG = frozenset({"_embedding_bag", "_embedding_bag_forward_only", "emb
 #: Scatters that add their values (one FLOP per value).
 SCATTER_ADD = frozenset({"index_add", "scatter_add", "scatter_reduce", "index_reduce",
                          "_index_put_impl", "index_put"})
+#: An embedding's weight gradient: each row of grad_output added into its token's row.
+EMBEDDING_BACKWARD = frozenset({"embedding_dense_backward", "embedding_backward",
+                                "_embedding_bag_backward", "_embedding_bag_dense_backward"})
 
 GATHER = frozenset({"embedding", "index_select", "index", "gather", "_unsafe_index", "take",
                     "take_along_dim", "masked_select", "upsample_nearest1d",
                     "upsample_nearest2d", "upsample_nearest3d", "_upsample_nearest_exact1d",
-                    "_upsample_nearest_exact2d", "_upsample_nearest_exact3d",
-                    "embedding_dense_backward"})
+                    "_upsample_nearest_exact2d", "_upsample_nearest_exact3d"})
 #: In-place scatters write only where their last operand (the values) goes.
 SCATTER = frozenset({"index_put", "_index_put_impl", "index_copy", "scatter", "scatter_add",
                      "scatter_reduce", "index_add", "index_fill", "masked_scatter",
@@ -166,6 +168,7 @@ for _cls, _names in (("matrix", MATMUL | CONV | CONV_BACKWARD | SDPA | SDPA_BACK
 VECTOR = (SOFTMAX | SOFTMAX_BACKWARD | LAYER_NORMS | RMS_NORMS | BATCH_NORMS | NORM_BACKWARD
           | REDUCE_ONE | SCAN | frozenset(REDUCE_PER_ELEMENT) | MAX_POOL | AVG_POOL
           | ADAPTIVE_POOL | frozenset(UPSAMPLE) | SORT | TOPK | MATVEC | EMBEDDING_BAG
+          | EMBEDDING_BACKWARD
           | frozenset({"_softmax_backward_data", "threshold_backward", "gelu_backward",
                        "silu_backward", "sigmoid_backward", "tanh_backward",
                        "max_pool2d_with_indices_backward", "avg_pool2d_backward",

@@ -275,6 +275,8 @@ class Recorder:
             return n_in * math.log2(max(length, 2))
         if base in A.TOPK:
             return n_in
+        if base in A.EMBEDDING_BACKWARD:  # one add per element of grad_output
+            return n_in
         if base in A.EMBEDDING_BAG:  # rows gathered (indices · dim), one add each
             return float(inputs[1].numel() * inputs[0].shape[-1]) if len(inputs) > 1 else 0.0
         if base in A.SCATTER_ADD:
