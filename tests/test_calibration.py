@@ -388,3 +388,49 @@ def test_the_other_processes_use_is_measured_on_linux() -> None:
     time.sleep(0.05)
     cores = use.cores
     assert cores is not None and 0 <= cores <= probe.cores() + 0.5  # tick rounding
+
+
+def _faster_than_bound(chip: hardware.Hardware) -> Any:
+    import pytest_roofline as rl
+
+    n = 20_000  # declared; the timing is a made-up 1 ns: beyond any roof
+    return rl.analyze(rl.ops.elementwise(n, inputs=2, outputs=1, dtype="fp64"), chip,
+                      measured=1e-9)
+
+
+def test_a_roof_is_rechecked_before_a_faster_than_bound_fails(
+        spec: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The roof the result used is measured again: when it holds the failure says so; when
+    it moved the machine is calibrated again (here: a stand-in spec) and the failure says
+    that, once per process and roof."""
+    from pytest_roofline.measuring import recheck
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(recheck, "_DONE", {})
+    chip = hardware.from_dict(spec, "<calibration>")
+    result = _faster_than_bound(chip)
+    assert result.regime == "memory"
+    monkeypatch.setattr(recheck, "_measure_memory", lambda threads: chip.memory_bandwidth)
+    held = recheck.recheck(result, chip)
+    assert held is not None and "the roof holds" in held
+    assert f"re-checked host's {probe.cores()}-thread memory roof" in held
+    monkeypatch.setattr(recheck, "_DONE", {})
+    monkeypatch.setattr(recheck, "_measure_memory", lambda threads: 3 * chip.memory_bandwidth)
+    calls: list[bool] = []
+    monkeypatch.setattr(calibration, "calibrate",
+                        lambda device, quick=False: (calls.append(quick) or spec, []))
+    moved = recheck.recheck(result, chip)
+    assert moved is not None and "the roof moved. The machine was calibrated again" in moved
+    assert calls == [bool(spec["provenance"]["conditions"].get("quick"))]
+    assert recheck.recheck(result, chip) == moved and len(calls) == 1  # once per roof
+    from pytest_roofline.measuring.diagnose import explain_faster
+
+    text = explain_faster(result, chip, 0.0, moved)
+    assert text.endswith(moved) and "if it was measured while the machine was busy" not in text
+
+
+def test_only_a_cpu_calibration_is_rechecked(spec: dict[str, Any]) -> None:
+    from pytest_roofline.measuring import recheck
+
+    made_up = hardware.from_dict({**spec, "provenance": {}}, "<made-up>")
+    assert recheck.recheck(_faster_than_bound(made_up), made_up) is None

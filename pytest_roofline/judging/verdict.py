@@ -213,7 +213,9 @@ def _measured_failures(exp: Expectation, r: Result, spread: float) -> list[str]:
 
     if is_faster(r, spread):
         chip = next((c for c in exp.hw if c.name == r.hw), None)
-        return [explain_faster(r, chip, spread)]
+        from ..measuring.recheck import recheck  # a calibration's roof, measured again
+
+        return [explain_faster(r, chip, spread, recheck(r, chip) if chip else None)]
     line = efficiency_failure(r, exp.min_efficiency, spread)
     return [line] if line else []
 

@@ -172,7 +172,9 @@ def calibrate(device: str = "cpu", *, quick: bool = False,
         facts.update(gpu, vendor="NVIDIA",
                      default_dtype="bf16" if "bf16" in roofs.matrix else "fp32",
                      cores_label=f"{gpu['multiprocessors']} SMs")
-    return to_spec(roofs, name=name, facts=facts), roofs.warnings()
+    spec = to_spec(roofs, name=name, facts=facts)
+    spec["provenance"]["conditions"]["quick"] = quick  # a re-check recalibrates alike
+    return spec, roofs.warnings()
 
 
 def save(path: str | os.PathLike[str], spec: Mapping[str, Any]) -> Path:

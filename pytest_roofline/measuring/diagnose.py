@@ -34,8 +34,11 @@ def _caches(chip: Any) -> list[tuple[str, float, float | None]]:
     return [(lv.name, float(lv.capacity), lv.bandwidth) for lv in levels]
 
 
-def explain_faster(result: Any, chip: Any = None, spread: float = 0.0) -> str:
-    """The 'faster than the bound' message: both explanations and the working set."""
+def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
+                   rechecked: str | None = None) -> str:
+    """The 'faster than the bound' message: both explanations and the working set, then,
+    against a calibration, the third (a roof measured on a busy machine) or, when the roof
+    was measured again (*rechecked*, see :mod:`.recheck`), what that found."""
     fmt, si = units.format_time, units.si
     working = float(result.footprint) if float(result.footprint or 0) > 0 else float(
         result.bytes)
@@ -64,7 +67,8 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0) -> str:
             f"either the workload overcounts its FLOPs ({si(float(result.flops), 'FLOP')}) "
             f"or bytes ({si(float(result.bytes), 'B')}), or its data stayed in a cache whose "
             f"roof the analysis did not use: {where}."
-            + (f" {result.hw} is a calibration: if it was measured while the machine was "
+            + (f" {rechecked}" if rechecked else
+               f" {result.hw} is a calibration: if it was measured while the machine was "
                f"busy, its roofs are too low; measure again with pytest-roofline calibrate."
                if getattr(chip, "provenance", None) else ""))
 
