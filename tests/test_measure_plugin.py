@@ -107,6 +107,10 @@ def test_min_efficiency_and_faster_than_the_bound(suite: pytest.Pytester) -> Non
     reported = records["test_slow_loop_reported_only"]
     assert reported["outcome"] == "report" and reported["efficiency"] < 0.5  # type: ignore[operator]
     assert reported["measured_s"] > 0 and "measured_spread" in reported  # type: ignore[operator]
+    from pytest_roofline.measuring import probe
+
+    if probe.busy_seconds() is not None:  # the other processes' use, measured beside it
+        assert reported["measured_other_cores"] >= 0  # type: ignore[operator]
     faster = records["test_faster_reported"]
     assert faster["outcome"] == "report" and faster["measured_note"] == "faster-than-bound"
     assert "efficiency" not in records["test_never_measured"]

@@ -132,6 +132,11 @@ class RooflineTest:
 
         return combined(self._measurements)
 
+    def _other_cores(self) -> float | None:
+        """The most cores other processes kept busy while a measurement ran (None: unknown)."""
+        known = [m.other_cores for m in self._measurements if m.other_cores is not None]
+        return max(known) if known else None
+
     @property
     def spread(self) -> float:
         """The largest relative spread of the measurements (0 when none)."""
@@ -233,7 +238,7 @@ class RooflineTest:
                 self._results is not None or self._measurements):
             return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
                          derate=self._derate, analyzed=lambda: self.results,
-                         spread=self.spread), crosscheck
+                         spread=self.spread, other_cores=self._other_cores()), crosscheck
         return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
                      derate=self._derate), crosscheck
 

@@ -90,10 +90,11 @@ class Judgement:
 def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac: int = 2,
           derate: float = 1.0,
           analyzed: Callable[[], Sequence[Result]] | None = None,
-          spread: float = 0.0) -> Judgement:
+          spread: float = 0.0, other_cores: float | None = None) -> Judgement:
     """Analyze *workload* on the expectation's chips (or take *analyzed*'s results) and
     judge it. Problems that stop the analysis become :attr:`Judgement.error`. *spread* is
-    the relative spread of a measurement the results carry."""
+    the relative spread of a measurement the results carry; *other_cores*, the cores other
+    processes kept busy while it was timed (recorded as ``measured_other_cores``)."""
     if workload is None:
         return Judgement("roofline: the test declared no workload: call roofline.add(...) in "
                          "the test, or pass workload= or flops=/bytes= to the marker")
@@ -134,6 +135,8 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             from ..measuring.diagnose import FASTER, is_faster
 
             fields["measured_spread"] = float(spread)
+            if other_cores is not None:
+                fields["measured_other_cores"] = round(float(other_cores), 2)
             if is_faster(check.result, spread):
                 fields["measured_note"] = FASTER
         judged.append((hw, fields))
