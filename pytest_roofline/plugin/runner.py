@@ -102,20 +102,19 @@ class Runner:
                             f"(from pytest_roofline.ops or models) or flops=/bytes= to the "
                             f"marker, or request the roofline fixture and call roofline.add() "
                             f"in the test")
-        from ..judging.rooftest import RooflineTest
-
         settings = session.settings
-        test = item.stash[TEST_KEY] = RooflineTest(
+        test: RooflineTest = _rooftest().RooflineTest(
             expectation, flops_per_mac=settings.flops_per_mac, derate=settings.derate,
             name=item.name, shared=shared)
+        item.stash[TEST_KEY] = test
         return test
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         stash = item.stash
+        # (Stash.get() raises and catches a KeyError on a miss: every test would pay it)
+        test = stash[TEST_KEY] if TEST_KEY in stash else None  # noqa: SIM401
         try:
-            # (Stash.get() raises and catches a KeyError on a miss: every test would pay it)
-            test = stash[TEST_KEY] if TEST_KEY in stash else None  # noqa: SIM401
             if test is not None and test.expectation.trace:
                 from ..tracing._torch import Session
 
@@ -125,12 +124,14 @@ class Runner:
                 test.body = self.traced(item, recorder, expectation.strict)
             else:
                 yield  # the test body: its own failure propagates as the user's, never ours
-            # (a test that asked for the fixture with request.getfixturevalue() has one now)
-            if TEST_KEY in stash:
-                self.verdict(item, stash[TEST_KEY])
         finally:
-            if TEST_KEY in stash:
-                del stash[TEST_KEY]  # its workloads and results are not needed any more
+            # (a test that asked for the fixture with request.getfixturevalue() has one now)
+            if test is None and TEST_KEY in stash:
+                test = stash[TEST_KEY]
+            if test is not None:
+                del stash[TEST_KEY]  # its workloads and results are not needed after this
+        if test is not None:  # the body passed: the verdict
+            self.verdict(item, test)
 
     def traced(self, item: pytest.Item, recorder: Any, strict: bool) -> Any:
         """The workload ``trace=`` recorded of the test body (see docs/trace.md)."""
@@ -206,11 +207,9 @@ class Runner:
     def verdict(self, item: pytest.Item, test: RooflineTest) -> None:
         """Judge the test; keep its records for the session; fail it when an expectation
         does not hold."""
-        from ..judging.rooftest import TestError
-
         try:
             judgement, crosscheck = test.judge()
-        except TestError as exc:
+        except _rooftest().TestError as exc:
             self.fail(item, f"roofline marker on {item.name}: {exc}")
         if judgement.error:
             self.fail(item, judgement.error)
@@ -301,6 +300,19 @@ class Runner:
                 session.keep(report.nodeid, records, note)
         elif not session.is_worker and report.user_properties:  # received from a worker
             session.receive(report.nodeid, report.user_properties, note)
+
+
+_ROOFTEST: list[Any] = []
+
+
+def _rooftest() -> Any:
+    """:mod:`pytest_roofline.judging.rooftest`, imported by the first roofline test (an
+    import statement in a per-test method would cost every test a package lookup)."""
+    if not _ROOFTEST:
+        from ..judging import rooftest
+
+        _ROOFTEST.append(rooftest)
+    return _ROOFTEST[0]
 
 
 def _hook_failures(answers: list[Any]) -> list[str]:
