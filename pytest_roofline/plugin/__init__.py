@@ -1,5 +1,6 @@
-"""The pytest layer: hooks, the ``roofline`` marker and fixture, verdicts, session state and the
-CI gate. Everything here may import pytest; nothing below it (the engine, the reports) does.
+"""The pytest layer: hooks, the ``roofline`` fixture, each test's state in its item's stash,
+the session's records and the CI gate. Everything here may import pytest; nothing below it
+does (``judging``, where markers are parsed and verdicts made, the reports, the engine).
 
 The pytest11 entry point ``roofline`` names :mod:`pytest_roofline.plugin.hooks`, which only
 wires hooks; the work is done by the modules beside it. Importing this package registers
