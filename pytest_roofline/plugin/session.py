@@ -2,13 +2,13 @@
 
 A record is plain JSON-typed data: ``(nodeid, hw, fields)``, the fields being the record
 without ``nodeid`` and ``hw`` (str, int, float, bool, None and lists of them). The process
-that ran a test keeps its records here. Under pytest-xdist a worker sends the controller
-all of its records once, as one JSON text, when it finishes (:meth:`RooflineSession.sent`,
-:meth:`RooflineSession.receive`): the controller's ``json.loads`` then holds each field name
-once per worker rather than once per record, and no test report carries records to it. With
-``--junitxml`` a test's report properties also carry its figures, one property per figure
-(``roofline:<hw>:<field>``, :func:`expand`), as JUnit XML shows them. Records become the
-JSON record format (dicts with ``nodeid`` and ``hw`` first) when :attr:`records` is read.
+that ran a test keeps its records here. Under pytest-xdist a worker's call report carries each
+record to the controller as one ``roofline`` property, the JSON text of ``[hw, fields]``; the
+controller keeps that string as it received it (:meth:`RooflineSession.receive`) and reads it
+when the record is first built. With ``--junitxml`` a test's report properties also carry its
+figures, one property per figure (``roofline:<hw>:<field>``, :func:`expand`), as JUnit XML
+shows them. Records become the JSON record format (dicts with ``nodeid`` and ``hw`` first) when
+:attr:`records` is read.
 """
 
 from __future__ import annotations
