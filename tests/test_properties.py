@@ -425,3 +425,38 @@ def test_builtin_specs_are_parsed_when_first_used() -> None:
     assert catalog.get("h100").name == "h100-sxm"
     assert len(catalog._raw._pending) == len(catalog.names()) - 1
     assert repr(catalog.get("tpu-v5e")) == repr(CHIPS.get("tpu-v5e"))  # as a full read builds
+
+
+# -- merging the reports of CI shards ----------------------------------------------------------
+
+_SHARD_RECORD = st.fixed_dictionaries({
+    "nodeid": st.sampled_from([f"t.py::test_{i}" for i in range(12)]),
+    "hw": st.sampled_from(["h100-sxm", "a100-80gb-sxm"]),
+    "dtype": st.just("bf16"), "flops": st.floats(0, 1e15), "bytes": st.floats(1, 1e12),
+    "intensity": st.floats(0, 1e4), "regime": st.sampled_from(["compute", "memory"]),
+    "time_s": st.floats(0, 10), "outcome": st.sampled_from(["passed", "failed", "report"]),
+})
+
+
+@given(st.lists(_SHARD_RECORD, max_size=20, unique_by=lambda r: (r["nodeid"], r["hw"])),
+       st.integers(1, 4), st.randoms(use_true_random=False))
+def test_merging_split_shards_gives_back_the_run(records_: list[dict[str, Any]], shards: int,
+                                                  rng: Any) -> None:
+    """Records dealt over shards (each test and chip in one shard) merge back into the
+    report of the whole run; dealing one of them twice is refused, naming it."""
+    from pytest_roofline.errors import BaselineError
+    from pytest_roofline.report.merge import merge
+
+    dealt: list[list[dict[str, Any]]] = [[] for _ in range(shards)]
+    for record in records_:
+        dealt[rng.randrange(shards)].append(record)
+    reports = [(f"shard{i}.json", records.make_report(part, {"flops_per_mac": 2}))
+               for i, part in enumerate(dealt)]
+    merged = merge(reports)
+    assert merged["results"] == records.make_report(records_)["results"]
+    assert [s["results"] for s in merged["merged_from"]] == [len(p) for p in dealt]
+    if records_ and shards > 1:
+        twice = [*reports, ("again.json", records.make_report(records_[:1],
+                                                              {"flops_per_mac": 2}))]
+        with pytest.raises(BaselineError, match=f"both hold {records_[0]['nodeid']}"):
+            merge(twice)
