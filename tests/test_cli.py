@@ -342,7 +342,8 @@ def test_model_help_lists_the_options_of_every_phase() -> None:
     assert result.returncode == 0, result.stderr
     assert "--context" in result.stdout
     prefill = result.stdout.split("options of --phase prefill", 1)[1]
-    assert "--seq" in prefill.split("options of --phase", 1)[0]
+    assert "--seq VALUE           required with --phase prefill" in prefill.split(
+        "options of --phase", 1)[0]
     only = cli("analyze", "model", "llama-3-8b", "--phase", "prefill", "--help").stdout
     assert "--seq" in only and "options of --phase" not in only
 

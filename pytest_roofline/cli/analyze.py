@@ -84,8 +84,9 @@ def needed_sizes(func: Callable[..., Any]) -> set[str]:
 
 
 def add_signature_options(parser: argparse.ArgumentParser, func: Callable[..., Any],
-                          skip: Sequence[str] = ()) -> list[str]:
-    """One option per parameter of *func*; returns the names added."""
+                          skip: Sequence[str] = (), *, phase: str | None = None) -> list[str]:
+    """One option per parameter of *func*; returns the names added. With *phase* (the help
+    of another phase than the one parsed) nothing is required, and the help says when."""
     added: list[str] = []
     needed = needed_sizes(func)
     for name, param in inspect.signature(func).parameters.items():
@@ -104,6 +105,8 @@ def add_signature_options(parser: argparse.ArgumentParser, func: Callable[..., A
             required = param.default is inspect.Parameter.empty or name in needed
             text = "required" if required else (
                 "optional" if param.default is None else f"optional (default: {param.default})")
+            if required and phase is not None:
+                required, text = False, f"required with --phase {phase}"
             parser.add_argument(*flags, dest=name, type=convert, default=argparse.SUPPRESS,
                                 required=required, metavar="VALUE",
                                 help=text.replace("%", "%%"))
@@ -234,7 +237,8 @@ class _Target:
                 group = parser.add_argument_group(
                     f"options of --phase {phase}, beside those above")
                 shown.update(add_signature_options(
-                    group, getattr(self.model, phase), [*skip, *shown]))  # type: ignore[arg-type]
+                    group, getattr(self.model, phase), [*skip, *shown],  # type: ignore[arg-type]
+                    phase=phase))
         return parser
 
 
