@@ -217,7 +217,7 @@ def store(device: str, spec: Mapping[str, Any]) -> tuple[Path, str | None]:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     """An exclusive lock beside *path* (POSIX); elsewhere no lock."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -245,7 +245,7 @@ def load(device: str = "cpu", *, calibrate_missing: bool = True,
         if not calibrate_missing:
             raise RooflineError(f"{name} is not calibrated on this machine (no {path}); run "
                                 f"pytest-roofline calibrate --device {device}")
-        with _locked(path):
+        with locked(path):
             if not path.is_file():  # another process may have written it meanwhile
                 started = time.perf_counter()
                 progress(f"calibrating {name} ({device}) on first use; cached in {path} ...")

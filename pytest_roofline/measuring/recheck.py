@@ -92,8 +92,10 @@ def _recalibrate(provenance: Any) -> str:
     from . import calibration
 
     quick = bool((provenance.get("conditions") or {}).get("quick"))
-    spec, _ = calibration.calibrate("cpu", quick=quick)
-    path, kept = calibration.store("cpu", spec)
+    # the lock of first uses: pytest-xdist workers re-checking at once measure one at a time
+    with calibration.locked(calibration.cache_path("cpu")):
+        spec, _ = calibration.calibrate("cpu", quick=quick)
+        path, kept = calibration.store("cpu", spec)
     loaded = "; it was taken under load too" if calibration.quiet(spec) is False else ""
     if kept:
         return f"It was measured again, but {kept}{loaded}."
