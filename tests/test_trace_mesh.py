@@ -93,8 +93,24 @@ def test_torch_functional_collectives_trace_to_their_closed_forms(fake_group, de
                                                                       declared.bytes)
 
 
+def test_is_fake_tells_fake_tensors_from_real_and_meta_ones():
+    # the other torch-private call (tracing/_torch_mesh.is_fake, from torch._subclasses):
+    # DTensor's sharding propagation runs on fake tensors, which the trace must leave out;
+    # a meta tensor (what whole models are traced on) is not fake and must be priced
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from pytest_roofline.tracing._torch_mesh import is_fake
+
+    with FakeTensorMode():
+        fake = torch.empty(4, 4)
+    assert is_fake(fake)
+    assert not is_fake(torch.empty(4, 4))
+    assert not is_fake(torch.empty(4, 4, device="meta"))
+
+
 def test_the_group_of_a_functional_collective_resolves(fake_group):
-    # the one torch-private call of the torch collectives (tracing/_torch_mesh.group_of)
+    # a torch-private call of the torch collectives (tracing/_torch_mesh.group_of)
     _, dist = fake_group
     from pytest_roofline.tracing._torch_mesh import group_of
 

@@ -29,7 +29,7 @@ function, checked by ``tests/test_trace_mesh.py``.
 dispatcher runs the op on each rank's local shard and the collectives a redistribution needs:
 those are recorded, per chip, as for plain tensors. DTensor's own bookkeeping on the host is
 not: its sharding propagation runs the op on fake tensors of the global shapes
-(:func:`is_bookkeeping`, using torch's ``is_fake``, the other private call, also checked by the
+(:func:`is_bookkeeping`, using :func:`is_fake`, the other private call, also checked by the
 tests), and its device-mesh arithmetic runs on the mesh's integer tensor and what is derived
 from it (:class:`DTensors` tracks them).
 """
@@ -63,6 +63,13 @@ def group_of(name: str) -> Any:
     from torch.distributed.distributed_c10d import _resolve_process_group
 
     return _resolve_process_group(name)
+
+
+def is_fake(tensor: torch.Tensor) -> bool:
+    """True for a fake tensor (shapes only, no data): torch has no public test for it."""
+    from torch._subclasses.fake_tensor import is_fake as _is_fake
+
+    return bool(_is_fake(tensor))
 
 
 def _group_keys(group: Any) -> list[str]:
@@ -185,8 +192,6 @@ class DTensors:
         """True for DTensor's host-side work: fake-tensor propagation, mesh arithmetic."""
         if not self.seen:
             return False
-        from torch._subclasses.fake_tensor import is_fake
-
         tensors = inputs + outputs
         if any(is_fake(t) for t in tensors) or (not inputs and not outputs):
             return True
