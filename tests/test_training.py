@@ -100,6 +100,18 @@ def test_a_pipeline_takes_its_stage_share_and_its_bubble():
                                            rel=1e-12)
 
 
+def test_pipeline_link_bytes_per_chip_follow_the_stages_and_the_tensor_split():
+    # D = 8 sequences x SEQ tokens x 4096 x 2 B. Two stages: stage 0 sends the activations,
+    # stage 1 the gradients, D each; a middle stage of three sends both, 2·D; under tp=4 each
+    # of a stage's chips sends a quarter (Narayanan et al. 2021, section 4.1 scatter/gather)
+    d = 8 * SEQ * 4096 * 2
+    assert _link(LLAMA8B.train_step(8, SEQ, pp=2, microbatches=8), "pp.") == pytest.approx(d)
+    assert _link(LLAMA8B.train_step(8, SEQ, pp=4, microbatches=8, tp=4), "pp.") == (
+        pytest.approx(2 * d / 4))
+    assert _link(LLAMA8B.train_step(8, SEQ, pp=4, microbatches=8, tp=4, sp=False),
+                 "pp.") == pytest.approx(2 * d / 4)
+
+
 def test_full_recomputation_keeps_layer_inputs_and_runs_the_forward_again():
     base = LLAMA8B.train_step(1, SEQ)
     full = LLAMA8B.train_step(1, SEQ, recompute="full")
@@ -219,6 +231,9 @@ def test_the_llama_3_405b_pre_training_configuration_fits_80_gb():
     ({"pp": 0}, "pp"),
     ({"overlap": "half"}, "overlap must be one of"),
     ({"ep": 2, "dp": 2}, "no experts"),
+    # Llama 3 8B has 32 layers: a stage (or a virtual stage) holds at least one
+    ({"pp": 64}, r"pp=64 x virtual_stages=1 = 64 pipeline chunks.*32 layers"),
+    ({"pp": 8, "virtual_stages": 8, "microbatches": 8}, r"= 64 pipeline chunks.*<= 32"),
 ])
 def test_bad_parallel_settings_name_the_setting(kwargs, match):
     with pytest.raises(WorkloadError, match=match):

@@ -24,8 +24,10 @@ for the chip of the first pipeline stage:
   reduce-scatters the gradients (3·G·(dp-1)/dp): once per step, however many microbatches (a
   lower bound; FSDP without ``reshard_after_forward`` gathers no more). A pipeline sends
   each microbatch's activations [tokens, hidden] to the next stage and their gradients back
-  (``pp_link``, default ``link``). Expert parallelism sends each token to its experts' chips
-  and back, forward and backward (all-to-alls, as in inference).
+  (``pp_link``, default ``link``): a middle stage sends both, each stage of a two-stage
+  pipeline one of them, and each of a stage's tp chips 1/tp (Narayanan et al. 2021, 4.1).
+  Expert parallelism sends each token to its experts' chips and back, forward and backward
+  (all-to-alls, as in inference).
 * **Sequence parallelism** (``sp``, on by default whenever tp > 1, as Megatron-LM and NeMo run
   tensor parallelism at scale; Korthikanti et al. 2022, section 4.2.2): the tensors tensor
   parallelism leaves whole on every chip (residual stream, norms) are split along the
@@ -236,11 +238,18 @@ def data_parallel(gradient_elements: Number, p: Parallelism, dtype: str, link: s
 
 def pipeline(tokens: Number, hidden: int, p: Parallelism, dtype: str, link: str | None,
              link_count: int | None) -> list[Kernel]:
-    """Activations to the next stage and their gradients back, for every microbatch."""
+    """Activations to the next stage and their gradients back, for every microbatch.
+
+    Bytes a chip sends: a middle stage sends the activations forward and the gradients back
+    (2x), while with two stages each sends only one of them (1x); each of the tp chips of a
+    stage sends 1/tp of the tensor (Megatron-LM's scatter/gather of the transfer, Narayanan
+    et al. 2021, section 4.1; under sequence parallelism each already holds only its share).
+    """
     if p.pp == 1:
         return []
-    return [collective_kernel("point_to_point", "pp.activations.send", tokens * hidden, 2,
-                              dtype, link, link_count, 2.0)]
+    sends = 2.0 if p.pp > 2 else 1.0
+    return [collective_kernel("point_to_point", "pp.activations.send",
+                              tokens * hidden / p.tp, 2, dtype, link, link_count, sends)]
 
 
 def footprint(*, params: float, layer_params: float, layers: int, saved_per_token: Number,
