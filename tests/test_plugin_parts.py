@@ -484,6 +484,14 @@ def test_a_failed_fits_names_the_largest_batch_and_the_fewest_chips() -> None:
     assert line is not None and "It does not fit even at batch = 1." in line
 
 
+def test_a_workload_list_with_a_stranger_names_the_item_not_the_list() -> None:
+    """A list of workloads is allowed; the error for a bad item says which item it is."""
+    with pytest.raises(MarkerError) as info:
+        parse({"hw": TOY, "workload": [ops.matmul(8, 8, 8), "x"]})
+    message = str(info.value)
+    assert "workload[1]='x' is a str" in message and "or a list of them" in message
+
+
 def test_the_summary_labels_its_intensity_where_a_chip_kept_traffic_on_chip() -> None:
     from pytest_roofline import models
     from pytest_roofline.report.records import make_record

@@ -352,15 +352,19 @@ def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
         raise MarkerError(f"give either workload= or flops=/bytes=, not both (got workload= "
                           f"and {', '.join(f'{k}=' for k in given)})")
     if workload is not None:
-        if isinstance(workload, (list, tuple)) and workload and all(
-                isinstance(w, Workload) for w in workload):
+        allowed = ("a Workload (from pytest_roofline.ops or models, or Workload(flops=..., "
+                   "bytes=...)), or a list of them")
+        if isinstance(workload, (list, tuple)) and workload:
+            for i, item in enumerate(workload):
+                if not isinstance(item, Workload):
+                    raise MarkerError(f"workload[{i}]={item!r} is a {type(item).__name__}; "
+                                      f"expected {allowed}")
             from ..workload import total
 
             workload = total(workload, name=" + ".join(w.name for w in workload))
         if not isinstance(workload, Workload):
             raise MarkerError(f"workload={workload!r} is a {type(workload).__name__}; expected "
-                              f"a Workload (from pytest_roofline.ops or models, or "
-                              f"Workload(flops=..., bytes=...))")
+                              f"{allowed}")
         _check_scalar(workload, "workload")
     elif given:
         dimensions = {"flops": "flop", "bytes": "byte", "link_bytes": "byte"}
