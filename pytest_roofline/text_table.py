@@ -24,7 +24,8 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
     *squeeze* columns are abbreviated (their cells cut at the end, marked ``...``) down to
     *min_squeezed* characters; then, as a last resort, every id takes a line of its own (cut
     in the middle to *width*) with the row's other cells indented below it, where the
-    columns left out come back as far as they fit.
+    columns left out come back as far as they fit, and should the indented cells still be
+    too wide, the widest of them is cut at its end.
     """
     align = align.ljust(len(headers), "l")
     keep = list(range(len(headers)))
@@ -68,6 +69,10 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
                     shown[i] = max(min_squeezed, len(headers[i]), widths[i] - over)
                 elif i in rest:
                     shown[i] = widths[i]
+            over = sum(shown[j] for j in rest) + GAP * (len(rest) - 1) - spare
+            if rest and over > 0:  # still too wide: the widest cell gives way, cut at its end
+                widest = max(rest, key=lambda j: shown[j])
+                shown[widest] = max(3, shown[widest] - over)
 
     def cells_line(cells: Sequence[str], columns: Sequence[int]) -> str:
         out = []

@@ -344,6 +344,20 @@ def test_render_aligns_and_shortens_long_ids_in_the_middle() -> None:
     assert "..." in cut and len(cut) == 40
 
 
+def test_rows_under_ids_of_their_own_are_cut_to_the_width_too() -> None:
+    """The compare table with intensity and time rules at 80 columns: the chip, regime, two
+    judged figures and the status need 79 columns; indented under their id they would take
+    81, so the widest cell is cut at its end instead of the line running over."""
+    headers = ["test", "chip", "regime", "FLOP/B old -> new", "time old -> new", "status"]
+    row = ["t.py::test_gemm", "a100-80gb-sxm (bf16)", "compute", "1365.3 -> 682.7",
+           "5.77 ms -> 5.77 ms", "REGRESSED"]
+    lines = render(headers, [row, ["t.py::" + "x" * 80, *row[1:]]], align="lllrrl",
+                   width=80, min_shrunk=16)
+    assert max(len(line) for line in lines) <= 80, lines
+    assert lines[2] == "t.py::test_gemm" and lines[3].endswith("REGRESSED")
+    assert "a100-80gb-sxm (b...  compute" in lines[3]
+
+
 def test_summary_fits_80_columns() -> None:
     """Long ids, a long expectation and long chip names: every line within 80 columns, the
     expectation abbreviated before ids take a line of their own."""
