@@ -45,7 +45,7 @@ for the chip of the first pipeline stage:
   accounting without dropout masks or attention scores (``Transformer._saved_per_token``);
   ``recompute="full"`` keeps each layer's input only (1/tp of it under sequence
   parallelism), plus one layer's full set while it is recomputed. Logits in fp32 for one
-  microbatch.
+  microbatch, without a pipeline only (with one they lie on the last stage).
 
 Overlap (``overlap=``): ``"none"`` (default) adds every collective after the work it
 follows; ``"full"`` hides the data-parallel and pipeline transfers and the tensor-parallel
@@ -271,6 +271,8 @@ def footprint(*, params: float, layer_params: float, layers: int, saved_per_toke
         kept = micro * p.in_flight * stage_layers * layer_input + micro * saved_per_token
     else:
         kept = micro * p.in_flight * stage_layers * saved_per_token
-    logits = micro * 4.0 * vocab  # fp32 logits of one microbatch (the last stage's)
+    # fp32 logits of one microbatch, on the last stage: not the first stage's under a
+    # pipeline (Korthikanti et al. 2022, section 4.3, count the output layer on the last)
+    logits = micro * 4.0 * vocab if p.pp == 1 else 0.0
     activations = kept * act + logits
     return TrainingFootprint(weights, gradients, optimizer, activations, p)
