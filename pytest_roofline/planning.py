@@ -16,8 +16,8 @@ faster), per chip:
   (the best case: no queueing, no other request in the batch).
 * **Throughput per chip**: batch x pp sequences each receive a token per TPOT, over the
   replica's tp x pp x ep chips (so batch / (TPOT x tp x ep)).
-* **Fits**: weights / pp, the KV cache at the full context ISL + OSL, and the activations
-  of a step, within the chip's memory.
+* **Fits**: weights / pp (pp at most the layers: a stage holds at least one), the KV cache
+  at the full context ISL + OSL, and the activations of a step, within the chip's memory.
 
 Vectorized: one decode, prefill and footprint per (tp, pp, ep), on a numpy array of every
 batch from 1 to ``max_batch``; the rest is array arithmetic (``benchmarks/bench_plan.py``
@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import units
+from . import dtypes, units
 from .analysis import analyze
 from .errors import RooflineError, WorkloadError, brief
 from .hardware import Hardware, get_hardware
@@ -122,6 +122,17 @@ def _whole(value: object, what: str, least: int = 1) -> int:
     return value
 
 
+def _precisions(what: str, **given: object) -> None:
+    """Refuse an unknown precision up front: every configuration would reject it, and an
+    empty plan would hide the typo."""
+    for name, value in given.items():
+        if value is not None:
+            try:
+                dtypes.canonical(value)
+            except RooflineError as exc:
+                raise RooflineError(f"{what}: {name}: {exc}") from None
+
+
 def _splits(chips: int, moe: bool) -> list[tuple[int, int, int]]:
     """(tp, pp, ep) with tp x pp x ep dividing *chips*; ep only for experts, without tp."""
     out = []
@@ -154,6 +165,7 @@ def plan(model: Any, hw: Hardware | str, *, chips: int, ttft: object = None,
     isl, osl = _whole(isl, "isl"), _whole(osl, "osl")
     max_batch = _whole(max_batch, "max_batch")
     ttft_s, tpot_s = _target(ttft, "plan: ttft"), _target(tpot, "plan: tpot")
+    _precisions("plan", dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     batches = np.arange(1, max_batch + 1, dtype=float)
     capacity = chip.memory_capacity
     mean_ctx, full_ctx = isl + osl // 2, isl + osl
@@ -164,6 +176,10 @@ def plan(model: Any, hw: Hardware | str, *, chips: int, ttft: object = None,
                               "kv_dtype": kv_dtype}
     for tp, pp, ep in _splits(chips, transformer.config.is_moe):
         where = f"tp={tp}, pp={pp}" + (f", ep={ep}" if ep > 1 else "")
+        if pp > transformer.config.layers:
+            rejected.append(f"{where}: more stages than {transformer.name}'s "
+                            f"{transformer.config.layers} layers (a stage holds at least one)")
+            continue
         try:
             step = transformer.decode(batches * ep, mean_ctx, tp=tp, ep=ep, link=link,
                                       **common)
@@ -307,6 +323,7 @@ def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq
     chips = _whole(chips, "chips")
     batch, seq = _whole(batch, "batch"), _whole(seq, "seq")
     target = _target(step_time, "plan_training: step_time")
+    _precisions("plan_training", dtype=dtype)
     found: list[TrainingConfig] = []
     searched = 0
     for tp, pp, _ in _splits(chips, False):

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from pytest_roofline import RooflineError, analyze, models, plan
+from pytest_roofline import RooflineError, analyze, models, plan, plan_training
 from pytest_roofline.cli import main
 from pytest_roofline.planning import decode_step
 
@@ -72,10 +72,26 @@ def test_a_mixture_of_experts_is_searched_with_expert_parallelism():
     ({"chips": 0}, "chips must be a whole number >= 1"),
     ({"chips": 8, "tpot": "fast"}, "tpot"),
     ({"chips": 8, "isl": 0}, "isl"),
+    # a typo in a precision is refused, not turned into "no configuration qualifies"
+    ({"chips": 8, "dtype": "bf61"}, r"plan: dtype: unknown precision 'bf61'; known"),
+    ({"chips": 8, "kv_dtype": 3}, r"plan: kv_dtype: a precision must be a name"),
 ])
 def test_bad_plan_arguments_are_named(kwargs, match):
     with pytest.raises(RooflineError, match=match):
         plan("llama-3-70b", "h100", **kwargs)
+
+
+def test_plan_training_refuses_an_unknown_precision():
+    with pytest.raises(RooflineError, match=r"plan_training: dtype: unknown precision 'xx'"):
+        plan_training("llama-3-8b", "h100", chips=8, batch=8, seq=1024, dtype="xx")
+
+
+def test_a_pipeline_has_no_more_stages_than_layers():
+    # Llama 3 8B has 32 layers: on 128 chips pp = 64 and 128 are no configurations
+    p = plan("llama-3-8b", "h100", chips=128, max_batch=8)
+    assert p.configs and max(c.pp for c in p.configs) == 32
+    assert any("tp=1, pp=64: more stages than llama-3-8b's 32 layers" in why
+               for why in p.rejected)
 
 
 def test_the_plan_command(capsys):
