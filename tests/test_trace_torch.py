@@ -390,3 +390,24 @@ def test_errors_name_the_problem():
         rl.trace(lambda x: x.view(16), a)
     with pytest.raises(TraceError, match="must be callable"):
         rl.trace(a, a)
+
+
+def test_the_dispatch_mode_keeps_its_method_out_of_dynamo():
+    # The torch-private pieces of the recorder (tracing/_torch._Dispatch): the mode subclasses
+    # torch.utils._python_dispatch.TorchDispatchMode and overrides its _should_skip_dynamo,
+    # or torch wraps __torch_dispatch__ in torch._disable_dynamo (functools.wraps: a
+    # __wrapped__ attribute), whose first call imports torch._dynamo (1-2 s a session). If
+    # torch renames the hook, the override stops working and this fails.
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from pytest_roofline.tracing._torch import _Dispatch
+
+    assert issubclass(_Dispatch, TorchDispatchMode)
+    assert callable(getattr(TorchDispatchMode, "_should_skip_dynamo", None))
+    assert not hasattr(_Dispatch.__dict__["__torch_dispatch__"], "__wrapped__")
+
+    class Plain(TorchDispatchMode):  # the same without the override: torch does wrap it
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    assert hasattr(Plain.__dict__["__torch_dispatch__"], "__wrapped__")
