@@ -115,9 +115,9 @@ def _target(value: object, what: str) -> float | None:
         raise RooflineError(str(exc)) from None
 
 
-def _whole(value: object, what: str, least: int = 1) -> int:
+def _whole(value: object, what: str, least: int = 1, where: str = "plan") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise RooflineError(f"plan: {what} must be a whole number >= {least}, got "
+        raise RooflineError(f"{where}: {what} must be a whole number >= {least}, got "
                             f"{brief(value)}")
     return value
 
@@ -320,8 +320,10 @@ def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq
         raise RooflineError(f"plan_training: the model must be a decoder LLM, got "
                             f"{brief(model)}")
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
-    chips = _whole(chips, "chips")
-    batch, seq = _whole(batch, "batch"), _whole(seq, "seq")
+    where = "plan_training"
+    chips = _whole(chips, "chips", where=where)
+    batch, seq = _whole(batch, "batch", where=where), _whole(seq, "seq", where=where)
+    max_microbatches = _whole(max_microbatches, "max_microbatches", where=where)
     target = _target(step_time, "plan_training: step_time")
     _precisions("plan_training", dtype=dtype)
     found: list[TrainingConfig] = []

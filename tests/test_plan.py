@@ -81,6 +81,19 @@ def test_bad_plan_arguments_are_named(kwargs, match):
         plan("llama-3-70b", "h100", **kwargs)
 
 
+@pytest.mark.parametrize(("kwargs", "match"), [
+    # 0 searched nothing and returned an empty plan; "x" and 2.5 were deep TypeErrors
+    ({"max_microbatches": 0}, r"plan_training: max_microbatches must be a whole number >= 1"),
+    ({"max_microbatches": "x"}, r"max_microbatches must be a whole number >= 1, got 'x'"),
+    ({"max_microbatches": 2.5}, r"max_microbatches must be a whole number >= 1, got 2.5"),
+    ({"batch": 0}, r"plan_training: batch must be a whole number >= 1, got 0"),
+])
+def test_bad_plan_training_arguments_are_named(kwargs, match):
+    given = {"chips": 8, "batch": 8, "seq": 1024, **kwargs}
+    with pytest.raises(RooflineError, match=match):
+        plan_training("llama-3-8b", "h100", **given)
+
+
 def test_plan_training_refuses_an_unknown_precision():
     with pytest.raises(RooflineError, match=r"plan_training: dtype: unknown precision 'xx'"):
         plan_training("llama-3-8b", "h100", chips=8, batch=8, seq=1024, dtype="xx")
