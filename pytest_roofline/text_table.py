@@ -24,8 +24,8 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
     *squeeze* columns are abbreviated (their cells cut at the end, marked ``...``) down to
     *min_squeezed* characters; then, as a last resort, every id takes a line of its own (cut
     in the middle to *width*) with the row's other cells indented below it, where the
-    columns left out come back as far as they fit, and should the indented cells still be
-    too wide, the widest of them is cut at its end.
+    columns left out come back in the reverse of their order, as far as they fit, and
+    should the indented cells still be too wide, the widest of them is cut at its end.
     """
     align = align.ljust(len(headers), "l")
     keep = list(range(len(headers)))
@@ -60,8 +60,9 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
             spare = width - INDENT
             for i in reversed([i for i in optional if i not in keep]):  # room again?
                 if sum(widths[j] for j in keep if j != shrink) + widths[i] + GAP * (
-                        len(keep) - 1) <= spare:
-                    keep = sorted([*keep, i])
+                        len(keep) - 1) > spare:
+                    break  # in the reverse of the order they went: none skipped over
+                keep = sorted([*keep, i])
             rest = [i for i in keep if i != shrink]
             for i in squeeze:
                 over = sum(widths[j] for j in rest) + GAP * (len(rest) - 1) - spare

@@ -253,6 +253,24 @@ def test_compare_lists_every_result_old_against_new_and_writes_csv(tmp_path: Pat
     assert printed.stdout == out.read_text()
 
 
+def test_a_narrow_compare_table_gives_ids_a_line_rather_than_cutting_them(tmp_path: Path,
+                                                                         ) -> None:
+    """docs/ci-gating.md: at 80 columns the compare leaves out figures no rule judges, then
+    gives each test id a line of its own; ids differing in their middle stay apart, and no
+    change column is left without its figure."""
+    names = ("tests/kernels/test_gemm_bf16.py::test_gemm_bf16[128]",
+             "tests/kernels/test_gemm_bf16.py::test_gemv_bf16[128]")
+    base = write(tmp_path / "base.json", 4096, 4096, names=names)
+    new = write(tmp_path / "new.json", 4096, 4096, names=names)
+    narrow = cli("compare", str(base), str(new), env={"COLUMNS": "80"}).stdout.splitlines()
+    table = narrow[narrow.index("") + 1:]
+    table = table[:table.index("")] if "" in table else table
+    assert all(len(line) <= 80 for line in table), table
+    assert names[0] in table and names[1] in table
+    header = table[1].split()
+    assert header.count("+/-") == 1 and header[-5:] == ["old", "->", "new", "+/-", "status"]
+
+
 def test_compare_takes_baseline_names_from_the_storage_folder(tmp_path: Path) -> None:
     write(tmp_path / ".roofline" / "main.json", 4096, 4096)
     write(tmp_path / "new.json", 4096, 4096)

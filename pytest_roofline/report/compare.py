@@ -405,11 +405,15 @@ def side_by_side(comparison: Comparison, base_report: Any, new_report: Any,
     for name, _ in figures:
         headers += [f"{name} old -> new", "+/-"]
     kept = set(judged) or {"time"}
+    # a figure's change goes before its value, so that no change is shown without its value
     optional = [3 + 2 * k + j for k, (_, metric) in enumerate(figures)
-                if metric not in kept for j in (0, 1)]
+                if metric not in kept for j in (1, 0)]
     optional += [4 + 2 * k for k, (_, metric) in enumerate(figures) if metric in kept]
     return render([*headers, "status"], table, align="lll" + "rr" * len(figures) + "l",
-                  width=width, optional=optional, min_shrunk=16)
+                  width=width, optional=optional,
+                  # ids are never cut short on one line: the figures go first, then each id
+                  # takes a line of its own, so that two ids cannot read the same
+                  min_shrunk=max((len(row[0]) for row in table), default=16))
 
 
 def to_csv(comparison: Comparison, base_report: Any, new_report: Any) -> str:
