@@ -178,6 +178,20 @@ def test_a_missing_baseline_warns_or_errors_before_any_test(pytester: pytest.Pyt
     refused.stdout.no_fnmatch_line("*passed*")
 
 
+def test_rules_given_without_a_compare_say_they_check_nothing(pytester: pytest.Pytester,
+                                                               ) -> None:
+    """`pytest --roofline-compare-fail=time:5%` alone compares nothing: the run says so,
+    rather than leave the gate silently off. Rules from the ini file (kept for the runs that
+    compare) say nothing."""
+    suite(pytester, 4096)
+    alone = run(pytester, "--roofline-compare-fail=time:5%")
+    alone.assert_outcomes(passed=2)
+    alone.stdout.fnmatch_lines(["roofline: --roofline-compare-fail without "
+                                "--roofline-compare: no rule is checked"])
+    pytester.makeini("[pytest]\nroofline_compare_fail = time:5%\n")
+    assert "no rule is checked" not in run(pytester, "--roofline-save").stdout.str()
+
+
 def test_a_corrupt_baseline_or_bad_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
     suite(pytester, 4096)
     store = pytester.path / ".roofline"

@@ -84,7 +84,7 @@ def _state(config: pytest.Config) -> GateState:
 
 def _build_state(config: pytest.Config) -> GateState:
     state = GateState(is_worker=hasattr(config, "workerinput"))
-    raw_rules, _ = pick(config, "roofline_compare_fail")
+    raw_rules, rules_from_cli = pick(config, "roofline_compare_fail")
     if raw_rules:
         from ..report import rules
 
@@ -108,6 +108,9 @@ def _build_state(config: pytest.Config) -> GateState:
     compare, from_cli = pick(config, "roofline_compare")
     if compare:
         _prepare_compare(config, state, str(compare), from_cli)
+    elif raw_rules and rules_from_cli:  # a gate the command line asked for is never silently off
+        state.notes.append(("roofline: --roofline-compare-fail without --roofline-compare: "
+                            "no rule is checked", True))
     md, from_cli = pick(config, "roofline_md")
     state.md = _path(config, md, from_cli) if md else None
     summary, _ = pick(config, "roofline_github_summary")
