@@ -16,7 +16,8 @@ faster), per chip:
   (the best case: no queueing, no other request in the batch).
 * **Throughput per chip**: batch x pp sequences each receive a token per TPOT, over the
   replica's tp x pp x ep chips (so batch / (TPOT x tp x ep)).
-* **Fits**: weights / pp (pp at most the layers: a stage holds at least one), the KV cache
+* **Fits**: weights / pp (pp at most the layers + 2: a stage holds a layer, the embedding or
+  the output layer), the KV cache
   at the full context ISL + OSL, and the activations of a step, within the chip's memory.
 
 Vectorized: one decode, prefill and footprint per (tp, pp, ep), on a numpy array of every
@@ -176,9 +177,10 @@ def plan(model: Any, hw: Hardware | str, *, chips: int, ttft: object = None,
                               "kv_dtype": kv_dtype}
     for tp, pp, ep in _splits(chips, transformer.config.is_moe):
         where = f"tp={tp}, pp={pp}" + (f", ep={ep}" if ep > 1 else "")
-        if pp > transformer.config.layers:
+        if pp > transformer.config.layers + 2:
             rejected.append(f"{where}: more stages than {transformer.name}'s "
-                            f"{transformer.config.layers} layers (a stage holds at least one)")
+                            f"{transformer.config.layers} layers, its embedding and its output "
+                            f"layer (a stage holds at least one of them)")
             continue
         try:
             step = transformer.decode(batches * ep, mean_ctx, tp=tp, ep=ep, link=link,

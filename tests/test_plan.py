@@ -100,7 +100,8 @@ def test_plan_training_refuses_an_unknown_precision():
 
 
 def test_a_pipeline_has_no_more_stages_than_layers():
-    # Llama 3 8B has 32 layers: on 128 chips pp = 64 and 128 are no configurations
+    # Llama 3 8B has 32 layers, an embedding and an output layer: on 128 chips pp = 64 and
+    # 128 are no configurations
     p = plan("llama-3-8b", "h100", chips=128, max_batch=8)
     assert p.configs and max(c.pp for c in p.configs) == 32
     assert any("tp=1, pp=64: more stages than llama-3-8b's 32 layers" in why

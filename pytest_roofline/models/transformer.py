@@ -504,13 +504,13 @@ class Transformer:
 
     def _train_plan(self, par: Any, dtype: object, link: str | None,
                     link_count: int | None) -> _Plan:
-        chunks = par.pp * par.virtual_stages
-        if chunks > self.config.layers:
+        chunks, most = par.pp * par.virtual_stages, self.config.layers + 2
+        if chunks > most:  # a chunk holds a layer, or the embedding or the output layer alone
             raise WorkloadError(f"train_step: pp={par.pp} x virtual_stages="
                                 f"{par.virtual_stages} = {chunks} pipeline chunks, but "
-                                f"{self.name} has {self.config.layers} layers: each chunk needs "
-                                f"at least one; allowed pp x virtual_stages <= "
-                                f"{self.config.layers}")
+                                f"{self.name} has {self.config.layers} layers: each chunk holds "
+                                f"at least one, or the embedding or the output layer alone; "
+                                f"allowed pp x virtual_stages <= {most}")
         plan = replace(self._plan(par.tp, dtype, None, None, True, link, link_count),
                              sp=par.sp and par.tp > 1)
         if par.ep > 1:
