@@ -166,7 +166,7 @@ def grid_of(text: str) -> list[str]:
     """The plot rows of a one-chip chart (between the header and the x axis)."""
     lines = text.splitlines()
     axis = next(i for i, line in enumerate(lines) if line.lstrip().startswith("+"))
-    return lines[1:axis]
+    return [line for line in lines[:axis] if line[6:8] == " |"]  # the title may take two
 
 
 def test_the_character_chart_has_the_asked_size_and_a_legend() -> None:
@@ -179,6 +179,19 @@ def test_the_character_chart_has_the_asked_size_and_a_legend() -> None:
     # letters run left to right: the memory-bound point first
     assert "  A  test_small" in text and "memory" in text
     assert "  B  test_big" in text and "compute" in text
+
+
+def test_the_character_chart_keeps_to_80_columns_at_its_default_size() -> None:
+    """72 x 20 cells and a 6-column y label make 80: the title and the x axis label wrap
+    rather than run past the grid, as a CI log of 80 columns would cut them."""
+    report = make_report([rec("t.py::test_big", 4096), rec("t.py::test_small", 32)])
+    lines = ascii_plot.render(report).splitlines()
+    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
+    assert lines[0] == "roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s, memory 3.35 TB/s,"
+    assert lines[1] == "  ridge 295.3 FLOP/B (^)"
+    assert any(line.endswith("   FLOP/B (DRAM)") for line in lines)
+    narrow = ascii_plot.render(report, width=64).splitlines()  # the ticks leave no room
+    assert max(len(line) for line in narrow) <= 80
 
 
 def test_points_sit_on_the_roof_characters() -> None:

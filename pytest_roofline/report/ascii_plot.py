@@ -25,6 +25,8 @@ from .rules import format_number
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _VERDICT = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "report": "report"}
 _Y_LABEL = 6  # characters of the y tick labels
+_X_LABEL = "   FLOP/B (DRAM)"  # after the x ticks, where it fits
+_LOG_WIDTH = 80  # columns of a CI log: no line is wider, unless the chart itself is
 
 
 def _power(exponent: int, unit: str = "") -> str:
@@ -44,7 +46,21 @@ def _row(value: float, lo: float, hi: float, height: int) -> int:
     return min(height - 1, max(0, int(position)))
 
 
-def _header(chart: Chart) -> str:
+def _header(chart: Chart, limit: int) -> list[str]:
+    """The chart's title: chip, roofs, bandwidth and ridge, wrapped at ", " to *limit*
+    columns (continuations indented)."""
+    words = _title(chart).split(", ")
+    lines = [words[0]]
+    for word in words[1:]:
+        if len(lines[-1]) + 2 + len(word) <= limit:
+            lines[-1] += ", " + word
+        else:
+            lines[-1] += ","
+            lines.append("  " + word)
+    return lines
+
+
+def _title(chart: Chart) -> str:
     used = [r for r in chart.roofs if r.used] or ([chart.top] if chart.top else [])
     roofs = ", ".join(f"{r.label} roof {si(r.peak, 'FLOP/s')}" for r in used if r is not None)
     parts = [f"roofline: {chart.hw}"]
@@ -104,7 +120,8 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
     for (row, col), mark in cells.items():
         grid[row][col] = mark
 
-    lines = [_header(chart)]
+    limit = max(_LOG_WIDTH, _Y_LABEL + 2 + width)  # no line wider than the chart or a CI log
+    lines = _header(chart, limit)
     decade_rows = {_row(10.0 ** e, y_lo, y_hi, height): e
                    for e in range(math.ceil(y_lo), math.floor(y_hi) + 1)}
     for row in range(height):
@@ -126,8 +143,11 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
         if 10 ** x_lo <= ridge <= 10 ** x_hi:
             axis[_column(ridge, x_lo, x_hi, width)] = "^"
     lines.append(" " * _Y_LABEL + " +" + "".join(axis))
-    lines.append(" " * (_Y_LABEL + 2) + "".join(ticks).rstrip() + "   FLOP/B (DRAM)")
-    lines.append(" " * _Y_LABEL + "   (y: attainable FLOP/s)")
+    tick_line = " " * (_Y_LABEL + 2) + "".join(ticks).rstrip()
+    if len(tick_line) + len(_X_LABEL) <= limit:
+        lines += [tick_line + _X_LABEL, " " * _Y_LABEL + "   (y: attainable FLOP/s)"]
+    else:  # the x label goes under the ticks, beside the y one
+        lines += [tick_line, " " * _Y_LABEL + f"   (x: {_X_LABEL.strip()}; y: attainable FLOP/s)"]
     lines.extend(legend)
     hidden = len(chart.points) - len(LETTERS)
     if hidden > 0:
