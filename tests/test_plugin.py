@@ -995,6 +995,42 @@ def test_a_chip_that_cannot_price_the_work_leaves_the_others_reported(
                                 "tpu-v5e": "skipped"}}
 
 
+def test_a_test_no_chip_can_price_still_has_its_rows(pytester: pytest.Pytester) -> None:
+    """A workload added in the body that none of the test's chips can price fails the test
+    and keeps an error row per chip (skipped under optional_hw), so that the test is not
+    missing from the summary and the JSON report; the marker's own such workload stays a
+    set-up error (docs/plugin.md)."""
+    pytester.makepyfile(test_none="""
+        import pytest
+        from pytest_roofline import ops
+
+        @pytest.mark.roofline(hw="tpu-v5e", regime="compute")
+        def test_alone(roofline):
+            roofline.add(ops.matmul(1024, 1024, 1024, dtype="fp16"))
+
+        @pytest.mark.roofline(hw="tpu-v5e", regime="compute", optional_hw=True)
+        def test_alone_optional(roofline):
+            roofline.add(ops.matmul(1024, 1024, 1024, dtype="fp16"))
+
+        @pytest.mark.roofline(hw="tpu-v5e", regime="compute",
+                              workload=ops.matmul(1024, 1024, 1024, dtype="fp16"))
+        def test_marker():
+            pass
+    """)
+    result = run(pytester, "--roofline-json=r.json", "--roofline-summary=all")
+    result.assert_outcomes(failed=2, errors=1)
+    result.stdout.fnmatch_lines_random([
+        "*test_alone *tpu-v5e*ERROR", "*lone_optional *tpu-v5e*skip",
+        "*roofline marker on test_marker: cannot analyze*fp16*",
+        "*no chip of the test can price the workload, so nothing was judged*"])
+    assert "Captured roofline call" not in result.stdout.str()  # no empty breakdown
+    from pytest_roofline.report.records import load_report
+
+    records = load_report(pytester.path / "r.json")["results"]
+    assert sorted((r["nodeid"].split("::")[1], r["outcome"], r["dtype"]) for r in records) == [
+        ("test_alone", "error", "fp16"), ("test_alone_optional", "skipped", "fp16")]
+
+
 def test_an_op_input_error_in_a_test_body_is_the_callers_line_and_one_message(
         pytester: pytest.Pytester) -> None:
     """attention(q, k, v) without layout= printed q, k and v in a 50-line traceback."""

@@ -108,10 +108,10 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             results = tuple(r for r in each if isinstance(r, Result))
             unpriced = [(chip.name, r) for chip, r in zip(expectation.hw, each, strict=True)
                         if isinstance(r, str)]
-            if not results:
-                return Judgement(f"roofline: {unpriced[0][1]}")
     except RooflineError as exc:
         return Judgement(f"roofline: {exc}")
+    if not results:  # no chip can price it: each still has its row in the reports
+        return _unpriced(expectation, workload, unpriced, None, alone=True)
     checks = evaluate(expectation, workload, results, flops_per_mac=flops_per_mac,
                       derate=derate, spread=spread)
     judged = []
@@ -140,17 +140,37 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             if is_faster(check.result, spread):
                 fields["measured_note"] = FASTER
         judged.append((hw, fields))
+    # the precision the other chips priced it in
+    return _unpriced(expectation, workload, unpriced, results[0].dtype, checks=checks,
+                     judged=judged)
+
+
+def _unpriced(expectation: Expectation, workload: Workload, unpriced: list[tuple[str, str]],
+              dtype: str | None, *, alone: bool = False, checks: tuple[Check, ...] = (),
+              judged: list[tuple[str, dict[str, Any]]] | None = None) -> Judgement:
+    """The judgement with an error row (``skipped`` under ``optional_hw``) for each chip
+    that cannot price the workload. When *alone* (no chip can), the test fails even where
+    every chip is optional: nothing was judged."""
+    judged = list(judged or [])
     failures = []
-    for chip, why in unpriced:  # an error row each; the other chips are judged as usual
+    if dtype is None:  # the precision the kernels name, as the ridge would take it
+        dtype = expectation.dtype or next(
+            (k.dtype for k in workload.kernels if k.unit == "matrix" and k.dtype), None)
+    for chip, why in unpriced:
         skipped = chip in expectation.optional_hw
-        judged.append((chip, {  # the precision the other chips priced it in
-            "workload": workload.name, "dtype": expectation.dtype or results[0].dtype,
+        judged.append((chip, {
+            "workload": workload.name, "dtype": dtype,
             "expected": expectation.expected, "outcome": "skipped" if skipped else "error",
             "message": why + (" (skipped: optional_hw)" if skipped else ""),
-            "expectation": label}))
-        if not skipped:
+            "expectation": expectation.label}))
+        if alone and not skipped:
+            failures.append(why)
+        elif not skipped:
             failures.append(f"{why}; the other chips are judged as usual (optional_hw= lets "
                             f"a chip that cannot price the workload be skipped)")
+    if alone and not failures:
+        failures.append(f"{unpriced[0][1]}; no chip of the test can price the workload, so "
+                        f"nothing was judged")
     return Judgement(None, checks, judged, tuple(failures))
 
 

@@ -96,6 +96,8 @@ class Runner:
             if judgement.error:
                 self.fail(item, f"roofline marker on {item.name}: "
                                 f"{judgement.error.removeprefix('roofline: ')}")
+            if not judgement.checks and judgement.unpriced:  # no chip can price it
+                self.fail(item, f"roofline marker on {item.name}: {judgement.unpriced[0]}")
             shared = judgement
         elif need_workload and not expectation.trace:
             self.fail(item, f"roofline marker on {item.name}: no workload: pass workload= "
@@ -241,7 +243,7 @@ class Runner:
 
             for hw, fields in records:
                 item.user_properties.extend(expand(hw, fields))
-        if failures or self.session.verbose:
+        if checks and (failures or self.session.verbose):  # no chip priced it: no breakdown
             from ..judging.verdict import breakdown
 
             item.add_report_section("call", "roofline", breakdown(checks))
