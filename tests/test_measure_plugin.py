@@ -176,3 +176,7 @@ def test_on_the_wrong_chip(roofline):
                                  "timed on this machine*analyze the workload on each without "
                                  "a measurement*"])
     assert "% of the roof" not in result.stdout.str()
+    # the test keeps its row in the reports: an error, with the reason and no figures
+    record = _records(pytester.path / "r.json")["test_on_the_wrong_chip"]
+    assert record["outcome"] == "error" and record.get("efficiency") is None
+    assert "is refused" in str(record["message"])

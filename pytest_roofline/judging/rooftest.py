@@ -26,7 +26,7 @@ from ..errors import RooflineError, WorkloadError
 from ..hardware import Hardware
 from ..workload import Knob, Workload, total
 from .marker import Expectation, MarkerError, _check_scalar
-from .verdict import Judgement, analyze_all, judge
+from .verdict import Judgement, analyze_all, analyze_each, judge
 
 if TYPE_CHECKING:
     from ..measuring.timing import Measurement
@@ -191,6 +191,15 @@ class RooflineTest:
 
         return program.with_(knob=Knob(knob.name, knob.value, build, knob.lo, knob.hi))
 
+    def _each(self, workload: Workload) -> list[Result | str]:
+        """The results the test saw (:attr:`results`), or, where a chip could not price the
+        measured workload (a measurement refused), each chip's Result or reason: every chip
+        keeps its row in the reports."""
+        if self._results is not None:
+            return list(self._results)
+        return analyze_each(self._expectation, workload, flops_per_mac=self._flops_per_mac,
+                            derate=self._derate, measured=self._timing())
+
     @property
     def results(self) -> tuple[Result, ...]:
         """The declared workload analyzed on each chip, in the order of :attr:`hardware`."""
@@ -237,7 +246,7 @@ class RooflineTest:
         if workload is not None and workload is self.workload and (
                 self._results is not None or self._measurements):
             return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
-                         derate=self._derate, analyzed=lambda: self.results,
+                         derate=self._derate, analyzed=lambda: self._each(workload),
                          spread=self.spread, other_cores=self._other_cores()), crosscheck
         return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
                      derate=self._derate), crosscheck

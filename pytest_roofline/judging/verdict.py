@@ -89,7 +89,7 @@ class Judgement:
 
 def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac: int = 2,
           derate: float = 1.0,
-          analyzed: Callable[[], Sequence[Result]] | None = None,
+          analyzed: Callable[[], Sequence[Result | str]] | None = None,
           spread: float = 0.0, other_cores: float | None = None) -> Judgement:
     """Analyze *workload* on the expectation's chips (or take *analyzed*'s results) and
     judge it. Problems that stop the analysis become :attr:`Judgement.error`. *spread* is
@@ -100,14 +100,11 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
                          "the test, or pass workload= or flops=/bytes= to the marker")
     unpriced: list[tuple[str, str]] = []  # (chip, why) of the chips that cannot price it
     try:
-        if analyzed is not None:
-            results = tuple(analyzed())
-        else:
-            each = analyze_each(expectation, workload, flops_per_mac=flops_per_mac,
-                                derate=derate)
-            results = tuple(r for r in each if isinstance(r, Result))
-            unpriced = [(chip.name, r) for chip, r in zip(expectation.hw, each, strict=True)
-                        if isinstance(r, str)]
+        each = list(analyzed()) if analyzed is not None else analyze_each(
+            expectation, workload, flops_per_mac=flops_per_mac, derate=derate)
+        results = tuple(r for r in each if isinstance(r, Result))
+        unpriced = [(chip.name, r) for chip, r in zip(expectation.hw, each, strict=True)
+                    if isinstance(r, str)]
     except RooflineError as exc:
         return Judgement(f"roofline: {exc}")
     if not results:  # no chip can price it: each still has its row in the reports
