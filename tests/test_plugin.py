@@ -310,9 +310,15 @@ def test_fixture_declares_workloads_and_gives_results(suite: pytest.Pytester,
 
         def test_bad_add(roofline):
             roofline.add(42)
+
+        def test_lookup_by_a_non_name(roofline):
+            roofline.add(flops=1, bytes=1)
+            with pytest.raises(LookupError, match="a chip is looked up by name .such as "
+                                                  "'toychip'., got int"):
+                roofline[3]
     """)
     result = run(suite, "--roofline-hw=toychip", "--roofline-summary=all")
-    result.assert_outcomes(passed=3, failed=3)
+    result.assert_outcomes(passed=4, failed=3)
     result.stdout.fnmatch_lines_random([
         "roofline: expected compute-bound on toychip (bf16), but intensity 1 FLOP/B < ridge "
         "100.0 FLOP/B: memory-bound.",

@@ -218,6 +218,9 @@ class RooflineTest:
         results = self.results
         if hw is None:
             return results[0]
+        if not isinstance(hw, str):
+            raise LookupError(f"roofline[{hw!r}]: a chip is looked up by name (such as "
+                              f"{self.hardware[0].name!r}), got {type(hw).__name__}")
         wanted = hw.lower()
         for chip, result in zip(self.hardware, results, strict=True):
             if wanted == chip.name or wanted in chip.aliases:
