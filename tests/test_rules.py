@@ -61,6 +61,11 @@ def test_a_rule_prints_as_written_and_equal_rules_compare_equal() -> None:
         ("time:fast", "cannot parse 'fast'"),
         ("bytes:2 TFLOP/s", "not a data size"),
         ("time:5 GB", "not a time"),
+        # efficiency is at most 1 (100% of the roof): a fall of 2 never happens, so the
+        # rule would never fire; 2% was meant
+        ("efficiency:2", "'efficiency:2%'"),
+        ("efficiency:1", "a fall of 1 points of roof never happens"),
+        ("time:inf%", "'inf%' is not a percentage"),
     ],
 )
 def test_a_bad_rule_names_itself_and_the_grammar(text: str, says: str) -> None:

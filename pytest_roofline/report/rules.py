@@ -209,7 +209,17 @@ def parse_rule(text: str) -> Rule:
         if not plain:
             raise RuleError(f"bad compare rule {text!r}: limit {limit!r} is neither a "
                             f"percentage nor a number of FLOP/B. {GRAMMAR}")
-        return _rule(text, name, float(plain.group(1)), relative=False, written=written)
+        value = float(plain.group(1))
+        if name == "efficiency" and value >= 1:  # a fraction of the roof, at most 1
+            raise RuleError(f"bad compare rule {text!r}: an efficiency limit without '%' is "
+                            f"points of roof as a fraction (0.05 = 5 points), and a fall of "
+                            f"{limit} points of roof never happens, so the rule would never "
+                            f"fire: '{name}:{limit}%' (a share of the baseline value) or "
+                            f"'{name}:{value / 100:g}' ({limit} points). {GRAMMAR}")
+        return _rule(text, name, value, relative=False, written=written)
+    if limit.endswith("%"):  # a percent sign after something that is not a number
+        raise RuleError(f"bad compare rule {text!r}: {limit!r} is not a percentage; expected "
+                        f"a number before '%' such as '5%'. {GRAMMAR}")
     if _NUMBER.match(limit):
         # a bare number of seconds or bytes reads as a share to most people, and a limit
         # of 5 s never fires on a microsecond kernel: the unit is asked for
