@@ -20,8 +20,10 @@ Rules (the same for every caller, deterministic on any machine):
   passed straight to the next kernel that fits in the chip's largest on-chip memory). Where
   the spec publishes that memory's bandwidth, every byte the kernel moves (off-chip and kept)
   also crosses it, and the memory time is the larger of the two (a hierarchical roofline).
-* ``ridge`` is the matrix-unit peak of the precision in force over the memory bandwidth
-  (for fp32 on a chip whose matrix units have no fp32 path, the fp32 vector peak).
+* ``ridge`` is the matrix-unit peak of the precision the matrix work is priced in (that of
+  the matrix kernel with the most FLOPs; *dtype* only where no matrix kernel names one) over
+  the memory bandwidth (for fp32 on a chip whose matrix units have no fp32 path, the fp32
+  vector peak), so the ridge and the times never disagree.
 * FLOP convention: 2 FLOPs per multiply-accumulate (the vendors'). ``flops_per_mac=1`` halves
   every FLOP count and every peak alike, so intensities and ridges halve while times and
   regimes do not change.
@@ -387,7 +389,8 @@ def analyze(
     """The roofline of *workload* on *hw* (a Hardware, a name or a spec path).
 
     *dtype* is the precision of kernels that name none (default: the chip's default, bf16 on
-    most). Kernels that name a precision keep it. *measured* (s, or anything with a ``time``
+    most), and of the ridge only where no matrix kernel names one. Kernels that name a
+    precision keep it. *measured* (s, or anything with a ``time``
     in s such as a ``Measurement``) sets ``Result.measured`` and ``Result.efficiency``. A
     Measurement timed on this machine is set only against this machine (a calibration such
     as ``host``, or a chip it holds): any other chip is a RooflineError saying why. See the
@@ -454,8 +457,13 @@ def analyze(
             "onchip_bytes": row.kept, "epilogue_of": kernel.epilogue_of}))
     kernels = tuple(results)
 
-    ridge_dtype = dtype if dtype is not None else _main_dtype(workload)
-    ridge_label, ridge_peak = chip.peak_key(ridge_dtype, "matrix", sparse)
+    # the precision the matrix work is priced in: its kernels' own, the analysis's dtype only
+    # for kernels that name none, so that the ridge and the times never disagree
+    main = _main_dtype(workload)
+    if main is not None and dtype is not None:
+        chip.peak_key(dtype, "matrix", sparse)  # a dtype no kernel takes is still checked
+    ridge_label, ridge_peak = chip.peak_key(dtype if main is None else main, "matrix",
+                                            sparse)
     ridge_peak *= scale
     footprint = workload.footprint
     capacity = chip.memory_capacity

@@ -15,6 +15,7 @@ from pytest_roofline import (
     analyze,
     crossover,
     list_hardware,
+    ops,
 )
 from pytest_roofline import get_hardware as hw
 
@@ -143,6 +144,21 @@ def test_dtype_argument_applies_to_kernels_that_name_none() -> None:
     assert analyze(raw, "h100").dtype == "bf16"  # the chip's default
     with pytest.raises(LookupError, match="no dense fp8 peak"):
         analyze(raw, "a100", dtype="fp8")
+
+
+def test_the_ridge_is_that_of_the_precision_the_matrix_work_is_priced_in() -> None:
+    """A bf16 matmul analyzed with dtype="fp8" keeps its bf16 price, and so does its ridge:
+    h100-sxm's dense bf16 peak over its bandwidth, 989.4 TFLOP/s / 3.35 TB/s = 295.3 FLOP/B
+    (datasheet figures in specs/hardware/h100-sxm.yaml), not the fp8 ridge of 590.7, which
+    would call an intensity of 364.4 (2*400*8192*8192 / (2*(400*8192*2 + 8192*8192)) bytes)
+    memory-side while its time is compute-bound."""
+    work = ops.matmul(400, 8192, 8192)
+    result = analyze(work, "h100", dtype="fp8")
+    assert result.ridge == pytest.approx(989.4e12 / 3.35e12, rel=1e-3)
+    assert result.dtype == "bf16" and result.regime == "compute"
+    assert (result.intensity > result.ridge) == (result.regime == "compute")
+    assert analyze(ops.matmul(400, 8192, 8192, dtype="fp8"), "h100").ridge == pytest.approx(
+        1978.9e12 / 3.35e12, rel=1e-3)
 
 
 def test_sparse_peaks_only_when_asked() -> None:
