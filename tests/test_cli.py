@@ -140,6 +140,13 @@ def test_sweep_reports_where_the_regime_changes() -> None:
                                                  "9:1", "--k", "8", "--n", "8", "--hw", "h100"))
 
 
+def test_the_swept_parameter_is_not_required_and_its_help_says_so() -> None:
+    swept = cli("sweep", "matmul", "--param", "m", "--range", "1:64", "--help").stdout
+    assert "[--m VALUE]" in swept and "swept by --range" in swept
+    plain = cli("sweep", "matmul", "--help").stdout
+    assert "[--m VALUE]" not in plain and "swept by --range" not in plain
+
+
 def test_sweep_says_where_the_footprint_stops_fitting() -> None:
     # llama-3-8b decode with a 4096-token context: 16 GB of bf16 weights plus a KV cache of
     # 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B = 128 KiB per token, 512 MiB per

@@ -84,9 +84,11 @@ def needed_sizes(func: Callable[..., Any]) -> set[str]:
 
 
 def add_signature_options(parser: argparse.ArgumentParser, func: Callable[..., Any],
-                          skip: Sequence[str] = (), *, phase: str | None = None) -> list[str]:
+                          skip: Sequence[str] = (), *, phase: str | None = None,
+                          swept: str | None = None) -> list[str]:
     """One option per parameter of *func*; returns the names added. With *phase* (the help
-    of another phase than the one parsed) nothing is required, and the help says when."""
+    of another phase than the one parsed) nothing is required, and the help says when; the
+    *swept* parameter takes its values from ``--range`` and is not required either."""
     added: list[str] = []
     needed = needed_sizes(func)
     for name, param in inspect.signature(func).parameters.items():
@@ -107,6 +109,8 @@ def add_signature_options(parser: argparse.ArgumentParser, func: Callable[..., A
                 "optional" if param.default is None else f"optional (default: {param.default})")
             if required and phase is not None:
                 required, text = False, f"required with --phase {phase}"
+            elif name == swept:
+                required, text = False, "swept by --range"
             parser.add_argument(*flags, dest=name, type=convert, default=argparse.SUPPRESS,
                                 required=required, metavar="VALUE",
                                 help=text.replace("%", "%%"))
@@ -220,7 +224,8 @@ class _Target:
         print(text, file=sys.stdout if full else sys.stderr)
         raise SystemExit(EXIT_OK if full else EXIT_USAGE)
 
-    def parser(self, command: str, skip: Sequence[str] = ()) -> argparse.ArgumentParser:
+    def parser(self, command: str, skip: Sequence[str] = (),
+               swept: str | None = None) -> argparse.ArgumentParser:
         doc = inspect.getdoc(self.func) or ""
         parser = Parser(
             prog=f"{PROG} {command} {self.kind}" + (f" {self.title}" if self.phase else ""),
@@ -228,7 +233,7 @@ class _Target:
         if self.phase is not None:
             parser.add_argument("--phase", default=self.phase, help="the model phase")
         analysis_options(parser)
-        self.params = add_signature_options(parser, self.func, skip)
+        self.params = add_signature_options(parser, self.func, skip, swept=swept)
         if self.phase is not None and getattr(self, "every_phase", False):
             shown = set(self.params)
             for phase in self.phases:
@@ -398,10 +403,7 @@ def cmd_sweep(argv: Sequence[str]) -> int:
     pre = Parser(add_help=False, prog=f"{PROG} sweep")
     pre.add_argument("--param")
     known, _ = pre.parse_known_args(target.rest)
-    parser = target.parser("sweep", skip=())
-    for action in parser._actions:  # the swept parameter takes its values from --range
-        if known.param and action.dest == known.param:
-            action.required = False
+    parser = target.parser("sweep", skip=(), swept=known.param)
     parser.add_argument("--param", required=True, help="the parameter to sweep")
     parser.add_argument("--range", dest="span", required=True, metavar="LOW:HIGH",
                         help="inclusive range of whole numbers, e.g. 1:4096")
