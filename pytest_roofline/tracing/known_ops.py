@@ -95,15 +95,22 @@ def _window(args: tuple[Any, ...], at: int) -> tuple[int, int]:
             int(args[at + 1]) if len(args) > at + 1 else -1)
 
 
-def flash_forward(q: Any, k: Any, v: Any, dropout_p: float = 0.0, softmax_scale: Any = None,
-                  causal: bool = False, *rest: Any, **kw: Any) -> Workload:
+def _flash_pairs(q: Any, k: Any, causal: object, rest: tuple[Any, ...],
+                 kw: dict[str, Any]) -> float:
+    """The (query, key) pairs a dense flash-attn call scores: batch x heads x the pairs its
+    causal mask and window (keywords, or the positional pair after ``causal``) leave."""
     left, right = kw.get("window_size_left", -1), kw.get("window_size_right", -1)
     if rest:
         left, right = _window(rest, 0)
     batch, q_len, heads = int(q.shape[0]), int(q.shape[1]), int(q.shape[2])
-    scored = batch * heads * pairs(q_len, int(k.shape[1]), causal=bool(causal), left=left,
-                                   right=right)
-    lse = batch * heads * q_len * 4.0
+    return batch * heads * pairs(q_len, int(k.shape[1]), causal=bool(causal), left=left,
+                                 right=right)
+
+
+def flash_forward(q: Any, k: Any, v: Any, dropout_p: float = 0.0, softmax_scale: Any = None,
+                  causal: bool = False, *rest: Any, **kw: Any) -> Workload:
+    scored = _flash_pairs(q, k, causal, rest, kw)
+    lse = int(q.shape[0]) * int(q.shape[2]) * int(q.shape[1]) * 4.0  # fp32, per query and head
     return _attention("flash_attn_forward", scored, q, v, _nbytes(q, k, v, q) + lse)
 
 
@@ -111,12 +118,7 @@ def flash_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, dq: An
                    dk: Any = None, dv: Any = None, dropout_p: float = 0.0,
                    softmax_scale: Any = None, causal: bool = False, *rest: Any,
                    **kw: Any) -> Workload:
-    left, right = kw.get("window_size_left", -1), kw.get("window_size_right", -1)
-    if rest:
-        left, right = _window(rest, 0)
-    batch, q_len, heads = int(q.shape[0]), int(q.shape[1]), int(q.shape[2])
-    scored = batch * heads * pairs(q_len, int(k.shape[1]), causal=bool(causal), left=left,
-                                   right=right)
+    scored = _flash_pairs(q, k, causal, rest, kw)
     moved = _nbytes(dout, q, k, v, out, lse) + _nbytes(q, k, v)  # dQ, dK, dV written
     return _backward("flash_attn_backward", scored, q, v, moved)
 
