@@ -75,10 +75,49 @@ def test_a_tp8_decode_step_pays_one_latency_per_all_reduce():
     assert with_latency.t_network - without.t_network == pytest.approx(162 * LAT, rel=1e-9)
 
 
-def test_built_in_links_publish_no_latency():
-    for name in ("h100", "tpu-v5e", "mi300x"):
+# Published per-step latencies, in s: NCCL's src/graph/tuning.cc default hwLatencies for the
+# LL protocol (ring), its lowest: NVLink 0.6 us, PCI 1.0 us, NET 2.7 us; the scaling book's
+# "typically around 1us" per ICI hop (part 3, a note on ICI latency).
+PUBLISHED_LATENCY = {"nvlink": 0.6e-6, "pcie": 1.0e-6, "ib": 2.7e-6, "ici": 1.0e-6}
+LATENCY_SOURCES = {"nvlink": "nccl_tuning", "pcie": "nccl_tuning", "ib": "nccl_tuning",
+                   "ici": "scaling_book_sharding"}
+
+
+def _raw_links(name: str) -> dict:
+    import yaml
+
+    from pytest_roofline.hardware import builtin_spec_dir
+    return yaml.safe_load((builtin_spec_dir() / f"{name}.yaml").read_text())["links"]
+
+
+@pytest.mark.parametrize("name", ["h100", "h100-pcie", "b200", "gb300", "b300", "rtx-5090",
+                                  "l4", "tpu-v5e", "tpu-v7"])
+def test_built_in_links_carry_the_published_per_step_latency(name):
+    chip = get_hardware(name)
+    raw = _raw_links(chip.name)
+    for link in chip.links.values():
+        if link.name in ("pcie", "dcn") and chip.vendor == "Google":
+            assert link.latency == 0 and link.latency_kind == "unpublished"
+            continue
+        assert link.latency == pytest.approx(PUBLISHED_LATENCY[link.name], rel=1e-12)
+        assert link.latency_kind == "published"
+        assert raw[link.name]["latency_source"] == LATENCY_SOURCES[link.name]
+        assert "http" in chip.sources[LATENCY_SOURCES[link.name]]
+
+
+def test_links_without_a_published_latency_stay_unpublished():
+    # AMD's Infinity Fabric, AWS's NeuronLink and Gaudi's RoCE: no per-step figure is published
+    for name in ("mi300x", "mi355x", "trainium2", "trn3", "gaudi3"):
         for link in get_hardware(name).links.values():
             assert link.latency == 0 and link.latency_kind == "unpublished"
+
+
+def test_a_published_latency_prices_each_step_of_a_collective():
+    # A ring all-reduce of 8 bf16 elements on 8 H100s: 14 sequential steps of 0.6 us over NVLink
+    # dwarf the 28 link bytes (28 / 450e9 s)
+    r = analyze(ops.all_reduce(8, N, algorithm="ring"), "h100")
+    assert r.t_network == pytest.approx(2 * 16 * 7 / 8 / BW + 14 * 0.6e-6, rel=1e-9)
+    assert r.notes == ()  # a published latency is a physical minimum: no caveat
 
 
 def _spec(**link):

@@ -23,11 +23,102 @@ REQUIRED_CHIPS = [
 ]
 
 
+NEW_CHIPS = ["b300", "gb300", "gb200", "mi325x", "mi350x", "mi355x", "h20", "rtx-4090",
+             "rtx-5090", "tpu-v7", "trainium3"]
+
+
 def test_at_least_the_required_chips_are_built_in() -> None:
     names = list_hardware()
     assert set(REQUIRED_CHIPS) <= set(names)
+    assert set(NEW_CHIPS) <= set(names)
     assert {"gaudi3", "trainium2"} & set(names)
-    assert len(names) >= 16
+    assert len(names) >= 29
+
+
+# Each new chip's main dense peak and memory, as its cited source states them (tolerance 1e-9:
+# the file must hold the figure itself, not a rounding of it):
+#   name        dtype  dense peak  memory BW  where the figure comes from
+NEW_CHIP_FIGURES = [
+    # NVIDIA HGX B300 table: FP16/BF16 36 PFLOPS with sparsity per 8 GPUs -> 2.25 dense each;
+    # Blackwell Ultra architecture post: 8 TB/s
+    ("b300", "bf16", 2250e12, 8e12),
+    # NVIDIA GB300 NVL72 table: FP16/BF16 360 PFLOPS with sparsity per 72 GPUs -> 2.5 dense
+    ("gb300", "bf16", 2500e12, 8e12),
+    # NVIDIA GB300 NVL72 table: FP4 1,080 PFLOPS dense per 72 GPUs (the post's "15 PFLOPS")
+    ("gb300", "fp4", 15000e12, 8e12),
+    # NVIDIA GB200 NVL72 table: FP16/BF16 360 PFLOPS sparse, 576 TB/s per 72 GPUs
+    ("gb200", "bf16", 2500e12, 8e12),
+    # AMD MI325X specifications: FP16/BF16 1,307.4 TFLOPS dense, 6 TB/s HBM3E
+    ("mi325x", "bf16", 1307.4e12, 6e12),
+    # AMD MI350X: 256 CUs x 2.2 GHz x 4,096 FLOP/clock = 2,306.9 TFLOPS; 8 TB/s
+    ("mi350x", "bf16", 2306.9e12, 8e12),
+    # AMD MI355X: 256 CUs x 2.4 GHz x 4,096 FLOP/clock = 2,516.6 TFLOPS; 8 TB/s
+    ("mi355x", "bf16", 2516.6e12, 8e12),
+    # NVIDIA H20 product brief as reported: FP16/BF16 148 TFLOPS dense, 4.0 TB/s
+    ("h20", "bf16", 148e12, 4e12),
+    # Ada whitepaper appendix, RTX 4090: BF16 (FP32 accumulate) 165.2 TFLOPS, 1,008 GB/s
+    ("rtx-4090", "bf16", 165.2e12, 1008e9),
+    # RTX Blackwell whitepaper appendix, RTX 5090: BF16 (FP32 accumulate) 209.5, 1,792 GB/s
+    ("rtx-5090", "bf16", 209.5e12, 1792e9),
+    # Google Cloud TPU7x table: bf16 2,307 TFLOPs per chip; JAX's table 7.40e12 B/s
+    ("tpu-v7", "bf16", 2307e12, 7.4e12),
+    ("tpu-v7", "fp8", 4614e12, 7.4e12),
+    # AWS Neuron Trainium3 page: 671 BF16 and 2,517 MXFP8 TFLOPS, 4.9 TB/s
+    ("trainium3", "bf16", 671e12, 4.9e12),
+    ("trainium3", "fp8", 2517e12, 4.9e12),
+]
+
+
+@pytest.mark.parametrize(("name", "dtype", "peak", "bandwidth"), NEW_CHIP_FIGURES)
+def test_new_chips_hold_their_cited_dense_peak(name: str, dtype: str, peak: float,
+                                                 bandwidth: float) -> None:
+    hw = get_hardware(name)
+    assert hw.peak(dtype) == pytest.approx(peak, rel=1e-9)
+    assert hw.bandwidth == pytest.approx(bandwidth, rel=1e-9)
+    assert hw.onchip, "every built-in chip lists its on-chip memory"
+
+
+@pytest.mark.parametrize(("alias", "canonical"), [
+    ("b300", "b300"), ("GB300", "gb300"), ("gb200", "gb200"), ("mi325x", "mi325x"),
+    ("MI350X", "mi350x"), ("mi355x", "mi355x"), ("h20", "h20"), ("rtx-4090", "rtx-4090"),
+    ("4090", "rtx-4090"), ("RTX5090", "rtx-5090"), ("tpu-v7", "tpu-v7"),
+    ("ironwood", "tpu-v7"), ("tpu7x", "tpu-v7"), ("trn3", "trainium3")])
+def test_new_chip_names_and_aliases_resolve(alias: str, canonical: str) -> None:
+    assert get_hardware(alias).name == canonical
+
+
+def test_sparse_peaks_are_kept_apart_on_the_new_chips() -> None:
+    # Vendors headline "with sparsity" figures; the default peak is the dense one, half of it
+    for name in ("b300", "gb300", "gb200", "mi325x", "mi355x", "rtx-5090"):
+        hw = get_hardware(name)
+        assert hw.peak("bf16", sparse=True) == pytest.approx(2 * hw.peak("bf16"), rel=1e-3)
+
+
+def test_unpublished_figures_are_left_out_not_zero() -> None:
+    # Blackwell Ultra's INT8 is not stated dense: int8 matrix work is refused, never priced at 0
+    for name in ("b300", "gb300"):
+        hw = get_hardware(name)
+        assert "int8" not in hw.matrix
+        with pytest.raises(UnsupportedPrecisionError):
+            hw.peak("int8")
+    # No VPU or Vector Engine peak is published for TPU7x or Trainium3: vector work runs at the
+    # matrix peak (an upper bound on the vector units), named as such
+    for name in ("tpu-v7", "trainium3"):
+        hw = get_hardware(name)
+        assert not hw.vector and hw.vector_fallback == "matrix"
+        assert hw.peak_key("bf16", unit="vector") == ("matrix:bf16", hw.matrix["bf16"])
+
+
+def test_packed_16_bit_vector_peaks_on_hopper_and_blackwell() -> None:
+    # Packed HFMA2 runs FP16/BF16 at twice the FP32 rate on the CUDA cores of Hopper (H100
+    # whitepaper: 133.8 vs 66.9 TFLOPS) and datacenter Blackwell (150 vs 75 on B200)
+    for name in ("h100", "h200", "h20", "b200", "gb200", "b300", "gb300"):
+        hw = get_hardware(name)
+        assert hw.vector["bf16"] == pytest.approx(2 * hw.vector["fp32"], rel=1e-3), name
+    # GeForce Ada and Blackwell run them at the FP32 rate
+    for name in ("rtx-4090", "rtx-5090"):
+        hw = get_hardware(name)
+        assert hw.vector["bf16"] == hw.vector["fp32"]
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in builtin_spec_dir().glob("*.yaml")))
