@@ -93,14 +93,16 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     import importlib
 
-    importlib.import_module(".measuring", __name__)  # registers this machine's calibrations
+    if name not in _WHERE and name not in ("ops", "models", "fusion"):
+        # not a public name: `from . import dtypes` asks here before it imports the submodule,
+        # so nothing may be imported on the way to this error
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import measuring  # noqa: F401  (registers this machine's calibrations)
 
     if name in ("ops", "models", "fusion"):
         value: Any = importlib.import_module(f".{name}", __name__)
-    elif name in _WHERE:
-        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
     else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
     globals()[name] = value
     return value
 

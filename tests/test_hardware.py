@@ -406,3 +406,20 @@ def test_a_bad_per_thread_memory_table_names_the_field(tmp_path: Path, table: st
     catalog, path = _catalog_with(tmp_path, text)
     with pytest.raises(SpecError, match=message):
         catalog.get(str(path))
+
+
+def test_the_check_of_this_machine_is_registered_by_the_measuring_package(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine names no module above it: ``measuring`` registers the check that a time
+    measured here is set only against this machine; without one, a measurement taken here is
+    refused, never waved through."""
+    import pytest_roofline.measuring  # noqa: F401
+    from pytest_roofline.hardware import resolvers
+    from pytest_roofline.measuring import here
+
+    h100 = get_hardware("h100")
+    assert resolvers.MEASURABLE
+    assert resolvers.foreign_to_this_machine(h100) == here.foreign(h100)
+    monkeypatch.setattr(resolvers, "MEASURABLE", [])
+    reason = resolvers.foreign_to_this_machine(h100)
+    assert reason is not None and "pytest_roofline.measuring" in reason

@@ -456,3 +456,29 @@ def test_hf_config_window_only_when_used() -> None:
                                     "tiny-mistral")
     assert qwen.sliding_window is None
     assert mistral.sliding_window == 4096
+
+
+def test_a_phase_checks_its_options_once_into_one_value() -> None:
+    """PhaseOptions.of turns what a user writes into checked values (the errors name the
+    argument); the constructor refuses what is not already in that form, so a phase holding
+    one never checks again (its batch knob rebuilds from the same options)."""
+    import numpy as np
+
+    from pytest_roofline.models.transformer import PhaseOptions
+
+    options = PhaseOptions.of("decode", tp=np.int64(2), dtype="bfloat16", kv_dtype="fp8")
+    assert (options.tp, options.dtype, options.kv_dtype, options.ep) == (2, "bf16", "fp8", 1)
+    for bad, message in ((dict(tp=0), "tp must be a whole number >= 1"),
+                         (dict(dtype="bfloat16"), "dtype: unknown precision 'bfloat16'"),
+                         (dict(fused=1), "fused must be True or False"),
+                         (dict(overlap="half"), "overlap must be one of 'none', 'full'"),
+                         (dict(fusion="all"), "fusion must be one of")):
+        with pytest.raises(WorkloadError, match=message):
+            PhaseOptions(**bad)  # type: ignore[arg-type]
+    with pytest.raises(WorkloadError, match="decode: overlap must be one of"):
+        PhaseOptions.of("decode", overlap="half")
+    model = models.load("llama-3-8b")
+    step = model.decode(4, 1024, tp=2, kv_dtype="fp8", overlap="full")
+    assert step.knob is not None
+    assert step.knob.build(16).name == model.decode(16, 1024, tp=2, kv_dtype="fp8",
+                                                    overlap="full").name

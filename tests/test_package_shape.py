@@ -79,3 +79,33 @@ def test_every_subpackage_is_installed() -> None:
     found = {".".join(p.parent.relative_to(PACKAGE.parent).parts)
              for p in PACKAGE.rglob("__init__.py")}
     assert found <= listed, f"not installed: {sorted(found - listed)}"
+
+
+def test_every_module_imports_first_in_a_fresh_process() -> None:
+    """Each module of the package can be the first one a process imports: an import circle
+    that only bites in one order (``import pytest_roofline.hardware`` once failed so, through
+    the package's lazy public names) fails here. One interpreter, the package's modules
+    dropped from ``sys.modules`` before each import, so each starts from nothing."""
+    import subprocess
+    import sys
+
+    code = """
+import pkgutil, sys
+import pytest_roofline
+names = [m.name for m in pkgutil.walk_packages(pytest_roofline.__path__, "pytest_roofline.")]
+failed = []
+for name in ["pytest_roofline", *names]:
+    for loaded in [m for m in sys.modules if m.split(".")[0] == "pytest_roofline"]:
+        del sys.modules[loaded]
+    try:
+        __import__(name)
+    except ImportError as exc:
+        failed.append(f"{name}: {exc}")
+print(len(names))
+print("\\n".join(failed))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    count, *failed = out.stdout.strip().split("\n")
+    assert int(count) > 80, out.stdout  # every module was tried
+    assert not [f for f in failed if f], failed

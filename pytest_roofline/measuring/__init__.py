@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..hardware import Hardware, register_resolver
+from ..hardware import Hardware, register_measurable, register_resolver
 
 if TYPE_CHECKING:
     from .timing import MeasureError, Measurement, Timer, measure
@@ -36,7 +36,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-
 def _calibrated(name: str) -> Hardware | None:
     """The calibrated chip for ``host``/``cuda[:N]`` (:func:`.calibration.resolve`)."""
     from .calibration import resolve
@@ -45,3 +44,13 @@ def _calibrated(name: str) -> Hardware | None:
 
 
 register_resolver(r"host|cuda(?:[:-]\d+)?", _calibrated)
+
+
+def _foreign(chip: Hardware) -> str | None:
+    """Why a time measured here cannot be set against *chip* (:func:`.here.foreign`)."""
+    from .here import foreign
+
+    return foreign(chip)
+
+
+register_measurable(_foreign)

@@ -1,0 +1,62 @@
+"""Chips made on demand, and the check of what this machine may be measured against.
+
+Both are filled by the package that can answer them, when it is imported: the engine imports
+none of them and names none of them by string. ``pytest_roofline.measuring`` registers the
+calibrations of this machine (``host``, ``cuda:N``, measured on first use) and the check that a
+time measured here is set only against this machine; the package, its plugin and its command
+line import it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .chip import Hardware
+
+#: Chips whose spec is made on demand, not read from a file: a name pattern (a regular
+#: expression matched against the whole lower-case name) -> a function taking the name and
+#: returning a Hardware (or None). Filled by :func:`register_resolver`.
+RESOLVERS: dict[str, Callable[[str], Hardware | None]] = {}
+
+#: The check that a time measured on this machine may be set against a chip (returning the
+#: reason it may not, or None), registered by :func:`register_measurable`.
+MEASURABLE: list[Callable[[Hardware], str | None]] = []
+
+
+def register_resolver(pattern: str, resolve: Callable[[str], Hardware | None]) -> None:
+    """Make the names matching *pattern* (a regular expression, matched against the whole
+    lower-case name) chips made on demand by *resolve*."""
+    re.compile(pattern)  # a bad pattern fails here, not at the first lookup
+    RESOLVERS[pattern] = resolve
+
+
+def register_measurable(check: Callable[[Hardware], str | None]) -> None:
+    """Make *check* the judge of which chips a time measured on this machine may be set
+    against (it returns why not, or None); a later registration replaces an earlier one."""
+    MEASURABLE[:] = [check]
+
+
+def foreign_to_this_machine(chip: Hardware) -> str | None:
+    """Why a call timed on this machine cannot be set against *chip* (None: it can)."""
+    if not MEASURABLE:
+        return ("no check of this machine is loaded (import pytest_roofline.measuring, which "
+                "made the measurement)")
+    return MEASURABLE[0](chip)
+
+
+def is_dynamic(name: str) -> bool:
+    """Whether *name* is one the catalog makes on demand (a calibration such as ``host``)."""
+    return any(re.fullmatch(p, name.lower()) for p in RESOLVERS)
+
+
+def made_on_demand(name: str) -> Hardware | None:
+    """The chip a registered resolver makes for *name* (lower case), or None."""
+    for pattern, resolve in RESOLVERS.items():
+        if not re.fullmatch(pattern, name):
+            continue
+        chip = resolve(name)
+        if chip is not None:
+            return chip
+    return None
+
