@@ -81,7 +81,7 @@ def test_new_chips_hold_their_cited_dense_peak(name: str, dtype: str, peak: floa
 @pytest.mark.parametrize(("alias", "canonical"), [
     ("b300", "b300"), ("GB300", "gb300"), ("gb200", "gb200"), ("mi325x", "mi325x"),
     ("MI350X", "mi350x"), ("mi355x", "mi355x"), ("h20", "h20"), ("rtx-4090", "rtx-4090"),
-    ("4090", "rtx-4090"), ("RTX5090", "rtx-5090"), ("tpu-v7", "tpu-v7"),
+    ("RTX4090", "rtx-4090"), ("RTX5090", "rtx-5090"), ("tpu-v7", "tpu-v7"),
     ("ironwood", "tpu-v7"), ("tpu7x", "tpu-v7"), ("trn3", "trainium3")])
 def test_new_chip_names_and_aliases_resolve(alias: str, canonical: str) -> None:
     assert get_hardware(alias).name == canonical

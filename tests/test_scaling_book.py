@@ -113,9 +113,12 @@ def test_two_chip_network_roofline(chip):
     #   T_comms = 2·B·F / W   (the bf16 partial sums [B,F]; a 2-device ring all-reduce sends
     #             2·(N-1)/N x 2BF bytes = 2BF)
     # compute-bound when B·D·F / peak > 2·B·F / W  <=>  D > 2·peak / W = 8755.6:
-    # B cancels; the per-chip contraction D/2 must exceed peak / W = 4377.8.
+    # B cancels; the per-chip contraction D/2 must exceed peak / W = 4377.8. The built-in chip's
+    # ICI link also waits the book's ~1 us per hop once (one step, `auto`): T_comms gains L, so
+    # D/2 must exceed peak / W + L·peak / (2·B·F), one more at these sizes.
     hw = chip if isinstance(chip, Hardware) else get_hardware(chip)
-    peak, w_ici = hw.peak("bf16"), hw.link("ici").bandwidth
+    ici = hw.link("ici")
+    peak, w_ici, latency = hw.peak("bf16"), ici.bandwidth, ici.latency
     critical_d = 2 * peak / w_ici
     assert critical_d == pytest.approx(8755.6, rel=1e-4)
     batch, f = 8192, 16384
@@ -124,9 +127,9 @@ def test_two_chip_network_roofline(chip):
         return ops.sharded_matmul(batch, 2 * k_per_chip, f, shards=2, link="ici", link_count=1)
 
     per_chip = crossover(split, hw, lo=1, hi=1 << 20)
-    assert per_chip == smallest_b_above(critical_d / 2)
+    assert per_chip == smallest_b_above(critical_d / 2 + latency * peak / (2 * batch * f))
     small = analyze(split(1024), hw)  # D = 2048: network-bound
     assert small.regime == "network"
-    assert small.t_network == pytest.approx(2 * batch * f / w_ici)  # 2BF bytes
+    assert small.t_network == pytest.approx(2 * batch * f / w_ici + latency)  # 2BF bytes, 1 hop
     assert small.kernels[0].t_compute == pytest.approx(batch * 2048 * f / peak)
     assert knob_hint(split(1024), hw, "compute") == f"compute-bound from k_per_chip >= {per_chip}"
