@@ -82,12 +82,22 @@ FA2_FIG = ("FlashAttention-2 forward + backward speed on A100 80GB SXM4, FP16 (f
 FA2_CONV = ("TFLOPs/s = 3.5 x 4·b·h·s²·d / t for forward + backward (the forward's count "
             "x 3.5: backward 2.5x), halved when causal (benchmarks/benchmark_flash_attention.py"
             ", flops(mode='fwd_bwd'))")
-FA4_2605 = ("FlashAttention-4 and cuDNN on B200, BF16: benchmark table in https://github.com/"
-            "Dao-AILab/flash-attention/pull/2605 (FWD ms / TFLOPS / MFU), hdim 64, batch 2, "
-            "seqlen 16384, 32 heads (the table's ms and TFLOPS agree at hidden 2048)")
-FA4_2280 = ("FlashAttention-4 (CuTe DSL) on B200, BF16, headdim 128, seqlen 8192, batch 4, "
-            "16 heads: benchmark output in https://github.com/Dao-AILab/flash-attention/pull/"
-            "2280 ([2CTA] bwd)")
+FA4_2605 = ("FlashAttention-4 and cuDNN forward on B200 (one GPU, BF16), the B200 table of "
+            "https://github.com/Dao-AILab/flash-attention/pull/2605 (FWD ms / TFLOPS / MFU, MFU "
+            "over 2,250 TFLOPS), hdim 64, batch 2, seqlen 16384, 32 heads (the table's ms and "
+            "TFLOPS agree at hidden 2048)")
+FA4_PAPER = ("FlashAttention-4 (Zadouri et al. 2026, https://arxiv.org/abs/2603.05451), abstract: "
+             "'on B200 GPUs with BF16, reaching up to 1613 TFLOPs/s (71% utilization)'; taken "
+             "at head dim 128, non-causal, 16k tokens (the head dim of the paper's headline "
+             "forward figure), batch 1, 16 heads")
+FLASHMLA_MHA = ("FlashMLA README, Test & benchmark MHA prefill (Dense): 'up to 1460 TFlops in "
+                "forward and 1000 TFlops in backward computation on B200, as reported by NVIDIA', "
+                "https://github.com/deepseek-ai/FlashMLA/blob/066b5ba6f63d9d0840eac008fe58a1f70acf"
+                "ac78/README.md; tests/test_fmha_sm100.py sweeps b 2, s 4096 and 8192, heads 128, "
+                "(d, dv) (128, 128) and (192, 128), causal or not: taken at b 2, s 8192, 128 "
+                "heads, d = dv = 128, non-causal, the point where the bound is tightest")
+FLASHMLA_MHA_CONV = ("tests/test_fmha_sm100.py: TFLOP/s = pairs·h·2·(d + dv) / t forward, "
+                     "pairs·h·2·(3d + 2dv) / t backward, pairs = the scored (query, key) pairs")
 PRINTED_MS = "the time as printed (ms); the printed TFLOPS is 4·b·h·s²·d / t (x2.5 backward)"
 FLASHMLA_README = ("FlashMLA README, Performance: 'up to 3000 GB/s in memory-bound "
                    "configuration and 660 TFLOPS in computation-bound configuration on H800 "
@@ -217,14 +227,27 @@ def _fa2_a100(dim: int, causal: bool, tflops: float) -> Case:
                 + _backward(1, seq, heads, dim, causal, "fp16"))
 
 
-def _b200(impl: str, source: str, batch: int, seq: int, heads: int, dim: int, causal: bool,
-          ms: float, backward: bool = False) -> Case:
+def _b200(impl: str, causal: bool, ms: float) -> Case:
     mask = "causal" if causal else "non-causal"
-    phase = "bwd" if backward else "fwd"
-    build = _backward if backward else _forward
-    return Case(f"{impl} {phase} hd{dim} {mask} s{seq} b200 bf16", BWD if backward else FWD,
-                "b200", ms * 1e-3, f"{source}: {impl} {phase}, {mask}, {ms:g} ms", PRINTED_MS,
-                lambda: build(batch, seq, heads, dim, causal, "bf16"))
+    return Case(f"{impl} fwd hd64 {mask} s16384 b200 bf16", FWD, "b200", ms * 1e-3,
+                f"{FA4_2605}: {impl}, {mask}, {ms:g} ms", PRINTED_MS,
+                lambda: _forward(2, 16384, 32, 64, causal, "bf16"))
+
+
+def _fa4_paper() -> Case:
+    return Case("flashattention-4 fwd hd128 non-causal s16k b200 bf16 (paper)", FWD, "b200",
+                _pairs_flops(1, 16, 16384, 128, False) / 1613e12, FA4_PAPER, FA_CONV,
+                lambda: _forward(1, 16384, 16, 128, False, "bf16"))
+
+
+def _flashmla_mha(backward: bool, tflops: float) -> Case:
+    b, s, h, d = 2, 8192, 128, 128
+    per_pair = 2.0 * (3 * d + 2 * d) if backward else 2.0 * (d + d)
+    phase, build = ("bwd", _backward) if backward else ("fwd", _forward)
+    return Case(f"flashmla mha {phase} hd128 non-causal s8192 b200 bf16",
+                BWD if backward else FWD, "b200", b * s * s * h * per_pair / (tflops * 1e12),
+                f"{FLASHMLA_MHA}: {tflops:g} TFLOPS", FLASHMLA_MHA_CONV,
+                lambda: build(b, s, h, d, False, "bf16"))
 
 
 # -- decode attention ------------------------------------------------------------------------------
@@ -292,16 +315,17 @@ def _liger_embedding(tokens: int, dim: int, vocab: int, ms: float) -> Case:
 # -- collectives -----------------------------------------------------------------------------------
 
 
-def _nccl(kind: str, hw: str, busbw: float, source: str, *, algorithm: str = "auto",
-          needs: str | None = None) -> Case:
-    n, size = 8, 8 * GIB
+def _nccl(kind: str, hw: str, busbw: float, source: str, *, devices: int = 8,
+          algorithm: str = "auto", needs: str | None = None) -> Case:
+    n, size = devices, 8 * GIB
     factor = 2.0 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
     formula = {"all_reduce": ops.all_reduce, "all_gather": ops.all_gather,
                "reduce_scatter": ops.reduce_scatter}[kind]
     label = "" if algorithm == "auto" else f" {algorithm}"
-    return Case(f"nccl {kind}{label} 8x {hw.rsplit('/', 1)[-1].removesuffix('.yaml')} "
-                f"busbw {busbw:g}", COLLECTIVE, hw, size / (busbw * 1e9 / factor),
-                f"{source}: busbw {busbw:g} GB/s", BUSBW_AR if kind == "all_reduce" else BUSBW_AG,
+    chip = hw.rsplit("/", 1)[-1].removesuffix(".yaml")
+    return Case(f"nccl {kind}{label} {n}x {chip} busbw {busbw:g}", COLLECTIVE, hw,
+                size / (busbw * 1e9 / factor), f"{source}: busbw {busbw:g} GB/s",
+                BUSBW_AR if kind == "all_reduce" else BUSBW_AG,
                 lambda: formula(size // 4, n, dtype="fp32", link="nvlink", algorithm=algorithm),
                 needs)
 
@@ -335,19 +359,19 @@ CASES: tuple[Case, ...] = (
     _fa3("flashattention-3", 256, True, 642),
     _fa3("cudnn", 128, False, 595),
     _fa3("flashattention-2", 128, False, 370),
-    # Attention forward on B200 (FlashAttention-4, cuDNN)
-    _b200("flashattention-4", FA4_2605, 2, 16384, 32, 64, False, 3.59),
-    _b200("cudnn", FA4_2605, 2, 16384, 32, 64, False, 3.80),
-    _b200("flashattention-4", FA4_2605, 2, 16384, 32, 64, True, 1.87),
-    _b200("flashattention-4", FA4_2280, 4, 8192, 16, 128, False, 1.433),
-    _b200("flashattention-4", FA4_2280, 4, 8192, 16, 128, True, 0.775),
-    # Attention backward: FlashAttention-2 forward + backward (A100), FlashAttention-4 (B200)
+    # Attention forward on B200 (FlashAttention-4, cuDNN, NVIDIA's MHA prefill in FlashMLA)
+    _b200("flashattention-4", False, 5.01),
+    _b200("cudnn", False, 4.85),
+    _b200("flashattention-4", True, 2.58),
+    _b200("cudnn", True, 2.52),
+    _fa4_paper(),
+    _flashmla_mha(False, 1460),
+    # Attention backward: FlashAttention-2 forward + backward (A100), MHA backward (B200)
     _fa2_a100(64, False, 176),
     _fa2_a100(128, False, 203),
     _fa2_a100(64, True, 171),
     _fa2_a100(128, True, 189),
-    _b200("flashattention-4", FA4_2280, 4, 8192, 16, 128, False, 4.043, backward=True),
-    _b200("flashattention-4", FA4_2280, 4, 8192, 16, 128, True, 2.274, backward=True),
+    _flashmla_mha(True, 1000),
     # Decode attention: FlashMLA (H800)
     _flashmla_memory(),
     _flashmla_compute(),
@@ -408,6 +432,12 @@ CASES: tuple[Case, ...] = (
           f"{NCCL_212}: the same 370 GB/s 'BusBw when running non-allreduce operations'"),
     _nccl("reduce_scatter", "h100-sxm", 370,
           f"{NCCL_212}: the same 370 GB/s 'BusBw when running non-allreduce operations'"),
+    _nccl("all_reduce", "b200", 830,
+          "all_reduce_perf on 8 x B200 in one machine (NCCL 2.27.1), https://github.com/NVIDIA/"
+          "nccl/issues/1807: 'Ours is 830+'"),
+    _nccl("all_reduce", "a100-80gb-sxm", 208,
+          "all_reduce_perf -b 8 -e 12G -f 2 -g 1 -t 2 on two A100 joined by 12 NVLinks (NV12),"
+          " https://github.com/NVIDIA/nccl-tests/issues/178: 'Bus_BW: 208 GBps'", devices=2),
     _nccl("all_reduce", "h100-sxm", 480,
           f"{NCCL_212}: 'allreduce uses NVLink SHARP by default ... On 8 GPUs, you should "
           f"reach a peak busBw of ~480GB/s'", needs="nvls"),
