@@ -9,9 +9,9 @@ bound time / measured time``: it must never exceed 1. Where the source's FLOP or
 differs from the formula's, the convention is still the source's: the measured time is what
 the kernel took, whatever its authors counted.
 
-Chips: ``h100-sxm``, ``a100-80gb-sxm``, ``b200``, ``mi300x`` and ``h200`` as built in, and the
-H800 SXM5 as ``tests/data/h800-sxm.yaml``: the H100 SXM5's peaks and memory with 8 NVLink
-links instead of 18 (400 GB/s per GPU), cited there.
+Chips: ``h100-sxm``, ``a100-80gb-sxm``, ``b200``, ``gb300``, ``mi300x`` and ``h200`` as built in,
+and the H800 SXM5 as ``tests/data/h800-sxm.yaml``: the H100 SXM5's peaks, memory and NVLink
+latency with 8 NVLink links instead of 18 (400 GB/s per GPU), cited there.
 
 How the work is modelled, per family:
 
@@ -20,9 +20,10 @@ How the work is modelled, per family:
   ``ops.batched_matmul(groups, m, k, n, ...)`` with per-group weights (every expert reads
   its own B). The scale factors (1 fp32 per 128 or 128 x 128 elements) are not charged, so
   the bound charges less. hipBLASLt's ``-r f8_r`` runs A, B, C and D in FP8.
-* **Attention forward and backward** (FlashAttention 2/3/4, cuDNN): ``ops.attention`` (Q, K,
-  V read once, O written, the scores on chip; the two products at the matrix peak, the
-  softmax's 5 FLOPs per scored pair at the vector peak, the two summed). The backward is
+* **Attention forward and backward** (FlashAttention 2/3/4, cuDNN, NVIDIA's MHA kernels in
+  FlashMLA): ``ops.attention`` (Q, K, V read once, O written, the scores on chip; the two
+  products at the matrix peak, the softmax's 5 FLOPs per scored pair at the vector peak, the
+  two summed). The backward is
   flash-attn's own formula from the tracer (``_flash_attn_backward``: five products over the
   scored pairs, the recomputed softmax and dS on the vector units; dO, Q, K, V, O, the
   log-sum-exp read, dQ, dK, dV written), evaluated on meta tensors of the benchmark's shapes.
@@ -39,11 +40,11 @@ How the work is modelled, per family:
   the logits, one write), so it is bounded by a softmax's read and write of the logits; the
   bound charges one read less.
 * **Collectives** (NCCL ``all_reduce_perf``, ``all_gather_perf``, ``reduce_scatter_perf`` on
-  one 8-GPU NVSwitch node): ``ops.all_reduce`` / ``all_gather`` / ``reduce_scatter`` over
+  one node): ``ops.all_reduce`` / ``all_gather`` / ``reduce_scatter`` over
   the chip's NVLink, per GPU. nccl-tests reports algbw = S / t and busbw = algbw x 2(n-1)/n
-  (all-reduce) or x (n-1)/n (all-gather, reduce-scatter), so t = S / algbw; the size S is
-  the largest the runs used (8 GiB), where the published peak is reached. Link latencies
-  are unpublished in the specs (0), so the bound's busbw does not depend on S.
+  (all-reduce) or x (n-1)/n (all-gather, reduce-scatter), so t = S / algbw. Each source
+  quotes the peak busbw, which nccl-tests reaches at its largest sizes: the bound is taken at
+  S = 8 GiB, where the links' per-step latencies (0.6 us on NVLink) add under 0.1%.
 
 Cases marked ``needs`` are known to beat the bound until a formula is corrected (the test
 expects them to fail, strictly, and says why): ``"nvls"``, an all-reduce that NVSwitch
@@ -86,6 +87,10 @@ FA4_2605 = ("FlashAttention-4 and cuDNN forward on B200 (one GPU, BF16), the B20
             "https://github.com/Dao-AILab/flash-attention/pull/2605 (FWD ms / TFLOPS / MFU, MFU "
             "over 2,250 TFLOPS), hdim 64, batch 2, seqlen 16384, 32 heads (the table's ms and "
             "TFLOPS agree at hidden 2048)")
+FA4_2605_GB300 = ("FlashAttention-4 and cuDNN forward on GB300 (BF16, clock locked at 1965 "
+                  "MHz), the GB300 tables of https://github.com/Dao-AILab/flash-attention/pull/"
+                  "2605 (FWD ms / TFLOPS / MFU, MFU over 2,500 TFLOPS), batch 2, seqlen 16384, "
+                  "hidden 2048")
 FA4_PAPER = ("FlashAttention-4 (Zadouri et al. 2026, https://arxiv.org/abs/2603.05451), abstract: "
              "'on B200 GPUs with BF16, reaching up to 1613 TFLOPs/s (71% utilization)'; taken "
              "at head dim 128, non-causal, 16k tokens (the head dim of the paper's headline "
@@ -234,6 +239,13 @@ def _b200(impl: str, causal: bool, ms: float) -> Case:
                 lambda: _forward(2, 16384, 32, 64, causal, "bf16"))
 
 
+def _gb300(impl: str, dim: int, ms: float) -> Case:
+    heads = 2048 // dim
+    return Case(f"{impl} fwd hd{dim} non-causal s16384 gb300 bf16", FWD, "gb300", ms * 1e-3,
+                f"{FA4_2605_GB300}: {impl}, head dim {dim} ({heads} heads), non-causal, "
+                f"{ms:g} ms", PRINTED_MS, lambda: _forward(2, 16384, heads, dim, False, "bf16"))
+
+
 def _fa4_paper() -> Case:
     return Case("flashattention-4 fwd hd128 non-causal s16k b200 bf16 (paper)", FWD, "b200",
                 _pairs_flops(1, 16, 16384, 128, False) / 1613e12, FA4_PAPER, FA_CONV,
@@ -365,6 +377,9 @@ CASES: tuple[Case, ...] = (
     _b200("flashattention-4", True, 2.58),
     _b200("cudnn", True, 2.52),
     _fa4_paper(),
+    _gb300("flashattention-4", 128, 2.34),
+    _gb300("flashattention-4", 64, 3.54),
+    _gb300("cudnn", 64, 3.80),
     _flashmla_mha(False, 1460),
     # Attention backward: FlashAttention-2 forward + backward (A100), MHA backward (B200)
     _fa2_a100(64, False, 176),

@@ -63,3 +63,5 @@ def test_published_rates_round_trip_through_the_conventions() -> None:
         assert (m * k + k * n + 2 * m * n) / case.measured / 1e9 == pytest.approx(gbps, rel=0.01)
     case = by_name["flashattention-4 fwd hd64 non-causal s16384 b200 bf16"]
     assert 4 * 2 * 32 * 16384**2 * 64 / case.measured / 1e12 == pytest.approx(878, rel=0.01)
+    case = by_name["flashattention-4 fwd hd128 non-causal s16384 gb300 bf16"]
+    assert 4 * 2 * 16 * 16384**2 * 128 / case.measured / 1e12 == pytest.approx(1882, rel=0.01)
