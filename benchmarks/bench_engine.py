@@ -39,7 +39,7 @@ def ours() -> dict[str, float | None]:
     setup = ("import numpy as np; import pytest_roofline as r; hw = r.get_hardware('h100');"
              "w = r.Workload(flops=2 * 4096**3, bytes=6 * 4096**2, dtype='bf16');"
              "b = np.arange(1, 1_000_001, dtype=float);"
-             "sweep = lambda: r.analyze(r.Workload(flops=2*b*8192*8192,"
+             "sweep = lambda: r.sweep(r.Workload(flops=2*b*8192*8192,"
              " bytes=2*(b*8192 + 8192*8192 + b*8192), dtype='bf16'), hw)")
     return {
         "import": fresh("import time; t = time.perf_counter(); import pytest_roofline;"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from . import fusion, models, ops
-    from .analysis import KernelResult, Result, analyze, crossover, knob_hint
+    from .analysis import KernelResult, Result, analyze
     from .errors import (
         BaselineError,
         RooflineError,
@@ -27,13 +27,15 @@ if TYPE_CHECKING:
     from .measuring.timing import Measurement, measure
     from .overlap import overlapped
     from .planning import plan, plan_training
+    from .sweeps import Sweep, crossover, knob_hint, sweep
     from .tracing import TraceError, Tracer, register_op, trace, unregister_op
     from .workload import Kernel, Knob, Workload
 
 # Public name -> the module that defines it. Imported on first use, so that loading the pytest
 # plugin (which imports this package) costs nothing for a suite that never uses it.
 _WHERE = {
-    **dict.fromkeys(("KernelResult", "Result", "analyze", "crossover", "knob_hint"), "analysis"),
+    **dict.fromkeys(("KernelResult", "Result", "analyze"), "analysis"),
+    **dict.fromkeys(("Sweep", "crossover", "knob_hint", "sweep"), "sweeps"),
     **dict.fromkeys(("BaselineError", "RooflineError", "RuleError", "SpecError", "UnitError",
                      "UnknownHardwareError", "UnknownModelError", "UnsupportedPrecisionError",
                      "WorkloadError"), "errors"),
@@ -62,6 +64,7 @@ __all__ = [
     "RooflineError",
     "RuleError",
     "SpecError",
+    "Sweep",
     "TraceError",
     "Tracer",
     "UnitError",
@@ -85,6 +88,7 @@ __all__ = [
     "plan_training",
     "register_hardware",
     "register_op",
+    "sweep",
     "trace",
     "unregister_op",
 ]

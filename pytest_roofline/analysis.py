@@ -48,19 +48,14 @@ Rules (the same for every caller, deterministic on any machine):
 
 from __future__ import annotations
 
-import operator
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, cast
 
 from .errors import RooflineError, WorkloadError, brief
 from .fusion import kept_on_chip, onchip_level
 from .hardware import Hardware, get_hardware
 from .regimes import REGIMES as REGIMES
 from .workload import Kernel, Number, Workload, add_up, intensity, is_array
-
-_T = TypeVar("_T")
 
 
 class Timed(Protocol):
@@ -71,88 +66,88 @@ class Timed(Protocol):
     def time(self) -> float: ...
 
 
-@dataclass(frozen=True)
-class KernelResult:
-    """One kernel's roofline on the chip (totals over its repetitions)."""
+class KernelResult(NamedTuple):
+    """One kernel's roofline on the chip (totals over its repetitions); plain floats."""
 
     name: str
-    count: Number
-    flops: Number
-    bytes: Number
-    link_bytes: Number
-    intensity: Number | None  # None: the kernel moves no memory bytes (it stays on chip)
+    count: float  # type: ignore[assignment]  # the field, not tuple.count
+    flops: float
+    bytes: float
+    link_bytes: float
+    intensity: float | None  # None: the kernel moves no memory bytes (it stays on chip)
     peak: float
     peak_label: str
-    t_compute: Number
-    t_memory: Number
-    t_network: Number
-    time: Number
-    regime: Any  # str, or an array of str for a sweep
-    share: Number  # fraction of the program's time
+    t_compute: float
+    t_memory: float
+    t_network: float
+    time: float
+    regime: str
+    share: float  # fraction of the program's time
     fused: tuple[str, ...] = ()  # kernels run in this kernel's epilogue (timed with it)
-    onchip_bytes: Number = 0.0  # handoff bytes kept on chip, not charged to off-chip memory
+    onchip_bytes: float = 0.0  # handoff bytes kept on chip, not charged to off-chip memory
     epilogue_of: str | None = None  # the kernel this one runs in (its time is counted there)
 
 
-@dataclass(frozen=True)
-class Result:
-    """The roofline of a workload on one chip. Times in s, FLOP/s, B, FLOP/B."""
+class Result(NamedTuple):
+    """The roofline of a workload on one chip, every figure a plain float (times in s, FLOP/s,
+    B, FLOP/B) and the regime a string. An immutable record built by :func:`analyze` through
+    its constructor; a workload of arrays is a :class:`~pytest_roofline.sweeps.Sweep`."""
 
     workload: str
     hw: str
     dtype: str
-    flops: Number
-    bytes: Number
-    link_bytes: Number
-    intensity: Number
+    flops: float
+    bytes: float
+    link_bytes: float
+    intensity: float
     ridge: float
     peak: float
     bandwidth: float
-    t_compute: Number
-    t_memory: Number
-    t_network: Number
-    time: Number
-    regime: Any  # str, or an array of str for a sweep
-    attainable: Number
-    footprint: Number
+    t_compute: float
+    t_memory: float
+    t_network: float
+    time: float
+    regime: str
+    attainable: float
+    footprint: float
     capacity: float
-    fits: Any  # bool, None when the workload declares no footprint, or an array of bool
-    shares: dict[str, Number]
+    fits: bool | None  # None when the workload declares no footprint
+    shares: dict[str, float]
     kernels: tuple[KernelResult, ...]
     flops_per_mac: int = 2
     derate: float = 1.0
     peak_label: str = ""  # which peak sets the ridge, e.g. "matrix:bf16" or "vector:fp32"
     measured: float | None = None  # s, a timed run of the same work (None: not measured)
-    efficiency: Number | None = None  # time / measured: the fraction of the roof reached
+    efficiency: float | None = None  # time / measured: the fraction of the roof reached
     roof_threads: int | None = None  # the measured memory roof of this many threads was used
     #: what the figures rest on beyond the chip's published roofs (a measured link latency)
     notes: tuple[str, ...] = ()
 
     @property
-    def bound_times(self) -> dict[str, Number]:
+    def bound_times(self) -> dict[str, float]:
         return {"compute": self.t_compute, "memory": self.t_memory, "network": self.t_network}
 
     @property
-    def tensor_bytes(self) -> Number:
+    def tensor_bytes(self) -> float:
         """Every byte the kernels read and write (B): the off-chip ``bytes`` plus the
         handoffs this chip's on-chip memory keeps (``KernelResult.onchip_bytes``)."""
         kept = sum((k.onchip_bytes for k in self.kernels), 0.0)
         return self.bytes + kept
 
     @property
-    def workload_intensity(self) -> Number:
+    def workload_intensity(self) -> float:
         """The workload's intensity over all its tensor traffic (FLOP/B), the same on every
         chip. ``intensity`` is the DRAM intensity on this chip, after on-chip reuse: the
         handoffs its on-chip memory holds are not DRAM traffic, so it is higher wherever a
         chip keeps more on chip (ResNet-50 at batch 32: 140 over all tensors, 4320 of DRAM
         traffic on an H100 whose 50 MB L2 holds the activations)."""
         tensor = self.tensor_bytes
-        if not is_array(tensor) and tensor == self.bytes:
+        if tensor == self.bytes:
             return self.intensity
-        return intensity(self.flops, tensor, self.workload)
+        return float(intensity(self.flops, tensor, self.workload))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready figures (scalars only: a sweep's arrays become lists)."""
+        """JSON-ready figures."""
         record = {
             "workload": self.workload, "hw": self.hw, "dtype": self.dtype,
             "flops": self.flops, "bytes": self.bytes, "link_bytes": self.link_bytes,
@@ -172,36 +167,7 @@ class Result:
             record["roof_threads"] = self.roof_threads
         if self.notes:
             record["notes"] = list(self.notes)
-        if not (type(self.time) is float and type(self.footprint) is float):
-            # a sweep (or figures of another number type): arrays become lists
-            for key, value in record.items():
-                if is_array(value):
-                    record[key] = value.tolist()
         return record
-
-
-_FIELDS: dict[type, Any] = {}  # a dataclass -> the keys view of its field names
-
-
-def unchecked(cls: type[_T], values: dict[str, Any]) -> _T:
-    """An instance of the frozen dataclass *cls* whose fields are *values*, set at once: the
-    documented fast path of :func:`analyze`, which builds a Result and its KernelResults per
-    call (the dataclass ``__init__`` would set each field through ``object.__setattr__``, and
-    a keyword call of two dozen parameters costs more than the dict). It checks what the
-    constructor would: *values* names every field of *cls* and nothing else (neither class
-    validates its values: analyze works them out). A mistake is a TypeError, as a bad
-    constructor call would be."""
-    names = _FIELDS.get(cls)
-    if names is None:
-        import dataclasses
-
-        names = _FIELDS[cls] = dict.fromkeys(f.name for f in dataclasses.fields(cls)).keys()  # type: ignore[arg-type]
-    if values.keys() != names:
-        raise TypeError(f"{cls.__name__}: fields {sorted(set(names) ^ set(values))} missing "
-                        f"or not fields")
-    made = object.__new__(cls)
-    object.__setattr__(made, "__dict__", values)
-    return made
 
 
 #: The keyword settings of :func:`analyze` that :func:`crossover` and :func:`knob_hint` pass on.
@@ -249,7 +215,7 @@ def _max3(a: Number, b: Number, c: Number) -> Number:
     return max(a, b, c)
 
 
-def _divide(num: Number, den: Number) -> Number:
+def divide(num: Number, den: Number) -> Number:
     """num / den, and 0 where den is 0 (a share of no time, the speed of no work)."""
     if not (type(num) is float and type(den) is float) and (is_array(num) or is_array(den)):
         import numpy as np
@@ -294,6 +260,15 @@ class _Row:
 
     __slots__ = ("bytes", "count", "flops", "kept", "label", "link_bytes", "name", "peak",
                  "regime", "t_compute", "t_memory", "t_network", "time")
+    # floats, or arrays of a sweep: analyze() checks which before it builds a Result
+    count: Any
+    flops: Any
+    bytes: Any
+    link_bytes: Any
+    t_compute: Any
+    t_memory: Any
+    t_network: Any
+    kept: Any
 
     def __init__(self, name: str, count: Number, flops: Number, nbytes: Number,
                  link_bytes: Number, peak: float, label: str, t_compute: Number,
@@ -386,7 +361,9 @@ def analyze(
     sparse: bool = False,
     measured: float | Timed | None = None,
 ) -> Result:
-    """The roofline of *workload* on *hw* (a Hardware, a name or a spec path).
+    """The roofline of *workload* on *hw* (a Hardware, a name or a spec path): a
+    :class:`Result` of plain floats. A workload of numpy arrays (a sweep) is
+    :func:`pytest_roofline.sweeps.sweep`'s: here it is a WorkloadError saying so.
 
     *dtype* is the precision of kernels that name none (default: the chip's default, bf16 on
     most), and of the ridge only where no matrix kernel names one. Kernels that name a
@@ -413,6 +390,59 @@ def analyze(
         roof_threads, bandwidth = chip.memory_roof(_parallelism(measured))
         if roof_threads is not None and bandwidth != chip.memory_bandwidth:
             chip = chip.replace(memory_bandwidth=bandwidth, memory_by_threads={})
+    p = program(workload, chip, dtype, flops_per_mac, derate, sparse)
+    time, footprint = p.time, workload.footprint
+    if not (type(time) is float and type(footprint) is float):
+        raise WorkloadError(f"workload {brief(workload.name)} holds arrays (a sweep): "
+                            f"analyze() prices one point; pytest_roofline.sweep() takes "
+                            f"arrays")
+    rows, hosts = p.rows, p.hosts
+    kernels = tuple(
+        KernelResult(row.name, row.count, row.flops, row.bytes, row.link_bytes,
+                     cast("float | None", _kernel_intensity(row.flops, row.bytes, row.name)),
+                     row.peak, row.label,
+                     row.t_compute, row.t_memory, row.t_network, row.time, row.regime,
+                     row.time / time if time > 0 else 0.0,
+                     tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
+                     row.kept, kernel.epilogue_of)
+        for i, (row, kernel) in enumerate(zip(rows, workload.kernels, strict=True)))
+    capacity = chip.memory_capacity
+    flops = p.flops
+    return Result(
+        workload.name, chip.name, p.ridge_label.split(":")[1], flops, p.bytes, p.link_bytes,
+        cast(float, intensity(flops, p.bytes, workload.name)),
+        p.ridge_peak / chip.memory_bandwidth,
+        p.ridge_peak, chip.memory_bandwidth, p.t_compute, p.t_memory, p.t_network, time,
+        p.regime, flops / time if time > 0 else 0.0, footprint, capacity,
+        None if footprint == 0 else footprint <= capacity, p.shares, kernels, flops_per_mac,
+        float(derate), p.ridge_label, seconds, None if seconds is None else time / seconds,
+        roof_threads, _latency_notes(workload.kernels, chip))
+
+
+class Program(NamedTuple):
+    """A workload's figures on a chip, floats or numpy arrays alike, as :func:`program`
+    works them out: what :func:`analyze` and :func:`pytest_roofline.sweeps.sweep` turn into
+    their records."""
+
+    rows: list[_Row]
+    hosts: dict[int, list[int]]
+    flops: Any
+    bytes: Any
+    link_bytes: Any
+    t_compute: Any
+    t_memory: Any
+    t_network: Any
+    time: Any
+    regime: Any
+    shares: dict[str, Any]
+    ridge_label: str
+    ridge_peak: float
+
+
+def program(workload: Workload, chip: Hardware, dtype: str | None, flops_per_mac: int,
+            derate: float, sparse: bool) -> Program:
+    """The figures of *workload* on *chip* under checked settings (see the module
+    docstring for the rules), scalars or arrays as the workload holds them."""
     scale = flops_per_mac / 2.0
     level = onchip_level(chip)
     capacity = 0.0 if level is None else level.capacity
@@ -443,19 +473,6 @@ def analyze(
         t_network = add_up(row.t_network for row in rows)
         shares = _shares(rows, time)
         regime = _regime(shares["compute"], shares["memory"], shares["network"])
-    results = []
-    for i, kernel in enumerate(workload.kernels):
-        row = rows[i]
-        results.append(unchecked(KernelResult, {  # every field, in order
-            "name": row.name, "count": row.count, "flops": row.flops, "bytes": row.bytes,
-            "link_bytes": row.link_bytes,
-            "intensity": _kernel_intensity(row.flops, row.bytes, row.name),
-            "peak": row.peak, "peak_label": row.label, "t_compute": row.t_compute,
-            "t_memory": row.t_memory, "t_network": row.t_network, "time": row.time,
-            "regime": row.regime, "share": _divide(row.time, time),
-            "fused": tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
-            "onchip_bytes": row.kept, "epilogue_of": kernel.epilogue_of}))
-    kernels = tuple(results)
 
     # the precision the matrix work is priced in: its kernels' own, the analysis's dtype only
     # for kernels that name none, so that the ridge and the times never disagree
@@ -464,28 +481,11 @@ def analyze(
         chip.peak_key(dtype, "matrix", sparse)  # a dtype no kernel takes is still checked
     ridge_label, ridge_peak = chip.peak_key(dtype if main is None else main, "matrix",
                                             sparse)
-    ridge_peak *= scale
-    footprint = workload.footprint
-    capacity = chip.memory_capacity
-    if is_array(footprint):
-        fits: Any = footprint <= capacity
-    else:
-        fits = None if footprint == 0 else bool(footprint <= capacity)
     # every figure is >= 0 and each resource's time is at most the total time, so this one
     # sum is finite exactly when every figure of the result is
     _finite(flops + nbytes + link_bytes + time, workload.name, chip.name)
-    return unchecked(Result, {  # every field of Result, in order (a property test checks)
-        "workload": workload.name, "hw": chip.name, "dtype": ridge_label.split(":")[1],
-        "flops": flops, "bytes": nbytes, "link_bytes": link_bytes,
-        "intensity": intensity(flops, nbytes, workload.name),
-        "ridge": ridge_peak / chip.memory_bandwidth,
-        "peak": ridge_peak, "bandwidth": chip.memory_bandwidth, "t_compute": t_compute,
-        "t_memory": t_memory, "t_network": t_network, "time": time, "regime": regime,
-        "attainable": _divide(flops, time), "footprint": footprint, "capacity": capacity,
-        "fits": fits, "shares": shares, "kernels": kernels, "flops_per_mac": flops_per_mac,
-        "derate": float(derate), "peak_label": ridge_label, "measured": seconds,
-        "efficiency": None if seconds is None else time / seconds,
-        "roof_threads": roof_threads, "notes": _latency_notes(workload.kernels, chip)})
+    return Program(rows, hosts, flops, nbytes, link_bytes, t_compute, t_memory, t_network,
+                   time, regime, shares, ridge_label, ridge_peak * scale)
 
 
 def _latency_notes(kernels: tuple[Kernel, ...], chip: Hardware) -> tuple[str, ...]:
@@ -557,96 +557,3 @@ def _main_dtype(workload: Workload) -> str | None:
         if weight > best[0]:
             best = (weight, kernel.dtype)
     return best[1]
-
-
-def crossover(
-    build: Callable[[int], Workload],
-    hw: Hardware | str,
-    *,
-    regime: str = "compute",
-    lo: int = 1,
-    hi: int = 1 << 24,
-    dtype: str | None = None,
-    **settings: Any,
-) -> int | None:
-    """The smallest integer x in [lo, hi] at which ``build(x)`` is *regime*-bound.
-
-    Assumes the regime changes once over the range (true of a batch or size sweep of one
-    workload). Returns None when *regime* is reached nowhere in the range; *lo* when it holds
-    from the start. Example: the batch at which a bf16 matmul turns compute-bound::
-
-        crossover(lambda b: ops.matmul(b, 8192, 8192), "h100")
-    """
-    if not isinstance(regime, str) or regime not in REGIMES:
-        raise RooflineError(f"regime must be one of {', '.join(REGIMES)}, got {brief(regime)}")
-    try:
-        if isinstance(lo, bool) or isinstance(hi, bool):
-            raise TypeError
-        low, high = operator.index(lo), operator.index(hi)
-    except TypeError:
-        low, high = 1, 0
-    if low > high:
-        raise RooflineError(f"crossover needs whole numbers lo <= hi, got lo={brief(lo)}, "
-                            f"hi={brief(hi)}")
-    lo, hi = low, high
-    if not callable(build):
-        raise RooflineError(f"crossover needs a function size -> Workload, got {brief(build)}")
-    check_setting_names(settings, "crossover")
-    chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
-
-    def holds(x: int) -> bool:
-        return bool(analyze(build(x), chip, dtype, **settings).regime == regime)
-
-    if holds(lo):
-        return lo
-    if not holds(hi):
-        return None
-    return last_true(lambda x: not holds(x), lo, hi) + 1
-
-
-def last_true(predicate: Callable[[int], bool], low: int, high: int) -> int:
-    """The last x in [low, high) with *predicate* true, given it holds at *low* and not at
-    *high* and changes once in between (bisection: log2(high - low) calls)."""
-    while high - low > 1:
-        mid = (low + high) // 2
-        if predicate(mid):
-            low = mid
-        else:
-            high = mid
-    return low
-
-
-def knob_hint(workload: Workload, hw: Hardware | str, regime: str,
-              dtype: str | None = None, **settings: Any) -> str | None:
-    """Which value of the workload's size knob makes it *regime*-bound, as a phrase.
-
-    ``"compute-bound from m >= 319"`` or ``"memory-bound up to batch <= 318"``; None when the
-    workload has no knob or no value in the knob's range gives *regime*.
-    """
-    check_setting_names(settings, "knob_hint")
-    if not isinstance(workload, Workload):
-        raise WorkloadError(f"knob_hint() needs a Workload, got {brief(workload)}")
-    knob = workload.knob
-    if knob is None:
-        return None
-    chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
-
-    def regime_at(x: int) -> Any:
-        return analyze(knob.build(x), chip, dtype, **settings).regime
-
-    try:
-        if regime_at(knob.hi) == regime:
-            at = crossover(knob.build, chip, regime=regime, lo=max(knob.lo, 1), hi=knob.hi,
-                           dtype=dtype, **settings)
-            if at is not None and at <= knob.value and regime_at(knob.value) != regime:
-                # the regime changes more than once (on-chip reuse at middling sizes): name
-                # the crossing above the current value
-                at = crossover(knob.build, chip, regime=regime, lo=knob.value + 1, hi=knob.hi,
-                               dtype=dtype, **settings)
-            return None if at is None else f"{regime}-bound from {knob.name} >= {at}"
-        if regime_at(knob.lo) == regime:
-            last = last_true(lambda x: regime_at(x) == regime, knob.lo, knob.value)
-            return f"{regime}-bound up to {knob.name} <= {last}"
-    except RooflineError:
-        return None
-    return None

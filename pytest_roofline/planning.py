@@ -36,6 +36,7 @@ from . import dtypes, units
 from .analysis import analyze
 from .errors import RooflineError, WorkloadError, brief
 from .hardware import Hardware, get_hardware
+from .sweeps import sweep
 from .workload import Workload
 
 LIMITS = ("memory", "tpot", "max_batch")
@@ -192,9 +193,9 @@ def plan(model: Any, hw: Hardware | str, *, chips: int, ttft: object = None,
             rejected.append(f"{where}: {exc}")
             continue
         searched += len(batches)
-        r = analyze(step, chip)
-        t_first = float(analyze(first, chip).time)
-        t_step = np.asarray(r.time, dtype=float)
+        r = sweep(step, chip)
+        t_first = analyze(first, chip).time
+        t_step = r.time
         memory = np.asarray(fp.weights / pp + fp.kv_cache + fp.activations, dtype=float)
         fits = np.asarray(memory <= capacity)
         fast = np.asarray(t_step <= tpot_s) if tpot_s is not None else np.ones_like(fits)
@@ -211,7 +212,7 @@ def plan(model: Any, hw: Hardware | str, *, chips: int, ttft: object = None,
         nxt = best + 1
         limit = ("max_batch" if nxt >= len(batches) else "memory" if not fits[nxt]
                  else "tpot" if not fast[nxt] else "max_batch")
-        regimes = r.regime if isinstance(r.regime, str) else str(np.asarray(r.regime)[best])
+        regimes = str(r.regime[best])
         found.append(Config(tp=tp, pp=pp, ep=ep, batch=int(batches[best]) * ep,
                             replicas=chips // (tp * pp * ep), ttft=t_first,
                             tpot=float(t_step[best]), throughput=float(throughput[best]),
@@ -342,9 +343,9 @@ def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq
                 except WorkloadError:
                     break
                 r = analyze(step, chip)
-                stage = sum(float(k.time) for k in r.kernels
+                stage = sum(k.time for k in r.kernels
                             if not k.name.startswith(("optimizer.", "dp.", "pp.")))
-                rest = float(r.time) - stage
+                rest = r.time - stage
                 first_bubble = float(pp)  # microbatches=1: 1 + (pp - 1)
                 for m in _divisors(batch // dp, max_microbatches):
                     searched += 1
@@ -359,7 +360,7 @@ def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq
                     found.append(TrainingConfig(
                         dp=dp, tp=tp, pp=pp, zero=zero, microbatches=m, recompute=recompute,
                         step_time=seconds, throughput=batch * seq / (seconds * chips),
-                        footprint=memory, regime=str(r.regime)))
+                        footprint=memory, regime=r.regime))
     found.sort(key=lambda c: (-c.throughput, c.footprint))
     return TrainingPlan(model=transformer.name, hw=chip.name, chips=chips, batch=batch,
                         seq=seq, step_target=target, configs=tuple(found), searched=searched)

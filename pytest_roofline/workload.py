@@ -377,6 +377,15 @@ class Workload:
                         hint=self.hint if hint is None else hint, unknown=self.unknown)
 
 
+def holds_arrays(workload: Workload) -> bool:
+    """Whether any figure of *workload* is a numpy array: a sweep, which
+    ``pytest_roofline.sweep`` prices and ``analyze`` refuses."""
+    return is_array(workload.footprint) or any(
+        is_array(value) for k in workload.kernels
+        for value in (k.flops, k.bytes, k.link_bytes, k.count, k.out_bytes, k.handoff_out,
+                      k.handoff_pieces, k.link_steps, *k.handoff_in))
+
+
 def add_up(values: Iterable[Number]) -> Number:
     """The sum of figures that may be sweeps (numpy arrays); shapes that do not broadcast
     together are a WorkloadError, not numpy's ValueError."""

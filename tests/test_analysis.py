@@ -16,6 +16,7 @@ from pytest_roofline import (
     crossover,
     list_hardware,
     ops,
+    sweep,
 )
 from pytest_roofline import get_hardware as hw
 
@@ -177,8 +178,8 @@ def test_capacity_check() -> None:
 
 def test_vectorized_sweep_returns_arrays() -> None:
     batch = np.arange(1, 4097, dtype=float)
-    result = analyze(gemm(batch), "h100")
-    assert result.regime.shape == (4096,)
+    result = sweep(gemm(batch), "h100")
+    assert result.regime.shape == (4096,) and len(result) == 4096
     first_compute = int(batch[np.argmax(result.regime == "compute")])
     assert first_compute == crossover(lambda b: gemm(b), "h100")
     assert np.all(result.regime[: first_compute - 1] == "memory")
@@ -221,13 +222,31 @@ def test_results_are_deterministic_and_immutable() -> None:
         w.name = "x"  # type: ignore[misc]
 
 
-def test_the_fast_path_checks_its_fields() -> None:
-    """analyze() builds Results through unchecked(), which refuses a missing or extra field
-    as the constructor would."""
-    from pytest_roofline.analysis import KernelResult, unchecked
+def test_results_hold_floats_and_sweeps_hold_arrays() -> None:
+    """A Result's figures are plain floats and its regime a string, so ``r.regime ==
+    "compute"`` is a bool; a workload of arrays is a sweep's, which analyze() refuses by
+    name, and a Sweep's figures are arrays of the sweep's shape, each point the Result of
+    that point (the same rules, one vectorized pass)."""
+    from pytest_roofline import Result, Sweep
 
-    with pytest.raises(TypeError, match="KernelResult"):
-        unchecked(KernelResult, {"name": "k"})
+    r = analyze(gemm(300), "h100")
+    assert isinstance(r, Result) and type(r.time) is float and type(r.regime) is str
+    assert type(r.kernels[0].time) is float and (r.regime == "compute") in (True, False)
+    with pytest.raises(AttributeError):
+        r.time = 1.0  # type: ignore[misc]
+    batches = np.array([1, 300, 4096])
+    with pytest.raises(WorkloadError, match=r"holds arrays \(a sweep\).*sweep\(\) takes"):
+        analyze(gemm(batches), "h100")
+    s = sweep(gemm(batches), "h100")
+    assert isinstance(s, Sweep) and s.time.shape == s.regime.shape == (3,)
+    assert s.fits is None  # the workload declares no footprint
+    for i, b in enumerate(batches):
+        point = analyze(gemm(int(b)), "h100")
+        assert s.time[i] == point.time and s.regime[i] == point.regime
+        assert s.intensity[i] == point.intensity and s.attainable[i] == point.attainable
+    assert sweep(gemm(300), "h100").time.shape == ()  # plain numbers: a sweep of one point
+    with pytest.raises(WorkloadError, match="must be an array of shape"):
+        Sweep(**{**vars(s), "time": 1.0})
 
 
 def test_an_explicit_bf16_is_the_default_precision_by_value() -> None:

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_roofline import WorkloadError, analyze, fusion, get_hardware, list_hardware, models, ops
+from pytest_roofline import sweep as analyze_sweep
 from pytest_roofline.breakdown import format_breakdown
 from pytest_roofline.hardware import MemoryLevel
 from pytest_roofline.ops.matmul import matmul_kernel
@@ -227,7 +228,7 @@ def test_sweeps_with_onchip_reuse_match_single_points(chip: str) -> None:
     resnet = models.load("resnet-50")
     llama = models.load("llama-3-8b")
     for build in (lambda b: resnet.forward(b, dtype="int8"), lambda b: llama.prefill(b, 512)):
-        sweep = analyze(build(batches), chip)
+        sweep = analyze_sweep(build(batches), chip)
         points = [float(analyze(build(int(b)), chip).time) for b in batches]
         assert sweep.time == pytest.approx(points, rel=1e-12)
 
@@ -436,7 +437,7 @@ def test_transformer_sweeps_over_batch_match_single_points(chip: str) -> None:
     v3, gptj = models.load("deepseek-v3"), models.load("gpt-j-6b")
     for build in (lambda b: v3.decode(b * 8, 1024, ep=8), lambda b: gptj.decode(b, 2048),
                   lambda b: gptj.prefill(b, 512, fusion="none")):
-        sweep = analyze(build(batches), chip)
+        sweep = analyze_sweep(build(batches), chip)
         points = [float(analyze(build(int(b)), chip).time) for b in batches]
         assert sweep.time == pytest.approx(points, rel=1e-12)
 

@@ -23,6 +23,7 @@ from pytest_roofline import (
     knob_hint,
     models,
 )
+from pytest_roofline import sweep as analyze_sweep
 from pytest_roofline.models import ResNetConfig, TransformerConfig
 
 REQUIRED_MODELS = ["llama-2-7b", "llama-3-8b", "llama-3-70b", "llama-3-405b", "mistral-7b",
@@ -171,7 +172,7 @@ def test_long_context_decode_never_turns_compute_bound(llama8b, chip):
 
 def test_decode_sweep_over_batch_matches_single_points(llama8b):
     batches = np.array([1, 64, 512])
-    sweep = analyze(llama8b.decode(batches, 128), "h100")
+    sweep = analyze_sweep(llama8b.decode(batches, 128), "h100")
     for i, b in enumerate(batches):
         single = analyze(llama8b.decode(int(b), 128), "h100")
         assert sweep.time[i] == pytest.approx(single.time)

@@ -248,7 +248,7 @@ class _Target:
 
 
 def _verdict_hint(workload: Any, chip: Any, regime: str, settings: dict[str, Any]) -> str | None:
-    from ..analysis import knob_hint
+    from ..sweeps import knob_hint
 
     other = "compute" if regime != "compute" else "memory"
     try:
@@ -369,7 +369,7 @@ def regime_segments(regime_at: Callable[[int], str], lo: int, hi: int,
     Samples the range (every value when it is small, else geometrically), then finds each
     change exactly by bisection between the samples that straddle it.
     """
-    from ..analysis import last_true
+    from ..sweeps import last_true
 
     if hi - lo + 1 <= samples:
         points = list(range(lo, hi + 1))
@@ -472,7 +472,7 @@ def cmd_sweep(argv: Sequence[str]) -> int:
 def _fits_up_to(sample: Any, fits_at: Callable[[int], bool], lo: int, hi: int) -> int | None:
     """The largest value in [lo, hi] whose footprint fits the chip's memory (footprints grow
     with sizes); hi when all fit, lo - 1 when none does, None when no footprint is known."""
-    from ..analysis import last_true
+    from ..sweeps import last_true
 
     if sample.fits is None:
         return None

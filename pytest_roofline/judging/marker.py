@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError, did_you_mean
-from ..workload import is_array
+from ..workload import holds_arrays, is_array
 from .signature import KEYS, POSITIONAL
 from .signature import roofline as roofline
 
@@ -333,8 +333,8 @@ def _quantity(value: object, key: str, dimension: str, allow_zero: bool = True) 
     from .. import units
 
     if is_array(value):
-        raise MarkerError(f"{key}= is an array; the marker takes one value (analyze() takes "
-                          f"sweeps)")
+        raise MarkerError(f"{key}= is an array; the marker takes one value (sweep() takes "
+                          f"arrays)")
     try:
         return units.parse(value, dimension, what=key, allow_zero=allow_zero)
     except ValueError as exc:
@@ -380,8 +380,6 @@ def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
 
 
 def _check_scalar(workload: Workload, key: str) -> None:
-    for kernel in workload.kernels:
-        if is_array(kernel.flops) or is_array(kernel.bytes) or is_array(kernel.link_bytes) \
-                or is_array(kernel.count) or is_array(workload.footprint):
-            raise MarkerError(f"{key}={workload.name!r} holds arrays (a sweep); a test checks "
-                              f"one workload at a time: analyze() and crossover() take sweeps")
+    if holds_arrays(workload):
+        raise MarkerError(f"{key}={workload.name!r} holds arrays (a sweep); a test checks "
+                          f"one workload at a time: sweep() takes arrays")

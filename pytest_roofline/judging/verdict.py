@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import units
-from ..analysis import Result, Timed, analyze, knob_hint, unchecked
+from ..analysis import Result, Timed, analyze
 from ..breakdown import format_breakdown
 from ..errors import RooflineError
 from ..regimes import REGIMES
 from ..report.records import record_fields
-from ..workload import Workload, describe_unknown, is_array
+from ..sweeps import knob_hint
+from ..workload import Workload, describe_unknown, holds_arrays
 from .marker import Expectation
 
 
@@ -202,11 +203,12 @@ def analyze_each(expectation: Expectation, workload: Workload, *, flops_per_mac:
             result = analyze(workload, chip, expectation.dtype, flops_per_mac=flops_per_mac,
                              derate=derate, sparse=expectation.sparse, measured=measured)
         except RooflineError as exc:
+            if holds_arrays(workload):
+                raise RooflineError(f"workload {workload.name!r} holds arrays (a sweep); a "
+                                    f"test checks one workload at a time: sweep() takes "
+                                    f"arrays") from None
             results.append(f"cannot analyze {workload.name!r} on {chip.name}: {exc}")
             continue
-        if is_array(result.time):
-            raise RooflineError(f"workload {workload.name!r} holds arrays (a sweep); a test "
-                                f"checks one workload at a time: analyze() takes sweeps")
         results.append(result)
     return results
 
@@ -216,9 +218,8 @@ def evaluate(expectation: Expectation, workload: Workload, results: Sequence[Res
              spread: float = 0.0) -> tuple[Check, ...]:
     """One :class:`Check` per Result, each listing the expectations that do not hold."""
     return tuple(
-        unchecked(Check, {"result": r, "failures": tuple(
-            _failures(expectation, workload, r, flops_per_mac, derate)
-            + _measured_failures(expectation, r, spread)), "checked": expectation.checks})
+        Check(r, tuple(_failures(expectation, workload, r, flops_per_mac, derate)
+                       + _measured_failures(expectation, r, spread)), expectation.checks)
         for r in results)
 
 
