@@ -5,7 +5,7 @@ Every aten op the tracer meets falls in one class (docs/trace.md lists the conve
 * ``matrix``: products, convolutions, attention (``_torch`` counts their multiply-accumulates);
 * ``vector``: arithmetic on the vector units, with a FLOP formula per op (norms, softmax,
   reductions, scans, pooling, interpolation, sorting); every op torch tags ``pointwise`` is
-  elementwise arithmetic (1 FLOP per output element unless ``_kernels.ELEMENT_FLOPS`` says)
+  elementwise arithmetic (1 FLOP per output element unless ``ops._family.ELEMENT_FLOPS`` says)
   unless listed here as a copy;
 * ``view``: metadata only, no kernel (every op torch marks ``is_view`` is one too);
 * ``copy``: moves or fills data, no FLOPs (``clone``, ``cat``, padding, ``where``, factories);
@@ -85,11 +85,9 @@ ADAPTIVE_POOL = frozenset({"_adaptive_avg_pool2d", "_adaptive_avg_pool3d",
                            "adaptive_avg_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
                            "adaptive_max_pool1d", "mkldnn_adaptive_avg_pool2d",
                            "adaptive_avg_pool2d", "adaptive_avg_pool3d"})
-#: Interpolation: FLOPs per output element (linear in d dimensions: 2^d taps, a multiply
-#: and an add each, less one add: 2·2^d - 1; bicubic: 16 taps, 31).
-UPSAMPLE = {"upsample_linear1d": 3.0, "upsample_bilinear2d": 7.0, "_upsample_bilinear2d_aa": 7.0,
-            "upsample_trilinear3d": 15.0, "upsample_bicubic2d": 31.0,
-            "_upsample_bicubic2d_aa": 31.0}
+#: Interpolation: taps per output element (linear in d dimensions: 2^d; bicubic: 16).
+UPSAMPLE = {"upsample_linear1d": 2, "upsample_bilinear2d": 4, "_upsample_bilinear2d_aa": 4,
+            "upsample_trilinear3d": 8, "upsample_bicubic2d": 16, "_upsample_bicubic2d_aa": 16}
 #: Sorting: comparisons, as a reduction counts them: sort n·log2(length) per row; topk one
 #: pass (n comparisons against the running k-th).
 SORT = frozenset({"sort", "argsort", "msort"})

@@ -36,6 +36,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..ops import _family as R
 from ..workload import Kernel
 from . import _jax_mesh, _jax_spmd, registry
 from . import _kernels as K
@@ -66,7 +67,7 @@ _SCATTER_COMBINE = frozenset({"scatter-add", "scatter_add", "scatter-mul", "scat
                               "scatter-min", "scatter_min", "scatter-max", "scatter_max"})
 #: Sorting: comparisons, n·log2(length) (sort) or n (top_k), as the torch tracer counts.
 _SORTING = frozenset({"sort", "top_k"})
-#: Reductions over windows (pooling): one FLOP per window element per output.
+#: Reductions over windows (pooling): window - 1 FLOPs per output, as any reduction.
 _WINDOW = frozenset({"reduce_window_sum", "reduce_window_max", "reduce_window_min",
                      "reduce_window", "select_and_scatter_add"})
 #: Elementwise primitives that compute (1 FLOP per output element unless ELEMENT_FLOPS says).
@@ -157,7 +158,8 @@ class _Walk:
                 self.kernels.extend(op.kernels)
                 continue
             name = op.name
-            if name == "custom_call" or name not in _KNOWN:
+            if name == "custom_call" or (name not in _KNOWN
+                                         and not _jax_mesh.is_collective(name)):
                 self.kernels.extend(self._unknown(op, name))
                 continue
             matrix = name in ("dot_general", "conv_general_dilated", "ragged_dot",
@@ -291,7 +293,7 @@ class _Walk:
 
     def _kernel(self, eqn: _Op, name: str, nbytes: float, count: float) -> Kernel:
         outs, ins = eqn.outvars, [v for v in eqn.invars if hasattr(v, "aval")]
-        if name in _jax_mesh.PRIMITIVES:
+        if _jax_mesh.is_collective(name):
             return _jax_mesh.kernel(eqn.label, name, eqn.params, ins, outs, self.axes,
                                     self.links, count)
         label = eqn.label
@@ -322,22 +324,25 @@ class _Walk:
             elements = float(math.prod(outs[0].aval.shape)) if outs else 0.0
             n_in = float(math.prod(ins[0].aval.shape)) if ins else 0.0
             if name in _REDUCE and ins:
-                flops = max(n_in - elements, 0.0)
+                flops = R.reduce_flops(n_in, elements)
             elif name in _SCAN:
-                flops = n_in
+                flops = R.scan_flops(n_in)
             elif name in _ARITHMETIC:
-                flops = K.ELEMENT_FLOPS.get(name, 1.0) * elements
+                flops = R.element_flops(name, elements)
             elif name in _SCATTER_COMBINE and ins:
                 flops = float(math.prod(ins[-1].aval.shape))
             elif name == "sort" and ins:
                 dim = eqn.params.get("dimension", -1)
-                flops = n_in * math.log2(max(ins[0].aval.shape[dim] if ins[0].aval.shape
-                                             else 1, 2))
+                flops = R.sort_flops(n_in, ins[0].aval.shape[dim] if ins[0].aval.shape else 1)
             elif name == "top_k":
-                flops = n_in
-            elif name in _WINDOW:
+                flops = R.top_k_flops(n_in)
+            elif name in _WINDOW:  # a pool: a reduction over each window
                 window = float(math.prod(eqn.params.get("window_dimensions", (1,))))
-                flops = elements * window
+                if name == "select_and_scatter_add" and ins:  # max-pool's gradient: a
+                    windows = float(math.prod(ins[0].aval.shape))  # pool, then one add
+                    flops = R.pool_flops(windows, window, average=True)
+                else:
+                    flops = R.pool_flops(elements, window, average=False)
             else:
                 flops = 0.0  # index, gather, scatter, copy, concatenate, pad, ...
             kernel = K.vector(label, flops=flops, nbytes=nbytes,
@@ -347,7 +352,6 @@ class _Walk:
 
 #: Every primitive with a formula (the rest is unknown: bytes only, listed by name).
 _KNOWN = (_ARITHMETIC | _MOVING | _FREE | _REDUCE | _SCAN | _MEMORY | _SCATTER_COMBINE
-          | frozenset(_jax_mesh.PRIMITIVES)
           | _SORTING | _WINDOW | frozenset({"dot_general", "conv_general_dilated",
                                            "ragged_dot", "ragged_dot_general"}))
 

@@ -29,49 +29,14 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ..ops import _family as R
 from ..workload import Kernel
 from . import _aten as A
 from . import _kernels as K
+from . import _torch_args as T
 from . import _torch_mesh, registry
 from ._base import captured
 from ._mesh import AxisLink
-
-
-def _touched(t: torch.Tensor) -> int:
-    """Elements a kernel reads of *t*: broadcast (stride-0) dimensions are stored once."""
-    if t.dim() == 0:
-        return 1
-    n = 1
-    for size, stride in zip(t.shape, t.stride(), strict=True):
-        if stride != 0:
-            n *= size
-        elif size == 0:
-            return 0
-    return n
-
-
-def _tensors(value: object) -> Iterable[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
-
-
-def _nbytes(inputs: Iterable[torch.Tensor], outputs: Iterable[torch.Tensor]) -> float:
-    seen: set[int] = set()
-    total = 0
-    for t in inputs:
-        if id(t) not in seen:
-            seen.add(id(t))
-            total += _touched(t) * t.dtype.itemsize
-    for t in outputs:
-        total += t.numel() * t.dtype.itemsize
-    return float(total)
-
-
-_DTYPES: dict[Any, str | None] = {}
-
 
 #: In-place ops that write their first operand without reading it.
 _OVERWRITE = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_",
@@ -84,22 +49,13 @@ def _moved(op: str, base: str, inputs: list[torch.Tensor],
     if base in A.GATHER and inputs and outputs:
         source, rest = inputs[0], inputs[1:]
         rows = outputs[0].numel() * source.dtype.itemsize  # the gathered rows, read
-        return float(rows) + _nbytes(rest, outputs)
+        return float(rows) + T.nbytes(rest, outputs)
     if op.endswith("_") and base in A.SCATTER and len(inputs) >= 2:
         values = inputs[-1]
-        return _nbytes(inputs[1:], ()) + float(values.numel() * values.dtype.itemsize)
+        return T.nbytes(inputs[1:], ()) + float(values.numel() * values.dtype.itemsize)
     if op in _OVERWRITE and inputs:
-        return _nbytes(inputs[1:], outputs)
-    return _nbytes(inputs, outputs)
-
-
-def _dtype(t: torch.Tensor) -> str | None:
-    """The canonical precision of a tensor's storage (None for integer and bool types)."""
-    try:
-        return _DTYPES[t.dtype]
-    except KeyError:
-        value = _DTYPES[t.dtype] = K.precision(t.dtype)
-        return value
+        return T.nbytes(inputs[1:], outputs)
+    return T.nbytes(inputs, outputs)
 
 
 class Recorder:
@@ -155,8 +111,8 @@ class Recorder:
 
     def op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
         if self.dtensors.seen and self.dtensors.is_bookkeeping(
-                list(_tensors(args)) + list(_tensors(list(kwargs.values()))),
-                list(_tensors(out))):
+                T.operands(args, kwargs),
+                list(T.tensors(out))):
             return  # DTensor's host-side work (see _torch_mesh)
         if func.namespace == "prim":  # prim.device and co: metadata
             return
@@ -179,11 +135,11 @@ class Recorder:
                          is_view=func.is_view)
         if cls == "view":
             return
-        inputs = list(_tensors(args)) + list(_tensors(list(kwargs.values())))
+        inputs = T.operands(args, kwargs)
         if self.body and (base in A.RNG or (not inputs and cls == "copy")):
             self.leave_out("RNG fill" if base in A.RNG else "tensor factory")
             return
-        outputs = list(_tensors(out))
+        outputs = list(T.tensors(out))
         if cls == "matrix":
             self._matrix(op, base, args, kwargs, func, inputs, outputs)
             return
@@ -193,8 +149,8 @@ class Recorder:
             cls == "vector" or base in A.SCATTER_ADD) else 0.0
         self.kernels.append(K.vector(self._name(op), flops=flops,
                                      nbytes=_moved(op, base, inputs, outputs),
-                                     dtype=_dtype(outputs[0]) if outputs else (
-                                         _dtype(inputs[0]) if inputs else None)))
+                                     dtype=T.precision(outputs[0]) if outputs else (
+                                         T.precision(inputs[0]) if inputs else None)))
 
     def _custom(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                 out: object) -> None:
@@ -204,11 +160,11 @@ class Recorder:
             self._formula(name, formula, args, kwargs)
             return
         self.unknown[name] = self.unknown.get(name, 0) + 1
-        inputs = list(_tensors(args)) + list(_tensors(list(kwargs.values())))
-        outputs = list(_tensors(out))
+        inputs = T.operands(args, kwargs)
+        outputs = list(T.tensors(out))
         self.kernels.append(K.vector(self._name(name), flops=0.0,
-                                     nbytes=_nbytes(inputs, outputs),
-                                     dtype=_dtype(outputs[0]) if outputs else None))
+                                     nbytes=T.nbytes(inputs, outputs),
+                                     dtype=T.precision(outputs[0]) if outputs else None))
 
     def _formula(self, name: str, formula: registry.Formula, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
@@ -238,43 +194,43 @@ class Recorder:
             return 0.0
         n_in, n_out = float(inputs[0].numel()), float(outputs[0].numel())
         if base in A.SOFTMAX:
-            return K.softmax_flops(n_in)
+            return R.softmax_flops(n_in)
         if base in A.SOFTMAX_BACKWARD:
-            return 4.0 * n_out
+            return R.SOFTMAX_BACKWARD_FLOPS * n_out
         if base in A.LAYER_NORMS:
             layer = base in ("native_layer_norm", "layer_norm")
             weight = _arg(args, 2) is not None if layer else _arg(args, 1) is not None
             bias = _arg(args, 3) is not None if layer else _arg(args, 2) is not None
-            return K.norm_flops("layernorm", n_in, weight=weight, bias=bias)
+            return R.norm_flops("layernorm", n_in, weight=weight, bias=bias)
         if base in A.BATCH_NORMS:
             return _batch_norm_flops(base, args, kwargs, n_in)
         if base in A.RMS_NORMS:
-            return K.norm_flops("rmsnorm", n_in, weight=_arg(args, 2) is not None, bias=False)
+            return R.norm_flops("rmsnorm", n_in, weight=_arg(args, 2) is not None, bias=False)
         if base in A.NORM_BACKWARD:
-            return K.NORM_BACKWARD_FLOPS * n_out
+            return R.NORM_BACKWARD_FLOPS * n_out
         if base in ("mv", "addmv"):  # a matrix-vector product: vector units, 2 per MAC
             matrix = args[1] if base == "addmv" else args[0]
             return 2.0 * float(matrix.numel())
         if base in ("dot", "vdot"):  # as ops.dot: n multiplies, n - 1 adds
             return 2.0 * n_in - 1.0
         if base in A.REDUCE_ONE:
-            return max(n_in - n_out, 0.0)
+            return R.reduce_flops(n_in, n_out)
         if base in A.SCAN:
-            return n_in
+            return R.scan_flops(n_in)
         if base in A.REDUCE_PER_ELEMENT:
             return A.REDUCE_PER_ELEMENT[base] * n_in
         if base in A.MAX_POOL or base in A.AVG_POOL:
             window = float(math.prod(_ints(_arg(args, 1), inputs[0].dim() - 2)))
-            return n_out * (window - 1.0 if base in A.MAX_POOL else window)
+            return R.pool_flops(n_out, window, average=base in A.AVG_POOL)
         if base in A.ADAPTIVE_POOL:
-            return n_in if "avg" in base else max(n_in - n_out, 0.0)
+            return n_in if "avg" in base else R.reduce_flops(n_in, n_out)
         if base in A.UPSAMPLE:
-            return A.UPSAMPLE[base] * n_out
+            return R.interpolate_flops(n_out, A.UPSAMPLE[base])
         if base in A.SORT:
             length = inputs[0].shape[_dim(args, kwargs, inputs[0])] if inputs[0].dim() else 1
-            return n_in * math.log2(max(length, 2))
+            return R.sort_flops(n_in, length)
         if base in A.TOPK:
-            return n_in
+            return R.top_k_flops(n_in)
         if base in A.EMBEDDING_BACKWARD:  # one add per element of grad_output
             return n_in
         if base in A.EMBEDDING_BAG:  # rows gathered (indices · dim), one add each
@@ -284,8 +240,8 @@ class Recorder:
                     _arg(args, 3) or kwargs.get("accumulate")):
                 return 0.0  # a plain write: no add
             return float(inputs[-1].numel())
-        if base in K.ELEMENT_FLOPS:
-            return K.ELEMENT_FLOPS[base] * n_out
+        if base in R.ELEMENT_FLOPS:
+            return R.element_flops(base, n_out)
         if torch.Tag.pointwise not in func.tags:
             return max(n_in, n_out)  # the table's other vector ops: 1 per element
         return n_out
@@ -309,12 +265,12 @@ class Recorder:
             batch = math.prod(a.shape[:-2])
             macs = float(batch * a.shape[-2] * a.shape[-1] * b.shape[-1])
             weights = b
-        dtype = self.dtype or (K.wider(_dtype(a), _dtype(weights)) if weights is not None
-                               else _dtype(a))
+        dtype = self.dtype or (K.wider(T.precision(a), T.precision(weights)) if weights is not None
+                               else T.precision(a))
         if base == "_int_mm" and self.dtype is None:
             dtype = "int8"
         self.kernels.append(K.matrix(self._name(op), macs=macs,
-                                     nbytes=_nbytes(inputs, outputs), dtype=dtype))
+                                     nbytes=T.nbytes(inputs, outputs), dtype=dtype))
 
     def _conv(self, op: str, args: tuple[Any, ...], inputs: list[torch.Tensor],
               outputs: list[torch.Tensor]) -> None:
@@ -324,8 +280,8 @@ class Recorder:
         # transposed); padded taps are counted, as torch counts them.
         spatial = x.shape[2:] if transposed else out.shape[2:]
         macs = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
-        dtype = self.dtype or K.wider(_dtype(x), _dtype(w))
-        nbytes = _nbytes(inputs, outputs)
+        dtype = self.dtype or K.wider(T.precision(x), T.precision(w))
+        nbytes = T.nbytes(inputs, outputs)
         groups = _arg(args, 8) if op in ("convolution", "_convolution") else None
         if not transposed and isinstance(groups, int) and groups > 1 and w.shape[1] == 1:
             # depthwise: no reduction over channels to feed a matrix unit (as ops.conv2d)
@@ -345,9 +301,9 @@ class Recorder:
         forward = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
         mask = _arg(args, 10) or (True, True, False)
         macs = forward * (int(bool(mask[0])) + int(bool(mask[1])))
-        dtype = self.dtype or K.wider(_dtype(x), _dtype(w))
+        dtype = self.dtype or K.wider(T.precision(x), T.precision(w))
         self.kernels.append(K.matrix(self._name(op), macs=macs,
-                                     nbytes=_nbytes(inputs, outputs), dtype=dtype))
+                                     nbytes=T.nbytes(inputs, outputs), dtype=dtype))
 
     def _sdpa_aten(self, op: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                    inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
@@ -356,7 +312,7 @@ class Recorder:
         mask = bound.get("attn_mask", bound.get("attn_bias", bound.get("bias")))
         self.attention(op, bound.get("query", args[0]), bound.get("key", args[1]),
                        bound.get("value", args[2]), causal=causal and mask is None,
-                       nbytes=_nbytes(inputs, outputs[:1]))
+                       nbytes=T.nbytes(inputs, outputs[:1]))
 
     def _sdpa_backward(self, op: str, func: Any, args: tuple[Any, ...],
                        kwargs: dict[str, Any], inputs: list[torch.Tensor],
@@ -371,15 +327,16 @@ class Recorder:
             q, k, v = args[1], args[2], args[3]
         causal = bool(bound.get("is_causal", False)) or bound.get("custom_mask_type") == 1
         mask = bound.get("attn_mask", bound.get("attn_bias", bound.get("bias")))
-        pairs = (K.causal_pairs_top_left(q.shape[-2], k.shape[-2]) if causal and mask is None
-                 else float(q.shape[-2]) * k.shape[-2])
+        pairs = R.scored_pairs(q.shape[-2], k.shape[-2], causal=causal and mask is None,
+                               align="top_left")
         scored = float(math.prod(q.shape[:-2])) * pairs
         name = self._name(op)
         self.kernels.append(K.matrix(name, macs=2.0 * scored * (q.shape[-1] + v.shape[-1]),
-                                     nbytes=_nbytes(inputs, outputs),
-                                     dtype=self.dtype or _dtype(q)))
-        self.kernels.append(K.vector(f"{name}.softmax", flops=3.0 * scored, nbytes=0.0,
-                                     dtype=_dtype(q)))
+                                     nbytes=T.nbytes(inputs, outputs),
+                                     dtype=self.dtype or T.precision(q)))
+        self.kernels.append(K.vector(f"{name}.softmax", flops=R.ATTENTION_GRAD_FLOPS * scored,
+                                     nbytes=0.0,
+                                     dtype=T.precision(q)))
 
     def sdpa(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
         """``F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, ...)``."""
@@ -389,18 +346,17 @@ class Recorder:
         causal = bool(bound.get("is_causal", False))
         inputs = [t for t in (q, k, v, mask) if isinstance(t, torch.Tensor)]
         self.attention("scaled_dot_product_attention", q, k, v, causal=causal,
-                       nbytes=_nbytes(inputs, _tensors(out)))
+                       nbytes=T.nbytes(inputs, T.tensors(out)))
 
     def attention(self, op: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                   causal: bool, nbytes: float) -> None:
         q_len, kv_len = q.shape[-2], k.shape[-2]
         heads = float(math.prod(q.shape[:-2]))  # batch · query heads
-        pairs = (K.causal_pairs_top_left(q_len, kv_len) if causal
-                 else float(q_len) * kv_len)
+        pairs = R.scored_pairs(q_len, kv_len, causal=causal, align="top_left")
         self.kernels.extend(K.attention(self._name(op), heads=heads, pairs=pairs,
                                         head_dim=q.shape[-1], value_dim=v.shape[-1],
-                                        nbytes=nbytes, dtype=self.dtype or _dtype(q),
-                                        softmax_dtype=_dtype(q)))
+                                        nbytes=nbytes, dtype=self.dtype or T.precision(q),
+                                        softmax_dtype=T.precision(q)))
 
 
 def _bind(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -423,8 +379,8 @@ def _batch_norm_flops(base: str, args: tuple[Any, ...], kwargs: dict[str, Any],
     else:
         training = bool(_arg(args, 5) if len(args) > 5 else kwargs.get("training", True))
     if not training:
-        return K.EVAL_BATCH_NORM_FLOPS * elements
-    return K.norm_flops("layernorm", elements, weight=_arg(args, 1) is not None,
+        return R.EVAL_BATCH_NORM_FLOPS * elements
+    return R.norm_flops("layernorm", elements, weight=_arg(args, 1) is not None,
                         bias=_arg(args, 2) is not None)
 
 
@@ -690,7 +646,7 @@ def footprint(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, A
         if isinstance(root, torch.nn.Module):
             tensors.extend(root.parameters())
             tensors.extend(root.buffers())
-    tensors.extend(_tensors(list(args) + list(kwargs.values())))
+    tensors.extend(T.tensors(list(args) + list(kwargs.values())))
     for t in tensors:
         if id(t) not in seen:
             seen.add(id(t))
