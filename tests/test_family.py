@@ -47,7 +47,7 @@ def test_ops_models_and_tracers_share_one_copy_of_each_rule() -> None:
     from pytest_roofline.ops import vector
     from pytest_roofline.tracing import known_ops
 
-    assert transformer.GELU_FLOPS is R.GELU_FLOPS and R.GELU_FLOPS == R.ELEMENT_FLOPS["gelu"]
+    assert transformer.GELU_FLOPS is R.GELU_FLOPS and R.ELEMENT_FLOPS["gelu"] == R.GELU_FLOPS
     assert transformer.ADAM_FLOPS is R.ADAM_FLOPS
     assert training.ADAM_STATE_BYTES is R.ADAM_STATE_BYTES
     assert vector.SOFTMAX_FLOPS is R.SOFTMAX_FLOPS

@@ -22,16 +22,14 @@ input / output); any other ``c10d`` collective is a TraceError naming it (unknow
 zero): write it with functional collectives.
 
 The group size of an ``all_reduce`` and of an ``all_to_all_single`` without split sizes comes
-from the process group its name resolves to: :func:`group_of`, the one use of a torch-private
-function, checked by ``tests/test_trace_mesh.py``.
+from the process group its name resolves to (a torch-private function, in ``_torch_compat``).
 
 **DTensor.** An op on DTensors is handed back to DTensor (the dispatch mode declines it), whose
 dispatcher runs the op on each rank's local shard and the collectives a redistribution needs:
 those are recorded, per chip, as for plain tensors. DTensor's own bookkeeping on the host is
 not: its sharding propagation runs the op on fake tensors of the global shapes
-(:func:`is_bookkeeping`, using :func:`is_fake`, the other private call, also checked by the
-tests), and its device-mesh arithmetic runs on the mesh's integer tensor and what is derived
-from it (:class:`DTensors` tracks them).
+(:func:`is_bookkeeping`, using ``_torch_compat.is_fake``), and its device-mesh arithmetic runs
+on the mesh's integer tensor and what is derived from it (:class:`DTensors` tracks them).
 """
 
 from __future__ import annotations
@@ -46,26 +44,13 @@ from ..workload import Kernel
 from . import _kernels as K
 from . import _mesh
 from . import _torch_args as T
+from . import _torch_compat as C
 
 NAMESPACES = frozenset({"_c10d_functional", "c10d"})
 #: Ops of those namespaces that move no data.
 FREE = frozenset({"wait_tensor", "_wrap_tensor_autograd", "barrier", "monitored_barrier"})
 #: In-place ``c10d`` ops whose group size their shapes give (output / input, or the inverse).
 _SIZED_BY_SHAPES = frozenset({"_allgather_base_", "_reduce_scatter_base_"})
-
-
-def group_of(name: str) -> Any:
-    """The ProcessGroup a functional collective's group name stands for."""
-    from torch.distributed.distributed_c10d import _resolve_process_group
-
-    return _resolve_process_group(name)
-
-
-def is_fake(tensor: torch.Tensor) -> bool:
-    """True for a fake tensor (shapes only, no data): torch has no public test for it."""
-    from torch._subclasses.fake_tensor import is_fake as _is_fake
-
-    return bool(_is_fake(tensor))
 
 
 def _group_keys(group: Any) -> list[str]:
@@ -105,11 +90,11 @@ def kernel(name: str, op: str, namespace: str, args: tuple[Any, ...], out: objec
     elif op == "all_to_all_single" and isinstance(args[1], (list, tuple)) and args[1]:
         devices = len(args[1])
     else:
-        group = group_of(group_name)
+        group = C.process_group(group_name)
         devices = int(group.size())
     if group is None:
         try:
-            group = group_of(group_name)
+            group = C.process_group(group_name)
         except (RuntimeError, ValueError, LookupError):
             group = None
     keys = _group_keys(group) if group is not None else [group_name]
@@ -178,7 +163,7 @@ class DTensors:
         if not self.seen:
             return False
         tensors = inputs + outputs
-        if any(is_fake(t) for t in tensors) or (not inputs and not outputs):
+        if any(C.is_fake(t) for t in tensors) or (not inputs and not outputs):
             return True
         if any(id(t) in self.derived or (t.device.type == "cpu" and
                                          t.untyped_storage().data_ptr() in self.host)

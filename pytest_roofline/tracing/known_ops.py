@@ -31,11 +31,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ops import _family as R
-from ..workload import Kernel, Workload
+from ..workload import Workload
 from . import _kernels as K
 from . import _torch_args as T
+from . import registry
 
-__all__ = ["BUILTIN"]
+__all__ = ["NAMES"]
 
 
 def pairs(q_len: int, kv_len: int, *, causal: bool, left: int = -1, right: int = -1) -> float:
@@ -145,7 +146,7 @@ _FLASH: dict[str, Callable[..., Workload]] = {
     "_flash_attn_varlen_forward": flash_varlen_forward,
     "_flash_attn_varlen_backward": flash_varlen_backward}
 
-#: Op name -> formula, for the ops named in the module docstring.
-BUILTIN: dict[str, Callable[..., Kernel | Workload]] = {
-    f"{namespace}::{op}": formula for namespace in ("flash_attn", "flashattn")
-    for op, formula in _FLASH.items()}
+#: The ops named in the module docstring, each registered as a built-in formula.
+NAMES = tuple(f"{namespace}::{op}" for namespace in ("flash_attn", "flashattn") for op in _FLASH)
+for _name in NAMES:
+    registry.BUILTIN.register(_name, _FLASH[_name.partition("::")[2]], by=__name__)
