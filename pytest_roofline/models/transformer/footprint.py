@@ -14,6 +14,7 @@ from ...workload import Number
 from .options import PhaseOptions, Plan, plan_for
 from .params import ParameterCounts
 
+
 @dataclass(frozen=True)
 class Footprint:
     """Memory a phase needs resident on each chip, in bytes (see :meth:`Transformer.footprint`)."""

@@ -9,14 +9,15 @@ from typing import Any
 
 from ... import dtypes
 from ... import fusion as _fusion
+from ...ops._family import GELU_FLOPS, GLU_FLOPS
 from ...ops.attention import attention_kernels
 from ...ops.collectives import collective_kernel
 from ...ops.matmul import matmul_kernel
-from ...ops._family import GELU_FLOPS, GLU_FLOPS
 from ...ops.vector import elementwise_kernel, norm_kernel, softmax_kernel
 from ...workload import Kernel, Number, is_array
 from .options import Group, Plan
 from .params import ParameterCounts
+
 
 @dataclass(frozen=True)
 class Linear:

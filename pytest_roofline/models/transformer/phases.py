@@ -18,6 +18,7 @@ from .footprint import Footprints
 from .graph import KernelGraph, Linear, materialize, rename, with_backward
 from .options import Group, PhaseOptions, Plan, expert_parallel_plan, plan_for
 
+
 class Transformer(Footprints, KernelGraph):
     """A transformer model: exact parameter count, inference phases and a training step."""
 
