@@ -94,13 +94,13 @@ def test_torch_functional_collectives_trace_to_their_closed_forms(fake_group, de
 
 
 def test_is_fake_tells_fake_tensors_from_real_and_meta_ones():
-    # the other torch-private call (tracing/_torch_mesh.is_fake, from torch._subclasses):
+    # a torch-private call (tracing/_torch_compat.is_fake, from torch._subclasses):
     # DTensor's sharding propagation runs on fake tensors, which the trace must leave out;
     # a meta tensor (what whole models are traced on) is not fake and must be priced
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from pytest_roofline.tracing._torch_mesh import is_fake
+    from pytest_roofline.tracing._torch_compat import is_fake
 
     with FakeTensorMode():
         fake = torch.empty(4, 4)
@@ -110,11 +110,11 @@ def test_is_fake_tells_fake_tensors_from_real_and_meta_ones():
 
 
 def test_the_group_of_a_functional_collective_resolves(fake_group):
-    # a torch-private call of the torch collectives (tracing/_torch_mesh.group_of)
+    # a torch-private call of the torch collectives (tracing/_torch_compat.process_group)
     _, dist = fake_group
-    from pytest_roofline.tracing._torch_mesh import group_of
+    from pytest_roofline.tracing._torch_compat import process_group
 
-    assert group_of(dist.group.WORLD.group_name).size() == RANKS
+    assert process_group(dist.group.WORLD.group_name).size() == RANKS
 
 
 def test_an_inplace_all_reduce_is_named_not_priced_as_zero(fake_group):
@@ -181,3 +181,29 @@ def test_an_unmapped_group_is_priced_by_the_chips_mesh_axes(fake_group):
                     mesh_axes={"world": "pcie"})
     r = analyze(Workload([reduce]), chip)
     assert r.t_network == pytest.approx(2 * V * 7 / 8 / 64e9, rel=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_a_new_collective_row_is_read_by_the_torch_tracer(fake_group, monkeypatch):
+    # one row plus its closed form (ops._family.COLLECTIVES): a kind that sends each chip's
+    # tensor once (sent = 1), claiming the functional all_reduce; the torch tracer prices
+    # the op with that row, not the all-reduce's 2·(N-1)/N (the JAX readers: the same check
+    # in tests/mesh_jax/check_shard_map.py)
+    import dataclasses
+
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as fc
+
+    from pytest_roofline.ops import _family
+
+    torch, _ = fake_group
+    ring = _family.COLLECTIVES["all_reduce"]
+    monkeypatch.setitem(_family.COLLECTIVES, "all_reduce", dataclasses.replace(
+        ring, torch=("all_reduce_coalesced", "all_reduce_coalesced_")))
+    monkeypatch.setitem(_family.COLLECTIVES, "once", _family.Collective(
+        "once", sent=lambda n: 1.0, adds=lambda n: 0.0, parts_in=lambda n: 1,
+        parts_out=lambda n: 1, ring_steps=lambda n: 1.0, torch=("all_reduce", "all_reduce_")))
+    x = torch.empty(ROWS, COLS, dtype=torch.bfloat16, device="meta")
+    w = Tracer()(lambda x: fc.wait_tensor(fc.all_reduce(x, "sum", dist.group.WORLD)), x)
+    (moved,) = [k for k in w.kernels if k.link_bytes]
+    assert moved.link_bytes == V

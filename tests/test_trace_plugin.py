@@ -279,3 +279,29 @@ def pytest_roofline_register_ops(config):
         assert record["flops"] == 2 * 3 * 1024 * 1024 and "unknown" not in record
     finally:
         rl.unregister_op("hooklib::fancy")
+
+
+def test_trace_takes_a_tracer_with_its_options(suite: pytest.Pytester) -> None:
+    # trace=Tracer(...) records the body through the same Tracer as roofline.trace(): its
+    # own formulas and strict apply (the mm below: 7 FLOPs by the tracer's formula, not
+    # 2·4·256·256)
+    suite.makepyfile(BODY + """
+from pytest_roofline import Kernel, Tracer
+
+MINE = Tracer(formulas={"aten::mm": lambda a, b: Kernel("mm", 7.0, 8.0)})
+
+@pytest.mark.roofline(hw="toy", trace=MINE)
+def test_own_formula():
+    gemm(4)
+
+@pytest.mark.roofline(hw="toy", trace=Tracer(strict=True))
+def test_strict_tracer():
+    torch.linalg.det(torch.ones(4, 4))
+""")
+    result = run(suite, "--roofline-json=out.json")
+    result.assert_outcomes(passed=1, errors=0, failed=1)
+    result.stdout.fnmatch_lines(["*strict=True: trace(test_strict_tracer): 1 op without a "
+                                 "formula: aten::_linalg_det x1*"])
+    records = {r["nodeid"].split("::")[-1]: r
+               for r in json.loads((suite.path / "out.json").read_text())["results"]}
+    assert records["test_own_formula"]["flops"] == 7.0

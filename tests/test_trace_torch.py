@@ -393,7 +393,8 @@ def test_errors_name_the_problem():
 
 
 def test_the_dispatch_mode_keeps_its_method_out_of_dynamo():
-    # The torch-private pieces of the recorder (tracing/_torch._Dispatch): the mode subclasses
+    # The torch-private pieces of the recorder (tracing/_torch_compat.DispatchMode, the base of
+    # tracing/_torch._Dispatch): the mode subclasses
     # torch.utils._python_dispatch.TorchDispatchMode and overrides its _should_skip_dynamo,
     # or torch wraps __torch_dispatch__ in torch._disable_dynamo (functools.wraps: a
     # __wrapped__ attribute), whose first call imports torch._dynamo (1-2 s a session). If

@@ -56,6 +56,7 @@ class Expectation:
     cross_check: float | None = None
     trace_only: tuple[Any, ...] = ()
     strict: bool = False
+    tracer: Any = None  # trace=Tracer(...): the options the test body is traced with
     optional_hw: frozenset[str] = frozenset()  # chips whose failure to price is a skip
 
     @cached_property
@@ -178,7 +179,7 @@ def parse(
         min_efficiency = _fraction(kwargs["min_efficiency"], "min_efficiency",
                                    "a fraction of the roof in (0, 1] such as 0.5 or '50%'",
                                    low_open=True)
-    trace, trace_only = _trace(kwargs.get("trace", False))
+    trace, trace_only, tracer = _trace(kwargs.get("trace", False))
     strict = kwargs.get("strict", False)
     if not isinstance(strict, bool):
         raise MarkerError(f"strict={strict!r} is not allowed; expected True (fail when a traced "
@@ -191,20 +192,27 @@ def parse(
         hw=hardware, regime=regime, workload=_workload(kwargs, name), dtype=dtype,
         sparse=sparse, min_intensity=min_i, max_intensity=max_i, max_time=max_time,
         fits=fits, margin=margin, min_efficiency=min_efficiency, trace=trace,
-        cross_check=cross_check, optional_hw=optional, trace_only=trace_only, strict=strict)
+        cross_check=cross_check, optional_hw=optional, trace_only=trace_only, strict=strict,
+        tracer=tracer)
 
 
-def _trace(value: object) -> tuple[bool, tuple[Any, ...]]:
-    """``trace=``: True (the test body), a callable, or a list of callables and modules
-    (only their calls) -> (trace, the callables)."""
+def _trace(value: object) -> tuple[bool, tuple[Any, ...], Any]:
+    """``trace=``: True (the test body), a ``Tracer`` (the test body, traced with its
+    options), a callable, or a list of callables and modules (only their calls) -> (trace,
+    the callables, the Tracer or None)."""
     if isinstance(value, bool):
-        return value, ()
+        return value, (), None
+    from ..tracing import Tracer
+
+    if isinstance(value, Tracer):
+        return True, (), value
     items = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-    if items and all(callable(item) for item in items):
-        return True, items
+    if items and all(callable(item) and not isinstance(item, Tracer) for item in items):
+        return True, items, None
     raise MarkerError(f"trace={value!r} is not allowed; expected True (record the torch ops "
-                      f"the test body runs), a function or module, or a list of them (record "
-                      f"only their calls), or False")
+                      f"the test body runs), a Tracer (the same, with its options), a "
+                      f"function or module, or a list of them (record only their calls), or "
+                      f"False")
 
 
 def _optional(value: object, hardware: Sequence[Hardware]) -> frozenset[str]:

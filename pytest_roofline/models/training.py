@@ -61,14 +61,13 @@ from dataclasses import dataclass
 from .. import dtypes, units
 from ..errors import WorkloadError, brief
 from ..ops._common import size
+from ..ops._family import ADAM_STATE_BYTES
 from ..ops.collectives import collective_kernel
 from ..workload import Kernel, Number, is_array
 
 RECOMPUTE = ("none", "selective", "full")
 OVERLAP = ("none", "full")
 ZERO = (0, 1, 2, 3)
-#: Adam's fp32 master weights and two moments, bytes per parameter.
-ADAM_STATE_BYTES = 12.0
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
+from . import _family
 from ._common import (
     array_precision,
     dtype_of,
@@ -51,23 +52,16 @@ from ._common import (
     sized_precision,
     sweep_size,
 )
-from .vector import SOFTMAX_FLOPS
+from ._family import SOFTMAX_FLOPS
 
 _LAYOUTS = {"bshd": (0, 1, 2, 3), "bhsd": (0, 2, 1, 3)}  # positions of (b, s, h, d)
 
 
-def scored_pairs(q_len: Number, kv_len: Number, causal: bool,
-                 window: int | None = None) -> Number:
-    """Scored (query, key) pairs per sequence and head (see the module docstring)."""
-    if not causal:
-        return q_len * kv_len
-    if window is None or window >= kv_len:
-        return q_len * (kv_len - q_len) + q_len * (q_len + 1) / 2.0
-    first = kv_len - q_len + 1  # keys the first query would see without a window
-    if first >= window:
-        return q_len * float(window)
-    # counts first, first + 1, ..., window, then window for every later query
-    return (window * (window + 1) - (first - 1) * first) / 2.0 + (kv_len - window) * window
+def scored_pairs(q_len: int, kv_len: int, causal: bool, window: int | None = None) -> float:
+    """Scored (query, key) pairs per sequence and head (see the module docstring): queries
+    are the last q_len positions; a window of W keys includes the query's own."""
+    return _family.scored_pairs(q_len, kv_len, causal=causal,
+                                left=None if window is None else window - 1)
 
 
 def keys_read(q_len: int, kv_len: int, window: int | None) -> int:
@@ -75,7 +69,7 @@ def keys_read(q_len: int, kv_len: int, window: int | None) -> int:
     return kv_len if window is None else min(kv_len, q_len - 1 + window)
 
 
-def attention_kernels(prefix: str, batch: Number, q_len: Number, kv_len: Number, heads: int,
+def attention_kernels(prefix: str, batch: Number, q_len: int, kv_len: int, heads: int,
                       kv_heads: int, head_dim: int, causal: bool, fused: bool, dtype: str,
                       kv_dtype: str, count: Number = 1.0,
                       window: int | None = None, compute: str | None = None, *,

@@ -50,9 +50,6 @@ an algorithm to bound one library's choice.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-
 from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
@@ -66,39 +63,15 @@ from ._common import (
     sized_precision,
     sweep_size,
 )
+from ._family import ALGORITHMS, collective
 from .matmul import array_dtypes, matmul_kernel, operands, precision_label, resolve_dtypes
-
-ALGORITHMS = ("auto", "ring", "tree", "one_shot")
-
-# kind -> (sent: fraction of D, adds: fraction of elements, input and output: fractions of D)
-_RING: dict[str, Callable[[int], tuple[float, float, float, float]]] = {
-    "all_reduce": lambda n: (2.0 * (n - 1) / n, (n - 1) / n, 1.0, 1.0),
-    "all_gather": lambda n: ((n - 1) / n, 0.0, 1.0 / n, 1.0),
-    "reduce_scatter": lambda n: ((n - 1) / n, (n - 1) / n, 1.0, 1.0 / n),
-    "all_to_all": lambda n: ((n - 1) / n, 0.0, 1.0, 1.0),
-    "point_to_point": lambda n: (1.0, 0.0, 1.0, 0.0),
-}
-
-
-def steps(kind: str, devices: int, algorithm: str) -> tuple[float, float]:
-    """(bytes sent as a multiple of the ring's, sequential steps) of *algorithm*."""
-    n = devices
-    if algorithm == "auto":
-        return 1.0, 1.0
-    if algorithm == "one_shot":
-        return (n / 2.0 if kind == "all_reduce" else 1.0), 1.0
-    if algorithm == "tree":
-        return 1.0, 2.0 * math.ceil(math.log2(n))
-    if kind == "point_to_point":
-        return 1.0, 1.0
-    return 1.0, float(2 * (n - 1) if kind == "all_reduce" else n - 1)
 
 
 def check_algorithm(kind: str, algorithm: object) -> str:
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise WorkloadError(f"{kind}: algorithm must be one of "
                             f"{', '.join(map(repr, ALGORITHMS))}, got {brief(algorithm)}")
-    if algorithm == "tree" and kind != "all_reduce":
+    if algorithm == "tree" and not collective(kind).tree:
         raise WorkloadError(f"{kind}: algorithm='tree' is an all-reduce algorithm; use "
                             f"'ring', 'one_shot' or 'auto'")
     return algorithm
@@ -113,8 +86,10 @@ def collective_kernel(kind: str, name: str, elements: Number, devices: int, dtyp
     if devices == 1 and kind != "point_to_point":
         return Kernel(name, 0.0, 0.0, unit="vector", dtype=compute or dtype, link=link,
                       link_count=link_count, count=count)
-    sent, adds, held_in, held_out = _RING[kind](devices)
-    factor, sequential = steps(kind, devices, algorithm)
+    row = collective(kind)
+    sent, adds = row.sent(devices), row.adds(devices)
+    held_in, held_out = row.held(devices)
+    factor, sequential = row.steps(devices, algorithm)
     data = elements * dtypes.ITEMSIZE[dtype]
     link_bytes = sent * factor * data
     return Kernel(name, adds * elements, (held_in + held_out) * data + 2.0 * link_bytes,

@@ -33,11 +33,7 @@ from ._common import (
     size,
     sized_precision,
 )
-
-SOFTMAX_FLOPS = 5.0
-LAYERNORM_FLOPS = 7.0
-RMSNORM_FLOPS = 4.0
-
+from ._family import LAYERNORM_FLOPS, RMSNORM_FLOPS, SOFTMAX_FLOPS
 
 # -- kernels (no checks; shared with the model builders) -------------------------------------
 

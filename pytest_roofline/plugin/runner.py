@@ -118,12 +118,13 @@ class Runner:
         test = stash[TEST_KEY] if TEST_KEY in stash else None  # noqa: SIM401
         try:
             if test is not None and test.expectation.trace:
-                from ..tracing._torch import Session
+                from ..tracing import Tracer
 
                 expectation = test.expectation
-                with Session({}, None, body=True, targets=expectation.trace_only) as recorder:
+                tracer = expectation.tracer or Tracer()
+                with tracer.body(targets=expectation.trace_only) as recording:
                     yield  # the test body, recorded
-                test.body = self.traced(item, recorder, expectation.strict)
+                test.body = self.traced(item, tracer, recording, expectation.strict)
             else:
                 yield  # the test body: its own failure propagates as the user's, never ours
         finally:
@@ -135,23 +136,21 @@ class Runner:
         if test is not None:  # the body passed: the verdict
             self.verdict(item, test)
 
-    def traced(self, item: pytest.Item, recorder: Any, strict: bool) -> Any:
+    def traced(self, item: pytest.Item, tracer: Any, recorder: Any, strict: bool) -> Any:
         """The workload ``trace=`` recorded of the test body (see docs/trace.md)."""
         from ..errors import RooflineError
-        from ..tracing import refuse_unknown, workload
 
         name = f"trace({item.name})"
         if recorder.left_out:
             left = ", ".join(f"{what} x{n}" for what, n in sorted(recorder.left_out.items()))
             item.add_report_section("call", "roofline trace", f"left out of {name}: {left}\n")
         try:
-            if strict:
-                refuse_unknown(recorder.unknown, name)
-            return workload(recorder.kernels, footprint=0.0, name=name,
-                            unknown=recorder.unknown)
+            return tracer.finish(recorder.kernels, unknown=recorder.unknown, footprint=0.0,
+                                 name=name, strict=strict)
         except RooflineError as exc:
             if recorder.kernels:
-                self.fail(item, f"roofline marker on {item.name}: strict=True: {exc}")
+                what = "strict=True: " if strict or tracer.strict else ""
+                self.fail(item, f"roofline marker on {item.name}: {what}{exc}")
             what = "trace=<callables>" if recorder.filtered else "trace=True"
             only = " inside a call of those" if recorder.filtered else ""
             self.fail(item, f"roofline marker on {item.name}: {what}, but the test body "

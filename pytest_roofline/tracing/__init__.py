@@ -22,7 +22,7 @@ The public function is ``pytest_roofline.trace``; this package is ``pytest_roofl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import dtypes
@@ -85,13 +85,21 @@ class Tracer:
       behind the program's matrix work (:func:`pytest_roofline.overlapped`).
     * ``strict``: fail (TraceError) instead of recording an op that has no formula
       (default: record its bytes and list it in ``Workload.unknown``).
+    * ``formulas``: ``{op name: formula}`` for this tracer only (as ``register_op`` takes
+      them); they win over ``register_op``'s and the built-in ones.
+
+    ``tracer(fn, *args)`` traces a call; ``with tracer.body() as recording:`` records the
+    torch ops a block runs (what a ``trace=True`` test does); both end in
+    :meth:`finish`.
     """
 
-    __slots__ = ("dtype", "framework", "fusion", "links", "name", "overlap", "strict")
+    __slots__ = ("dtype", "formulas", "framework", "fusion", "links", "name", "overlap",
+                 "strict")
 
     def __init__(self, *, dtype: object = None, fusion: str | None = None,
                  name: str | None = None, framework: str | None = None,
-                 links: object = None, overlap: str = "none", strict: bool = False) -> None:
+                 links: object = None, overlap: str = "none", strict: bool = False,
+                 formulas: object = None) -> None:
         if dtype is not None:
             try:
                 dtype = dtypes.canonical(dtype)
@@ -120,6 +128,9 @@ class Tracer:
         if not isinstance(strict, bool):
             raise TraceError(f"Tracer: strict={strict!r} must be True or False")
         self.strict = strict
+        from .registry import scoped
+
+        self.formulas = scoped(formulas)
         self.dtype: str | None = dtype
         self.fusion = fusion
         self.name = name
@@ -128,7 +139,8 @@ class Tracer:
     def __repr__(self) -> str:
         return (f"Tracer(dtype={self.dtype!r}, fusion={self.fusion!r}, name={self.name!r}, "
                 f"framework={self.framework!r}, links={self.links!r}, "
-                f"overlap={self.overlap!r}, strict={self.strict!r})")
+                f"overlap={self.overlap!r}, strict={self.strict!r}"
+                + (f", formulas={self.formulas.names()!r})" if self.formulas else ")"))
 
     def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
         if not callable(fn):
@@ -140,9 +152,46 @@ class Tracer:
         from ._mesh import MeshError
 
         try:
-            traced = self._trace(fn, args, kwargs, framework, fusion)
+            kernels, footprint, unknown = self._record(fn, args, kwargs, framework, fusion)
         except MeshError as exc:
             raise TraceError(str(exc)) from None
+        name = self.name or f"trace({getattr(fn, '__name__', type(fn).__name__)})"
+        return self.finish(kernels, unknown=unknown, footprint=footprint, name=name)
+
+    def _record(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                framework: str, fusion: str) -> tuple[list[Kernel], float, dict[str, int]]:
+        if framework == "torch":
+            if fusion != "none":
+                raise TraceError(f"Tracer: fusion={fusion!r}: eager torch runs op by op, every "
+                                 f"op round-tripping memory; it takes fusion='none'")
+            from . import _torch
+
+            recorder = _torch.record(fn, args, kwargs, self.dtype, self.links, self.formulas)
+            return recorder.kernels, _torch.footprint(fn, args, kwargs), recorder.unknown
+        from . import _jax
+
+        return _jax.record(fn, args, kwargs, self.dtype, fusion, self.links, self.formulas)
+
+    def body(self, *, targets: Iterable[object] = ()) -> Any:
+        """A context manager recording the torch ops run inside its block, as a test body:
+        tensor factories, RNG fills and reference comparisons are left out (counted in the
+        recording's ``left_out``); with *targets* (functions, modules, torch functions or
+        ops), only what runs inside their calls. Its value, the recording, has ``kernels``,
+        ``unknown`` and ``left_out``; :meth:`finish` makes its workload."""
+        require("torch")
+        from . import _torch
+
+        return _torch.Session({}, self.dtype, self.links, body=True, targets=targets,
+                              formulas=self.formulas)
+
+    def finish(self, kernels: list[Kernel], *, unknown: dict[str, int], footprint: float,
+               name: str, strict: bool = False) -> Workload:
+        """The end of every trace: under ``strict`` (this tracer's or the caller's) a
+        TraceError naming the ops without a formula; the workload (a TraceError when nothing
+        worth a kernel ran); the collectives' overlap."""
+        if self.strict or strict:
+            refuse_unknown(unknown, name)
+        traced = workload(kernels, footprint=footprint, name=name, unknown=unknown)
         if self.overlap == "full":
             from ..overlap import overlapped
 
@@ -151,27 +200,6 @@ class Tracer:
             except WorkloadError as exc:
                 raise TraceError(f"Tracer(overlap='full'): {exc}") from None
         return traced
-
-    def _trace(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-               framework: str, fusion: str) -> Workload:
-        if framework == "torch":
-            if fusion != "none":
-                raise TraceError(f"Tracer: fusion={fusion!r}: eager torch runs op by op, every "
-                                 f"op round-tripping memory; it takes fusion='none'")
-            from . import _torch
-
-            recording = _torch.record(fn, args, kwargs, self.dtype, self.links)
-            kernels, unknown = recording.kernels, recording.unknown
-            footprint = _torch.footprint(fn, args, kwargs)
-        else:
-            from . import _jax
-
-            kernels, footprint, unknown = _jax.record(fn, args, kwargs, self.dtype, fusion,
-                                                      self.links)
-        name = self.name or f"trace({getattr(fn, '__name__', type(fn).__name__)})"
-        if self.strict:
-            refuse_unknown(unknown, name)
-        return workload(kernels, footprint=footprint, name=name, unknown=unknown)
 
 
 def refuse_unknown(unknown: dict[str, int], name: str) -> None:

@@ -2,10 +2,10 @@
 
 Every aten op the tracer meets falls in one class (docs/trace.md lists the conventions):
 
-* ``matrix``: products, convolutions, attention (``_torch`` counts their multiply-accumulates);
+* ``matrix``: products, convolutions, attention (their formulas count multiply-accumulates);
 * ``vector``: arithmetic on the vector units, with a FLOP formula per op (norms, softmax,
   reductions, scans, pooling, interpolation, sorting); every op torch tags ``pointwise`` is
-  elementwise arithmetic (1 FLOP per output element unless ``_kernels.ELEMENT_FLOPS`` says)
+  elementwise arithmetic (1 FLOP per output element unless ``ops._family.ELEMENT_FLOPS`` says)
   unless listed here as a copy;
 * ``view``: metadata only, no kernel (every op torch marks ``is_view`` is one too);
 * ``copy``: moves or fills data, no FLOPs (``clone``, ``cat``, padding, ``where``, factories);
@@ -16,9 +16,31 @@ Every aten op the tracer meets falls in one class (docs/trace.md lists the conve
   never counted as 0 FLOPs without a word.
 
 An op is looked up by its overload packet's name, with a trailing ``_`` (in place) removed.
+
+**One row per op family** (as fvcore's handles and torch's ``register_flop_formula``): a set
+of op names, and below, the family's formula registered for each of them in
+:data:`VECTOR_FLOPS` (a Call in, FLOPs out) or :data:`MATRIX_KERNELS` (a Call in, kernels
+out), through the same :class:`~.registry.Registry` as ``register_op`` (an op in two
+families is an error at import). The rules themselves (reductions, pools, scored pairs,
+per-element FLOPs) are ``ops._family``'s. Adding an op to a family is one name in one set;
+a new family is a set and its formula, both here. The recorder (``_torch``) only reads
+these tables.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ..ops import _family as R
+from ..workload import Kernel
+from . import _kernels as K
+from . import _torch_args as T
+from . import _torch_compat as C
+from . import registry
 
 CLASSES = ("matrix", "vector", "view", "copy", "gather", "scatter", "collective", "unknown")
 
@@ -85,17 +107,13 @@ ADAPTIVE_POOL = frozenset({"_adaptive_avg_pool2d", "_adaptive_avg_pool3d",
                            "adaptive_avg_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
                            "adaptive_max_pool1d", "mkldnn_adaptive_avg_pool2d",
                            "adaptive_avg_pool2d", "adaptive_avg_pool3d"})
-#: Interpolation: FLOPs per output element (linear in d dimensions: 2^d taps, a multiply
-#: and an add each, less one add: 2·2^d - 1; bicubic: 16 taps, 31).
-UPSAMPLE = {"upsample_linear1d": 3.0, "upsample_bilinear2d": 7.0, "_upsample_bilinear2d_aa": 7.0,
-            "upsample_trilinear3d": 15.0, "upsample_bicubic2d": 31.0,
-            "_upsample_bicubic2d_aa": 31.0}
+#: Interpolation: taps per output element (linear in d dimensions: 2^d; bicubic: 16).
+UPSAMPLE = {"upsample_linear1d": 2, "upsample_bilinear2d": 4, "_upsample_bilinear2d_aa": 4,
+            "upsample_trilinear3d": 8, "upsample_bicubic2d": 16, "_upsample_bicubic2d_aa": 16}
 #: Sorting: comparisons, as a reduction counts them: sort n·log2(length) per row; topk one
 #: pass (n comparisons against the running k-th).
 SORT = frozenset({"sort", "argsort", "msort"})
 TOPK = frozenset({"topk", "kthvalue", "median", "nanmedian", "mode"})
-#: Matrix-vector products: the vector units, 2 per multiply-accumulate (as ``ops.dot``).
-MATVEC = frozenset({"mv", "addmv", "dot", "vdot"})
 #: Embedding bags: gather rows and add them (one add per gathered element).
 EMBEDDING_BAG = frozenset({"_embedding_bag", "_embedding_bag_forward_only", "embedding_bag"})
 #: Scatters that add their values (one FLOP per value).
@@ -160,16 +178,13 @@ RNG = frozenset({"normal", "uniform", "bernoulli", "random", "exponential", "geo
                  "randint_like", "randperm"})
 
 _NAMED: dict[str, str] = {}
-for _cls, _names in (("matrix", MATMUL | CONV | CONV_BACKWARD | SDPA | SDPA_BACKWARD),
-                     ("gather", GATHER), ("scatter", SCATTER), ("copy", COPY),
+for _cls, _names in (("gather", GATHER), ("scatter", SCATTER), ("copy", COPY),
                      ("view", VIEW)):
     for _name in _names:
         _NAMED.setdefault(_name, _cls)
-VECTOR = (SOFTMAX | SOFTMAX_BACKWARD | LAYER_NORMS | RMS_NORMS | BATCH_NORMS | NORM_BACKWARD
-          | REDUCE_ONE | SCAN | frozenset(REDUCE_PER_ELEMENT) | MAX_POOL | AVG_POOL
-          | ADAPTIVE_POOL | frozenset(UPSAMPLE) | SORT | TOPK | MATVEC | EMBEDDING_BAG
-          | EMBEDDING_BACKWARD
-          | frozenset({"_softmax_backward_data", "threshold_backward", "gelu_backward",
+#: Vector ops with no formula of their own (1 FLOP per element); the families below add
+#: theirs (their formulas' registrations classify them).
+VECTOR = (frozenset({"_softmax_backward_data", "threshold_backward", "gelu_backward",
                        "silu_backward", "sigmoid_backward", "tanh_backward",
                        "max_pool2d_with_indices_backward", "avg_pool2d_backward",
                        "_adaptive_avg_pool2d_backward", "hardswish_backward",
@@ -200,4 +215,341 @@ def classify(base: str, *, pointwise: bool, is_view: bool) -> str:
     cls = _NAMED.get(base)
     if cls is not None:
         return cls
-    return "vector" if pointwise else "unknown"
+    if base in MATRIX_KERNELS:
+        return "matrix"
+    if base in VECTOR_FLOPS or pointwise:
+        return "vector"
+    return "unknown"
+
+
+# -- bytes -------------------------------------------------------------------------------------
+
+
+#: In-place ops that write their first operand without reading it.
+_OVERWRITE = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_",
+                        "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_"})
+
+
+def moved(op: str, base: str, inputs: list[torch.Tensor],
+           outputs: list[torch.Tensor]) -> float:
+    """Bytes a vector, index or copy op moves (``_torch_args.nbytes``: the general rule):
+    a gather reads the rows it selects, an in-place scatter writes where its values go, a
+    fill or an overwrite does not read its destination."""
+    if base in GATHER and inputs and outputs:
+        source, rest = inputs[0], inputs[1:]
+        rows = outputs[0].numel() * source.dtype.itemsize  # the gathered rows, read
+        return float(rows) + T.nbytes(rest, outputs)
+    if op.endswith("_") and base in SCATTER and len(inputs) >= 2:
+        values = inputs[-1]
+        return T.nbytes(inputs[1:], ()) + float(values.numel() * values.dtype.itemsize)
+    if op in _OVERWRITE and inputs:
+        return T.nbytes(inputs[1:], outputs)
+    return T.nbytes(inputs, outputs)
+
+
+# -- formulas: one per family, registered for each of its ops ---------------------------------
+
+
+class Call:
+    """One aten op as the recorder saw it: what a formula reads."""
+
+    __slots__ = ("args", "base", "dtype", "func", "inputs", "kwargs", "name", "op", "outputs")
+
+    def __init__(self, *, op: str, base: str, func: Any, args: tuple[Any, ...],
+                 kwargs: dict[str, Any], inputs: list[torch.Tensor],
+                 outputs: list[torch.Tensor], name: str, dtype: str | None) -> None:
+        self.op, self.base, self.func = op, base, func
+        self.args, self.kwargs = args, kwargs
+        self.inputs, self.outputs = inputs, outputs
+        self.name = name  # the kernel's name (module path and op)
+        self.dtype = dtype  # the precision matrix work is priced in (None: the operands')
+
+    def arg(self, index: int) -> Any:
+        return self.args[index] if len(self.args) > index else None
+
+    def bind(self) -> dict[str, Any]:
+        """The arguments by their schema names."""
+        return dict(zip(C.argument_names(self.func), self.args, strict=False)) | self.kwargs
+
+    @property
+    def n_in(self) -> float:
+        return float(self.inputs[0].numel())
+
+    @property
+    def n_out(self) -> float:
+        return float(self.outputs[0].numel())
+
+
+#: Vector formulas: a Call in, FLOPs out (the recorder makes the kernel with the op's bytes).
+VectorFormula = Callable[[Call], float]
+#: Matrix formulas: a Call in, its kernels out.
+MatrixFormula = Callable[[Call], list[Kernel]]
+VECTOR_FLOPS: registry.Registry[VectorFormula] = registry.Registry("the aten vector table")
+MATRIX_KERNELS: registry.Registry[MatrixFormula] = registry.Registry("the aten matrix table")
+
+
+@VECTOR_FLOPS.rows(SOFTMAX)
+def _softmax(c: Call) -> float:
+    return R.softmax_flops(c.n_in)
+
+
+@VECTOR_FLOPS.rows(SOFTMAX_BACKWARD)
+def _softmax_backward(c: Call) -> float:
+    return R.SOFTMAX_BACKWARD_FLOPS * c.n_out
+
+
+@VECTOR_FLOPS.rows(LAYER_NORMS)
+def _layer_norm(c: Call) -> float:
+    """layer_norm(input, shape, weight, bias); group_norm(input, groups, weight, bias)."""
+    at = 2 if c.base in ("native_layer_norm", "layer_norm") else 1
+    return R.norm_flops("layernorm", c.n_in, weight=c.arg(at) is not None,
+                        bias=c.arg(at + 1) is not None)
+
+
+@VECTOR_FLOPS.rows(BATCH_NORMS)
+def _batch_norm(c: Call) -> float:
+    """Training batch norm normalises with the batch's statistics (the layer-norm rate, 7 a
+    element); in eval it is a per-channel scale and shift (2 a element)."""
+    base, args = c.base, c.args
+    if base in ("_native_batch_norm_legit_no_training", "_batch_norm_no_update"):
+        training = False
+    elif base == "_native_batch_norm_legit" and len(args) in (5, 6) and not isinstance(
+            c.arg(3), torch.Tensor):
+        training = bool(c.arg(3))  # the overload without running statistics
+    elif base == "_batch_norm_with_update":
+        training = True
+    else:
+        training = bool(c.arg(5) if len(args) > 5 else c.kwargs.get("training", True))
+    if not training:
+        return R.EVAL_BATCH_NORM_FLOPS * c.n_in
+    return R.norm_flops("layernorm", c.n_in, weight=c.arg(1) is not None,
+                        bias=c.arg(2) is not None)
+
+
+@VECTOR_FLOPS.rows(RMS_NORMS)
+def _rms_norm(c: Call) -> float:
+    return R.norm_flops("rmsnorm", c.n_in, weight=c.arg(2) is not None, bias=False)
+
+
+@VECTOR_FLOPS.rows(NORM_BACKWARD)
+def _norm_backward(c: Call) -> float:
+    return R.NORM_BACKWARD_FLOPS * c.n_out
+
+
+@VECTOR_FLOPS.rows({"mv", "addmv"})
+def _matrix_vector(c: Call) -> float:
+    """A matrix-vector product: vector units, 2 per multiply-accumulate."""
+    return 2.0 * float((c.args[1] if c.base == "addmv" else c.args[0]).numel())
+
+
+@VECTOR_FLOPS.rows({"dot", "vdot"})
+def _dot(c: Call) -> float:
+    """As ``ops.dot``: n multiplies, n - 1 adds."""
+    return 2.0 * c.n_in - 1.0
+
+
+@VECTOR_FLOPS.rows(REDUCE_ONE)
+def _reduce(c: Call) -> float:
+    return R.reduce_flops(c.n_in, c.n_out)
+
+
+@VECTOR_FLOPS.rows(SCAN)
+def _scan(c: Call) -> float:
+    return R.scan_flops(c.n_in)
+
+
+@VECTOR_FLOPS.rows(REDUCE_PER_ELEMENT)
+def _reduce_per_element(c: Call) -> float:
+    return REDUCE_PER_ELEMENT[c.base] * c.n_in
+
+
+@VECTOR_FLOPS.rows(MAX_POOL, AVG_POOL)
+def _pool(c: Call) -> float:
+    window = float(math.prod(_ints(c.arg(1), c.inputs[0].dim() - 2)))
+    return R.pool_flops(c.n_out, window, average=c.base in AVG_POOL)
+
+
+@VECTOR_FLOPS.rows(ADAPTIVE_POOL)
+def _adaptive_pool(c: Call) -> float:
+    return c.n_in if "avg" in c.base else R.reduce_flops(c.n_in, c.n_out)
+
+
+@VECTOR_FLOPS.rows(UPSAMPLE)
+def _interpolate(c: Call) -> float:
+    return R.interpolate_flops(c.n_out, UPSAMPLE[c.base])
+
+
+@VECTOR_FLOPS.rows(SORT)
+def _sort(c: Call) -> float:
+    first = c.inputs[0]
+    dim = c.kwargs.get("dim", c.arg(1))
+    length = first.shape[int(dim) if isinstance(dim, int) else -1] if first.dim() else 1
+    return R.sort_flops(c.n_in, length)
+
+
+@VECTOR_FLOPS.rows(TOPK)
+def _top_k(c: Call) -> float:
+    return R.top_k_flops(c.n_in)
+
+
+@VECTOR_FLOPS.rows(EMBEDDING_BACKWARD)
+def _embedding_backward(c: Call) -> float:
+    """One add per element of grad_output."""
+    return c.n_in
+
+
+@VECTOR_FLOPS.rows(EMBEDDING_BAG)
+def _embedding_bag(c: Call) -> float:
+    """Rows gathered (indices · dim), one add each."""
+    inputs = c.inputs
+    return float(inputs[1].numel() * inputs[0].shape[-1]) if len(inputs) > 1 else 0.0
+
+
+@VECTOR_FLOPS.rows(SCATTER_ADD)
+def _scatter_add(c: Call) -> float:
+    if c.base in ("index_put", "_index_put_impl") and not bool(
+            c.arg(3) or c.kwargs.get("accumulate")):
+        return 0.0  # a plain write: no add
+    return float(c.inputs[-1].numel())
+
+
+@VECTOR_FLOPS.rows(R.ELEMENT_FLOPS)
+def _elementwise(c: Call) -> float:
+    return R.element_flops(c.base, c.n_out)
+
+
+def vector_flops(c: Call) -> float:
+    """FLOPs of a vector op: its family's formula; else 1 per output element (pointwise), or
+    per element of the larger of its first input and output (the table's other vector ops)."""
+    if not c.inputs or not c.outputs:
+        return 0.0
+    formula = VECTOR_FLOPS.get(c.base)
+    if formula is not None:
+        return formula(c)
+    if torch.Tag.pointwise not in c.func.tags:
+        return max(c.n_in, c.n_out)
+    return c.n_out
+
+
+def matrix_kernels(c: Call) -> list[Kernel]:
+    """The kernels of a matrix op (every op of the matrix class has a formula)."""
+    formula = MATRIX_KERNELS.get(c.base)
+    if formula is None:  # pragma: no cover - the table registers every matrix family
+        raise KeyError(f"aten::{c.op} is in the matrix class without a formula")
+    return formula(c)
+
+
+def _ints(value: object, rank: int) -> list[int]:
+    """A kernel size as a list of *rank* ints (an int means the same in every dimension)."""
+    if isinstance(value, int):
+        return [value] * max(rank, 1)
+    if isinstance(value, (list, tuple)) and value:
+        items = [int(v) for v in value]
+        return items * rank if len(items) == 1 else items
+    return [1]
+
+
+def _wider(c: Call, a: torch.Tensor, b: torch.Tensor | None) -> str | None:
+    """The precision a product of *a* and *b* is priced in: the override, else the wider."""
+    if c.dtype:
+        return c.dtype
+    return K.wider(T.precision(a), T.precision(b)) if b is not None else T.precision(a)
+
+
+#: Products with a bias first: (bias, a, b).
+_BIASED = frozenset({"addmm", "baddbmm", "_addmm_activation", "addbmm"})
+
+
+@MATRIX_KERNELS.rows(MATMUL)
+def _matmul(c: Call) -> list[Kernel]:
+    """mm(a, b); addmm(bias, a, b); bmm(a, b); baddbmm(bias, a, b); _scaled_mm(a, b, ...);
+    _grouped_mm(a, b, offs); packed-weight products (x, w_packed, ...)."""
+    base, args = c.base, c.args
+    a, b = (args[1], args[2]) if base in _BIASED else (args[0], args[1])
+    out = c.outputs[0]
+    packed = base.startswith(("_weight_int", "_dyn_quant"))
+    weights: torch.Tensor | None = b
+    if base in ("_grouped_mm", "_scaled_grouped_mm") or packed:
+        # every output element is one dot product over the contraction; a 2-D x 2-D
+        # grouped product splits the contraction (K) among the groups
+        contraction = a.shape[-1] if not (a.dim() == 2 and b.dim() == 2 and out.dim() == 3
+                                          ) else a.shape[-1] / max(out.shape[0], 1)
+        macs = float(out.numel()) * float(contraction)
+        weights = None if packed else b
+    else:
+        macs = float(math.prod(a.shape[:-2]) * a.shape[-2] * a.shape[-1] * b.shape[-1])
+    dtype = "int8" if base == "_int_mm" and c.dtype is None else _wider(c, a, weights)
+    return [K.matrix(c.name, macs=macs, nbytes=T.nbytes(c.inputs, c.outputs), dtype=dtype)]
+
+
+@MATRIX_KERNELS.rows(CONV)
+def _conv(c: Call) -> list[Kernel]:
+    """torch's count: 2 · batch · prod(weight) · prod(output spatial) (input spatial when
+    transposed); padded taps are counted, as torch counts them."""
+    args, generic = c.args, c.op in ("convolution", "_convolution")
+    x, w, out = args[0], args[1], c.outputs[0]
+    transposed = bool(c.arg(6)) if generic else False
+    spatial = x.shape[2:] if transposed else out.shape[2:]
+    macs = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
+    dtype, nbytes = _wider(c, x, w), T.nbytes(c.inputs, c.outputs)
+    groups = c.arg(8) if generic else None
+    if not transposed and isinstance(groups, int) and groups > 1 and w.shape[1] == 1:
+        # depthwise: no reduction over channels to feed a matrix unit (as ops.conv2d)
+        return [K.vector(c.name, flops=2.0 * macs, nbytes=nbytes, dtype=dtype)]
+    return [K.matrix(c.name, macs=macs, nbytes=nbytes, dtype=dtype)]
+
+
+@MATRIX_KERNELS.rows(CONV_BACKWARD)
+def _conv_backward(c: Call) -> list[Kernel]:
+    """``convolution_backward(grad_out, input, weight, ..., output_mask)``: each gradient
+    asked for (input's, weight's) costs the forward's multiply-accumulates, as torch's
+    counter counts them; the bias gradient is a reduction of grad_out."""
+    grad, x, w = c.args[0], c.args[1], c.args[2]
+    spatial = x.shape[2:] if bool(c.arg(6)) else grad.shape[2:]
+    forward = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
+    mask = c.arg(10) or (True, True, False)
+    macs = forward * (int(bool(mask[0])) + int(bool(mask[1])))
+    return [K.matrix(c.name, macs=macs, nbytes=T.nbytes(c.inputs, c.outputs),
+                     dtype=_wider(c, x, w))]
+
+
+def _causal(bound: dict[str, Any]) -> bool:
+    """Causal with no explicit mask (a mask given is scored in full)."""
+    causal = bool(bound.get("is_causal", False)) or bound.get("custom_mask_type") == 1
+    return causal and bound.get("attn_mask", bound.get("attn_bias", bound.get("bias"))) is None
+
+
+def attention(c: Call, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
+              nbytes: float) -> list[Kernel]:
+    """Fused attention (torch's ``is_causal`` aligns top-left)."""
+    pairs = R.scored_pairs(q.shape[-2], k.shape[-2], causal=causal, align="top_left")
+    return K.attention(c.name, heads=float(math.prod(q.shape[:-2])), pairs=pairs,
+                       head_dim=q.shape[-1], value_dim=v.shape[-1], nbytes=nbytes,
+                       dtype=c.dtype or T.precision(q), softmax_dtype=T.precision(q))
+
+
+@MATRIX_KERNELS.rows(SDPA)
+def _sdpa(c: Call) -> list[Kernel]:
+    bound = c.bind()
+    args = c.args
+    return attention(c, bound.get("query", args[0]), bound.get("key", args[1]),
+                     bound.get("value", args[2]), causal=_causal(bound),
+                     nbytes=T.nbytes(c.inputs, c.outputs[:1]))
+
+
+@MATRIX_KERNELS.rows(SDPA_BACKWARD)
+def _sdpa_backward(c: Call) -> list[Kernel]:
+    """Attention's backward: dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q over the scored
+    pairs, twice the forward's products (as torch's counter counts them; a kernel that
+    recomputes P adds Q·Kᵀ on top); dS = P·(dP - rowsum) is 3 FLOPs a pair on the vector
+    units."""
+    bound = c.bind()
+    q, k, v = bound.get("query"), bound.get("key"), bound.get("value")
+    if q is None or k is None or v is None:
+        q, k, v = c.args[1], c.args[2], c.args[3]
+    pairs = R.scored_pairs(q.shape[-2], k.shape[-2], causal=_causal(bound), align="top_left")
+    scored = float(math.prod(q.shape[:-2])) * pairs
+    return [K.matrix(c.name, macs=2.0 * scored * (q.shape[-1] + v.shape[-1]),
+                     nbytes=T.nbytes(c.inputs, c.outputs), dtype=c.dtype or T.precision(q)),
+            K.vector(f"{c.name}.softmax", flops=R.ATTENTION_GRAD_FLOPS * scored, nbytes=0.0,
+                     dtype=T.precision(q))]

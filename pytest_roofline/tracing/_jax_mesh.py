@@ -24,15 +24,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..ops import _family as R
 from ..workload import Kernel
+from . import _kernels as K
 from . import _mesh
 
-PRIMITIVES: dict[str, str] = {
-    "psum": "all_reduce", "psum_invariant": "all_reduce", "psum2": "all_reduce",
-    "pmax": "all_reduce", "pmin": "all_reduce", "all_gather": "all_gather",
-    "all_gather_invariant": "all_gather", "reduce_scatter": "reduce_scatter",
-    "all_to_all": "all_to_all", "ppermute": "point_to_point",
-}
 #: Primitives of a sharded program that move no data.
 FREE = frozenset({"pvary", "pbroadcast", "axis_index"})
 
@@ -62,7 +58,8 @@ def kernel(label: str, prim: str, params: Mapping[str, Any], invars: list[Any],
            count: float) -> Kernel:
     """The kernel of one collective equation. A psum of several operands is one collective
     of all their bytes, in the widest operand's precision."""
-    kind = PRIMITIVES[prim]
+    row = R.collective_named("jax", prim)
+    assert row is not None, prim  # the walker hands only collectives here
     axes = _axes(params)
     missing = [a for a in axes if a not in sizes]
     if missing:
@@ -71,9 +68,15 @@ def kernel(label: str, prim: str, params: Mapping[str, Any], invars: list[Any],
                               f"{', '.join(sizes) or 'none'}); trace the shard_map program")
     groups = params.get("axis_index_groups")
     devices = len(groups[0]) if groups else math.prod(sizes[a] for a in axes)
-    sources = outvars if kind == "all_gather" else [v for v in invars if hasattr(v, "aval")]
+    sources = [v for v in invars if hasattr(v, "aval")]  # a 1/parts_in share of the whole
     widest = max(sources, key=lambda v: v.aval.dtype.itemsize).aval.dtype
     total = sum(_elements(v) * v.aval.dtype.itemsize for v in sources)
-    return _mesh.collective(kind, name=label, elements=total / widest.itemsize,
-                            dtype=_mesh.storage(widest.name, widest.itemsize),
+    return _mesh.collective(row.kind, name=label,
+                            elements=total / widest.itemsize * row.parts_in(devices),
+                            dtype=K.storage(widest.name, widest.itemsize),
                             devices=devices, axes=axes, links=links, count=count)
+
+
+def is_collective(prim: str) -> bool:
+    """True for a primitive the table of collectives names (``ops._family``)."""
+    return R.collective_named("jax", prim) is not None

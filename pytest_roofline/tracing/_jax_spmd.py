@@ -20,28 +20,44 @@ stays a bound).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..ops import _family as R
 from ..workload import Kernel
+from . import _kernels as K
 from . import _mesh
 
-_OPS = {"all-reduce": "all_reduce", "all-gather": "all_gather",
-        "reduce-scatter": "reduce_scatter", "all-to-all": "all_to_all",
-        "collective-permute": "point_to_point"}
-_LINE = re.compile(r"%(?P<name>[\w.\-]+)\s*=\s*(?P<shape>\(.*?\)|[a-z0-9]+\[[^\]]*\]\S*)\s+"
-                   r"(?P<op>all-reduce|all-gather|reduce-scatter|all-to-all|"
-                   r"collective-permute)(?P<start>-start)?\(")
+#: HLO's communication opcodes (XLA's ``HloOpcode``): one the table of collectives
+#: (``ops._family``) does not name is listed in ``Workload.unknown``, never skipped.
+HLO_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                   "ragged-all-to-all", "collective-permute", "collective-broadcast", "send",
+                   "recv")
+
+
+@functools.lru_cache(maxsize=8)
+def _pattern(opcodes: tuple[str, ...]) -> re.Pattern[str]:
+    """An HLO instruction line running one of *opcodes* (or its async ``-start``)."""
+    names = "|".join(re.escape(o) for o in sorted(opcodes, key=len, reverse=True))
+    return re.compile(r"%(?P<name>[\w.\-]+)\s*=\s*(?P<shape>\(.*?\)|[a-z0-9]+\[[^\]]*\]\S*)"
+                      rf"\s+(?P<op>{names})(?P<start>-start)?\(")
+
+
+def _opcodes() -> tuple[str, ...]:
+    named = [name for row in R.COLLECTIVES.values() for name in row.hlo]
+    return tuple(dict.fromkeys([*HLO_COLLECTIVES, *named]))
+
+
 _ARRAY = re.compile(r"([a-z]+\d*)\[([\d,]*)\]")
 _EXPLICIT = re.compile(r"replica_groups=\{\{([\d,]*)\}")
 _IOTA = re.compile(r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
+#: Bytes per element of HLO's element types.
 _WIDTH = {"pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "bf16": 2, "f16": 2,
           "s16": 2, "u16": 2, "f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8}
-_NAMES = {"bf16": "bf16", "f16": "fp16", "f32": "fp32", "f64": "fp64", "s8": "int8",
-          "s32": "int32", "s64": "int64"}
 
 
 def sharded_mesh(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
@@ -99,41 +115,56 @@ def _axes_of(ids: tuple[int, ...], mesh: Any) -> tuple[str, ...]:
 
 
 def collectives(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
-                mesh: Any, links: Mapping[str, _mesh.AxisLink]) -> list[Kernel]:
-    """The per-chip collective kernels of the partitioned program (module docstring)."""
+                mesh: Any, links: Mapping[str, _mesh.AxisLink],
+                ) -> tuple[list[Kernel], dict[str, int]]:
+    """The per-chip collective kernels of the partitioned program (module docstring), and
+    the collectives the table does not name (their bytes are kept, their link bytes
+    unknown)."""
     import jax
 
     text = jax.jit(fn).lower(*args, **kwargs).compile().as_text()
     widest = max((getattr(getattr(leaf, "dtype", None), "itemsize", 0)
                   for leaf in jax.tree_util.tree_leaves((args, dict(kwargs)))), default=0)
+    pattern = _pattern(_opcodes())
     kernels: list[Kernel] = []
+    unknown: dict[str, int] = {}
     for line in text.splitlines():
-        found = _LINE.search(line)
+        found = pattern.search(line)
         if not found:
             continue
-        kind = _OPS[found.group("op")]
+        opcode, name = found.group("op"), f"spmd.{found.group('name')}"
         arrays = _arrays(found.group("shape"))
-        if found.group("start") and kind in ("all_gather", "point_to_point") and len(arrays) > 1:
-            arrays = arrays[len(arrays) // 2:]  # an async start holds (operands, results)
+        row = R.collective_named("hlo", opcode)
+        if row is None:  # a collective no row prices: its bytes, named as unknown
+            unknown[opcode] = unknown.get(opcode, 0) + 1
+            held = sum(n * _WIDTH.get(a, 4) for a, n in arrays)
+            kernels.append(K.vector(name, flops=0.0, nbytes=float(held), dtype=None))
+            continue
+        if found.group("start") and len(arrays) > 1 and (row.parts_in(2) > 1
+                                                          or row.parts_out(2) == 0):
+            # the async start of a collective whose result is not its operand's size (a
+            # gather, a permute) holds (operands, results)
+            arrays = arrays[len(arrays) // 2:]
         if not arrays:
             continue
         size, ids = _group(line)
-        devices = size or (2 if kind == "point_to_point" else mesh.size)
+        devices = size or (2 if row.parts_out(2) == 0 else mesh.size)
         hlo_type = max((a for a, _ in arrays), key=lambda a: _WIDTH.get(a, 4))
         width = _WIDTH.get(hlo_type, 4)
         if widest and widest < width:
             width = widest
         nbytes = sum(n * _WIDTH.get(a, 4) for a, n in arrays) * width / _WIDTH.get(hlo_type, 4)
-        if kind == "reduce_scatter":
-            nbytes *= devices  # the output is one shard of the unreduced tensor
-        dtype = {1: "int8", 2: "bf16", 4: "fp32", 8: "fp64"}.get(width, "fp32")
-        if hlo_type in _NAMES and _WIDTH[hlo_type] == width:
-            dtype = _NAMES[hlo_type]
+        # the result is the whole (D) split in parts_out shares; a point-to-point result is
+        # the peer's, of the same size
+        nbytes *= row.parts_out(devices) or 1
+        floating = hlo_type.startswith(("f", "bf"))
+        dtype = K.by_width(width, floating=floating)
+        if _WIDTH.get(hlo_type) == width:
+            dtype = K.precision(hlo_type) or dtype
         axes = _axes_of(ids, mesh) if ids else ()
-        kernels.append(_mesh.collective(kind, name=f"spmd.{found.group('name')}",
-                                        elements=nbytes / width, dtype=dtype,
-                                        devices=devices, axes=axes, links=links))
-    return kernels
+        kernels.append(_mesh.collective(row.kind, name=name, elements=nbytes / width,
+                                        dtype=dtype, devices=devices, axes=axes, links=links))
+    return kernels, unknown
 
 
 def footprint(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> float:

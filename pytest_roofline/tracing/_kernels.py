@@ -1,7 +1,8 @@
 """Kernels of traced ops: the ``ops`` conventions applied to what a framework ran.
 
 Both tracers (torch, jax) describe each op by its operands' shapes and storage widths and
-hand it here, so FLOPs follow one set of rules whatever the framework:
+hand it here, so FLOPs follow one set of rules whatever the framework (the rules themselves,
+per-element FLOPs, reductions, scored pairs, collectives, live in ``ops._family``):
 
 * **Matrix family** (matmul, batched matmul, convolution, attention's two products): a
   multiply-accumulate counts 2 FLOPs, as ``ops.matmul`` and torch's flop registry count them.
@@ -23,26 +24,41 @@ FP32 one; the bound stays a lower bound); its bytes are the integer widths.
 from __future__ import annotations
 
 from .. import dtypes
-from ..ops.vector import LAYERNORM_FLOPS, RMSNORM_FLOPS, SOFTMAX_FLOPS
+from ..ops._family import SOFTMAX_FLOPS
 from ..workload import Kernel
-
-#: FLOPs per output element of elementwise ops that are not one operation each.
-ELEMENT_FLOPS: dict[str, float] = {
-    "silu": 4.0, "sigmoid": 4.0, "logistic": 4.0, "gelu": 8.0, "softplus": 3.0, "mish": 6.0,
-    "elu": 3.0, "selu": 4.0, "hardswish": 4.0, "hardsigmoid": 3.0, "log_sigmoid": 4.0,
-    "logaddexp": 4.0, "erfinv": 1.0, "lerp": 2.0, "addcmul": 2.0, "addcdiv": 2.0,
-}
 
 #: Pricing precision of integer and bool arithmetic (see the module docstring).
 INTEGER_PRICING = "fp32"
 
 
 def precision(name: object) -> str | None:
-    """Canonical precision of a framework dtype, None for integer and bool types."""
+    """Canonical precision of a framework dtype (a torch, numpy or JAX dtype, or its name),
+    None for one the project does not know (complex types, ...)."""
     try:
         return dtypes.canonical(name)
     except LookupError:
         return None
+
+
+#: Storage precisions by width, for a dtype known only by its width and kind.
+_BY_WIDTH = {True: {1: "int8", 2: "bf16", 4: "fp32", 8: "fp64"},
+             False: {1: "int8", 2: "int16", 4: "int32", 8: "int64"}}
+
+
+def by_width(itemsize: int, *, floating: bool) -> str:
+    """The storage precision of a *floating* (or integer) type *itemsize* bytes wide (one byte:
+    int8, whose vector work is priced as fp32 as any integer's)."""
+    return _BY_WIDTH[floating].get(int(itemsize), "int8")
+
+
+def storage(name: str, itemsize: int) -> str:
+    """The canonical storage precision of a framework dtype named *name*, by its width where
+    the name is not one the project knows (a float type as a float of that width)."""
+    found = precision(name)
+    if found is not None:
+        return found
+    floating = name.removeprefix("torch.").startswith(("f", "bf", "complex"))
+    return by_width(itemsize, floating=floating)
 
 
 #: Floating-point precisions: the vector peaks are quoted for these only.
@@ -71,12 +87,6 @@ def vector(name: str, *, flops: float, nbytes: float, dtype: str | None) -> Kern
     return Kernel(name, flops, nbytes, unit="vector", dtype=vector_dtype(dtype))
 
 
-def causal_pairs_top_left(q_len: int, kv_len: int) -> float:
-    """Scored pairs of torch's ``is_causal``: query i sees keys 0..i (top-left aligned)."""
-    full = min(q_len, kv_len)
-    return full * (full + 1) / 2.0 + float(q_len - full) * kv_len
-
-
 def attention(name: str, *, heads: float, pairs: float, head_dim: int, value_dim: int,
               nbytes: float, dtype: str | None, softmax_dtype: str | None) -> list[Kernel]:
     """Fused attention over *pairs* scored pairs per (sequence, head), *heads* of them in all.
@@ -89,22 +99,3 @@ def attention(name: str, *, heads: float, pairs: float, head_dim: int, value_dim
     return [matrix(name, macs=scored * (head_dim + value_dim), nbytes=nbytes, dtype=dtype),
             vector(f"{name}.softmax", flops=SOFTMAX_FLOPS * scored, nbytes=0.0,
                    dtype=softmax_dtype)]
-
-
-def norm_flops(kind: str, elements: float, *, weight: bool, bias: bool) -> float:
-    """FLOPs of a layernorm or rmsnorm of *elements* elements (``ops.vector``'s table)."""
-    if kind == "rmsnorm":
-        return elements * (RMSNORM_FLOPS - (0.0 if weight else 1.0))
-    return elements * (LAYERNORM_FLOPS - (0.0 if weight else 1.0) - (0.0 if bias else 1.0))
-
-
-def softmax_flops(elements: float) -> float:
-    return SOFTMAX_FLOPS * elements
-
-
-#: Eval-mode batch norm: a per-channel scale and shift (multiply, add) per element.
-EVAL_BATCH_NORM_FLOPS = 2.0
-#: Backward of a layer, group, batch or RMS norm, per element of the input gradient:
-#: x̂ recomputed (subtract, multiply), g·dy and x̂·g·dy (2), their two row means (2), the
-#: combination (subtract, subtract, multiply: 3), and the weight and bias gradients' sums (2).
-NORM_BACKWARD_FLOPS = 11.0

@@ -22,12 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .. import dtypes
+from ..ops._family import COLLECTIVES
 from ..ops.collectives import collective_kernel
 from ..workload import Kernel
 from . import _kernels as K
-
-#: The collectives a traced program may run (``ops.collectives`` names them the same).
-KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "point_to_point")
 
 #: One axis's link: (link name or None for the chip's default, link count or None for all).
 AxisLink = tuple[str | None, int | None]
@@ -61,14 +59,6 @@ def links_option(value: object) -> dict[str, AxisLink]:
     return out
 
 
-def storage(dtype_name: str, itemsize: int) -> str:
-    """The canonical storage precision of a framework dtype (integers and bool by width)."""
-    found = K.precision(dtype_name)
-    if found is not None:
-        return found
-    return {1: "int8", 2: "bf16", 4: "int32", 8: "int64"}.get(itemsize, "int8")
-
-
 def axis_link(axes: tuple[str, ...], links: Mapping[str, AxisLink]) -> AxisLink:
     """The link a collective over *axes* runs on (see the module docstring)."""
     chosen = {links.get(axis, (None, None)) for axis in axes}
@@ -90,8 +80,8 @@ def collective(kind: str, *, name: str, elements: float, dtype: str, devices: in
     """The per-chip kernel of a traced collective of *elements* (``ops.collectives``' size
     convention: the gathered size for an all-gather, the unreduced one for a
     reduce-scatter) over *devices* chips of *axes*."""
-    if kind not in KINDS:
-        raise MeshError(f"collective kind {kind!r} is not one of {', '.join(KINDS)}")
+    if kind not in COLLECTIVES:
+        raise MeshError(f"collective kind {kind!r} is not one of {', '.join(COLLECTIVES)}")
     link, link_count = axis_link(axes, links)
     where = "/".join(axes)
     label = f"{name}[{where} x{devices}]" if where else name

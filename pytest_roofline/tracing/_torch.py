@@ -18,7 +18,6 @@ memory (fusion policy ``"none"``). View and metadata ops (``view``, ``t``, ``exp
 from __future__ import annotations
 
 import inspect
-import math
 import sys
 import types as types_
 from collections.abc import Callable, Iterable
@@ -27,79 +26,16 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..workload import Kernel
 from . import _aten as A
 from . import _kernels as K
+from . import _torch_args as T
+from . import _torch_compat as C
 from . import _torch_mesh, registry
+from . import known_ops as _shipped  # noqa: F401  (registers the shipped formulas)
 from ._base import captured
 from ._mesh import AxisLink
-
-
-def _touched(t: torch.Tensor) -> int:
-    """Elements a kernel reads of *t*: broadcast (stride-0) dimensions are stored once."""
-    if t.dim() == 0:
-        return 1
-    n = 1
-    for size, stride in zip(t.shape, t.stride(), strict=True):
-        if stride != 0:
-            n *= size
-        elif size == 0:
-            return 0
-    return n
-
-
-def _tensors(value: object) -> Iterable[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
-
-
-def _nbytes(inputs: Iterable[torch.Tensor], outputs: Iterable[torch.Tensor]) -> float:
-    seen: set[int] = set()
-    total = 0
-    for t in inputs:
-        if id(t) not in seen:
-            seen.add(id(t))
-            total += _touched(t) * t.dtype.itemsize
-    for t in outputs:
-        total += t.numel() * t.dtype.itemsize
-    return float(total)
-
-
-_DTYPES: dict[Any, str | None] = {}
-
-
-#: In-place ops that write their first operand without reading it.
-_OVERWRITE = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_",
-                        "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_"})
-
-
-def _moved(op: str, base: str, inputs: list[torch.Tensor],
-           outputs: list[torch.Tensor]) -> float:
-    """Bytes a vector, index or copy op moves (see :func:`_nbytes` for the general rule)."""
-    if base in A.GATHER and inputs and outputs:
-        source, rest = inputs[0], inputs[1:]
-        rows = outputs[0].numel() * source.dtype.itemsize  # the gathered rows, read
-        return float(rows) + _nbytes(rest, outputs)
-    if op.endswith("_") and base in A.SCATTER and len(inputs) >= 2:
-        values = inputs[-1]
-        return _nbytes(inputs[1:], ()) + float(values.numel() * values.dtype.itemsize)
-    if op in _OVERWRITE and inputs:
-        return _nbytes(inputs[1:], outputs)
-    return _nbytes(inputs, outputs)
-
-
-def _dtype(t: torch.Tensor) -> str | None:
-    """The canonical precision of a tensor's storage (None for integer and bool types)."""
-    try:
-        return _DTYPES[t.dtype]
-    except KeyError:
-        value = _DTYPES[t.dtype] = K.precision(t.dtype)
-        return value
 
 
 class Recorder:
@@ -113,8 +49,9 @@ class Recorder:
 
     def __init__(self, names: dict[int, str], dtype: str | None,
                  links: dict[str, AxisLink] | None = None, *, body: bool = False,
-                 filtered: bool = False) -> None:
+                 filtered: bool = False, formulas: registry.Formulas | None = None) -> None:
         self.kernels: list[Kernel] = []
+        self.formulas = formulas  # a Tracer's own (Tracer(formulas=...))
         self.links = links or {}
         self.unknown: dict[str, int] = {}
         self.left_out: dict[str, int] = {}
@@ -155,8 +92,8 @@ class Recorder:
 
     def op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
         if self.dtensors.seen and self.dtensors.is_bookkeeping(
-                list(_tensors(args)) + list(_tensors(list(kwargs.values()))),
-                list(_tensors(out))):
+                T.operands(args, kwargs),
+                list(T.tensors(out))):
             return  # DTensor's host-side work (see _torch_mesh)
         if func.namespace == "prim":  # prim.device and co: metadata
             return
@@ -170,7 +107,7 @@ class Recorder:
         if namespace != "aten":
             self._custom(f"{namespace}::{op}", args, kwargs, out)
             return
-        formula = registry.lookup(f"aten::{op}")
+        formula = registry.lookup(f"aten::{op}", self.formulas)
         if formula is not None:
             self._formula(f"aten::{op}", formula, args, kwargs)
             return
@@ -179,36 +116,39 @@ class Recorder:
                          is_view=func.is_view)
         if cls == "view":
             return
-        inputs = list(_tensors(args)) + list(_tensors(list(kwargs.values())))
+        inputs = T.operands(args, kwargs)
         if self.body and (base in A.RNG or (not inputs and cls == "copy")):
             self.leave_out("RNG fill" if base in A.RNG else "tensor factory")
             return
-        outputs = list(_tensors(out))
-        if cls == "matrix":
-            self._matrix(op, base, args, kwargs, func, inputs, outputs)
-            return
+        outputs = list(T.tensors(out))
+        flops = 0.0
         if cls == "unknown":
             self.unknown[f"aten::{op}"] = self.unknown.get(f"aten::{op}", 0) + 1
-        flops = self._vector_flops(func, base, args, kwargs, inputs, outputs) if (
-            cls == "vector" or base in A.SCATTER_ADD) else 0.0
+        elif cls == "matrix" or cls == "vector" or base in A.SCATTER_ADD:
+            call = A.Call(op=op, base=base, func=func, args=args, kwargs=kwargs, inputs=inputs,
+                          outputs=outputs, name=self._name(op), dtype=self.dtype)
+            if cls == "matrix":
+                self.kernels.extend(A.matrix_kernels(call))
+                return
+            flops = A.vector_flops(call)
         self.kernels.append(K.vector(self._name(op), flops=flops,
-                                     nbytes=_moved(op, base, inputs, outputs),
-                                     dtype=_dtype(outputs[0]) if outputs else (
-                                         _dtype(inputs[0]) if inputs else None)))
+                                     nbytes=A.moved(op, base, inputs, outputs),
+                                     dtype=T.precision(outputs[0]) if outputs else (
+                                         T.precision(inputs[0]) if inputs else None)))
 
     def _custom(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                 out: object) -> None:
         """A ``torch.library`` op: counted by its registered formula, else unknown."""
-        formula = registry.lookup(name)
+        formula = registry.lookup(name, self.formulas)
         if formula is not None:
             self._formula(name, formula, args, kwargs)
             return
         self.unknown[name] = self.unknown.get(name, 0) + 1
-        inputs = list(_tensors(args)) + list(_tensors(list(kwargs.values())))
-        outputs = list(_tensors(out))
+        inputs = T.operands(args, kwargs)
+        outputs = list(T.tensors(out))
         self.kernels.append(K.vector(self._name(name), flops=0.0,
-                                     nbytes=_nbytes(inputs, outputs),
-                                     dtype=_dtype(outputs[0]) if outputs else None))
+                                     nbytes=T.nbytes(inputs, outputs),
+                                     dtype=T.precision(outputs[0]) if outputs else None))
 
     def _formula(self, name: str, formula: registry.Formula, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> None:
@@ -218,169 +158,6 @@ class Recorder:
         for op, calls in unknown.items():
             self.unknown[op] = self.unknown.get(op, 0) + calls
 
-    def _matrix(self, op: str, base: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-                func: Any, inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
-        if base in A.MATMUL:
-            self._matmul(op, base, args, inputs, outputs)
-        elif base in A.CONV:
-            self._conv(op, args, inputs, outputs)
-        elif base in A.CONV_BACKWARD:
-            self._conv_backward(op, args, inputs, outputs)
-        elif base in A.SDPA:
-            self._sdpa_aten(op, func, args, kwargs, inputs, outputs)
-        else:
-            self._sdpa_backward(op, func, args, kwargs, inputs, outputs)
-
-    def _vector_flops(self, func: Any, base: str, args: tuple[Any, ...],
-                      kwargs: dict[str, Any], inputs: list[torch.Tensor],
-                      outputs: list[torch.Tensor]) -> float:
-        if not inputs or not outputs:
-            return 0.0
-        n_in, n_out = float(inputs[0].numel()), float(outputs[0].numel())
-        if base in A.SOFTMAX:
-            return K.softmax_flops(n_in)
-        if base in A.SOFTMAX_BACKWARD:
-            return 4.0 * n_out
-        if base in A.LAYER_NORMS:
-            layer = base in ("native_layer_norm", "layer_norm")
-            weight = _arg(args, 2) is not None if layer else _arg(args, 1) is not None
-            bias = _arg(args, 3) is not None if layer else _arg(args, 2) is not None
-            return K.norm_flops("layernorm", n_in, weight=weight, bias=bias)
-        if base in A.BATCH_NORMS:
-            return _batch_norm_flops(base, args, kwargs, n_in)
-        if base in A.RMS_NORMS:
-            return K.norm_flops("rmsnorm", n_in, weight=_arg(args, 2) is not None, bias=False)
-        if base in A.NORM_BACKWARD:
-            return K.NORM_BACKWARD_FLOPS * n_out
-        if base in ("mv", "addmv"):  # a matrix-vector product: vector units, 2 per MAC
-            matrix = args[1] if base == "addmv" else args[0]
-            return 2.0 * float(matrix.numel())
-        if base in ("dot", "vdot"):  # as ops.dot: n multiplies, n - 1 adds
-            return 2.0 * n_in - 1.0
-        if base in A.REDUCE_ONE:
-            return max(n_in - n_out, 0.0)
-        if base in A.SCAN:
-            return n_in
-        if base in A.REDUCE_PER_ELEMENT:
-            return A.REDUCE_PER_ELEMENT[base] * n_in
-        if base in A.MAX_POOL or base in A.AVG_POOL:
-            window = float(math.prod(_ints(_arg(args, 1), inputs[0].dim() - 2)))
-            return n_out * (window - 1.0 if base in A.MAX_POOL else window)
-        if base in A.ADAPTIVE_POOL:
-            return n_in if "avg" in base else max(n_in - n_out, 0.0)
-        if base in A.UPSAMPLE:
-            return A.UPSAMPLE[base] * n_out
-        if base in A.SORT:
-            length = inputs[0].shape[_dim(args, kwargs, inputs[0])] if inputs[0].dim() else 1
-            return n_in * math.log2(max(length, 2))
-        if base in A.TOPK:
-            return n_in
-        if base in A.EMBEDDING_BACKWARD:  # one add per element of grad_output
-            return n_in
-        if base in A.EMBEDDING_BAG:  # rows gathered (indices · dim), one add each
-            return float(inputs[1].numel() * inputs[0].shape[-1]) if len(inputs) > 1 else 0.0
-        if base in A.SCATTER_ADD:
-            if base in ("index_put", "_index_put_impl") and not bool(
-                    _arg(args, 3) or kwargs.get("accumulate")):
-                return 0.0  # a plain write: no add
-            return float(inputs[-1].numel())
-        if base in K.ELEMENT_FLOPS:
-            return K.ELEMENT_FLOPS[base] * n_out
-        if torch.Tag.pointwise not in func.tags:
-            return max(n_in, n_out)  # the table's other vector ops: 1 per element
-        return n_out
-
-    def _matmul(self, op: str, base: str, args: tuple[Any, ...], inputs: list[torch.Tensor],
-                outputs: list[torch.Tensor]) -> None:
-        # mm(a, b); addmm(bias, a, b); bmm(a, b); baddbmm(bias, a, b); _scaled_mm(a, b, ...);
-        # _grouped_mm(a, b, offs); packed-weight products (x, w_packed, ...)
-        a, b = (args[1], args[2]) if base in ("addmm", "baddbmm", "_addmm_activation",
-                                              "addbmm") else (args[0], args[1])
-        out = outputs[0]
-        if base in ("_grouped_mm", "_scaled_grouped_mm") or base.startswith(
-                ("_weight_int", "_dyn_quant")):
-            # every output element is one dot product over the contraction; a 2-D x 2-D
-            # grouped product splits the contraction (K) among the groups
-            contraction = a.shape[-1] if not (a.dim() == 2 and b.dim() == 2 and out.dim() == 3
-                                              ) else a.shape[-1] / max(out.shape[0], 1)
-            macs = float(out.numel()) * float(contraction)
-            weights = b if not base.startswith(("_weight_int", "_dyn_quant")) else None
-        else:
-            batch = math.prod(a.shape[:-2])
-            macs = float(batch * a.shape[-2] * a.shape[-1] * b.shape[-1])
-            weights = b
-        dtype = self.dtype or (K.wider(_dtype(a), _dtype(weights)) if weights is not None
-                               else _dtype(a))
-        if base == "_int_mm" and self.dtype is None:
-            dtype = "int8"
-        self.kernels.append(K.matrix(self._name(op), macs=macs,
-                                     nbytes=_nbytes(inputs, outputs), dtype=dtype))
-
-    def _conv(self, op: str, args: tuple[Any, ...], inputs: list[torch.Tensor],
-              outputs: list[torch.Tensor]) -> None:
-        x, w, out = args[0], args[1], outputs[0]
-        transposed = bool(_arg(args, 6)) if op in ("convolution", "_convolution") else False
-        # torch's count: 2 · batch · prod(weight) · prod(output spatial) (input spatial when
-        # transposed); padded taps are counted, as torch counts them.
-        spatial = x.shape[2:] if transposed else out.shape[2:]
-        macs = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
-        dtype = self.dtype or K.wider(_dtype(x), _dtype(w))
-        nbytes = _nbytes(inputs, outputs)
-        groups = _arg(args, 8) if op in ("convolution", "_convolution") else None
-        if not transposed and isinstance(groups, int) and groups > 1 and w.shape[1] == 1:
-            # depthwise: no reduction over channels to feed a matrix unit (as ops.conv2d)
-            self.kernels.append(K.vector(self._name(op), flops=2.0 * macs, nbytes=nbytes,
-                                         dtype=dtype))
-            return
-        self.kernels.append(K.matrix(self._name(op), macs=macs, nbytes=nbytes, dtype=dtype))
-
-    def _conv_backward(self, op: str, args: tuple[Any, ...], inputs: list[torch.Tensor],
-                       outputs: list[torch.Tensor]) -> None:
-        """``convolution_backward(grad_out, input, weight, ..., output_mask)``: each gradient
-        asked for (input's, weight's) costs the forward's multiply-accumulates, as torch's
-        counter counts them; the bias gradient is a reduction of grad_out."""
-        grad, x, w = args[0], args[1], args[2]
-        transposed = bool(_arg(args, 6))
-        spatial = x.shape[2:] if transposed else grad.shape[2:]
-        forward = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
-        mask = _arg(args, 10) or (True, True, False)
-        macs = forward * (int(bool(mask[0])) + int(bool(mask[1])))
-        dtype = self.dtype or K.wider(_dtype(x), _dtype(w))
-        self.kernels.append(K.matrix(self._name(op), macs=macs,
-                                     nbytes=_nbytes(inputs, outputs), dtype=dtype))
-
-    def _sdpa_aten(self, op: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                   inputs: list[torch.Tensor], outputs: list[torch.Tensor]) -> None:
-        bound = _bind(func, args, kwargs)
-        causal = bool(bound.get("is_causal", False)) or bound.get("custom_mask_type") == 1
-        mask = bound.get("attn_mask", bound.get("attn_bias", bound.get("bias")))
-        self.attention(op, bound.get("query", args[0]), bound.get("key", args[1]),
-                       bound.get("value", args[2]), causal=causal and mask is None,
-                       nbytes=_nbytes(inputs, outputs[:1]))
-
-    def _sdpa_backward(self, op: str, func: Any, args: tuple[Any, ...],
-                       kwargs: dict[str, Any], inputs: list[torch.Tensor],
-                       outputs: list[torch.Tensor]) -> None:
-        """Attention's backward: dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q over the
-        scored pairs, twice the forward's products (as torch's counter counts them; a
-        kernel that recomputes P adds Q·Kᵀ on top); dS = P·(dP - rowsum) is 3 FLOPs a pair
-        on the vector units."""
-        bound = _bind(func, args, kwargs)
-        q, k, v = bound.get("query"), bound.get("key"), bound.get("value")
-        if q is None or k is None or v is None:
-            q, k, v = args[1], args[2], args[3]
-        causal = bool(bound.get("is_causal", False)) or bound.get("custom_mask_type") == 1
-        mask = bound.get("attn_mask", bound.get("attn_bias", bound.get("bias")))
-        pairs = (K.causal_pairs_top_left(q.shape[-2], k.shape[-2]) if causal and mask is None
-                 else float(q.shape[-2]) * k.shape[-2])
-        scored = float(math.prod(q.shape[:-2])) * pairs
-        name = self._name(op)
-        self.kernels.append(K.matrix(name, macs=2.0 * scored * (q.shape[-1] + v.shape[-1]),
-                                     nbytes=_nbytes(inputs, outputs),
-                                     dtype=self.dtype or _dtype(q)))
-        self.kernels.append(K.vector(f"{name}.softmax", flops=3.0 * scored, nbytes=0.0,
-                                     dtype=_dtype(q)))
-
     def sdpa(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
         """``F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, ...)``."""
         bound = dict(zip(("query", "key", "value", "attn_mask", "dropout_p", "is_causal"),
@@ -389,71 +166,16 @@ class Recorder:
         causal = bool(bound.get("is_causal", False))
         inputs = [t for t in (q, k, v, mask) if isinstance(t, torch.Tensor)]
         self.attention("scaled_dot_product_attention", q, k, v, causal=causal,
-                       nbytes=_nbytes(inputs, _tensors(out)))
+                       nbytes=T.nbytes(inputs, T.tensors(out)))
 
     def attention(self, op: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                   causal: bool, nbytes: float) -> None:
-        q_len, kv_len = q.shape[-2], k.shape[-2]
-        heads = float(math.prod(q.shape[:-2]))  # batch · query heads
-        pairs = (K.causal_pairs_top_left(q_len, kv_len) if causal
-                 else float(q_len) * kv_len)
-        self.kernels.extend(K.attention(self._name(op), heads=heads, pairs=pairs,
-                                        head_dim=q.shape[-1], value_dim=v.shape[-1],
-                                        nbytes=nbytes, dtype=self.dtype or _dtype(q),
-                                        softmax_dtype=_dtype(q)))
+        call = A.Call(op=op, base=op, func=None, args=(), kwargs={}, inputs=[], outputs=[],
+                      name=self._name(op), dtype=self.dtype)
+        self.kernels.extend(A.attention(call, q, k, v, causal=causal, nbytes=nbytes))
 
 
-def _bind(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """An op's arguments by their schema names."""
-    names = [a.name for a in func._schema.arguments]
-    return dict(zip(names, args, strict=False)) | kwargs
-
-
-def _batch_norm_flops(base: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-                      elements: float) -> float:
-    """Training batch norm normalises with the batch's statistics (the layer-norm rate, 7 a
-    element); in eval it is a per-channel scale and shift (2 a element)."""
-    if base in ("_native_batch_norm_legit_no_training", "_batch_norm_no_update"):
-        training = False
-    elif base == "_native_batch_norm_legit" and len(args) in (5, 6) and not isinstance(
-            _arg(args, 3), torch.Tensor):
-        training = bool(_arg(args, 3))  # the overload without running statistics
-    elif base == "_batch_norm_with_update":
-        training = True
-    else:
-        training = bool(_arg(args, 5) if len(args) > 5 else kwargs.get("training", True))
-    if not training:
-        return K.EVAL_BATCH_NORM_FLOPS * elements
-    return K.norm_flops("layernorm", elements, weight=_arg(args, 1) is not None,
-                        bias=_arg(args, 2) is not None)
-
-
-def _ints(value: object, rank: int) -> list[int]:
-    """A kernel size as a list of *rank* ints (an int means the same in every dimension)."""
-    if isinstance(value, int):
-        return [value] * max(rank, 1)
-    if isinstance(value, (list, tuple)) and value:
-        items = [int(v) for v in value]
-        return items * rank if len(items) == 1 else items
-    return [1]
-
-
-def _dim(args: tuple[Any, ...], kwargs: dict[str, Any], t: torch.Tensor) -> int:
-    dim = kwargs.get("dim", _arg(args, 1))
-    return int(dim) if isinstance(dim, int) else -1
-
-
-def _arg(args: tuple[Any, ...], index: int) -> Any:
-    return args[index] if len(args) > index else None
-
-
-class _Dispatch(TorchDispatchMode):  # type: ignore[misc]
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        # torch wraps a mode's __torch_dispatch__ in torch._disable_dynamo, whose first call
-        # imports torch._dynamo (1-2 s). Nothing here is compiled: keep the plain method.
-        return False
-
+class _Dispatch(C.DispatchMode):  # type: ignore[misc]
     def __init__(self, recorder: Recorder, targets: frozenset[Any] = frozenset()) -> None:
         super().__init__()
         self.recorder = recorder
@@ -591,9 +313,11 @@ class Session:
 
     def __init__(self, names: dict[int, str], dtype: str | None,
                  links: dict[str, AxisLink] | None = None, *, body: bool = False,
-                 targets: Iterable[object] = ()) -> None:
+                 targets: Iterable[object] = (),
+                 formulas: registry.Formulas | None = None) -> None:
         targets = list(targets)
-        self.recorder = Recorder(names, dtype, links, body=body, filtered=bool(targets))
+        self.recorder = Recorder(names, dtype, links, body=body, filtered=bool(targets),
+                                 formulas=formulas)
         self._modules = {id(t) for t in targets if isinstance(t, torch.nn.Module)}
         self._codes = {code for t in targets if (code := _code(t)) is not None}
         functions = frozenset(t for t in targets if not isinstance(t, torch.nn.Module)
@@ -662,22 +386,15 @@ def _code(target: object) -> Any:
     return code if isinstance(code, types_.CodeType) else None
 
 
-class Recording:
-    """What one call ran: its kernels and the ops without a formula."""
-
-    __slots__ = ("kernels", "unknown")
-
-    def __init__(self, kernels: list[Kernel], unknown: dict[str, int]) -> None:
-        self.kernels, self.unknown = kernels, unknown
-
-
 def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-           dtype: str | None, links: dict[str, AxisLink] | None = None) -> Recording:
-    """Run ``fn(*args, **kwargs)`` and return one kernel per op it ran."""
-    session = Session(module_names(*roots_of(fn, args, kwargs)), dtype, links)
+           dtype: str | None, links: dict[str, AxisLink] | None = None,
+           formulas: registry.Formulas | None = None) -> Recorder:
+    """Run ``fn(*args, **kwargs)`` and return its recorder: one kernel per op it ran."""
+    session = Session(module_names(*roots_of(fn, args, kwargs)), dtype, links,
+                      formulas=formulas)
     with session:
         fn(*args, **kwargs)
-    return Recording(session.recorder.kernels, session.recorder.unknown)
+    return session.recorder
 
 
 def footprint(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> float:
@@ -690,7 +407,7 @@ def footprint(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, A
         if isinstance(root, torch.nn.Module):
             tensors.extend(root.parameters())
             tensors.extend(root.buffers())
-    tensors.extend(_tensors(list(args) + list(kwargs.values())))
+    tensors.extend(T.tensors(list(args) + list(kwargs.values())))
     for t in tensors:
         if id(t) not in seen:
             seen.add(id(t))

@@ -22,16 +22,14 @@ input / output); any other ``c10d`` collective is a TraceError naming it (unknow
 zero): write it with functional collectives.
 
 The group size of an ``all_reduce`` and of an ``all_to_all_single`` without split sizes comes
-from the process group its name resolves to: :func:`group_of`, the one use of a torch-private
-function, checked by ``tests/test_trace_mesh.py``.
+from the process group its name resolves to (a torch-private function, in ``_torch_compat``).
 
 **DTensor.** An op on DTensors is handed back to DTensor (the dispatch mode declines it), whose
 dispatcher runs the op on each rank's local shard and the collectives a redistribution needs:
 those are recorded, per chip, as for plain tensors. DTensor's own bookkeeping on the host is
 not: its sharding propagation runs the op on fake tensors of the global shapes
-(:func:`is_bookkeeping`, using :func:`is_fake`, the other private call, also checked by the
-tests), and its device-mesh arithmetic runs on the mesh's integer tensor and what is derived
-from it (:class:`DTensors` tracks them).
+(:func:`is_bookkeeping`, using ``_torch_compat.is_fake``), and its device-mesh arithmetic runs
+on the mesh's integer tensor and what is derived from it (:class:`DTensors` tracks them).
 """
 
 from __future__ import annotations
@@ -41,35 +39,18 @@ from typing import Any
 
 import torch
 
+from ..ops import _family as R
 from ..workload import Kernel
+from . import _kernels as K
 from . import _mesh
+from . import _torch_args as T
+from . import _torch_compat as C
 
 NAMESPACES = frozenset({"_c10d_functional", "c10d"})
 #: Ops of those namespaces that move no data.
 FREE = frozenset({"wait_tensor", "_wrap_tensor_autograd", "barrier", "monitored_barrier"})
-_FUNCTIONAL = {
-    "all_reduce": "all_reduce", "all_reduce_": "all_reduce",
-    "all_reduce_coalesced": "all_reduce", "all_reduce_coalesced_": "all_reduce",
-    "all_gather_into_tensor": "all_gather", "all_gather_into_tensor_out": "all_gather",
-    "all_gather_into_tensor_coalesced": "all_gather",
-    "reduce_scatter_tensor": "reduce_scatter", "reduce_scatter_tensor_coalesced":
-    "reduce_scatter", "all_to_all_single": "all_to_all", "broadcast": "all_gather",
-    "broadcast_": "all_gather",
-}
-
-
-def group_of(name: str) -> Any:
-    """The ProcessGroup a functional collective's group name stands for."""
-    from torch.distributed.distributed_c10d import _resolve_process_group
-
-    return _resolve_process_group(name)
-
-
-def is_fake(tensor: torch.Tensor) -> bool:
-    """True for a fake tensor (shapes only, no data): torch has no public test for it."""
-    from torch._subclasses.fake_tensor import is_fake as _is_fake
-
-    return bool(_is_fake(tensor))
+#: In-place ``c10d`` ops whose group size their shapes give (output / input, or the inverse).
+_SIZED_BY_SHAPES = frozenset({"_allgather_base_", "_reduce_scatter_base_"})
 
 
 def _group_keys(group: Any) -> list[str]:
@@ -82,20 +63,13 @@ def _group_keys(group: Any) -> list[str]:
     return [k for k in keys if k]
 
 
-def _tensors(value: object) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _tensors(item)]
-    return []
-
-
-def _elements(tensors: list[torch.Tensor]) -> tuple[float, str]:
-    """Elements of *tensors* in the widest one's precision, and that precision."""
+def _elements(value: object) -> tuple[float, str]:
+    """Elements of the tensors of *value* in the widest one's precision, and that
+    precision."""
+    tensors = list(T.tensors(value))
     widest = max(tensors, key=lambda t: t.dtype.itemsize)
     total = sum(t.numel() * t.dtype.itemsize for t in tensors)
-    name = str(widest.dtype).removeprefix("torch.")
-    return total / widest.dtype.itemsize, _mesh.storage(name, widest.dtype.itemsize)
+    return total / widest.dtype.itemsize, K.storage(str(widest.dtype), widest.dtype.itemsize)
 
 
 def kernel(name: str, op: str, namespace: str, args: tuple[Any, ...], out: object,
@@ -105,8 +79,8 @@ def kernel(name: str, op: str, namespace: str, args: tuple[Any, ...], out: objec
         return None
     if namespace == "c10d":
         return _inplace(name, op, args, links)
-    kind = _FUNCTIONAL.get(op)
-    if kind is None:
+    row = R.collective_named("torch", op)
+    if row is None:
         raise _mesh.MeshError(f"{name}: the collective _c10d_functional.{op} has no formula; "
                               f"its link bytes are unknown")
     group_name = str(args[-1])
@@ -116,36 +90,32 @@ def kernel(name: str, op: str, namespace: str, args: tuple[Any, ...], out: objec
     elif op == "all_to_all_single" and isinstance(args[1], (list, tuple)) and args[1]:
         devices = len(args[1])
     else:
-        group = group_of(group_name)
+        group = C.process_group(group_name)
         devices = int(group.size())
     if group is None:
         try:
-            group = group_of(group_name)
+            group = C.process_group(group_name)
         except (RuntimeError, ValueError, LookupError):
             group = None
     keys = _group_keys(group) if group is not None else [group_name]
     axis = next((k for k in keys if k in links), keys[0] if keys else group_name)
-    sources = _tensors(out) if kind == "all_gather" and not op.startswith("broadcast") else (
-        _tensors(args[0]))
-    elements, dtype = _elements(sources)
-    if op.startswith("broadcast"):
-        elements *= devices
-    return _mesh.collective(kind, name=name, elements=elements, dtype=dtype, devices=devices,
-                            axes=(axis,), links=links)
+    elements, dtype = _elements(args[0])  # what this rank passes: 1/parts_in of the whole
+    return _mesh.collective(row.kind, name=name, elements=elements * row.parts_in(devices),
+                            dtype=dtype, devices=devices, axes=(axis,), links=links)
 
 
 def _inplace(name: str, op: str, args: tuple[Any, ...],
              links: Mapping[str, _mesh.AxisLink]) -> Kernel:
     """The in-place ``c10d`` ops whose group size their shapes give (module docstring)."""
-    if op in ("_allgather_base_", "_reduce_scatter_base_"):
+    row = R.collective_named("torch", op)
+    if op in _SIZED_BY_SHAPES and row is not None:
         output, source = args[0], args[1]
-        big, small = (output, source) if op == "_allgather_base_" else (source, output)
-        devices = max(big.numel() // max(small.numel(), 1), 1)
-        kind = "all_gather" if op == "_allgather_base_" else "reduce_scatter"
-        elements, dtype = _elements([big])
-        return _mesh.collective(kind, name=name, elements=elements, dtype=dtype,
-                                devices=devices, axes=("world",) if "world" in links else (),
-                                links=links)
+        sizes = sorted((output.numel(), source.numel()))
+        devices = max(sizes[1] // max(sizes[0], 1), 1)
+        elements, dtype = _elements(source)
+        return _mesh.collective(row.kind, name=name, elements=elements * row.parts_in(devices),
+                                dtype=dtype, devices=devices,
+                                axes=("world",) if "world" in links else (), links=links)
     raise _mesh.MeshError(f"{name}: c10d.{op} (an in-place torch.distributed collective) "
                           f"does not say how many ranks it runs over; its link bytes would be "
                           f"unknown. Write it with torch.distributed._functional_collectives "
@@ -193,7 +163,7 @@ class DTensors:
         if not self.seen:
             return False
         tensors = inputs + outputs
-        if any(is_fake(t) for t in tensors) or (not inputs and not outputs):
+        if any(C.is_fake(t) for t in tensors) or (not inputs and not outputs):
             return True
         if any(id(t) in self.derived or (t.device.type == "cpu" and
                                          t.untyped_storage().data_ptr() in self.host)

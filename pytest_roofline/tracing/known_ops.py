@@ -30,36 +30,21 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from ..workload import Kernel, Workload
+from ..ops import _family as R
+from ..workload import Workload
 from . import _kernels as K
+from . import _torch_args as T
+from . import registry
 
-__all__ = ["BUILTIN"]
-
-
-def _dtype(t: Any) -> str | None:
-    return K.precision(str(t.dtype).removeprefix("torch."))
-
-
-def _nbytes(*tensors: Any) -> float:
-    return float(sum(t.numel() * t.element_size() for t in tensors if t is not None))
+__all__ = ["NAMES"]
 
 
 def pairs(q_len: int, kv_len: int, *, causal: bool, left: int = -1, right: int = -1) -> float:
     """Scored (query, key) pairs of one sequence and head, with flash-attn's masks: causal
     aligned to the bottom-right corner; a window of *left* keys before and *right* after the
     query's own position (-1: unbounded)."""
-    if causal:
-        right = 0
-    if left < 0 and right < 0:
-        return float(q_len) * kv_len
-    offset = kv_len - q_len  # query i sits at key position i + offset
-    total = 0
-    for i in range(q_len):
-        here = i + offset
-        hi = kv_len - 1 if right < 0 else min(kv_len - 1, here + right)
-        lo = 0 if left < 0 else max(0, here - left)
-        total += max(0, hi - lo + 1)
-    return float(total)
+    return R.scored_pairs(q_len, kv_len, causal=causal, left=None if left < 0 else left,
+                          right=None if right < 0 else right)
 
 
 def _lengths(cu: Any, total: int) -> list[int]:
@@ -77,16 +62,16 @@ def _lengths(cu: Any, total: int) -> list[int]:
 
 def _attention(name: str, scored: float, q: Any, v: Any, nbytes: float) -> Workload:
     kernels = K.attention(name, heads=1.0, pairs=scored, head_dim=int(q.shape[-1]),
-                          value_dim=int(v.shape[-1]), nbytes=nbytes, dtype=_dtype(q),
-                          softmax_dtype=_dtype(q))
+                          value_dim=int(v.shape[-1]), nbytes=nbytes, dtype=T.precision(q),
+                          softmax_dtype=T.precision(q))
     return Workload(kernels, name=name)
 
 
 def _backward(name: str, scored: float, q: Any, v: Any, nbytes: float) -> Workload:
     d, dv = int(q.shape[-1]), int(v.shape[-1])
-    products = K.matrix(name, macs=scored * (3 * d + 2 * dv), nbytes=nbytes, dtype=_dtype(q))
-    softmax = K.vector(f"{name}.softmax", flops=(K.softmax_flops(1.0) + 3.0) * scored,
-                       nbytes=0.0, dtype=_dtype(q))
+    products = K.matrix(name, macs=scored * (3 * d + 2 * dv), nbytes=nbytes, dtype=T.precision(q))
+    softmax = K.vector(f"{name}.softmax", flops=(R.SOFTMAX_FLOPS + R.ATTENTION_GRAD_FLOPS) * scored,
+                       nbytes=0.0, dtype=T.precision(q))
     return Workload([products, softmax], name=name)
 
 
@@ -111,7 +96,7 @@ def flash_forward(q: Any, k: Any, v: Any, dropout_p: float = 0.0, softmax_scale:
                   causal: bool = False, *rest: Any, **kw: Any) -> Workload:
     scored = _flash_pairs(q, k, causal, rest, kw)
     lse = int(q.shape[0]) * int(q.shape[2]) * int(q.shape[1]) * 4.0  # fp32, per query and head
-    return _attention("flash_attn_forward", scored, q, v, _nbytes(q, k, v, q) + lse)
+    return _attention("flash_attn_forward", scored, q, v, T.nbytes([q, k, v], [q]) + lse)
 
 
 def flash_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, dq: Any = None,
@@ -119,7 +104,7 @@ def flash_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, dq: An
                    softmax_scale: Any = None, causal: bool = False, *rest: Any,
                    **kw: Any) -> Workload:
     scored = _flash_pairs(q, k, causal, rest, kw)
-    moved = _nbytes(dout, q, k, v, out, lse) + _nbytes(q, k, v)  # dQ, dK, dV written
+    moved = T.nbytes([dout, q, k, v, out, lse], [q, k, v])  # dQ, dK, dV written
     return _backward("flash_attn_backward", scored, q, v, moved)
 
 
@@ -141,7 +126,7 @@ def flash_varlen_forward(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k
                            int(window_size_left), int(window_size_right))
     lse = int(q.shape[0]) * int(q.shape[1]) * 4.0
     return _attention("flash_attn_varlen_forward", scored, q, v,
-                      _nbytes(q, k, v, q, cu_seqlens_q, cu_seqlens_k) + lse)
+                      T.nbytes([q, k, v, cu_seqlens_q, cu_seqlens_k], [q]) + lse)
 
 
 def flash_varlen_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, dq: Any,
@@ -152,7 +137,7 @@ def flash_varlen_backward(dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any,
                           window_size_right: int = -1, *rest: Any, **kw: Any) -> Workload:
     scored = _varlen_pairs(q, k, cu_seqlens_q, cu_seqlens_k, bool(causal),
                            int(window_size_left), int(window_size_right))
-    moved = _nbytes(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k) + _nbytes(q, k, v)
+    moved = T.nbytes([dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k], [q, k, v])
     return _backward("flash_attn_varlen_backward", scored, q, v, moved)
 
 
@@ -161,7 +146,7 @@ _FLASH: dict[str, Callable[..., Workload]] = {
     "_flash_attn_varlen_forward": flash_varlen_forward,
     "_flash_attn_varlen_backward": flash_varlen_backward}
 
-#: Op name -> formula, for the ops named in the module docstring.
-BUILTIN: dict[str, Callable[..., Kernel | Workload]] = {
-    f"{namespace}::{op}": formula for namespace in ("flash_attn", "flashattn")
-    for op, formula in _FLASH.items()}
+#: The ops named in the module docstring, each registered as a built-in formula.
+NAMES = tuple(f"{namespace}::{op}" for namespace in ("flash_attn", "flashattn") for op in _FLASH)
+for _name in NAMES:
+    registry.BUILTIN.register(_name, _FLASH[_name.partition("::")[2]], by=__name__)

@@ -15,24 +15,107 @@ without a word. ``register_op(name, formula)`` gives it one:
   (``layers.0.mlp.mylib::fancy``, the formula's own kernel names after a colon).
 
 ``register_op`` also works as a decorator (``@register_op("mylib::fancy")``), in a conftest
-or at import of the library that defines the kernel. Formulas for widely used kernels ship
-with the tracer (:mod:`.known_ops`).
+or at import of the library that defines the kernel. A name registered by two different
+formulas is an error naming both (the same function registered again, or a conftest loaded
+again, replaces its own). ``Tracer(formulas={"mylib::fancy": formula})`` gives formulas to one
+tracer only; they win over ``register_op``'s, which win over the formulas that ship with the
+tracer (:mod:`.known_ops`) and over the built-in aten and JAX tables.
+
+Every table of formulas is a :class:`Registry`: the built-in tables register their rows
+through the same ``register`` as ``register_op``, duplicate check included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, TypeVar, overload
 
 from ..workload import Kernel, Workload
 from ._base import TraceError
 
-__all__ = ["Formula", "lookup", "register_op", "registered", "unregister_op"]
+__all__ = [
+    "BUILTIN",
+    "USER",
+    "Formula",
+    "Formulas",
+    "Registry",
+    "lookup",
+    "register_op",
+    "registered",
+    "scoped",
+    "unregister_op",
+]
 
 Formula = Callable[..., "Kernel | Workload"]
 F = TypeVar("F", bound=Callable[..., Any])
+V = TypeVar("V")
 
-_FORMULAS: dict[str, Formula] = {}
+
+def registrant(value: object) -> str:
+    """Who registers *value*: its qualified name and where it is defined (a module reloaded
+    in a new pytest session defines it again at the same place: the same registrant)."""
+    code = getattr(value, "__code__", None)
+    name = getattr(value, "__qualname__", None) or type(value).__qualname__
+    module = getattr(value, "__module__", None) or type(value).__module__
+    where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    return f"{module}.{name}{where}"
+
+
+class Registry(Generic[V]):
+    """Names to values, each with its registrant; what every table of op formulas is made of
+    (the built-in aten and JAX tables, the shipped custom-op formulas, ``register_op``, a
+    ``Tracer``'s own). Registering a name the registry holds from another registrant is an
+    error naming both; the same registrant registering again (a reloaded conftest) replaces
+    its own entry."""
+
+    __slots__ = ("entries", "what")
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.entries: dict[str, tuple[V, str]] = {}
+
+    def register(self, name: str, value: V, *, by: str | None = None) -> V:
+        who = by or registrant(value)
+        held = self.entries.get(name)
+        if held is not None and held[1] != who and held[0] is not value:
+            raise TraceError(f"{self.what}: {name!r} is registered twice, by {held[1]} and by "
+                             f"{who}; unregister the first (unregister_op({name!r})) or give "
+                             f"the formula to one Tracer (Tracer(formulas={{{name!r}: ...}}))")
+        self.entries[name] = (value, who)
+        return value
+
+    def rows(self, *families: Iterable[str]) -> Callable[[F], F]:
+        """A decorator registering a formula for every name of *families*: one row of a
+        table per op family (an op already in another family is an error)."""
+        def register(formula: F) -> F:
+            who = f"{formula.__module__}.{formula.__qualname__}"
+            for family in families:
+                for name in family:
+                    self.register(name, formula, by=who)  # type: ignore[arg-type]
+            return formula
+        return register
+
+    def unregister(self, name: str) -> None:
+        self.entries.pop(name, None)
+
+    def get(self, name: str) -> V | None:
+        held = self.entries.get(name)
+        return None if held is None else held[0]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+
+Formulas = Registry[Formula]
+
+#: Formulas shipped with the tracer (``known_ops``), registered when a tracer loads them.
+BUILTIN: Formulas = Registry("built-in op formulas")
+#: ``register_op``'s formulas; they win over the built-in ones of the same name.
+USER: Formulas = Registry("register_op")
+_FORMULAS = USER.entries
 
 
 def _key(name: object) -> str:
@@ -43,6 +126,14 @@ def _key(name: object) -> str:
     return name.strip()
 
 
+def _formula(key: str, formula: object) -> Formula:
+    if not callable(formula):
+        raise TraceError(f"register_op({key!r}, formula): formula must be callable (it takes "
+                         f"the op's arguments and returns a Kernel or Workload), got "
+                         f"{type(formula).__name__}")
+    return formula  # type: ignore[no-any-return]
+
+
 @overload
 def register_op(name: str) -> Callable[[F], F]: ...
 @overload
@@ -51,39 +142,53 @@ def register_op(name: str, formula: F) -> F: ...
 
 def register_op(name: str, formula: Any = None) -> Any:
     """Give the op *name* a formula (see the module docstring); returns the formula, so it
-    works as a decorator too. Registering a name again replaces its formula."""
+    works as a decorator too. A name already registered by another formula is an error
+    (TraceError naming both)."""
     key = _key(name)
     if formula is None:
         def decorate(fn: F) -> F:
             register_op(key, fn)
             return fn
         return decorate
-    if not callable(formula):
-        raise TraceError(f"register_op({key!r}, formula): formula must be callable (it takes "
-                         f"the op's arguments and returns a Kernel or Workload), got "
-                         f"{type(formula).__name__}")
-    _FORMULAS[key] = formula
+    USER.register(key, _formula(key, formula))
     return formula
 
 
 def unregister_op(name: str) -> None:
     """Forget the formula of *name* (no error when it has none)."""
-    _FORMULAS.pop(_key(name), None)
+    USER.unregister(_key(name))
 
 
 def registered() -> list[str]:
-    """The names that have a formula, sorted."""
-    return sorted(_FORMULAS)
+    """The names that have a formula from ``register_op``, sorted."""
+    return USER.names()
 
 
-def lookup(name: str) -> Formula | None:
-    """The formula registered for *name*, else the one shipped for it (:mod:`.known_ops`)."""
-    formula = _FORMULAS.get(name)
-    if formula is None and "::" in name:
-        from .known_ops import BUILTIN
+def scoped(formulas: object) -> Formulas | None:
+    """The formulas ``Tracer(formulas={name: formula})`` gives one tracer (checked), or None."""
+    if formulas is None:
+        return None
+    if not isinstance(formulas, Mapping):
+        raise TraceError(f"Tracer: formulas={formulas!r:.80} must map op names to formulas, "
+                         f"{{'mylib::fancy': formula}}")
+    own: Formulas = Registry("Tracer(formulas=...)")
+    for name, formula in formulas.items():
+        key = _key(name)
+        own.register(key, _formula(key, formula))
+    return own
 
-        formula = BUILTIN.get(name)
-    return formula
+
+def lookup(name: str, own: Formulas | None = None) -> Formula | None:
+    """The formula of *name*: a tracer's own, else ``register_op``'s, else the one shipped
+    (:mod:`.known_ops`)."""
+    if own is not None:
+        formula = own.get(name)
+        if formula is not None:
+            return formula
+    held = _FORMULAS.get(name)
+    if held is not None:
+        return held[0]
+    return BUILTIN.get(name)
 
 
 def apply(name: str, formula: Formula, where: str, args: Iterable[Any],

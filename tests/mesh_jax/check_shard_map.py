@@ -195,3 +195,80 @@ def test_a_jitted_function_with_out_shardings_keeps_them():
     # whichever collective the partitioner picks (a reduce-scatter, or an all-reduce and a
     # slice), a chip sends at least the reduce-scatter's V·3/4 of its [512, 2048] partials
     assert sum(k.link_bytes for k in moved) >= 512 * 2048 * 2 * 3 / 4 * (1 - 1e-12)
+
+
+# -- a shard_map whose input carries a NamedSharding: each collective once ------------------
+
+
+def _psum_and_permute():
+    @partial(jax.shard_map, mesh=_mesh(), in_specs=P("x"), out_specs=P("x"))
+    def program(a):
+        b = jax.lax.psum(a, "x")
+        g = jax.lax.ppermute(a, "x", [(i, (i + 1) % N) for i in range(N)])
+        return b + g
+    return program
+
+
+def test_a_shard_map_with_sharded_inputs_counts_each_collective_once():
+    from jax.sharding import NamedSharding
+
+    program = _psum_and_permute()
+    plain = rl.trace(program, jax.ShapeDtypeStruct((N * ROWS, COLS), jnp.bfloat16))
+    sharded = rl.trace(program, jax.ShapeDtypeStruct(
+        (N * ROWS, COLS), jnp.bfloat16, sharding=NamedSharding(_mesh(), P("x"))))
+    frac = (N - 1) / N
+    # the same closed forms whatever the input's sharding: psum 2·V·(N-1)/N, ppermute V;
+    # once each (the compiled program's collectives, none again from the jaxpr)
+    for w in (plain, sharded):
+        moved = sorted(k.link_bytes for k in w.kernels if k.link_bytes)
+        assert moved == pytest.approx(sorted([2 * V * frac, V]), rel=1e-12), [
+            k.name for k in w.kernels]
+    # the body's add is one chip's work in both (3 shards of V bytes), not 1/N of it
+    for w in (plain, sharded):
+        (add,) = [k for k in w.kernels if k.name == "add"]
+        assert add.total_bytes == 3 * V and add.total_flops == V / 2
+    assert sharded.link_bytes == pytest.approx(plain.link_bytes, rel=1e-12)
+
+
+def test_a_collective_the_table_does_not_name_is_unknown_in_compiled_hlo(monkeypatch):
+    # the all-reduce row without its HLO name: the compiled program's all-reduce is then a
+    # collective no row prices; it is listed by name, its bytes kept, never skipped
+    import dataclasses
+
+    from jax.sharding import NamedSharding
+
+    from pytest_roofline.ops import _family
+
+    row = _family.COLLECTIVES["all_reduce"]
+    monkeypatch.setitem(_family.COLLECTIVES, "all_reduce", dataclasses.replace(row, hlo=()))
+    w = rl.trace(_psum_and_permute(), jax.ShapeDtypeStruct(
+        (N * ROWS, COLS), jnp.bfloat16, sharding=NamedSharding(_mesh(), P("x"))))
+    assert w.unknown == {"all-reduce": 1}
+    (held,) = [k for k in w.kernels if k.name.startswith("spmd.psum")]
+    assert held.bytes > 0 and held.link_bytes == 0
+
+
+def test_a_new_collective_row_is_read_by_the_jaxpr_and_the_compiled_hlo(monkeypatch):
+    # one row plus its closed form: a kind that sends each chip's shard once over the ring
+    # (sent = 1), claiming psum in a jaxpr and all-reduce in HLO; both readers price it
+    # with that row, not the all-reduce's 2·(N-1)/N
+    import dataclasses
+
+    from jax.sharding import NamedSharding
+
+    from pytest_roofline.ops import _family
+
+    ring = _family.COLLECTIVES["all_reduce"]
+    monkeypatch.setitem(_family.COLLECTIVES, "all_reduce",
+                        dataclasses.replace(ring, jax=("psum2", "pmax", "pmin"), hlo=()))
+    monkeypatch.setitem(_family.COLLECTIVES, "once", _family.Collective(
+        "once", sent=lambda n: 1.0, adds=lambda n: 0.0, parts_in=lambda n: 1,
+        parts_out=lambda n: 1, ring_steps=lambda n: 1.0, jax=("psum", "psum_invariant"),
+        hlo=("all-reduce",)))
+    program = _psum_and_permute()
+    for sharding in (None, NamedSharding(_mesh(), P("x"))):
+        w = rl.trace(program, jax.ShapeDtypeStruct((N * ROWS, COLS), jnp.bfloat16,
+                                                   sharding=sharding))
+        assert sorted(k.link_bytes for k in w.kernels if k.link_bytes) == pytest.approx(
+            [V, V], rel=1e-12)
+        assert not w.unknown

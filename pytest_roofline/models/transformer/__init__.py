@@ -70,10 +70,10 @@ training step).
 
 from __future__ import annotations
 
-from .footprint import ADAM_STATE_BYTES, Footprint
-from .graph import GELU_FLOPS, GLU_FLOPS
+from ...ops._family import ADAM_FLOPS, ADAM_STATE_BYTES, GELU_FLOPS, GLU_FLOPS
+from .footprint import Footprint
 from .options import PhaseOptions
-from .phases import ADAM_FLOPS, Transformer
+from .phases import Transformer
 
 __all__ = ["ADAM_FLOPS", "ADAM_STATE_BYTES", "GELU_FLOPS", "GLU_FLOPS", "Footprint",
            "PhaseOptions", "Transformer"]

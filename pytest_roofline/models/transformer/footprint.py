@@ -9,12 +9,10 @@ from dataclasses import dataclass
 from ... import dtypes
 from ...errors import WorkloadError
 from ...ops._common import size, sweep_size
+from ...ops._family import ADAM_STATE_BYTES
 from ...workload import Number
 from .options import PhaseOptions, Plan, plan_for
 from .params import ParameterCounts
-
-#: fp32 master weights and Adam's two moments: bytes of optimizer state per parameter.
-ADAM_STATE_BYTES = 12.0
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ... import dtypes
 from ... import fusion as _fusion
+from ...ops._family import GELU_FLOPS, GLU_FLOPS
 from ...ops.attention import attention_kernels
 from ...ops.collectives import collective_kernel
 from ...ops.matmul import matmul_kernel
@@ -16,11 +17,6 @@ from ...ops.vector import elementwise_kernel, norm_kernel, softmax_kernel
 from ...workload import Kernel, Number, is_array
 from .options import Group, Plan
 from .params import ParameterCounts
-
-#: FLOPs per element of silu(gate)·up (negate, exp, add, divide, multiply).
-GLU_FLOPS = 5.0
-#: FLOPs per element of GELU, tanh approximation (cube, 2 multiply-adds, tanh, add, 2 multiply).
-GELU_FLOPS = 8.0
 
 
 @dataclass(frozen=True)

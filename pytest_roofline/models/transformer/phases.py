@@ -11,15 +11,12 @@ from ... import dtypes
 from ... import fusion as _fusion
 from ...errors import WorkloadError
 from ...ops._common import show, size, sweep_size
+from ...ops._family import ADAM_FLOPS
 from ...ops.vector import softmax_kernel
 from ...workload import Kernel, Knob, Number, Workload, is_array
 from .footprint import Footprints
 from .graph import KernelGraph, Linear, materialize, rename, with_backward
 from .options import Group, PhaseOptions, Plan, expert_parallel_plan, plan_for
-
-#: FLOPs per parameter of an Adam(W) update (two moment updates, bias corrections, sqrt,
-#: divide, weight decay, step).
-ADAM_FLOPS = 15.0
 
 
 class Transformer(Footprints, KernelGraph):

@@ -1,0 +1,51 @@
+"""Every private torch API the torch tracer uses, in one place.
+
+torch has no public way to do these; each is checked by ``tests/test_trace_compat.py``, which
+fails when a torch release moves or changes it (``.ci/newest`` runs the tracing tests against
+the newest torch the index serves):
+
+* :class:`DispatchMode`: ``TorchDispatchMode`` (``torch.utils._python_dispatch``, the base
+  class torch's own flop counter subclasses) with ``_should_skip_dynamo`` answering False:
+  torch would otherwise wrap the mode's ``__torch_dispatch__`` in ``torch._disable_dynamo``,
+  whose first call imports torch._dynamo (1-2 s), and nothing here is compiled;
+* :func:`argument_names`: an op's argument names, from its ``_schema``;
+* :func:`process_group`: the ProcessGroup a functional collective's group name stands for
+  (``_resolve_process_group``);
+* :func:`is_fake`: whether a tensor is a fake tensor (shapes only; ``torch._subclasses``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = ["DispatchMode", "TorchDispatchMode", "argument_names", "is_fake", "process_group"]
+
+
+class DispatchMode(TorchDispatchMode):  # type: ignore[misc]
+    """A dispatch mode torch does not wrap in ``torch._disable_dynamo``."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+
+def argument_names(func: Any) -> list[str]:
+    """The names of an aten op's arguments, in order (its schema's)."""
+    return [a.name for a in func._schema.arguments]
+
+
+def process_group(name: str) -> Any:
+    """The ProcessGroup a functional collective's group name stands for."""
+    from torch.distributed.distributed_c10d import _resolve_process_group
+
+    return _resolve_process_group(name)
+
+
+def is_fake(tensor: torch.Tensor) -> bool:
+    """True for a fake tensor (shapes only, no data): torch has no public test for it."""
+    from torch._subclasses.fake_tensor import is_fake as _is_fake
+
+    return bool(_is_fake(tensor))

@@ -1,0 +1,144 @@
+"""The private torch and JAX APIs the tracers use, one test each, in the compat modules
+(``tracing/_torch_compat.py``, ``tracing/_jax_compat.py``): each fails when a release moves or
+changes what it reads. And no private torch or JAX attribute used anywhere else in the package
+(read from the code's tokens: strings and comments may name them)."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_roofline"
+COMPAT = {"_torch_compat.py", "_jax_compat.py"}
+
+#: What only the compat modules may use: a private module or attribute of torch, jax or
+#: jaxlib (``torch._subclasses``, ``torch.utils._python_dispatch``, ``jax._src``), and the
+#: private members the tracers read of framework objects.
+_PRIVATE_PATH = re.compile(r"\b(?:torch|jax|jaxlib)(?:\.\w+)*\.(?:_[A-Za-z]\w*|core\b)")
+_PRIVATE_MEMBERS = re.compile(
+    r"\.(?:_schema|_should_skip_dynamo|_resolve_process_group|_disable_dynamo|source_info|"
+    r"name_stack|eval_jaxpr|grid_mapping|block_mappings|index_map_jaxpr|array_aval|"
+    r"debug_info)\b|(?<![.\w])(?:is_fake|_resolve_process_group|_should_skip_dynamo)\b")
+
+
+def _code(path: Path) -> list[tuple[int, str]]:
+    """(line, code) of a module: its tokens, strings and comments left out, dotted names
+    written whole (``torch . _C`` as ``torch._C``)."""
+    lines: dict[int, list[str]] = {}
+    for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if token.type in (tokenize.NAME, tokenize.OP):
+            lines.setdefault(token.start[0], []).append(token.string)
+    return [(n, " ".join(parts).replace(" . ", ".")) for n, parts in sorted(lines.items())]
+
+
+def test_no_private_torch_or_jax_api_outside_the_compat_modules() -> None:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name in COMPAT:
+            continue
+        for line, code in _code(path):
+            if _PRIVATE_PATH.search(code) or _PRIVATE_MEMBERS.search(code):
+                found.append(f"{path.relative_to(PACKAGE)}:{line}: {code}")
+    assert not found, "\n".join(found)
+
+
+def test_the_check_sees_a_private_use() -> None:
+    # the patterns above catch what they are for (a check that cannot fail checks nothing)
+    for code in ("from torch.utils._python_dispatch import TorchDispatchMode",
+                 "names = [a.name for a in func._schema.arguments]", "jax._src.core",
+                 "scope = str(eqn.source_info.name_stack)", "jax.core.eval_jaxpr(j, c)",
+                 "if is_fake(t):"):
+        assert _PRIVATE_PATH.search(code) or _PRIVATE_MEMBERS.search(code), code
+    assert not _PRIVATE_PATH.search("torch.nn.functional.softmax(x)")
+    assert not _PRIVATE_MEMBERS.search("if C.is_fake(t):")
+
+
+# -- torch ------------------------------------------------------------------------------------
+
+
+def test_torch_argument_names_come_from_the_schema() -> None:
+    torch = pytest.importorskip("torch")
+    from pytest_roofline.tracing import _torch_compat as C
+
+    assert C.argument_names(torch.ops.aten.addmm.default)[:3] == ["self", "mat1", "mat2"]
+    names = C.argument_names(torch.ops.aten._scaled_dot_product_flash_attention.default)
+    assert names[:3] == ["query", "key", "value"] and "is_causal" in names
+
+
+def test_torch_dispatch_mode_stays_out_of_dynamo() -> None:
+    # torch wraps a mode's __torch_dispatch__ in torch._disable_dynamo (functools.wraps: a
+    # __wrapped__ attribute) unless _should_skip_dynamo says no; if torch renames the hook,
+    # the override stops working and this fails
+    pytest.importorskip("torch")
+    from pytest_roofline.tracing import _torch_compat as C
+
+    class Mode(C.DispatchMode):  # type: ignore[misc]
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            return func(*args, **(kwargs or {}))
+
+    assert not hasattr(Mode.__dict__["__torch_dispatch__"], "__wrapped__")
+    assert issubclass(C.DispatchMode, C.TorchDispatchMode)
+
+
+def test_torch_is_fake_tells_fake_tensors_apart() -> None:
+    torch = pytest.importorskip("torch")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from pytest_roofline.tracing import _torch_compat as C
+
+    with FakeTensorMode():
+        fake = torch.empty(2, 2)
+    assert C.is_fake(fake) and not C.is_fake(torch.empty(2, 2, device="meta"))
+    assert callable(C.process_group)  # resolved against a process group: test_trace_mesh
+
+
+# -- JAX --------------------------------------------------------------------------------------
+
+
+def test_jax_literals_scopes_and_sub_programs() -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from pytest_roofline.tracing import _jax_compat as C
+
+    def f(x):
+        with jax.named_scope("block"):
+            return jax.jit(lambda y: y * 2.0)(x) + 1.0
+
+    closed = jax.make_jaxpr(f)(jnp.ones(4))
+    (call, add) = closed.jaxpr.eqns
+    assert any(k in call.params for k in C.CALLS)  # the jitted helper's sub-program
+    assert [C.is_var(v) for v in add.invars] == [True, False]  # x·2 + the constant 1.0
+    assert C.scope(add) == "block"
+    assert C.evaluate(jax.make_jaxpr(lambda i: (i + 1, 0))(3), 3) == [4, 0]
+
+
+def test_jax_pallas_call_params() -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    from pytest_roofline.tracing import _jax_compat as C
+
+    def copy_kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    def f(x):
+        spec = pl.BlockSpec((128, 256), lambda i, j: (i, 0))
+        return pl.pallas_call(copy_kernel, out_shape=jax.ShapeDtypeStruct((512, 256),
+                                                                          x.dtype),
+                              grid=(4, 2), in_specs=[spec], out_specs=spec,
+                              interpret=True)(x)
+
+    (eqn,) = jax.make_jaxpr(f)(jax.ShapeDtypeStruct((512, 256), jnp.float32)).jaxpr.eqns
+    params = eqn.params
+    assert C.pallas_name(params) == "copy_kernel"
+    assert C.pallas_grid(params) == (4, 2)
+    blocks = C.pallas_blocks(params)
+    assert [(b.array_bytes, b.block_bytes) for b in blocks] == [(512 * 256 * 4,
+                                                                 128 * 256 * 4)] * 2
+    assert blocks[0].index_at is not None and blocks[0].index_at(3, 1) == (3, 0)
