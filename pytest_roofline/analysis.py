@@ -51,10 +51,12 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple, Protocol, cast
 
+from . import fields
 from .errors import RooflineError, WorkloadError, brief
 from .fusion import kept_on_chip, onchip_level
 from .hardware import Hardware, get_hardware
 from .regimes import REGIMES as REGIMES
+from .settings import check_analysis
 from .workload import Kernel, Number, Workload, add_up, intensity, is_array
 
 
@@ -147,48 +149,16 @@ class Result(NamedTuple):
         return float(intensity(self.flops, tensor, self.workload))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready figures."""
-        record = {
-            "workload": self.workload, "hw": self.hw, "dtype": self.dtype,
-            "flops": self.flops, "bytes": self.bytes, "link_bytes": self.link_bytes,
-            "intensity": self.intensity, "dram_intensity": self.intensity,
-            "tensor_bytes": self.tensor_bytes, "workload_intensity": self.workload_intensity,
-            "ridge": self.ridge, "regime": self.regime,
-            "time_s": self.time, "t_compute_s": self.t_compute, "t_memory_s": self.t_memory,
-            "t_network_s": self.t_network, "attainable_flops": self.attainable,
-            "footprint_B": self.footprint, "capacity_B": self.capacity, "fits": self.fits,
-            "flops_per_mac": self.flops_per_mac, "derate": self.derate,
-            "peak_label": self.peak_label,
-        }
+        """JSON-ready figures, under the record's keys (:mod:`pytest_roofline.fields`)."""
+        record = {key: getattr(self, name) for name, key in fields.RESULT}
         if self.measured is not None:
-            record["measured_s"] = self.measured
-            record["efficiency"] = self.efficiency
+            for name, key in fields.MEASURED:
+                record[key] = getattr(self, name)
         if self.roof_threads is not None:
-            record["roof_threads"] = self.roof_threads
+            record[fields.ROOF_THREADS] = self.roof_threads
         if self.notes:
-            record["notes"] = list(self.notes)
+            record[fields.NOTES] = list(self.notes)
         return record
-
-
-#: The keyword settings of :func:`analyze` that :func:`crossover` and :func:`knob_hint` pass on.
-SETTINGS = ("flops_per_mac", "derate", "sparse")
-
-
-def _check_settings(flops_per_mac: object, derate: object, sparse: object) -> None:
-    if isinstance(flops_per_mac, bool) or flops_per_mac not in (1, 2):
-        raise RooflineError(f"flops_per_mac must be 1 or 2, got {brief(flops_per_mac)}")
-    if isinstance(derate, bool) or not isinstance(derate, (int, float)) or not (0 < derate <= 1):
-        raise RooflineError(f"derate must be a number in (0, 1], got {brief(derate)}")
-    if sparse is not True and sparse is not False:
-        raise RooflineError(f"sparse must be True or False, got {brief(sparse)}")
-
-
-def check_setting_names(settings: dict[str, Any], where: str) -> None:
-    """Refuse keyword settings :func:`analyze` does not take, naming the allowed ones."""
-    for name in settings:
-        if name not in SETTINGS:
-            raise RooflineError(f"{where}: unknown setting {name!r}; allowed: "
-                                f"{', '.join(SETTINGS)}, dtype")
 
 
 def _regime(t_compute: Number, t_memory: Number, t_network: Number) -> Any:
@@ -377,7 +347,7 @@ def analyze(
         raise WorkloadError(f"analyze() needs a Workload, got {brief(workload)} "
                             f"({type(workload).__name__})")
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
-    _check_settings(flops_per_mac, derate, sparse)
+    check_analysis(flops_per_mac, derate, sparse)
     seconds = _measured(measured)
     if seconds is not None and getattr(measured, "here", False) is True:
         from .hardware import foreign_to_this_machine

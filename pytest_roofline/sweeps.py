@@ -16,17 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .analysis import (
-    REGIMES,
-    _check_settings,
-    _latency_notes,
-    analyze,
-    check_setting_names,
-    divide,
-    program,
-)
+from . import fields
+from .analysis import REGIMES, _latency_notes, analyze, divide, program
 from .errors import RooflineError, WorkloadError, brief
 from .hardware import Hardware, get_hardware
+from .settings import check_analysis, check_names
 from .workload import Workload, intensity
 
 if TYPE_CHECKING:
@@ -83,20 +77,19 @@ class Sweep:
         return int(self.time.size)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready figures: each array a list."""
-        return {
-            "workload": self.workload, "hw": self.hw, "dtype": self.dtype,
-            "flops": self.flops.tolist(), "bytes": self.bytes.tolist(),
-            "link_bytes": self.link_bytes.tolist(), "intensity": self.intensity.tolist(),
-            "ridge": self.ridge, "regime": self.regime.tolist(), "time_s": self.time.tolist(),
-            "t_compute_s": self.t_compute.tolist(), "t_memory_s": self.t_memory.tolist(),
-            "t_network_s": self.t_network.tolist(), "attainable_flops": self.attainable.tolist(),
-            "footprint_B": self.footprint.tolist(), "capacity_B": self.capacity,
-            "fits": None if self.fits is None else self.fits.tolist(),
-            "flops_per_mac": self.flops_per_mac, "derate": self.derate,
-            "peak_label": self.peak_label,
-            **({"notes": list(self.notes)} if self.notes else {}),
-        }
+        """JSON-ready figures under the record's keys (:mod:`pytest_roofline.fields`): each
+        array a list."""
+        import numpy as np
+
+        record: dict[str, Any] = {}
+        for name, key in fields.RESULT:
+            if name in ("tensor_bytes", "workload_intensity"):
+                continue  # a sweep keeps no per-kernel figures to work these out from
+            value = getattr(self, name)
+            record[key] = value.tolist() if isinstance(value, np.ndarray) else value
+        if self.notes:
+            record[fields.NOTES] = list(self.notes)
+        return record
 
 
 def sweep(
@@ -117,7 +110,7 @@ def sweep(
         raise WorkloadError(f"sweep() needs a Workload, got {brief(workload)} "
                             f"({type(workload).__name__})")
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
-    _check_settings(flops_per_mac, derate, sparse)
+    check_analysis(flops_per_mac, derate, sparse)
     p = program(workload, chip, dtype, flops_per_mac, derate, sparse)
     footprint = workload.footprint
     try:
@@ -180,7 +173,7 @@ def crossover(
     lo, hi = low, high
     if not callable(build):
         raise RooflineError(f"crossover needs a function size -> Workload, got {brief(build)}")
-    check_setting_names(settings, "crossover")
+    check_names(settings, "crossover")
     chip = hw if isinstance(hw, Hardware) else get_hardware(hw)
 
     def holds(x: int) -> bool:
@@ -212,7 +205,7 @@ def knob_hint(workload: Workload, hw: Hardware | str, regime: str,
     ``"compute-bound from m >= 319"`` or ``"memory-bound up to batch <= 318"``; None when the
     workload has no knob or no value in the knob's range gives *regime*.
     """
-    check_setting_names(settings, "knob_hint")
+    check_names(settings, "knob_hint")
     if not isinstance(workload, Workload):
         raise WorkloadError(f"knob_hint() needs a Workload, got {brief(workload)}")
     knob = workload.knob

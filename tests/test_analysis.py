@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -135,7 +136,7 @@ def test_derate_applies_to_every_roof_alike() -> None:
         assert derated.time == pytest.approx(2 * full.time)
         assert derated.regime == full.regime
         assert derated.ridge == full.ridge
-    with pytest.raises(RooflineError, match="derate must be a number in"):
+    with pytest.raises(RooflineError, match=r"derate must be a fraction of peak in \(0, 1\]"):
         analyze(gemm(1), "h100", derate=1.5)
 
 
@@ -304,3 +305,49 @@ def test_the_workload_and_the_dram_intensity_are_told_apart() -> None:
     assert record["workload_intensity"] == result.workload_intensity
     plain = analyze(ops.matmul(64, 64, 64), "h100")  # nothing kept on chip: one intensity
     assert plain.workload_intensity == plain.intensity
+
+
+@pytest.mark.parametrize(("name", "bad"), [("derate", "170%"), ("derate", 0),
+                                            ("flops_per_mac", "3"), ("margin", "1")])
+def test_every_layer_checks_a_setting_by_the_one_rule(name: str, bad: object) -> None:
+    """derate, flops_per_mac and margin are checked by pytest_roofline.settings alone: the
+    engine, the plugin's options, the command line and the marker refuse the same values
+    and say the same allowed range, each naming the setting its own way."""
+    import argparse
+
+    from pytest_roofline import settings
+    from pytest_roofline.cli import common
+    from pytest_roofline.judging.marker import MarkerError, _margin
+    from pytest_roofline.plugin import settings as options
+
+    allowed = settings.ALLOWED[name]
+    with pytest.raises(settings.BadSetting, match=re.escape(allowed)):
+        settings.check(name, bad, text=True)
+    parse = getattr(options, f"parse_{name}")
+    with pytest.raises(options.SettingsError, match=re.escape(f"expected {allowed}")):
+        parse(bad, "--roofline-x")
+    if name in ("derate", "flops_per_mac"):
+        reader = common.fraction if name == "derate" else common.flops_per_mac
+        with pytest.raises(argparse.ArgumentTypeError, match=re.escape(allowed)):
+            reader(str(bad))
+        number = 0 if name == "derate" else 3
+        with pytest.raises(RooflineError, match=re.escape(f"{name} must be {allowed}")):
+            analyze(gemm(8), "h100", **{name: number})
+    else:
+        with pytest.raises(MarkerError, match=re.escape(allowed)):
+            _margin(bad)
+    assert settings.check("derate", "70%", text=True) == pytest.approx(0.7)
+    assert settings.check("flops_per_mac", "1", text=True) == 1
+
+
+def test_the_record_keys_have_one_owner() -> None:
+    """A Result's record keys, the report reader's required fields and a Sweep's keys all
+    come from pytest_roofline.fields."""
+    from pytest_roofline import fields
+    from pytest_roofline.report import records
+
+    r = analyze(gemm(64), "h100")
+    assert list(r.to_dict()) == [key for _, key in fields.RESULT]
+    assert records.REQUIRED is fields.REQUIRED and records.NUMBERS is fields.NUMBERS
+    assert set(fields.REQUIRED) <= {key for _, key in fields.RESULT} | {"nodeid", "outcome"}
+    assert set(sweep(gemm(np.array([1, 2])), "h100").to_dict()) <= set(r.to_dict())

@@ -40,12 +40,25 @@ def one_line(text: str) -> str:
 
 def fraction(text: str) -> float:
     """``--derate``: ``0.7`` or ``70%``, in (0, 1], as the plugin's option takes it."""
-    from ..units import fraction as read
+    from .. import settings
 
-    number = read(text)
-    if not (0 < number <= 1):
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a fraction of "
-                                         f"peak in (0, 1] such as 0.7 or '70%'")
+    try:
+        number: float = settings.check("derate", text, text=True)
+    except settings.BadSetting as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected {exc.allowed}"
+                                         ) from None
+    return number
+
+
+def flops_per_mac(text: str) -> int:
+    """``--flops-per-mac``: 1 or 2, as the plugin's option takes it."""
+    from .. import settings
+
+    try:
+        number: int = settings.check("flops_per_mac", text, text=True)
+    except settings.BadSetting as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected {exc.allowed}"
+                                         ) from None
     return number
 
 
@@ -77,7 +90,7 @@ def analysis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hw", required=True, metavar="CHIPS", action="append",
                         help="chips, comma-separated or the option repeated (names, aliases "
                              "or spec files); every one given is analyzed")
-    parser.add_argument("--flops-per-mac", type=int, choices=(1, 2), default=2,
+    parser.add_argument("--flops-per-mac", type=flops_per_mac, default=2, metavar="{1,2}",
                         help="FLOPs counted per multiply-accumulate (default 2)")
     parser.add_argument("--derate", type=fraction, default=1.0, metavar="FRACTION",
                         help="fraction of every roof reached, in (0, 1], e.g. 0.7 or 70%% "

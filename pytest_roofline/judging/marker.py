@@ -323,7 +323,13 @@ def _intensity(value: object, key: str) -> float | None:
 
 
 def _margin(value: object) -> float:
-    return _fraction(value, "margin", "a relative band in [0, 1) such as 0.1 or '10%'")
+    from .. import settings
+
+    try:
+        number: float = settings.check("margin", value, text=True)
+    except settings.BadSetting as exc:
+        raise MarkerError(f"margin={value!r} is not allowed; expected {exc.allowed}") from None
+    return number
 
 
 def _fraction(value: object, key: str, allowed: str, low_open: bool = False) -> float:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import fields as F
 from .. import units
 from ..analysis import Result, Timed, analyze
 from ..breakdown import format_breakdown
@@ -125,18 +126,18 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
         # the property is these fields themselves.
         fields = record_fields(check.result, expectation.regime, check.outcome, check.message)
         hw = fields.pop("hw")
-        fields["expectation"] = label
+        fields[F.EXPECTATION] = label
         if note:
-            fields["unknown"] = dict(workload.unknown)
-            fields["message"] = fields["message"] or note
+            fields[F.UNKNOWN] = dict(workload.unknown)
+            fields[F.MESSAGE] = fields[F.MESSAGE] or note
         if check.result.measured is not None:
             from ..measuring.diagnose import FASTER, is_faster
 
-            fields["measured_spread"] = float(spread)
+            fields[F.MEASURED_SPREAD] = float(spread)
             if other_cores is not None:
-                fields["measured_other_cores"] = round(float(other_cores), 2)
+                fields[F.MEASURED_OTHER_CORES] = round(float(other_cores), 2)
             if is_faster(check.result, spread):
-                fields["measured_note"] = FASTER
+                fields[F.MEASURED_NOTE] = FASTER
         judged.append((hw, fields))
     # the precision the other chips priced it in
     return _unpriced(expectation, workload, unpriced, results[0].dtype, checks=checks,
@@ -158,9 +159,9 @@ def _unpriced(expectation: Expectation, workload: Workload, unpriced: list[tuple
         skipped = chip in expectation.optional_hw
         judged.append((chip, {
             "workload": workload.name, "dtype": dtype,
-            "expected": expectation.expected, "outcome": "skipped" if skipped else "error",
-            "message": why + (" (skipped: optional_hw)" if skipped else ""),
-            "expectation": expectation.label}))
+            F.EXPECTED: expectation.expected, F.OUTCOME: "skipped" if skipped else "error",
+            F.MESSAGE: why + (" (skipped: optional_hw)" if skipped else ""),
+            F.EXPECTATION: expectation.label}))
         if alone and not skipped:
             failures.append(why)
         elif not skipped:

@@ -46,15 +46,16 @@ class Settings:
     margin: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.flops_per_mac not in (1, 2) or isinstance(self.flops_per_mac, bool):
-            raise SettingsError(f"flops_per_mac must be 1 or 2, got {self.flops_per_mac!r}")
-        if not (0 < self.derate <= 1):
-            raise SettingsError(f"derate must be in (0, 1], got {self.derate!r}")
+        from .. import settings
+
+        for name in ("flops_per_mac", "derate", "margin"):
+            try:
+                settings.check(name, getattr(self, name))
+            except settings.BadSetting as exc:
+                raise SettingsError(str(exc)) from None
         if self.summary not in SUMMARY_MODES:
             raise SettingsError(f"summary must be one of {', '.join(SUMMARY_MODES)}, "
                                 f"got {self.summary!r}")
-        if not (0 <= self.margin < 1):
-            raise SettingsError(f"margin must be in [0, 1), got {self.margin!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as they go into the JSON report."""
@@ -85,33 +86,29 @@ def split_names(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _setting(name: str, value: object, option: str) -> Any:
+    """An option's value of an analysis setting (:mod:`pytest_roofline.settings`)."""
+    from .. import settings
+
+    try:
+        return settings.check(name, value, text=True)
+    except settings.BadSetting as exc:
+        raise SettingsError(f"{option}: {value!r} is not allowed; expected {exc.allowed}"
+                            ) from None
+
+
 def parse_flops_per_mac(value: str, option: str) -> int:
-    text = str(value).strip()
-    if text not in ("1", "2"):
-        raise SettingsError(f"{option}: {value!r} is not allowed; expected 1 or 2 (FLOPs "
-                            f"counted per multiply-accumulate; 2 is the vendors' convention)")
-    return int(text)
-
-
-def _fraction(value: object) -> float:
-    from ..units import fraction
-
-    return fraction(value)
+    number: int = _setting("flops_per_mac", value, option)
+    return number
 
 
 def parse_derate(value: str, option: str) -> float:
-    number = _fraction(value)
-    if not (0 < number <= 1):
-        raise SettingsError(f"{option}: {value!r} is not allowed; expected a fraction of "
-                            f"peak in (0, 1] such as 0.7 or '70%'")
+    number: float = _setting("derate", value, option)
     return number
 
 
 def parse_margin(value: object, option: str) -> float:
-    number = _fraction(value)
-    if not (0 <= number < 1):
-        raise SettingsError(f"{option}: {value!r} is not allowed; expected a relative band "
-                            f"in [0, 1) such as 0.1 or '10%'")
+    number: float = _setting("margin", value, option)
     return number
 
 

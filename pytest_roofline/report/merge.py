@@ -16,10 +16,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import BaselineError
+from ..settings import RECORDED
 from .records import make_report
 
 #: Settings that must agree between shards (``hw``, the default chips, may differ).
-SETTINGS = ("flops_per_mac", "derate", "margin")
+SETTINGS = RECORDED
 
 
 def merge(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:

@@ -56,17 +56,25 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BaselineError, brief
+from ..fields import (
+    EXPECTED,
+    MESSAGE,
+    NUMBERS,
+    OPTIONAL_NUMBERS,
+    OUTCOME,
+    REQUIRED,
+    STRINGS,
+    TEXTS,
+    UNPRICED_REQUIRED,
+)
 from ..regimes import REGIMES
 
 FORMAT = "pytest-roofline"
 VERSION = 1
-REQUIRED = ("nodeid", "hw", "dtype", "flops", "bytes", "intensity", "ridge", "regime",
-            "time_s", "outcome")
 #: The outcomes of a chip that cannot price the workload (a precision it lacks): ``error``,
 #: or ``skipped`` when the marker's ``optional_hw=`` allows it. Such a record has no figures:
 #: ``nodeid``, ``hw``, ``dtype``, ``workload``, ``outcome`` and the ``message`` saying why.
 UNPRICED = ("error", "skipped")
-UNPRICED_REQUIRED = ("nodeid", "hw", "dtype", "outcome")
 
 
 def make_record(nodeid: str, result: Any, expected: Sequence[str] | None, outcome: str,
@@ -78,11 +86,11 @@ def make_record(nodeid: str, result: Any, expected: Sequence[str] | None, outcom
 def record_fields(result: Any, expected: Sequence[str] | None, outcome: str,
                   message: str = "") -> dict[str, Any]:
     """A RECORD's fields but ``nodeid``, in order: the Result's figures, then the verdict."""
-    fields: dict[str, Any] = result.to_dict()
-    fields["expected"] = None if expected is None else list(expected)
-    fields["outcome"] = outcome
-    fields["message"] = message
-    return fields
+    record: dict[str, Any] = result.to_dict()
+    record[EXPECTED] = None if expected is None else list(expected)
+    record[OUTCOME] = outcome
+    record[MESSAGE] = message
+    return record
 
 
 def key(record: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -119,11 +127,6 @@ def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> Non
     write_with(path, write)
 
 
-#: Figures of a record: finite numbers >= 0 where present (``null`` allowed for the optional).
-NUMBERS = ("flops", "bytes", "intensity", "ridge", "time_s")
-OPTIONAL_NUMBERS = ("link_bytes", "t_compute_s", "t_memory_s", "t_network_s",
-                    "attainable_flops", "footprint_B", "capacity_B", "flops_per_mac", "derate")
-TEXTS = ("nodeid", "hw", "dtype", "outcome")
 
 
 def _refuse_constant(name: str) -> float:
@@ -178,8 +181,8 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 _KIND = {**dict.fromkeys(TEXTS, "text"), "regime": "regime",
          **dict.fromkeys(NUMBERS, "number"), **dict.fromkeys(OPTIONAL_NUMBERS, "optional"),
-         "fits": "fits", "expected": "expected",
-         **dict.fromkeys(("message", "expectation", "workload"), "string")}
+         "fits": "fits", EXPECTED: "expected",
+         **dict.fromkeys(STRINGS, "string")}
 _MAX = 1.7976931348623157e308  # the largest float; a larger JSON integer is no figure
 
 

@@ -1,0 +1,51 @@
+"""The JSON record's field names, in one place.
+
+A record (``report.records`` documents the format) is the roofline of one test on one chip.
+Its figures come from an analysis :class:`~pytest_roofline.analysis.Result` (and a
+:class:`~pytest_roofline.sweeps.Sweep` writes the same keys, each an array), its verdict from
+the judging layer. Every module that writes a record or checks one reads the names here:
+``Result.to_dict``, ``Sweep.to_dict``, ``report.records`` (the reader's required and numeric
+fields) and the verdict's fields.
+"""
+
+from __future__ import annotations
+
+#: A Result's attribute -> its record key, in record order (every record of a priced test).
+RESULT: tuple[tuple[str, str], ...] = (
+    ("workload", "workload"), ("hw", "hw"), ("dtype", "dtype"), ("flops", "flops"),
+    ("bytes", "bytes"), ("link_bytes", "link_bytes"), ("intensity", "intensity"),
+    ("intensity", "dram_intensity"), ("tensor_bytes", "tensor_bytes"),
+    ("workload_intensity", "workload_intensity"), ("ridge", "ridge"), ("regime", "regime"),
+    ("time", "time_s"), ("t_compute", "t_compute_s"), ("t_memory", "t_memory_s"),
+    ("t_network", "t_network_s"), ("attainable", "attainable_flops"),
+    ("footprint", "footprint_B"), ("capacity", "capacity_B"), ("fits", "fits"),
+    ("flops_per_mac", "flops_per_mac"), ("derate", "derate"), ("peak_label", "peak_label"),
+)
+#: Written only when the test was timed.
+MEASURED: tuple[tuple[str, str], ...] = (("measured", "measured_s"), ("efficiency", "efficiency"))
+#: Written only when set: the thread count of the memory roof used, the figures' notes.
+ROOF_THREADS = "roof_threads"
+NOTES = "notes"
+
+#: The verdict's fields, after the figures.
+EXPECTED, OUTCOME, MESSAGE, EXPECTATION = "expected", "outcome", "message", "expectation"
+#: What a timed test adds: the spread of its timings, the cores other processes kept busy,
+#: and a note when it beat the bound beyond its spread.
+MEASURED_SPREAD = "measured_spread"
+MEASURED_OTHER_CORES = "measured_other_cores"
+MEASURED_NOTE = "measured_note"
+#: The ops the workload ran without a formula (name -> calls).
+UNKNOWN = "unknown"
+NODEID = "nodeid"
+
+#: What a reader requires of a record, and of one whose chip could not price the workload.
+REQUIRED = ("nodeid", "hw", "dtype", "flops", "bytes", "intensity", "ridge", "regime",
+            "time_s", "outcome")
+UNPRICED_REQUIRED = ("nodeid", "hw", "dtype", "outcome")
+#: Figures: finite numbers >= 0 where present (``null`` allowed for the optional).
+NUMBERS = ("flops", "bytes", "intensity", "ridge", "time_s")
+OPTIONAL_NUMBERS = ("link_bytes", "t_compute_s", "t_memory_s", "t_network_s",
+                    "attainable_flops", "footprint_B", "capacity_B", "flops_per_mac", "derate")
+TEXTS = ("nodeid", "hw", "dtype", "outcome")
+#: Free text, or null.
+STRINGS = ("message", "expectation", "workload")
