@@ -39,9 +39,11 @@ __all__ = [
     "Formula",
     "Formulas",
     "Registry",
+    "checkpoint",
     "lookup",
     "register_op",
     "registered",
+    "restore",
     "scoped",
     "unregister_op",
 ]
@@ -157,6 +159,18 @@ def register_op(name: str, formula: Any = None) -> Any:
 def unregister_op(name: str) -> None:
     """Forget the formula of *name* (no error when it has none)."""
     USER.unregister(_key(name))
+
+
+def checkpoint() -> dict[str, tuple[Formula, str]]:
+    """``register_op``'s formulas now: what :func:`restore` goes back to (the pytest plugin
+    takes one as a session starts, so that a session's formulas are its own)."""
+    return dict(_FORMULAS)
+
+
+def restore(saved: dict[str, tuple[Formula, str]]) -> None:
+    """Forget the formulas registered since :func:`checkpoint` gave *saved*."""
+    _FORMULAS.clear()
+    _FORMULAS.update(saved)
 
 
 def registered() -> list[str]:
