@@ -753,7 +753,9 @@ def test_unused_plugin_defers_its_session(pytester: pytest.Pytester) -> None:
             assert loaded == ["pytest_roofline", "pytest_roofline.plugin",
                               "pytest_roofline.plugin.chips", "pytest_roofline.plugin.hooks",
                               "pytest_roofline.plugin.hookspecs",
-                              "pytest_roofline.plugin.options", "pytest_roofline.plugin.runner",
+                              "pytest_roofline.plugin.options",
+                              "pytest_roofline.plugin.registries",
+                              "pytest_roofline.plugin.runner",
                               "pytest_roofline.plugin.state", "pytest_roofline.report",
                               "pytest_roofline.report.defaults"]
     """)
@@ -1053,3 +1055,97 @@ def test_att():
     out = result.stdout.str()
     assert "q = array" not in out and "attention.py" not in out
     result.stdout.fnmatch_lines(["E * attention(q, k, v) with arrays needs layout='bshd'*"])
+
+
+def test_a_second_session_sees_none_of_the_first_ones_registrations(
+        suite: pytest.Pytester) -> None:
+    """Op formulas, chips, models and resolvers a session registers are gone when it ends,
+    as is where its calibration progress went."""
+    import pytest_roofline.measuring  # noqa: F401 - its registrations are the process's own
+    from pytest_roofline import models
+    from pytest_roofline.hardware import CATALOG, resolvers
+    from pytest_roofline.measuring import calibration
+    from pytest_roofline.tracing import registry
+
+    before = (registry.registered(), dict(resolvers.RESOLVERS), list(resolvers.MEASURABLE),
+              calibration.progress)
+    suite.makeconftest("""
+        import pytest_roofline as rl
+        from pytest_roofline import models
+        from pytest_roofline.hardware import register_resolver
+        from pytest_roofline.measuring import calibration
+
+        rl.register_op("conftestlib::op", lambda x: rl.Kernel("op", flops=1.0, bytes=1.0))
+        models.register({"name": "session-model", "family": "transformer",
+                         "sources": {"x": "a test"}, "hidden": 64, "layers": 2,
+                         "heads": 4, "intermediate": 128,
+                         "kv_heads": 4, "vocab": 100, "tie_embeddings": True})
+        register_resolver(r"session-made", lambda name: None)
+        calibration.progress = print
+
+        def pytest_roofline_register_ops(config):
+            return {"hooklib::op": lambda x: rl.Kernel("op", flops=1.0, bytes=1.0)}
+
+        def pytest_roofline_register_hardware(config):
+            return [{"name": "session-chip", "extends": "h100", "sources": {"x": "a test"}}]
+    """)
+    suite.makepyfile("""
+        import pytest
+        from pytest_roofline.tracing.registry import registered
+
+        @pytest.mark.roofline(hw="session-chip")
+        def test_on_it(roofline):  # the fixture: the hook's formulas are asked for first
+            roofline.add(flops=1e9, bytes=1e9)
+            assert {"conftestlib::op", "hooklib::op"} <= set(registered())
+    """)
+    run(suite).assert_outcomes(passed=1)
+    assert (registry.registered(), dict(resolvers.RESOLVERS), list(resolvers.MEASURABLE),
+            calibration.progress) == before
+    assert "session-chip" not in CATALOG.aliases()
+    assert "session-model" not in models.list_models()
+
+
+IDENTITY_SUITE = '''
+import textwrap
+
+pytest_plugins = ("pytester",)
+
+CONFTEST = """
+import pytest_roofline as rl
+from pytest_roofline import ops
+
+def pytest_roofline_register_ops(config):
+    return {"hooklib::op": lambda x: ops.elementwise(64)}
+"""
+
+TEST = """
+import pytest
+from pytest_roofline import Workload, ops
+
+@pytest.mark.roofline(hw="h100", regime="memory", workload=ops.elementwise(1 << 20))
+def test_marked():
+    pass
+
+@pytest.mark.roofline(hw="h100")
+def test_fixture(roofline):
+    roofline.add(Workload(flops=1.0, bytes=1.0))
+"""
+
+def test_two_in_process_runs(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(TEST)
+    for _ in range(2):
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+        result.assert_outcomes(passed=2)
+'''
+
+
+def test_class_identity_holds_across_in_process_runs(pytester: pytest.Pytester) -> None:
+    """pytester drops the modules an in-process run imported first; the next run must not
+    reach the dropped copies through the package's attributes ("is a Workload; expected a
+    Workload"). A fresh process, so that the engine is first imported inside the runs."""
+    pytester.makepyfile(test_identity=IDENTITY_SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p",
+                                           "no:hypothesispytest", "-p", "no:benchmark",
+                                           *plugin_args())
+    result.assert_outcomes(passed=1)

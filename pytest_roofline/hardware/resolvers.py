@@ -60,3 +60,26 @@ def made_on_demand(name: str) -> Hardware | None:
             return chip
     return None
 
+
+
+def checkpoint() -> tuple[dict[str, Callable[[str], Hardware | None]],
+                          list[Callable[[Hardware], str | None]]]:
+    """The resolvers and the check registered now: what :func:`restore` goes back to."""
+    return dict(RESOLVERS), list(MEASURABLE)
+
+
+def restore(saved: tuple[dict[str, Callable[[str], Hardware | None]],
+                         list[Callable[[Hardware], str | None]]] | None) -> None:
+    """Forget what was registered since :func:`checkpoint` gave *saved*. ``None`` (no
+    checkpoint: this module was not imported yet) keeps the registrations this package's
+    own modules made when they were imported (``measuring``'s), which stay imported."""
+    if saved is None:
+        saved = ({p: r for p, r in RESOLVERS.items() if _ours(r)},
+                 [c for c in MEASURABLE if _ours(c)])
+    RESOLVERS.clear()
+    RESOLVERS.update(saved[0])
+    MEASURABLE[:] = saved[1]
+
+
+def _ours(function: Callable[..., object]) -> bool:
+    return str(getattr(function, "__module__", "")).startswith("pytest_roofline.")

@@ -1,8 +1,7 @@
 """Chips for a pytest session: ``--roofline-specs`` files and the chips of
 ``pytest_roofline_register_hardware`` hooks registered, ``--roofline-hw`` names checked, the
-progress of a first calibration shown, and the catalogs put back as they were when the session
-ends (what a session registers is its own: in-process pytester runs and notebooks never see
-it)."""
+progress of a first calibration shown (``registries`` puts all of it back when the session
+ends)."""
 
 from __future__ import annotations
 
@@ -13,31 +12,6 @@ import pytest
 
 if TYPE_CHECKING:
     from .session import RooflineSession
-
-_CHECKPOINTS = pytest.StashKey[list[tuple[str, object]]]()
-
-
-def checkpoint(config: pytest.Config) -> None:
-    """Note what the hardware and model catalogs know before the session registers anything
-    (before the first conftest.py is imported)."""
-    import sys
-
-    kept: list[tuple[str, object]] = []
-    for name in ("pytest_roofline.hardware", "pytest_roofline.models.catalog"):
-        module = sys.modules.get(name)  # not imported yet: nothing is registered
-        kept.append((name, None if module is None else module.CATALOG.checkpoint()))
-    config.stash[_CHECKPOINTS] = kept
-
-
-def restore(config: pytest.Config) -> None:
-    """Forget the chips and models registered during the session."""
-    import sys
-
-    for name, token in config.stash.get(_CHECKPOINTS, []):
-        module = sys.modules.get(name)
-        if module is not None:
-            module.CATALOG.restore(token)
-
 
 def has_hardware_hooks(config: pytest.Config) -> bool:
     return bool(config.hook.pytest_roofline_register_hardware.get_hookimpls())

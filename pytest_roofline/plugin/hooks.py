@@ -51,9 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    from .chips import checkpoint
+    from .registries import checkpoint
 
-    checkpoint(early_config)  # before any conftest.py registers a chip or a model
+    checkpoint(early_config)  # before any conftest.py registers a chip, a model or a formula
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,9 +79,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from .chips import restore
+    from .registries import restore
 
-    restore(config)  # chips and models registered during the session are its own
+    restore(config)  # chips, models and formulas registered during the session are its own
 
 
 @pytest.fixture

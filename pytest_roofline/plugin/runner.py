@@ -8,6 +8,7 @@ afterwards; pint, numpy and yaml are imported when the first roofline test is se
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -303,17 +304,16 @@ class Runner:
             session.receive(report.nodeid, report.user_properties, note)
 
 
-_ROOFTEST: list[Any] = []
-
-
 def _rooftest() -> Any:
     """:mod:`pytest_roofline.judging.rooftest`, imported by the first roofline test (an
-    import statement in a per-test method would cost every test a package lookup)."""
-    if not _ROOFTEST:
-        from ..judging import rooftest
-
-        _ROOFTEST.append(rooftest)
-    return _ROOFTEST[0]
+    import statement in a per-test method would cost every test a package lookup). Read
+    from ``sys.modules`` each time, never kept here: an in-process pytester run drops the
+    modules it imported first, and a copy kept past it would judge the next run's
+    Workloads by another class."""
+    module = sys.modules.get("pytest_roofline.judging.rooftest")
+    if module is None:
+        from ..judging import rooftest as module
+    return module
 
 
 def _hook_failures(answers: list[Any]) -> list[str]:
