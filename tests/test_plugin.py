@@ -1149,3 +1149,41 @@ def test_class_identity_holds_across_in_process_runs(pytester: pytest.Pytester) 
                                            "no:hypothesispytest", "-p", "no:benchmark",
                                            *plugin_args())
     result.assert_outcomes(passed=1)
+
+
+def test_stacked_markers_follow_pytests_order(suite: pytest.Pytester) -> None:
+    """Of markers stacked on one function, the one closest to ``def`` wins, as pytest's
+    get_closest_marker says; a class's stacked markers likewise; a parameter's marks win
+    over the function's."""
+    suite.makepyfile("""
+        import pytest
+        from pytest_roofline import ops
+
+        W = ops.matmul(64, 4096, 4096)  # 58.5 FLOP/B on toychip's ridge of 100: memory
+
+        @pytest.mark.roofline(regime="compute")
+        @pytest.mark.roofline(hw="toychip", regime="memory", workload=W)
+        def test_inner_wins(request):
+            assert request.node.get_closest_marker("roofline").kwargs["regime"] == "memory"
+
+        @pytest.mark.roofline(hw="toychip", regime="memory", workload=W)
+        @pytest.mark.roofline(regime="compute")
+        def test_inner_wins_even_when_failing():
+            pass
+
+        @pytest.mark.roofline(regime="compute")
+        @pytest.mark.roofline(hw="toychip", workload=W, regime="memory")
+        class TestStacked:
+            def test_in_class(self):
+                pass
+
+        @pytest.mark.parametrize("m", [
+            pytest.param(64, marks=pytest.mark.roofline(regime="memory"))])
+        @pytest.mark.roofline(hw="toychip", regime="compute")
+        @pytest.mark.roofline(regime="network")
+        def test_parameter_wins(m, roofline):
+            roofline.add(ops.matmul(m, 4096, 4096))
+    """)
+    result = run(suite)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*FAILED*test_inner_wins_even_when_failing*"])

@@ -349,7 +349,10 @@ class _FailureLines:
 
 def _marks(item: pytest.Item) -> list[pytest.Mark]:
     """The test's roofline markers, most specific first: a parameter's marks, then the
-    function's (outer decorators before inner ones), its class's, its module's."""
+    function's, its class's, its module's; on one node in pytest's own order, so that of
+    markers stacked on one function the one closest to ``def`` comes first, the marker
+    ``item.get_closest_marker("roofline")`` returns. (pytest lists a parameter's marks after
+    the function's; they come first here: a parameter is more specific than its function.)"""
     # Node.iter_markers_with_node("roofline"), walked here without its generators: this runs
     # for every test of the session, marked or not
     marks: list[pytest.Mark] = []
@@ -359,9 +362,15 @@ def _marks(item: pytest.Item) -> list[pytest.Mark]:
         if node.own_markers:
             own = [m for m in node.own_markers
                    if getattr(m, "name", None) == "roofline" and m is not fixture_mark]
-            if own:
-                own.reverse()
-                marks.extend(own)
+            if own and node is item:
+                callspec = getattr(item, "callspec", None)
+                mine = {id(m) for m in own}
+                params = [m for m in (callspec.marks if callspec is not None else ())
+                          if id(m) in mine]
+                if params:
+                    taken = {id(m) for m in params}
+                    own = params + [m for m in own if id(m) not in taken]
+            marks.extend(own)
         node = node.parent
     return marks
 
