@@ -86,3 +86,21 @@ def test_the_recorders_hold_no_formula_table_of_their_own() -> None:
         named = [n for table in tables for n in table.names() if f'"{n}"' in source]
         assert not named, (module.__name__, named)
         assert "_FLOPS" not in source and "math.log2" not in source, module.__name__
+
+
+def test_a_recorded_body_keeps_the_tracers_options() -> None:
+    # Tracer.body() is what trace=True records a test body with: the tracer's dtype prices
+    # the product (tf32), and finish() is the one tail of every trace (strict included)
+    a = torch.empty(64, 32, device="meta")
+    b = torch.empty(32, 16, device="meta")
+    tracer = Tracer(dtype="tf32", strict=True)
+    with tracer.body() as recording:
+        torch.mm(a, b)
+        torch.linalg.det(torch.empty(4, 4, device="meta"))
+    (mm,) = [k for k in recording.kernels if k.name == "mm"]
+    assert mm.dtype == "tf32" and mm.flops == 2 * 64 * 32 * 16
+    with pytest.raises(TraceError, match="body: 1 op without a formula: aten::_linalg_det"):
+        tracer.finish(recording.kernels, unknown=recording.unknown, footprint=0.0, name="body")
+    lenient = Tracer(dtype="tf32")
+    assert lenient.finish(recording.kernels, unknown=recording.unknown, footprint=0.0,
+                          name="body").unknown == {"aten::_linalg_det": 1}

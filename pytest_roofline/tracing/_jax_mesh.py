@@ -2,17 +2,11 @@
 
 Inside a ``shard_map`` body every value is the shard one chip holds, so the body's kernels
 are per chip; the collectives name the mesh axes they run over, whose sizes the enclosing
-``shard_map`` states (``params["mesh"].shape``). Primitives and what they are:
-
-=================================  ==============  ==========================================
-primitive                          collective      elements (``ops.collectives`` convention)
-=================================  ==============  ==========================================
-psum, psum_invariant, pmax, pmin   all_reduce      the operand
-all_gather                         all_gather      the output (the gathered size)
-reduce_scatter (``psum_scatter``)  reduce_scatter  the operand (the unreduced size)
-all_to_all                         all_to_all      the operand
-ppermute                           point_to_point  the operand (each chip sends its shard once)
-=================================  ==============  ==========================================
+``shard_map`` states (``params["mesh"].shape``). Which primitive is which collective is the
+table of collectives' (``ops._family.COLLECTIVES``: psum and its kin all-reduce, all_gather,
+reduce_scatter (``psum_scatter``), all_to_all, ppermute a point-to-point send); a primitive's
+operands are what one chip holds, a 1/``parts_in`` share of the collective's size (an
+all-gather's operand times the axis's chips: the gathered size).
 
 ``pvary``, ``pbroadcast`` and ``axis_index`` move no data (type-system and index ops). With
 ``axis_index_groups`` a collective runs over one group's chips, not the whole axis.

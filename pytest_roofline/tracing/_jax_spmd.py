@@ -5,17 +5,22 @@ Arguments sharded over a mesh of more than one device (``jax.Array``s or
 ``jax.ShapeDtypeStruct(..., sharding=NamedSharding(mesh, spec))``) make the partitioner split
 the program; the collectives it adds are in the compiled HLO (``jit(fn).lower(*args).
 compile().as_text()``) with per-device shapes, and each becomes the ``ops.collectives`` kernel
-of its kind over its replica group (``_mesh``): all-reduce (the operand), all-gather (the
-gathered output), reduce-scatter (the output x the group: the unreduced size), all-to-all,
-collective-permute (a point-to-point send). The group is matched to the mesh axes it spans,
-so ``Tracer(links=...)`` prices it on the axis's link.
+of its kind over its replica group (``_mesh``). The kind is read from the table of
+collectives (``ops._family.COLLECTIVES``: all-reduce, all-gather, reduce-scatter, all-to-all,
+collective-permute); the result is a 1/``parts_out`` share of the collective's size (a
+reduce-scatter's result times the group: the unreduced size; a permute's result the peer's,
+the same size). A communication opcode of HLO that no row names is listed in
+``Workload.unknown`` with its bytes, never skipped. The group (a permute's source-target
+pairs) is matched to the mesh axes it spans, so ``Tracer(links=...)`` prices it on the axis's
+link.
 
 The compute is the jaxpr's (global shapes) divided by the devices of the mesh: no chip does
 less than an even share of the total work, so the busiest chip's figures are at least that
-(replicated work only adds to some chips): a lower bound per chip. XLA's CPU backend
-promotes bf16 reductions to f32; an accelerator reduces at the inputs' width, so a
-collective's bytes use the narrower of the compiled width and the widest input's (the bound
-stays a bound).
+(replicated work only adds to some chips): a lower bound per chip. A ``shard_map`` body is
+one chip's work already and is not divided; its collectives are in the compiled program
+too, and are counted from there only (once). XLA's CPU backend promotes bf16 reductions to
+f32; an accelerator reduces at the inputs' width, so a collective's bytes use the narrower of
+the compiled width and the widest input's (the bound stays a bound).
 """
 
 from __future__ import annotations
@@ -114,6 +119,27 @@ def _axes_of(ids: tuple[int, ...], mesh: Any) -> tuple[str, ...]:
     return ()
 
 
+_PAIRS = re.compile(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}")
+
+
+def _permute_axes(line: str, mesh: Any) -> tuple[str, ...]:
+    """The mesh axes a collective-permute's (source, target) pairs move along: those in
+    which a pair's two devices sit at different positions."""
+    import numpy as np
+
+    found = _PAIRS.search(line)
+    if not found:
+        return ()
+    shape = mesh.devices.shape
+    moved: set[int] = set()
+    for pair in re.findall(r"\{(\d+),(\d+)\}", found.group(1)):
+        source, target = (np.unravel_index(int(i), shape) for i in pair)
+        moved.update(axis for axis, (a, b) in enumerate(zip(source, target, strict=True))
+                     if a != b)
+    names = tuple(mesh.axis_names)
+    return tuple(names[axis] for axis in sorted(moved))
+
+
 def collectives(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
                 mesh: Any, links: Mapping[str, _mesh.AxisLink],
                 ) -> tuple[list[Kernel], dict[str, int]]:
@@ -148,7 +174,11 @@ def collectives(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[s
         if not arrays:
             continue
         size, ids = _group(line)
-        devices = size or (2 if row.parts_out(2) == 0 else mesh.size)
+        axes = _axes_of(ids, mesh) if ids else (
+            _permute_axes(line, mesh) if row.parts_out(2) == 0 else ())
+        # no replica group: a permute runs over the axes its pairs move along (at least 2)
+        devices = size or (max(math.prod(mesh.shape[a] for a in axes), 2)
+                           if row.parts_out(2) == 0 else mesh.size)
         hlo_type = max((a for a, _ in arrays), key=lambda a: _WIDTH.get(a, 4))
         width = _WIDTH.get(hlo_type, 4)
         if widest and widest < width:
@@ -161,7 +191,6 @@ def collectives(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[s
         dtype = K.by_width(width, floating=floating)
         if _WIDTH.get(hlo_type) == width:
             dtype = K.precision(hlo_type) or dtype
-        axes = _axes_of(ids, mesh) if ids else ()
         kernels.append(_mesh.collective(row.kind, name=name, elements=nbytes / width,
                                         dtype=dtype, devices=devices, axes=axes, links=links))
     return kernels, unknown

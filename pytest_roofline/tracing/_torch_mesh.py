@@ -4,16 +4,12 @@ Functional collectives (``torch.distributed._functional_collectives``, what DTen
 ``torch.compile`` emit) reach the dispatch mode as ``_c10d_functional`` ops on the rank's own
 tensor: the figures are one rank's.
 
-==============================  ==============  ==============================================
-op                              collective      elements (``ops.collectives`` convention)
-==============================  ==============  ==============================================
-all_reduce(_), coalesced        all_reduce      the input
-all_gather_into_tensor(_out)    all_gather      the output (the gathered size)
-reduce_scatter_tensor           reduce_scatter  the input (the unreduced size)
-all_to_all_single               all_to_all      the input
-broadcast(_)                    all_gather      the input x group size (a ring broadcast sends
-                                                each chip's share once, as a gather would)
-==============================  ==============  ==============================================
+Which op is which collective is the table of collectives' (``ops._family.COLLECTIVES``:
+all_reduce(_) and its coalesced forms all-reduce, all_gather_into_tensor(_out) all-gather,
+reduce_scatter_tensor reduce-scatter, all_to_all_single all-to-all, broadcast(_) an all-gather:
+a ring broadcast sends each chip's share once, as a gather would). The tensor a rank passes is
+a 1/``parts_in`` share of the collective's size (an all-gather's input, or a broadcast's,
+times the group's ranks).
 
 ``wait_tensor`` and ``_wrap_tensor_autograd`` move nothing. Of the in-place ``c10d`` ops
 (``torch.distributed.all_gather_into_tensor`` and co.), those whose group size the shapes

@@ -70,10 +70,11 @@ class Registry(Generic[V]):
     error naming both; the same registrant registering again (a reloaded conftest) replaces
     its own entry."""
 
-    __slots__ = ("entries", "what")
+    __slots__ = ("entries", "hint", "what")
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, hint: str = "each op belongs to one family") -> None:
         self.what = what
+        self.hint = hint  # what to do about a name registered twice
         self.entries: dict[str, tuple[V, str]] = {}
 
     def register(self, name: str, value: V, *, by: str | None = None) -> V:
@@ -81,8 +82,7 @@ class Registry(Generic[V]):
         held = self.entries.get(name)
         if held is not None and held[1] != who and held[0] is not value:
             raise TraceError(f"{self.what}: {name!r} is registered twice, by {held[1]} and by "
-                             f"{who}; unregister the first (unregister_op({name!r})) or give "
-                             f"the formula to one Tracer (Tracer(formulas={{{name!r}: ...}}))")
+                             f"{who}; {self.hint.format(name=name)}")
         self.entries[name] = (value, who)
         return value
 
@@ -114,9 +114,10 @@ class Registry(Generic[V]):
 Formulas = Registry[Formula]
 
 #: Formulas shipped with the tracer (``known_ops``), registered when a tracer loads them.
-BUILTIN: Formulas = Registry("built-in op formulas")
+BUILTIN: Formulas = Registry("built-in op formulas", "give each op one formula")
 #: ``register_op``'s formulas; they win over the built-in ones of the same name.
-USER: Formulas = Registry("register_op")
+USER: Formulas = Registry("register_op", "unregister the first (unregister_op({name!r})), or "
+                          "give the formula to one Tracer (Tracer(formulas={{{name!r}: ...}}))")
 _FORMULAS = USER.entries
 
 
@@ -185,7 +186,7 @@ def scoped(formulas: object) -> Formulas | None:
     if not isinstance(formulas, Mapping):
         raise TraceError(f"Tracer: formulas={formulas!r:.80} must map op names to formulas, "
                          f"{{'mylib::fancy': formula}}")
-    own: Formulas = Registry("Tracer(formulas=...)")
+    own: Formulas = Registry("Tracer(formulas=...)", "give each op one formula")
     for name, formula in formulas.items():
         key = _key(name)
         own.register(key, _formula(key, formula))

@@ -228,6 +228,10 @@ def test_a_shard_map_with_sharded_inputs_counts_each_collective_once():
         (add,) = [k for k in w.kernels if k.name == "add"]
         assert add.total_bytes == 3 * V and add.total_flops == V / 2
     assert sharded.link_bytes == pytest.approx(plain.link_bytes, rel=1e-12)
+    # and on the same axis: the all-reduce's replica group and the permute's pairs both span
+    # x, whose link the chip's spec may name (mesh_axes)
+    for w in (plain, sharded):
+        assert [k.link for k in w.kernels if k.link_bytes] == ["axis:x", "axis:x"]
 
 
 def test_a_collective_the_table_does_not_name_is_unknown_in_compiled_hlo(monkeypatch):
