@@ -111,10 +111,6 @@ print("\\n".join(failed))
     assert not [f for f in failed if f], failed
 
 
-#: Modules allowed past the limit for now, each with why. tracing/_torch.py: the torch
-#: tracer, due to be split into its recorder and its op tables; remove it here once it is
-#: (the test below fails when an exception is no longer needed).
-OVER_THE_LIMIT = {"tracing/_torch.py"}
 MOST_LINES = 600
 
 
@@ -122,7 +118,4 @@ def test_no_module_is_over_600_lines() -> None:
     """Short modules with one idea each: none of the package over 600 lines."""
     long = {str(p.relative_to(PACKAGE)): n for p in _sources()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MOST_LINES}
-    assert set(long) <= OVER_THE_LIMIT, {k: v for k, v in long.items()
-                                         if k not in OVER_THE_LIMIT}
-    for name in OVER_THE_LIMIT:  # an exception that is no longer needed goes
-        assert (PACKAGE / name).is_file() and name in long, f"{name} is within the limit now"
+    assert not long, long
