@@ -4,23 +4,35 @@ Async tensor parallelism, collective matmuls, FSDP's prefetch and bucketed gradi
 reduction run a collective while independent matrix work proceeds. The roofline of such a
 program is the larger of its compute time and its link time, not their sum. Kernels are
 bounded one at a time (:mod:`pytest_roofline.analysis`), so the overlap is written into the
-kernels: the link bytes of every collective (a vector kernel that sends bytes) are spread over
-the program's matrix kernels in proportion to their FLOPs, each piece on the collective's
-link. A matrix kernel then takes the largest of its compute, memory and (its share of the)
-link time: when the matrix kernels are compute-bound at one peak, as the GEMMs of a model
-are, the program's time is max(compute, link) exactly. When they are not (memory-bound
-decode matmuls beside attention, several peaks), the share given by FLOPs can exceed what a
-kernel's own time hides, and the figure lies above max(compute-and-memory, link): 1.35x for
-llama-3-70b decoding 256 sequences at 8192 tokens, tp=8 over PCIe on an H100, 1.00x at
-batch 64 or over NVLink. The collectives keep their memory
-traffic and their reduction adds (the copies in and out of the link buffers), timed as before;
-their per-step latencies are hidden with their bytes.
+kernels: everything a collective asks of the chip (a vector kernel that sends bytes) is
+spread over the program's matrix kernels in proportion to their FLOPs: its link bytes on the
+collective's link, its memory bytes (the copies in and out of the link buffers), and its
+reduction adds, as a vector kernel in each matrix kernel's epilogue
+(``<matrix kernel>.hidden_reduction``, in the collective's precision). A matrix kernel then
+takes the largest of its matrix-unit, vector-unit, memory and link time, each resource
+carrying its own work plus its share of the collective's: while two things run at once, each
+resource serves both. The collective itself stays in the program by name, ``(hidden)``, with
+no work of its own.
+
+Why it never exceeds the no-overlap bound: a matrix kernel given the share s of a
+collective C takes max(c + s·c_C, m + s·m_C, n + s·n_C) <= max(c, m, n) + s·max(c_C, m_C,
+n_C) (c: compute, m: memory, n: link time), and the shares add up to 1, so the program takes at most the sum of its kernels' own
+times plus the collective's time, which is the bound without overlap (a property test checks
+it for any program). Latencies per step are hidden with the bytes.
+
+When the matrix kernels are compute-bound at one peak, as the GEMMs of a model are, the
+program's time is max(compute, link) exactly. When they are not (memory-bound decode matmuls
+beside attention, several peaks), the share given by FLOPs can exceed what a kernel's own time
+hides, and the figure lies above max(compute-and-memory, link), never above the sequential
+sum.
 
 What it assumes: every collective may overlap any matrix kernel of the program (a lower bound
 for any schedule that respects the data dependencies); every hidden collective runs on one
 link (a program that spreads its collectives over two links is refused: hide them per link).
 The default of the models and the tracer is no overlap (each collective after the work it
-follows); docs/multichip.md says when each bounds the published systems.
+follows); docs/multichip.md says when each bounds the published systems. A collective
+whose tensors are handed on chip to a neighbour (``Kernel.handoff_in``/``handoff_out``; no
+builder marks one), or that hosts an epilogue, is not hidden: it stays where it is.
 """
 
 from __future__ import annotations
@@ -28,7 +40,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .errors import WorkloadError
-from .workload import Workload, add_up, is_array
+from .workload import Kernel, Number, Workload, add_up, is_array
 
 OVERLAP = ("none", "full")
 
@@ -37,14 +49,21 @@ def _positive(value: object) -> bool:
     return bool(is_array(value) or value > 0)  # type: ignore[operator]
 
 
+def _handed(kernel: Kernel) -> bool:
+    """Whether *kernel* hands a tensor to or from a neighbour on chip (a collective that
+    does stays where it is: moved into a matrix kernel, its bytes could lose that)."""
+    return bool(kernel.handoff_in) or _positive(kernel.handoff_out)
+
+
 def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
     """*workload* with its collectives' link time hidden behind its matrix kernels (see the
     module docstring); unchanged when it has no collective or no matrix kernel."""
     if not isinstance(workload, Workload):
         raise WorkloadError(f"overlapped() needs a Workload, got {type(workload).__name__}")
     kernels = list(workload.kernels)
-    hidden = [i for i, k in enumerate(kernels)
-              if k.unit == "vector" and _positive(k.link_bytes)]
+    hosts = {k.epilogue_of for k in kernels if k.epilogue_of is not None}
+    hidden = [i for i, k in enumerate(kernels) if k.unit == "vector"
+              and _positive(k.link_bytes) and not _handed(k) and k.name not in hosts]
     matrix = [i for i, k in enumerate(kernels) if k.unit == "matrix" and _positive(k.flops)]
     if not hidden or not matrix:
         return workload if hint is None else workload.with_(hint=hint)
@@ -60,15 +79,29 @@ def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
         raise WorkloadError(f"overlapped({workload.name!r}): a matrix kernel already sends "
                             f"bytes on another link")
     total_link = add_up(kernels[i].total_link_bytes for i in hidden)
+    total_bytes = add_up(kernels[i].total_bytes for i in hidden)
+    adds: dict[str | None, Number] = {}  # the reduction adds by precision
+    for i in hidden:
+        if _positive(kernels[i].flops):
+            adds[kernels[i].dtype] = adds.get(kernels[i].dtype, 0.0) + kernels[i].total_flops
     total_flops = add_up(kernels[i].total_flops for i in matrix)
     for i in hidden:
-        kernels[i] = replace(kernels[i], link_bytes=0.0, link_steps=0.0,
+        kernels[i] = replace(kernels[i], flops=0.0, bytes=0.0, link_bytes=0.0, link_steps=0.0,
                              name=f"{kernels[i].name} (hidden)")
-    for i in matrix:
-        k = kernels[i]
-        share = total_link * (k.total_flops / total_flops) / k.count
-        kernels[i] = replace(k, link_bytes=k.link_bytes + share, link=link,
-                             link_count=link_count)
+    out: list[Kernel] = []
+    for i, k in enumerate(kernels):
+        if i not in matrix:
+            out.append(k)
+            continue
+        share = (k.total_flops / total_flops) / k.count  # of each total, per run of k
+        out.append(replace(k, bytes=k.bytes + total_bytes * share,
+                           link_bytes=k.link_bytes + total_link * share, link=link,
+                           link_count=link_count))
+        host = k.epilogue_of or k.name
+        out.extend(Kernel(f"{host}.hidden_reduction", flops * share, 0.0, unit="vector",
+                          dtype=dtype, count=k.count, epilogue_of=host)
+                   for dtype, flops in adds.items())
+    kernels = out
     return Workload(kernels, footprint=workload.footprint, name=f"{workload.name}, overlapped",
                     knob=workload.knob, hint=workload.hint if hint is None else hint,
                     unknown=workload.unknown)
