@@ -20,6 +20,28 @@ quantize) runs in the producer's epilogue:
   carries that time and names its epilogue (``conv3 + add + relu`` in the breakdown); the
   epilogue's rows keep their FLOPs and bytes at no time of their own.
 
+**Units that overlap inside one kernel.** A kernel that uses the matrix and the vector units
+is bounded by the larger of their two times, never their sum: they are separate hardware that
+run at once wherever the kernel issues work to both. The kernels timed this way (each written
+as a matrix kernel with vector kernels in its epilogue) are:
+
+* a GEMM or convolution and its epilogue (bias, activation, gate, residual, cast): the
+  epilogue of one output tile runs on the vector units while the tensor cores multiply the
+  next (CUTLASS's and cuBLAS's warp-specialized persistent kernels, XLA's fusions);
+* fused attention, forward and backward (``ops.attention``, the models, the traced
+  ``scaled_dot_product_attention`` and flash-attn calls): FlashAttention-3 on Hopper runs
+  two warpgroups in ping-pong, one's softmax beside the other's GEMMs, and FlashAttention-4
+  on Blackwell issues its MMAs asynchronously beside the softmax warps; the backward's
+  dS = P·(dP - rowsum) likewise sits between tensor-core products it overlaps;
+* the reduction adds of a collective hidden behind the matrix work
+  (:func:`pytest_roofline.overlapped`).
+
+The vector work is priced at the vector peak of its own precision (a bf16 softmax at the
+chip's bf16 vector peak where the spec lists one, else at the spec's ``vector_fallback``,
+fp32 on most), and the kernel's row names both peaks (``matrix:bf16 + vector:fp32``).
+Kernels that read and write off-chip memory between the units (an unfused softmax, an eager
+norm) stay kernels of their own, one after the other.
+
 ``fusion="none"`` is eager execution (PyTorch without a compiler): every kernel reads its
 inputs from and writes its output to off-chip memory.
 

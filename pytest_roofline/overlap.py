@@ -16,9 +16,10 @@ no work of its own.
 
 Why it never exceeds the no-overlap bound: a matrix kernel given the share s of a
 collective C takes max(c + s·c_C, m + s·m_C, n + s·n_C) <= max(c, m, n) + s·max(c_C, m_C,
-n_C) (c: compute, m: memory, n: link time), and the shares add up to 1, so the program takes at most the sum of its kernels' own
-times plus the collective's time, which is the bound without overlap (a property test checks
-it for any program). Latencies per step are hidden with the bytes.
+n_C) (c: compute, m: memory, n: link time), and the shares add up to 1, so the program
+takes at most the sum of its kernels' own times plus the collective's time, which is the
+bound without overlap (a property test checks it for any program). Latencies per step are
+hidden with the bytes.
 
 When the matrix kernels are compute-bound at one peak, as the GEMMs of a model are, the
 program's time is max(compute, link) exactly. When they are not (memory-bound decode matmuls

@@ -323,7 +323,7 @@ def test_latent_attention_and_experts_fuse_under_expert_parallelism() -> None:
     assert fused.flops == pytest.approx(eager.flops, rel=1e-12)
     hosts = {k.name: k.epilogue_of for k in fused.kernels if k.epilogue_of}
     assert hosts == {"act": "gate_up_proj", "experts.act": "experts.gate_up_proj",
-                     "shared.act": "shared.gate_up_proj"}
+                     "shared.act": "shared.gate_up_proj", "attention.softmax": "attention"}
     experts = {k.name: k for k in fused.kernels if k.name.startswith("experts.")}
     assert experts["experts.act"].count == experts["experts.gate_up_proj"].count
     # the MLP norm feeds 3 dense layers and 58 MoE routers: it hands nothing; q_a_proj's

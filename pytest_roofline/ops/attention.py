@@ -21,11 +21,18 @@ Formulas (per sequence and query head; P = scored (query, key) pairs):
   kv_lora_rank + qk_rope_head_dim, V its first kv_lora_rank columns).
 * Softmax: 5 FLOPs per score (see ``ops.vector``), vector units.
 
-Fused (one pass, scores stay on chip) is modelled as two kernels that run in sequence: the
-two products on the matrix units, carrying all the off-chip traffic (Q read, K and V read with
-the **KV** head count, O written; each once, the ideal tiling), and the softmax on the vector
-units with no off-chip bytes. Keeping the softmax apart prices it at the vector peak rather
-than the tensor-core peak; summing the two times assumes no overlap between them.
+Fused (one pass, scores stay on chip) is modelled as two kernels timed as one: the two
+products on the matrix units, carrying all the off-chip traffic (Q read, K and V read with the
+**KV** head count, O written; each once, the ideal tiling), and the softmax on the vector
+units with no off-chip bytes, in the products' epilogue (``Kernel.epilogue_of``). Keeping the
+softmax apart prices it at the vector peak of its precision (bf16 where the chip lists one,
+else the chip's documented fallback, fp32 on most) rather than the tensor-core peak. The
+kernel's time is the larger of the matrix time, the softmax's vector time and the memory time,
+not the sum of the first two: the matrix and vector units are separate hardware, and
+FlashAttention-3 (Hopper) and -4 (Blackwell) run the softmax of one tile while the tensor
+cores multiply the next (ping-pong warpgroups, fully asynchronous MMA), so no schedule can be
+bounded by the sum. FlashAttention-2 overlaps them less, and sits further below this bound.
+:mod:`pytest_roofline.fusion` lists every kernel timed this way.
 
 Unfused (three kernels): Q·Kᵀ writes the full score matrix, softmax reads and writes it, P·V
 reads it. The score matrix is materialized in full even when causal, so unfused FLOPs and
@@ -95,7 +102,7 @@ def attention_kernels(prefix: str, batch: Number, q_len: int, kv_len: int, heads
             Kernel(prefix, 2.0 * pairs * (head_dim + dv), q_bytes + o_bytes + k_bytes + v_bytes,
                    unit="matrix", dtype=work, count=count, out_bytes=o_bytes),
             Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, unit="vector", dtype=dtype,
-                   count=count),
+                   count=count, epilogue_of=prefix),
         ]
     scores = batch * heads * q_len * kv_len
     score_bytes = scores * item

@@ -552,4 +552,4 @@ def _sdpa_backward(c: Call) -> list[Kernel]:
     return [K.matrix(c.name, macs=2.0 * scored * (q.shape[-1] + v.shape[-1]),
                      nbytes=T.nbytes(c.inputs, c.outputs), dtype=c.dtype or T.precision(q)),
             K.vector(f"{c.name}.softmax", flops=R.ATTENTION_GRAD_FLOPS * scored, nbytes=0.0,
-                     dtype=T.precision(q))]
+                     dtype=T.precision(q)).evolve(epilogue_of=c.name)]

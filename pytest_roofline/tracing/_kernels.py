@@ -92,10 +92,11 @@ def attention(name: str, *, heads: float, pairs: float, head_dim: int, value_dim
     """Fused attention over *pairs* scored pairs per (sequence, head), *heads* of them in all.
 
     Matrix FLOPs 2·pairs·head_dim (Q·Kᵀ) + 2·pairs·value_dim (P·V), all the bytes; the
-    softmax (5 FLOPs a pair) is a vector kernel of its own with no off-chip bytes, priced in
-    *softmax_dtype* (the operands' precision: a dtype override prices the products only).
+    softmax (5 FLOPs a pair) is a vector kernel with no off-chip bytes in the products'
+    epilogue (timed beside them, as ``ops.attention`` documents), priced in *softmax_dtype*
+    (the operands' precision: a dtype override prices the products only).
     """
     scored = heads * pairs
     return [matrix(name, macs=scored * (head_dim + value_dim), nbytes=nbytes, dtype=dtype),
             vector(f"{name}.softmax", flops=SOFTMAX_FLOPS * scored, nbytes=0.0,
-                   dtype=softmax_dtype)]
+                   dtype=softmax_dtype).evolve(epilogue_of=name)]

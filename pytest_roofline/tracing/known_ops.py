@@ -71,7 +71,7 @@ def _backward(name: str, scored: float, q: Any, v: Any, nbytes: float) -> Worklo
     d, dv = int(q.shape[-1]), int(v.shape[-1])
     products = K.matrix(name, macs=scored * (3 * d + 2 * dv), nbytes=nbytes, dtype=T.precision(q))
     softmax = K.vector(f"{name}.softmax", flops=(R.SOFTMAX_FLOPS + R.ATTENTION_GRAD_FLOPS) * scored,
-                       nbytes=0.0, dtype=T.precision(q))
+                       nbytes=0.0, dtype=T.precision(q)).evolve(epilogue_of=name)
     return Workload([products, softmax], name=name)
 
 

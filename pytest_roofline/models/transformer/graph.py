@@ -271,8 +271,10 @@ def with_backward(op: Kernel | Linear, plan: Plan) -> list[Kernel]:
     if op.unit == "matrix":  # fused attention
         return [op, Kernel(f"{op.name}.bwd", op.flops * 2.5, op.bytes * 2.0, unit="matrix",
                            dtype=op.dtype, count=op.count)]
+    # the softmax inside fused attention stays inside its backward (timed beside its products)
+    inside = f"{op.epilogue_of}.bwd" if op.name == f"{op.epilogue_of}.softmax" else None
     return [op, Kernel(f"{op.name}.bwd", op.flops * 2.0, op.bytes * 2.0, unit="vector",
-                       dtype=op.dtype, count=op.count)]
+                       dtype=op.dtype, count=op.count, epilogue_of=inside)]
 
 
 def positive(value: Any) -> bool:
