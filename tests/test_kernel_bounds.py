@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline import analyze, get_hardware, models, ops
+from pytest_roofline import RooflineError, analyze, get_hardware, models, ops
 
 # -- overlap inside a fused kernel ---------------------------------------------------------
 
@@ -65,3 +65,67 @@ def test_fused_attention_is_timed_as_the_larger_of_its_units() -> None:
     hosts = {k.name: k.epilogue_of for k in step.kernels if k.epilogue_of}
     assert hosts["attention.softmax"] == "attention"
     assert hosts["attention.softmax.bwd"] == "attention.bwd"
+
+
+# -- distinct rows -------------------------------------------------------------------------
+
+#: Liger-Kernel's embedding forward sweep on an A100-SXM4-80GB (linkedin/Liger-Kernel,
+#: benchmark/data/all_benchmark_data.csv, rows "embedding,liger,forward,speed" with B=8,
+#: T=2048, D=4096, fp32, Liger 0.2.1, 2024-09-03): vocabulary -> median ms. 16,384 ids drawn
+#: with torch.randint from V rows (benchmark/benchmark_embedding.py).
+LIGER_A100_MS = {1024: 0.18961599469184875, 2048: 0.21296000480651855,
+                 4096: 0.2367040067911148, 8192: 0.26335999369621277,
+                 16384: 0.2850880026817322, 32768: 0.30460798740386963,
+                 65536: 0.31569600105285645, 131072: 0.31988799571990967}
+
+
+@pytest.mark.parametrize("vocab", sorted(LIGER_A100_MS))
+def test_liger_embedding_sweep_does_not_beat_the_distinct_row_bound(vocab: int) -> None:
+    # One row a token read would be 2·16384·4096·4 B = 537 MB: 263 us on the A100's
+    # 2.039 TB/s, 139% of the measured 190 us at V = 1024 (it "moved" 2.83 TB/s). Each
+    # distinct row is read once: (min(16384, V) + 16384)·16 KiB, 285 MB at V = 1024, 140 us,
+    # 73.8%. Across the sweep 69-93% (the most where V = tokens, where random ids still repeat
+    # a third of the rows that min(tokens, V) charges). Window 60-95%.
+    bound = analyze(ops.embedding(16384, 4096, vocab=vocab, dtype="fp32"), "a100-80gb")
+    assert bound.bytes == pytest.approx((min(16384, vocab) + 16384) * 4096 * 4, rel=1e-12)
+    efficiency = bound.time / (LIGER_A100_MS[vocab] * 1e-3)
+    assert 0.6 < efficiency < 0.95
+    if vocab == 1024:
+        assert efficiency == pytest.approx(285278208 / 2.039e12 / 189.616e-6, rel=1e-3)
+
+
+def test_embedding_of_arrays_counts_the_distinct_ids() -> None:
+    # ids [1, 2, 2, 3, 3, 3] into a [10, 8] fp32 table: 3 distinct rows read, 6 written
+    import numpy as np
+
+    ids, table = np.array([1, 2, 2, 3, 3, 3]), np.zeros((10, 8), dtype=np.float32)
+    assert ops.embedding(ids, table).bytes == (3 + 6) * 8 * 4
+    assert ops.embedding(6, 8, dtype="fp32", distinct=2).bytes == (2 + 6) * 8 * 4
+    with pytest.raises(RooflineError, match="distinct=7 ids, but there are 6 tokens"):
+        ops.embedding(6, 8, distinct=7)
+
+
+def test_a_model_reads_at_most_its_vocabulary_and_positions() -> None:
+    # BERT-base (vocab 30,522, 512 learned positions, 2 token types) on 64 x 512 = 32,768
+    # tokens: the rows read are min(32768, 30522) + 512 + 2, each of 768 bf16, and one row a
+    # token written
+    bert = models.load("bert-base")
+    embedding = next(k for k in bert.forward(64, 512).kernels if k.name == "embedding")
+    assert embedding.bytes == pytest.approx((30522 + 512 + 2 + 32768) * 768 * 2, rel=1e-12)
+
+
+def test_traced_gathers_read_each_row_at_most_once() -> None:
+    # torch's embedding and jax's gather of 16,384 ids from a [1024, 4096] fp32 table: the
+    # table once (16 MiB), the ids, and the [16384, 4096] output
+    torch = pytest.importorskip("torch")
+    jnp = pytest.importorskip("jax.numpy")
+    from pytest_roofline import trace
+
+    table_bytes, out_bytes = 1024 * 4096 * 4, 16384 * 4096 * 4
+    w = trace(torch.nn.functional.embedding, torch.zeros(16384, dtype=torch.long),
+              torch.zeros(1024, 4096))
+    assert w.bytes == table_bytes + out_bytes + 16384 * 8
+    w = trace(lambda t, i: t[i], jnp.zeros((1024, 4096), jnp.float32),
+              jnp.zeros((16384,), jnp.int32))
+    gather = next(k for k in w.kernels if k.name.endswith("gather"))
+    assert gather.bytes == table_bytes + out_bytes + 16384 * 4

@@ -233,11 +233,14 @@ _OVERWRITE = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "rando
 def moved(op: str, base: str, inputs: list[torch.Tensor],
            outputs: list[torch.Tensor]) -> float:
     """Bytes a vector, index or copy op moves (``_torch_args.nbytes``: the general rule):
-    a gather reads the rows it selects, an in-place scatter writes where its values go, a
+    a gather reads the rows it selects, each at most once, an in-place scatter writes where
+    its values go, a
     fill or an overwrite does not read its destination."""
     if base in GATHER and inputs and outputs:
         source, rest = inputs[0], inputs[1:]
-        rows = outputs[0].numel() * source.dtype.itemsize  # the gathered rows, read
+        # the gathered elements, read; each element of the source at most once (a row two
+        # ids share comes from the cache the second time: 16,384 ids of 1,024 rows read 1,024)
+        rows = min(outputs[0].numel(), T.touched(source)) * source.dtype.itemsize
         return float(rows) + T.nbytes(rest, outputs)
     if op.endswith("_") and base in SCATTER and len(inputs) >= 2:
         values = inputs[-1]

@@ -51,6 +51,18 @@ def _bytes(var: Any) -> float:
     return float(math.prod(aval.shape) * aval.dtype.itemsize)
 
 
+#: Primitives that read slices of their first operand: at most the output's worth of it.
+_GATHERS = frozenset({"gather", "dynamic_slice"})
+
+
+def _gathered(operand: Any, out: Any) -> float:
+    """Bytes a gather reads of *operand*: each element at most once, and no more elements
+    than it outputs (the table is never read whole; a row two ids share is read once)."""
+    shape = getattr(getattr(out, "aval", None), "shape", ())
+    elements = math.prod(shape) if shape else 1
+    return min(_bytes(operand), float(elements * operand.aval.dtype.itemsize))
+
+
 
 
 
@@ -122,6 +134,8 @@ class _Walk:
                 continue
             nbytes = sum(_bytes(v) for v in op.invars
                          if not (fused and C.is_var(v) and v in chain))
+            if name in _GATHERS and op.invars and op.outvars and C.is_var(op.invars[0]):
+                nbytes -= _bytes(op.invars[0]) - _gathered(op.invars[0], op.outvars[0])
             carried = epilogue and (matrix or fused)  # fusable consumers take its outputs
             nbytes += sum(_bytes(out) for out in op.outvars if not (carried and stays(out)))
             kernel = self._kernel(op, name, nbytes, op.count)

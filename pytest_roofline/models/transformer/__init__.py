@@ -4,8 +4,9 @@ One layer's kernels are built once and repeated with ``count=layers``, so a mode
 has a few dozen kernels whatever its depth. What each phase reads (per chip):
 
 * **Weights**: every linear layer's weights, once per step. The input embedding table is
-  never read in full, only the rows of the step's tokens (a gather); the lm_head reads its
-  whole [hidden, vocab] matrix (for tied embeddings, that matrix is the table).
+  never read in full, only the distinct rows of the step's tokens (a gather: at most
+  min(tokens, vocab) rows, and likewise for learned positions and token types); the lm_head
+  reads its whole [hidden, vocab] matrix (for tied embeddings, that matrix is the table).
 * **KV cache**: decode reads ``context`` positions of K and V per sequence, with the KV head
   count, in ``kv_dtype`` (with a sliding window of W, the last min(context, W), and the cache
   keeps only those; ``local_layers`` limits the window to some layers); prefill reads the K

@@ -13,7 +13,7 @@ from ...ops._family import GELU_FLOPS, GLU_FLOPS
 from ...ops.attention import attention_kernels
 from ...ops.collectives import collective_kernel
 from ...ops.matmul import matmul_kernel
-from ...ops.vector import elementwise_kernel, norm_kernel, softmax_kernel
+from ...ops.vector import distinct_rows, elementwise_kernel, norm_kernel, softmax_kernel
 from ...workload import Kernel, Number, is_array
 from .options import Group, Plan
 from .params import ParameterCounts
@@ -54,8 +54,14 @@ class KernelGraph(ParameterCounts):
         tokens: Number = sum(n * q for n, q, _ in groups)
         eager = plan.fusion == "none"  # residual adds of their own, not in the next norm
         tables = 1 + (c.position == "learned") + (c.token_types > 0)
+        # each table's distinct rows read once (at most its rows), one row a token written
+        read = distinct_rows(tokens, float(plan.vocab))
+        if c.position == "learned":
+            read = read + distinct_rows(tokens, float(c.max_positions))
+        if c.token_types > 0:
+            read = read + distinct_rows(tokens, float(c.token_types))
         ops: list[Kernel | Linear] = [
-            Kernel("embedding", (tables - 1) * tokens * h, (tables + 1) * tokens * h * item,
+            Kernel("embedding", (tables - 1) * tokens * h, (read + tokens) * h * item,
                    unit="vector", dtype=act)]
         ops += self._all_reduce("embedding", tokens, 1.0, plan)
         # sequence parallelism: what runs between the blocks' matmuls (norms, residual adds)
