@@ -23,7 +23,11 @@ Rules (the same for every caller, deterministic on any machine):
 * ``ridge`` is the matrix-unit peak of the precision the matrix work is priced in (that of
   the matrix kernel with the most FLOPs; *dtype* only where no matrix kernel names one) over
   the memory bandwidth (for fp32 on a chip whose matrix units have no fp32 path, the fp32
-  vector peak), so the ridge and the times never disagree.
+  vector peak), so the ridge and the times never disagree. A program of vector work only
+  (a norm, a softmax, an elementwise chain) is compared with the vector peak of the
+  precision its largest vector kernel is priced in (an fp32 layernorm on an H100: 66.9
+  TFLOP/s / 3.35 TB/s = 20.0 FLOP/B, not bf16's matrix ridge of 295.3). ``dtype`` and
+  ``peak_label`` name that precision and peak (``"vector:fp32"``).
 * FLOP convention: 2 FLOPs per multiply-accumulate (the vendors'). ``flops_per_mac=1`` halves
   every FLOP count and every peak alike, so intensities and ridges halve while times and
   regimes do not change.
@@ -446,11 +450,11 @@ def program(workload: Workload, chip: Hardware, dtype: str | None, flops_per_mac
 
     # the precision the matrix work is priced in: its kernels' own, the analysis's dtype only
     # for kernels that name none, so that the ridge and the times never disagree
-    main = _main_dtype(workload)
+    main, unit = _main_dtype(workload, dtype)
     if main is not None and dtype is not None:
         chip.peak_key(dtype, "matrix", sparse)  # a dtype no kernel takes is still checked
-    ridge_label, ridge_peak = chip.peak_key(dtype if main is None else main, "matrix",
-                                            sparse)
+    ridge_label, ridge_peak = chip.peak_key(dtype if main is None else main, unit,
+                                            sparse and unit == "matrix")
     # every figure is >= 0 and each resource's time is at most the total time, so this one
     # sum is finite exactly when every figure of the result is
     _finite(flops + nbytes + link_bytes + time, workload.name, chip.name)
@@ -516,14 +520,23 @@ def _shares(rows: list[_Row], time: Number) -> dict[str, Number]:
     return shares
 
 
-def _main_dtype(workload: Workload) -> str | None:
-    """The precision of the matrix kernel with the most FLOPs (the chip's default if none)."""
+def _main_dtype(workload: Workload, dtype: str | None) -> tuple[str | None, str]:
+    """The precision and unit the ridge is taken at: the matrix kernel's with the most FLOPs;
+    in a program of vector work only, the vector kernel's with the most FLOPs (*dtype* for
+    a kernel that names none); (None, "matrix"), the chip's default, for work of no FLOPs."""
     best: tuple[float, str | None] = (-1.0, None)
+    vector: tuple[float, str | None] = (0.0, None)
     for kernel in workload.kernels:
-        if kernel.unit != "matrix" or kernel.dtype is None:
+        if kernel.unit == "matrix" and kernel.dtype is None:
             continue
         flops = kernel.total_flops
         weight = float(flops.max()) if is_array(flops) else float(flops)  # type: ignore[union-attr]
-        if weight > best[0]:
-            best = (weight, kernel.dtype)
-    return best[1]
+        if kernel.unit == "matrix":
+            if weight > best[0]:
+                best = (weight, kernel.dtype)
+        elif weight > vector[0] and (kernel.dtype or dtype) is not None:
+            vector = (weight, kernel.dtype or dtype)
+    if best[1] is None and vector[1] is not None and not any(
+            k.unit == "matrix" for k in workload.kernels):
+        return vector[1], "vector"
+    return best[1], "matrix"

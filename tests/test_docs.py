@@ -459,7 +459,7 @@ if NEW:
 """
 
 
-@check("docs/ci-gating.md", "roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s, memory 3.35 TB/s,")
+@check("docs/ci-gating.md", "roofline: h100-sxm  bf16 roof 989 TFLOP/s, memory 3.35 TB/s,")
 def _terminal_chart(block: Block, request: pytest.FixtureRequest) -> None:
     """The docs cut the chart to 60 x 12 cells (ascii_plot.render's width and height)."""
     from pytest_roofline.report import ascii_plot, baseline

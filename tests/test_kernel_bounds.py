@@ -129,3 +129,23 @@ def test_traced_gathers_read_each_row_at_most_once() -> None:
               jnp.zeros((16384,), jnp.int32))
     gather = next(k for k in w.kernels if k.name.endswith("gather"))
     assert gather.bytes == table_bytes + out_bytes + 16384 * 4
+
+
+# -- labels --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("workload", "chip", "label", "ridge"), [
+    # fp32 vector work on an H100: 66.9 TFLOP/s / 3.35 TB/s = 19.97 FLOP/B (not bf16's 295.3)
+    (ops.layernorm(4096, 8192, dtype="fp32"), "h100", "vector:fp32", 66.9e12 / 3.35e12),
+    # a bf16 softmax: H100's bf16 vector peak, 133.8 / 3.35 = 39.9
+    (ops.softmax(4096, 8192), "h100", "vector:bf16", 133.8e12 / 3.35e12),
+    # B200 lists fp32 only: a bf16 softmax runs at it (80 / 8 = 10.0), and says so
+    (ops.softmax(4096, 8192), "b200", "vector:fp32", 80e12 / 8e12),
+    # matrix work keeps its matrix ridge, vector work beside it included
+    (ops.attention(1, 1024, 1024, 8, 8, 128), "h100", "matrix:bf16", 989.4e12 / 3.35e12),
+])
+def test_a_result_names_the_precision_whose_ridge_it_is_compared_with(
+        workload: object, chip: str, label: str, ridge: float) -> None:
+    r = analyze(workload, chip)  # type: ignore[arg-type]
+    assert (r.peak_label, r.dtype) == (label, label.split(":")[1])
+    assert r.ridge == pytest.approx(ridge, rel=1e-9)

@@ -40,7 +40,7 @@ def test_a_chart_per_chip_with_the_chips_roofs_and_the_records_as_points() -> No
     h100 = charts[1]
     assert h100.bandwidth == pytest.approx(H100_BW)
     used = [r for r in h100.roofs if r.used]
-    assert [r.dtypes for r in used] == [("bf16", "fp16")]
+    assert [r.dtypes for r in used] == [("bf16",)]  # fp16 shares the peak; no record uses it
     assert used[0].peak == pytest.approx(H100_BF16)
     assert {"fp8", "int8"} <= set(h100.roofs[0].dtypes)  # highest roof first, unused
     big = next(p for p in h100.points if p.name == "test_big")
@@ -50,6 +50,31 @@ def test_a_chart_per_chip_with_the_chips_roofs_and_the_records_as_points() -> No
     # memory-bound: on the slope, bandwidth x intensity
     assert small.performance == pytest.approx(H100_BW * small.intensity, rel=1e-9)
     assert h100.roof_at(small.intensity, used[0]) == pytest.approx(small.performance)
+
+
+def test_the_chart_names_and_draws_the_roofs_and_ridges_its_records_use() -> None:
+    # An fp32 layernorm and an fp32 GEMM on an A100 are compared with the fp32 vector peak
+    # (19.5 TFLOP/s: the CUDA cores), the same figure as the fp64 tensor-core peak: the roof
+    # is named "fp32 vector", never "fp64". With a bf16 GEMM beside them, two roofs are in
+    # use and both ridges are drawn: 312 / 2.039 = 153.0 and 19.5 / 2.039 = 9.56 FLOP/B;
+    # no ridge of an unused precision (fp64's, int8's) is.
+    records = [make_record("t::norm", analyze(ops.layernorm(4096, 8192, dtype="fp32"), "a100"),
+                           None, "report"),
+               make_record("t::gemm32", analyze(ops.matmul(4096, 4096, 4096, dtype="fp32"),
+                                                "a100"), None, "report"),
+               make_record("t::gemm16", analyze(ops.matmul(4096, 4096, 4096), "a100"), None,
+                           "report")]
+    (chart,) = plot.charts(records)
+    used = {r.label: r.peak for r in chart.roofs if r.used}
+    assert used == {"bf16": pytest.approx(312e12), "fp32 vector": pytest.approx(19.5e12)}
+    assert not any("fp64" in r.dtypes for r in chart.roofs if r.used)
+    assert sorted(chart.ridges) == [pytest.approx(19.5e12 / 2.039e12),
+                                    pytest.approx(312e12 / 2.039e12)]
+    text = ascii_plot.render({"results": records})
+    assert "fp32 vector roof 19.5 TFLOP/s" in text and "ridge 153.0 and 9.56 FLOP/B" in text
+    (alone,) = plot.charts(records[:1])  # only the norm: one roof, one ridge, its own
+    assert [r.label for r in alone.roofs if r.used] == ["fp32 vector"]
+    assert alone.ridges == (pytest.approx(19.5e12 / 2.039e12),)
 
 
 def test_an_unknown_chip_gets_the_roof_its_records_imply() -> None:
@@ -175,7 +200,7 @@ def test_the_character_chart_has_the_asked_size_and_a_legend() -> None:
     rows = grid_of(text)
     assert len(rows) == 15
     assert all(len(row) <= 6 + 2 + 60 for row in rows)
-    assert text.splitlines()[0].startswith("roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s")
+    assert text.splitlines()[0].startswith("roofline: h100-sxm  bf16 roof 989 TFLOP/s")
     # letters run left to right: the memory-bound point first
     assert "  A  test_small" in text and "memory" in text
     assert "  B  test_big" in text and "compute" in text
@@ -187,7 +212,7 @@ def test_the_character_chart_keeps_to_80_columns_at_its_default_size() -> None:
     report = make_report([rec("t.py::test_big", 4096), rec("t.py::test_small", 32)])
     lines = ascii_plot.render(report).splitlines()
     assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
-    assert lines[0] == "roofline: h100-sxm  bf16/fp16 roof 989 TFLOP/s, memory 3.35 TB/s,"
+    assert lines[0] == "roofline: h100-sxm  bf16 roof 989 TFLOP/s, memory 3.35 TB/s,"
     assert lines[1] == "  ridge 295.3 FLOP/B (^)"
     assert any(line.endswith("   FLOP/B (DRAM)") for line in lines)
     narrow = ascii_plot.render(report, width=64).splitlines()  # the ticks leave no room

@@ -2,7 +2,8 @@
 
 One chart per chip on a fixed grid (72 x 20 cells by default), both axes logarithmic with a
 tick per decade. The roof of each precision the records use is drawn with ``/`` along the
-bandwidth slope and ``-`` along the compute peak; ``^`` under the x axis marks the ridge. Each
+bandwidth slope and ``-`` along the compute peak; ``^`` under the x axis marks its ridge
+(roofs and ridges of precisions no record uses are not drawn). Each
 record is a letter (``A``, ``B``, ... then ``a``, ``b``, ... then digits), explained in a
 legend below the chart, left to right; ``*`` marks a cell that holds several records, and a
 line under the legend says which (``* at 2028.0 FLOP/B: B, C``); ``.`` marks records past
@@ -61,16 +62,16 @@ def _header(chart: Chart, limit: int) -> list[str]:
 
 
 def _title(chart: Chart) -> str:
-    used = [r for r in chart.roofs if r.used] or ([chart.top] if chart.top else [])
-    roofs = ", ".join(f"{r.label} roof {si(r.peak, 'FLOP/s')}" for r in used if r is not None)
+    used = [r for r in chart.roofs if r.used]
+    roofs = ", ".join(f"{r.label} roof {si(r.peak, 'FLOP/s')}" for r in used)
     parts = [f"roofline: {chart.hw}"]
     if roofs:
         parts.append(roofs)
     if chart.bandwidth:
         parts.append(f"memory {si(chart.bandwidth, 'B/s')}")
-        top = chart.top
-        if top is not None:
-            parts.append(f"ridge {format_number(top.peak / chart.bandwidth)} FLOP/B (^)")
+        ridges = " and ".join(format_number(ridge) for ridge in chart.ridges)
+        if ridges:
+            parts.append(f"ridge {ridges} FLOP/B (^)")
     return "  ".join([parts[0], ", ".join(parts[1:])]).rstrip(", ")
 
 
@@ -80,10 +81,7 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
         raise ValueError(f"an ASCII roofline needs at least 20 x 6 cells, got {width} x {height}")
     (x_lo, x_hi), (y_lo, y_hi) = bounds(chart, whole=False)
     grid = [[" "] * width for _ in range(height)]
-    roofs = [r for r in chart.roofs if r.used] or ([chart.top] if chart.top else [])
-    for roof in roofs:
-        if roof is None:
-            continue
+    for roof in (r for r in chart.roofs if r.used):
         previous: int | None = None
         for col in range(width):
             x = 10 ** (x_lo + (col + 0.5) / width * (x_hi - x_lo))
@@ -137,9 +135,7 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
         start = max(0, min(col - len(text) // 2, width + 8 - len(text)))
         if all(c == " " for c in ticks[max(0, start - 1): start + len(text) + 1]):
             ticks[start: start + len(text)] = list(text)
-    top = chart.top
-    if chart.bandwidth and top is not None:
-        ridge = top.peak / chart.bandwidth
+    for ridge in chart.ridges:  # of the roofs in use only
         if 10 ** x_lo <= ridge <= 10 ** x_hi:
             axis[_column(ridge, x_lo, x_hi, width)] = "^"
     lines.append(" " * _Y_LABEL + " +" + "".join(axis))

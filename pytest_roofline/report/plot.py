@@ -1,7 +1,10 @@
 """Roofline charts: what a chart shows, and drawing it with matplotlib (the ``plot`` extra).
 
 A chart per chip: the memory-bandwidth slope, one compute roof per precision the chip lists
-(dense matrix peaks; roofs of precisions no record uses are drawn thin and dashed), and each
+(dense matrix peaks, plus the vector or sparse peak a record is compared with: the A100's
+19.5 TFLOP/s roof of fp32 work is ``fp32 vector``, never its fp64 twin), the roofs of
+precisions no record uses drawn thin and dashed, and the ridge of every roof in use (none of
+a roof no record uses); each
 record as a point at (intensity, attainable FLOP/s = FLOPs / bound time), coloured by
 verdict: passed green, failed red, report-only grey; a regression against the baseline is
 drawn as a downward triangle with a black edge. Points are numbered left to right; each
@@ -49,7 +52,7 @@ class MissingExtraError(RooflineError, ImportError):
 class Roof:
     """A compute roof: *peak* in FLOP/s for the precisions in *dtypes*."""
 
-    dtypes: tuple[str, ...]
+    dtypes: tuple[str, ...]  # roof names (``bf16``, ``fp32 vector``); a used roof: its used ones
     peak: float
     used: bool  # some record of the chart runs in one of these precisions
 
@@ -86,9 +89,17 @@ class Chart:
 
     @property
     def top(self) -> Roof | None:
-        """The roof the points are measured against (the highest roof in use)."""
-        used = [r for r in self.roofs if r.used] or list(self.roofs)
+        """The highest roof in use (None when no record uses one of the chart's roofs)."""
+        used = [r for r in self.roofs if r.used]
         return max(used, key=lambda r: r.peak) if used else None
+
+    @property
+    def ridges(self) -> tuple[float, ...]:
+        """The ridge (FLOP/B) of every roof in use, highest first (none without a
+        bandwidth)."""
+        if not self.bandwidth:
+            return ()
+        return tuple(r.peak / self.bandwidth for r in self.roofs if r.used)
 
     def roof_at(self, intensity: float, roof: Roof) -> float:
         """Attainable FLOP/s under *roof* at *intensity*: min(peak, bandwidth x intensity)."""
@@ -117,7 +128,18 @@ def _scale(records: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
     return fpm / 2.0, derate
 
 
-def _catalog_roofs(hw: str, scale: float, derate: float) -> tuple[float, dict[str, float]] | None:
+def roof_name(record: Mapping[str, Any]) -> str:
+    """The roof a record is compared with, from its ``peak_label``: ``bf16`` (a matrix peak),
+    ``fp32 vector``, ``bf16 sparse``; its ``dtype`` when it names no peak."""
+    label = record.get("peak_label")
+    if isinstance(label, str) and ":" in label and " " not in label:
+        unit, dtype = label.split(":", 1)
+        return dtype if unit == "matrix" else f"{dtype} {unit}"
+    return str(record.get("dtype"))
+
+
+def _catalog_roofs(hw: str, scale: float, derate: float,
+                   names: set[str]) -> tuple[float, dict[str, float]] | None:
     from .. import measuring  # noqa: F401 - registers this machine's calibrations (host)
     from ..hardware import get_hardware, is_dynamic
 
@@ -128,6 +150,11 @@ def _catalog_roofs(hw: str, scale: float, derate: float) -> tuple[float, dict[st
     except (RooflineError, OSError):
         return None
     peaks = {d: p * scale * derate for d, p in chip.matrix.items()}
+    tables = {"vector": chip.vector, "sparse": chip.matrix_sparse}
+    for name in names:  # the vector and sparse peaks the records are compared with
+        dtype, _, unit = name.partition(" ")
+        if unit in tables and dtype in tables[unit]:
+            peaks[name] = tables[unit][dtype] * scale * derate
     return chip.memory_bandwidth * derate, peaks
 
 
@@ -143,7 +170,7 @@ def _implied_roofs(records: Sequence[Mapping[str, Any]]) -> tuple[float | None, 
         for record in records:
             ridge = _number(record, "ridge")
             if ridge:
-                peaks.setdefault(str(record.get("dtype")), ridge * bandwidth)
+                peaks.setdefault(roof_name(record), ridge * bandwidth)
     return bandwidth, peaks
 
 
@@ -175,13 +202,13 @@ def charts(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         items = by_chip[hw]
         recs = [r for _, r in items]
         scale, derate = _scale(recs)
-        known = _catalog_roofs(hw, scale, derate)
+        used = {roof_name(r) for r in recs}
+        known = _catalog_roofs(hw, scale, derate, used)
         bandwidth, peaks = known if known is not None else _implied_roofs(recs)
-        used = {str(r.get("dtype")) for r in recs}
         grouped: dict[float, list[str]] = {}
-        for dtype, peak in peaks.items():
-            grouped.setdefault(peak, []).append(dtype)
-        roofs = tuple(Roof(tuple(names), peak, bool(used & set(names)))
+        for name, peak in peaks.items():
+            grouped.setdefault(peak, []).append(name)
+        roofs = tuple(_roof(names, peak, used)
                       for peak, names in sorted(grouped.items(), reverse=True))
         points, skipped = [], []
         for key, record in items:
@@ -194,6 +221,12 @@ def charts(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         points.sort(key=lambda p: (p.intensity, p.performance))
         out.append(Chart(hw, bandwidth, roofs, tuple(points), tuple(skipped)))
     return out
+
+
+def _roof(names: list[str], peak: float, used: set[str]) -> Roof:
+    """The roof of the precisions *names* sharing *peak*, named by the ones in use if any."""
+    in_use = tuple(n for n in names if n in used)
+    return Roof(in_use or tuple(names), peak, bool(in_use))
 
 
 def bounds(chart: Chart, *, whole: bool = True) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -209,8 +242,6 @@ def bounds(chart: Chart, *, whole: bool = True) -> tuple[tuple[float, float], tu
     ys = [p.performance for p in chart.points]
     ys += [p.measured for p in chart.points if p.measured]
     roofs = [r for r in chart.roofs if r.used]
-    if not roofs and chart.top is not None:
-        roofs = [chart.top]
     for roof in roofs:
         ys.append(roof.peak)
         if chart.bandwidth:
@@ -278,9 +309,7 @@ def _draw(ax: Any, chart: Chart) -> None:
                  else {"color": "#9aa5b8", "linewidth": 0.9, "linestyle": "--"})
         ax.plot(xs, ys, label=f"{roof.label}: {si(roof.peak, 'FLOP/s')}", clip_on=True,
                 **style)
-    top = chart.top
-    if chart.bandwidth and top is not None:
-        ridge = top.peak / chart.bandwidth
+    for ridge in chart.ridges:  # of the roofs in use only
         if 10 ** x_lo < ridge < 10 ** x_hi:
             ax.axvline(ridge, color="#1f3b73", linestyle=":", linewidth=0.8)
             ax.annotate(f"ridge {ridge:.4g} FLOP/B", (ridge, 10 ** y_lo), xytext=(3, 3),
