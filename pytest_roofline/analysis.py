@@ -7,8 +7,10 @@ Rules (the same for every caller, deterministic on any machine):
   time is link bytes over the link bandwidth (one direction, every link of that kind unless
   the kernel names a count), plus the link's per-step latency for each of the kernel's
   ``link_steps`` (a collective's sequential steps; the latency is 0 where none is
-  published). The kernel takes the largest of the three (perfect overlap), and
-  that resource is the kernel's regime. Ties go to compute, then memory.
+  published). A collective that a fabric may reduce in the network (``Kernel.link_options``)
+  takes the least bytes and steps of the algorithms its link's spec lists. The kernel takes
+  the largest of the three (perfect overlap), and that resource is the kernel's regime.
+  Ties go to compute, then memory.
 * A program's time is the sum of its kernels' times. Its intensity is total FLOPs over total
   memory bytes. Its regime is the resource that holds the largest share of the time, each
   kernel's time counting for the resource that bounds it.
@@ -259,6 +261,8 @@ def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool
                    scale: float, derate: float, capacity: float,
                    onchip_bandwidth: float | None) -> _Row:
     """The kernel's figures and resource times on *hw* (its time and regime to come)."""
+    if kernel.link_options and hw.links:  # a collective the fabric may run in the network
+        kernel = kernel.on_link(hw.link(kernel.link).algorithms)
     precision = kernel.dtype or dtype
     if kernel.operands and hw.mixed_matmul:
         precision = hw.mixed_path(*kernel.operands) or precision

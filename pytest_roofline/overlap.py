@@ -56,6 +56,18 @@ def _handed(kernel: Kernel) -> bool:
     return bool(kernel.handoff_in) or _positive(kernel.handoff_out)
 
 
+def _option_totals(collectives: list[Kernel], name: str) -> tuple[Number, Number]:
+    """(link bytes, memory bytes) of *collectives*, each under the option *name* where it
+    has one and under its own figures where not."""
+    link: Number = 0.0
+    nbytes: Number = 0.0
+    for k in collectives:
+        option = next((o for o in k.link_options if o[0] == name), None)
+        link = link + (k.link_bytes if option is None else option[1]) * k.count
+        nbytes = nbytes + (k.bytes if option is None else option[3]) * k.count
+    return link, nbytes
+
+
 def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
     """*workload* with its collectives' link time hidden behind its matrix kernels (see the
     module docstring); unchanged when it has no collective or no matrix kernel."""
@@ -81,6 +93,9 @@ def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
                             f"bytes on another link")
     total_link = add_up(kernels[i].total_link_bytes for i in hidden)
     total_bytes = add_up(kernels[i].total_bytes for i in hidden)
+    # an algorithm some collective may run in the network (NVLS): the totals were it chosen
+    options = dict.fromkeys(o[0] for i in hidden for o in kernels[i].link_options)
+    by_option = {name: _option_totals([kernels[i] for i in hidden], name) for name in options}
     adds: dict[str | None, Number] = {}  # the reduction adds by precision
     for i in hidden:
         if _positive(kernels[i].flops):
@@ -88,7 +103,7 @@ def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
     total_flops = add_up(kernels[i].total_flops for i in matrix)
     for i in hidden:
         kernels[i] = replace(kernels[i], flops=0.0, bytes=0.0, link_bytes=0.0, link_steps=0.0,
-                             name=f"{kernels[i].name} (hidden)")
+                             link_options=(), name=f"{kernels[i].name} (hidden)")
     out: list[Kernel] = []
     for i, k in enumerate(kernels):
         if i not in matrix:
@@ -97,7 +112,14 @@ def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
         share = (k.total_flops / total_flops) / k.count  # of each total, per run of k
         out.append(replace(k, bytes=k.bytes + total_bytes * share,
                            link_bytes=k.link_bytes + total_link * share, link=link,
-                           link_count=link_count))
+                           link_count=link_count,
+                           # steps it waited only if it sent bytes of its own
+                           link_steps=k.link_steps if _positive(k.link_bytes) else 0.0,
+                           link_options=tuple(
+                               (name, k.link_bytes + option_link * share, 0.0,
+                                k.bytes + option_bytes * share)
+                               for name, (option_link, option_bytes) in by_option.items())
+                           or k.link_options))
         host = k.epilogue_of or k.name
         out.extend(Kernel(f"{host}.hidden_reduction", flops * share, 0.0, unit="vector",
                           dtype=dtype, count=k.count, epilogue_of=host)

@@ -11,7 +11,10 @@ the images of a batch, they split into: what an on-chip memory may keep), whethe
 another kernel's epilogue (``epilogue_of``: that kernel's name), and, for a product of two
 precisions, which (``operands``: activations, weights; a chip may state a mixed path),
 and, for a collective, how many steps it takes one after another (``link_steps``: each waits
-the link's latency);
+the link's latency) and the algorithms it may run only on a fabric that offers them
+(``link_options``: (algorithm, link bytes, steps, bytes) per run, such as NVLink SHARP's
+in-switch reduction; the kernel's own figures hold on any fabric, and
+:meth:`Kernel.on_link` takes the lower envelope over the options a link lists);
 :mod:`pytest_roofline.fusion` documents the rules. A :class:`Workload` is a program of
 kernels plus the memory footprint it needs resident (for the capacity check), and the ops it
 ran that no formula counts (``unknown``: op name -> calls; their bytes are in the kernels,
@@ -78,6 +81,26 @@ def _quantity(value: object, dimension: str, what: str) -> Number:
         raise WorkloadError(str(exc)) from None
 
 
+def _least(a: Number, b: Number) -> Number:
+    if is_array(a) or is_array(b):
+        import numpy as np
+
+        return np.minimum(a, b)
+    return min(a, b)
+
+
+def _options(options: object, what: str) -> tuple[tuple[str, Number, Number, Number], ...]:
+    """Checked ``link_options``: (algorithm name, link bytes, steps, bytes) tuples."""
+    if type(options) is not tuple or not all(
+            type(o) is tuple and len(o) == 4 and isinstance(o[0], str) for o in options):
+        raise WorkloadError(f"{what}: link_options must be a tuple of (algorithm, link bytes, "
+                            f"steps, bytes) tuples, got {brief(options)}")
+    return tuple((name, _quantity(link, "byte", f"{what}: link_options {name} link bytes"),
+                  _quantity(steps, "flop", f"{what}: link_options {name} steps"),
+                  _quantity(nbytes, "byte", f"{what}: link_options {name} bytes"))
+                 for name, link, steps, nbytes in options)
+
+
 def _finite(value: Number) -> bool:
     if type(value) is float:
         return value < math.inf
@@ -114,6 +137,7 @@ class Kernel:
     epilogue_of: str | None = None
     operands: tuple[str, ...] = ()
     link_steps: Number = 0.0
+    link_options: tuple[tuple[str, Number, Number, Number], ...] = ()
 
     def __post_init__(self) -> None:
         name = self.name
@@ -126,6 +150,8 @@ class Kernel:
         set_(self, "count", _quantity(self.count, "flop", f"{what}: count"))
         if type(self.link_steps) is not float or not (0.0 <= self.link_steps < _INF):
             set_(self, "link_steps", _quantity(self.link_steps, "flop", f"{what}: link_steps"))
+        if self.link_options:
+            set_(self, "link_options", _options(self.link_options, what))
         if self.link is not None and not isinstance(self.link, str):
             raise WorkloadError(f"{what}: link must be a link name such as 'nvlink', or None, "
                                 f"got {brief(self.link)}")
@@ -176,6 +202,22 @@ class Kernel:
                 or self.link_count < 1):
             raise WorkloadError(f"{what}: link_count must be a whole number >= 1 or None, "
                                 f"got {brief(self.link_count)}")
+
+    def on_link(self, algorithms: Iterable[str]) -> Kernel:
+        """This kernel on a link that runs *algorithms*: its link bytes, steps and memory
+        bytes are the least of its own and those of each option the link offers (a lower
+        envelope: whichever the library picks takes at least that). Unchanged without
+        options."""
+        offered = [o for o in self.link_options if o[0] in algorithms]
+        if not offered:
+            return self
+        link_bytes, steps, nbytes = self.link_bytes, self.link_steps, self.bytes
+        for _, option_link, option_steps, option_bytes in offered:
+            link_bytes = _least(link_bytes, option_link)
+            steps = _least(steps, option_steps)
+            nbytes = _least(nbytes, option_bytes)
+        return replace(self, link_bytes=link_bytes, link_steps=steps, bytes=nbytes,
+                       link_options=())
 
     @property
     def total_flops(self) -> Number:

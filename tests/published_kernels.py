@@ -47,10 +47,11 @@ How the work is modelled, per family:
   S = 8 GiB, where the links' per-step latencies (0.6 us on NVLink) add under 0.1%.
 
 Cases marked ``needs`` are known to beat the bound until a formula is corrected (the test
-expects them to fail, strictly, and says why): ``"nvls"``, an all-reduce that NVSwitch
-reduces in the switch (NVLink SHARP: about (n+1)/n x S on each GPU's links, not the ring's
-2(n-1)/n x S); ``"distinct-rows"``, an embedding of more tokens than the table has rows (the
-repeated rows come from L2: at most ``vocab`` rows need reading).
+expects them to fail, strictly, and says why); none is now. The all-reduces that NVSwitch
+reduces in the switch (NVLink SHARP: (n+1)/n x S on each GPU's links, not the ring's
+2(n-1)/n x S) hold since the H100, H200, B200 and H800 NVLink specs list ``nvls``; the
+embeddings of more tokens than the table has rows hold since each distinct row is read once
+(at most ``vocab`` rows).
 """
 
 from __future__ import annotations
@@ -317,7 +318,7 @@ def _liger(kernel: str, hw: str, row: str, ms: float, build: Callable[[], Worklo
 
 
 def _liger_embedding(tokens: int, dim: int, vocab: int, ms: float) -> Case:
-    needs = "distinct-rows" if vocab < tokens else None
+    needs = None  # more tokens than rows: each distinct row is read once (formerly failing)
     return _liger(f"embedding fp32 {tokens} ids x {dim} vocab {vocab}", "a100-80gb-sxm",
                   f"embedding/liger/forward V={vocab}, B x T = {tokens}, D={dim}, float32, "
                   f"A100-SXM4-80GB, 2024-09-03: {ms:g} ms", ms,
@@ -455,19 +456,14 @@ CASES: tuple[Case, ...] = (
           " https://github.com/NVIDIA/nccl-tests/issues/178: 'Bus_BW: 208 GBps'", devices=2),
     _nccl("all_reduce", "h100-sxm", 480,
           f"{NCCL_212}: 'allreduce uses NVLink SHARP by default ... On 8 GPUs, you should "
-          f"reach a peak busBw of ~480GB/s'", needs="nvls"),
+          f"reach a peak busBw of ~480GB/s'"),
     _nccl("all_reduce", "h200", 475,
           "all_reduce_perf -b 64k -e 4G on 8 x H200 (NVLink 4, NCCL 2.20.3, NVLS by default),"
-          " https://github.com/NVIDIA/nccl-tests/issues/272: peak", needs="nvls"),
+          " https://github.com/NVIDIA/nccl-tests/issues/272: peak"),
     _nccl("all_reduce", H800, 215,
           "all_reduce_perf on 8 x H800 (NVLS), https://github.com/NVIDIA/nccl/issues/1374: "
-          "'the reported allreduce busBW is 215 GB/s'", needs="nvls"),
+          "'the reported allreduce busBW is 215 GB/s'"),
 )
 
 #: Why each ``needs`` value beats the bound today (the test's expected-failure reason).
-NEEDS = {
-    "nvls": ("NVLink SHARP reduces in the switch: each GPU's links carry about (n+1)/n x S, "
-             "not the ring's 2(n-1)/n x S that ops.all_reduce charges"),
-    "distinct-rows": ("more ids than table rows: repeated rows come from L2, yet "
-                      "ops.embedding charges one row read from memory per token"),
-}
+NEEDS: dict[str, str] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline import RooflineError, analyze, get_hardware, models, ops
+from pytest_roofline import RooflineError, Workload, analyze, get_hardware, models, ops
 
 # -- overlap inside a fused kernel ---------------------------------------------------------
 
@@ -22,30 +22,37 @@ FA4_RATE = 1613e12
 
 
 @pytest.mark.parametrize("head_dim", [64, 128, 192])
-def test_fa4_on_b200_does_not_beat_the_fused_attention_bound(head_dim: int) -> None:
-    # The products take 4·P·d / 2.25 PFLOP/s; the softmax 5·P / 80 TFLOP/s (B200's spec lists
-    # the fp32 vector peak only): at d = 64 the softmax is 55% of the products' time, and the
-    # sum would put FA4 at 111% of its bound. The units overlap (FA4 runs the softmax beside
-    # asynchronous MMAs), so the bound is the products' time: 1613 / 2250 = 71.7% at every
+@pytest.mark.parametrize("vector", ["bf16", "fp32"])
+def test_fa4_on_b200_does_not_beat_the_fused_attention_bound(head_dim: int, vector: str) -> None:
+    # The products take 4·P·d / 2.25 PFLOP/s; the softmax 5·P at B200's bf16 vector peak (160
+    # TFLOP/s, packed HFMA2), or at its fp32 peak (80) on a spec without 16-bit vector peaks.
+    # At d = 64 the fp32-priced softmax is 55% of the products' time, and their sum put FA4
+    # at 111% of its bound. The units overlap (FA4 runs the softmax beside asynchronous
+    # MMAs), so the bound is the products' time either way: 1613 / 2250 = 71.7% at every
     # head dim. Window 60-90%.
+    chip = get_hardware("b200")
+    if vector == "fp32":
+        chip = chip.replace(vector={"fp64": 40e12, "fp32": 80e12})
     b, h, s = 16, 16, 8192
-    bound = analyze(ops.attention(b, s, s, h, h, head_dim), "b200")
+    bound = analyze(ops.attention(b, s, s, h, h, head_dim), chip)
     measured = 4.0 * b * h * s * s * head_dim / FA4_RATE
     assert bound.time / measured == pytest.approx(FA4_RATE / 2250e12, rel=1e-9)
     assert 0.6 < bound.time / measured < 0.9
-    assert bound.kernels[0].peak_label == "matrix:bf16 + vector:fp32"
+    assert bound.kernels[0].peak_label == f"matrix:bf16 + vector:{vector}"
 
 
 def test_the_softmax_is_priced_at_the_vector_peak_of_its_precision() -> None:
     # A bf16 softmax runs at the chip's bf16 vector peak where the spec lists one (H100:
-    # 133.8 TFLOP/s), and at the spec's fallback where it does not (B200: fp32, 80): the label
-    # says which. Given a bf16 vector peak, B200's softmax time falls by that ratio.
+    # 133.8 TFLOP/s; B200: 160, packed HFMA2), and at the spec's fallback where it does not
+    # (MI300X, and a B200 spec without 16-bit vector peaks: fp32): the label says which.
+    # B200's packed peak is twice its fp32 one, so the softmax takes half the time.
     h100 = analyze(ops.softmax(4096, 4096), "h100")
     assert h100.kernels[0].peak_label == "vector:bf16"
+    assert analyze(ops.softmax(4096, 4096), "mi300x").kernels[0].peak_label == "vector:fp32"
     b200 = get_hardware("b200")
-    plain = analyze(ops.softmax(4096, 4096), b200).kernels[0]
-    packed = analyze(ops.softmax(4096, 4096), b200.replace(
-        vector={**b200.vector, "bf16": 160e12})).kernels[0]
+    packed = analyze(ops.softmax(4096, 4096), b200).kernels[0]
+    plain = analyze(ops.softmax(4096, 4096), b200.replace(
+        vector={"fp64": 40e12, "fp32": 80e12})).kernels[0]
     assert (plain.peak_label, packed.peak_label) == ("vector:fp32", "vector:bf16")
     assert plain.t_compute / packed.t_compute == pytest.approx(2.0, rel=1e-12)
 
@@ -139,8 +146,8 @@ def test_traced_gathers_read_each_row_at_most_once() -> None:
     (ops.layernorm(4096, 8192, dtype="fp32"), "h100", "vector:fp32", 66.9e12 / 3.35e12),
     # a bf16 softmax: H100's bf16 vector peak, 133.8 / 3.35 = 39.9
     (ops.softmax(4096, 8192), "h100", "vector:bf16", 133.8e12 / 3.35e12),
-    # B200 lists fp32 only: a bf16 softmax runs at it (80 / 8 = 10.0), and says so
-    (ops.softmax(4096, 8192), "b200", "vector:fp32", 80e12 / 8e12),
+    # MI300X lists fp32 only: a bf16 softmax runs at it (163.4 / 5.3 = 30.8), and says so
+    (ops.softmax(4096, 8192), "mi300x", "vector:fp32", 163.4e12 / 5.3e12),
     # matrix work keeps its matrix ridge, vector work beside it included
     (ops.attention(1, 1024, 1024, 8, 8, 128), "h100", "matrix:bf16", 989.4e12 / 3.35e12),
 ])
@@ -149,3 +156,73 @@ def test_a_result_names_the_precision_whose_ridge_it_is_compared_with(
     r = analyze(workload, chip)  # type: ignore[arg-type]
     assert (r.peak_label, r.dtype) == (label, label.split(":")[1])
     assert r.ridge == pytest.approx(ridge, rel=1e-9)
+
+
+# -- in-network reduction ----------------------------------------------------------------
+
+#: nccl-tests' bus bandwidth of an all-reduce: busbw = algbw x 2(n-1)/n, algbw = S / t
+#: (nccl-tests doc/PERFORMANCE.md). The NCCL maintainer in
+#: https://github.com/NVIDIA/nccl-tests/issues/212 (8 x H100 SXM on NVSwitch): "allreduce
+#: uses NVLink SHARP by default ... On 8 GPUs, you should reach a peak busBw of ~480GB/s"
+#: (the same peak as https://github.com/NVIDIA/nccl/issues/1455), and ~370 GB/s "when
+#: running with NCCL_ALGO=RING".
+
+
+def _busbw_time(size: float, busbw: float, n: int = 8) -> float:
+    return size / (busbw / (2.0 * (n - 1) / n))
+
+
+def test_nccl_nvls_all_reduce_on_h100_does_not_beat_the_in_switch_bound() -> None:
+    # 8 GiB of fp32 on 8 H100s, 18 NVLink 4 links of 25 GB/s each way (450 GB/s). A ring
+    # sends 2·7/8·S: 33.4 ms, and NCCL's NVLS run (480 GB/s busbw: 31.3 ms) beat it (107%).
+    # NVLink SHARP sends (8+1)/8·S each way (see ops.collectives): 21.5 ms, and the run
+    # reaches 480 / (450·2·7/9) = 68.6% of it. The ring run (370 GB/s) reaches 82.2% of the
+    # ring's bound, and 52.9% of the in-switch one (auto: the least the link runs).
+    # Window 60-75%.
+    size = 8 * 2**30
+    auto = analyze(ops.all_reduce(size // 4, 8, dtype="fp32", link="nvlink"), "h100")
+    ring = analyze(ops.all_reduce(size // 4, 8, dtype="fp32", link="nvlink",
+                                  algorithm="ring"), "h100")
+    assert auto.link_bytes == pytest.approx(9 / 8 * size, rel=1e-12)
+    assert auto.time / _busbw_time(size, 480e9) == pytest.approx(480 / (450 * 2 * 7 / 9),
+                                                                 rel=1e-4)
+    assert 0.60 < auto.time / _busbw_time(size, 480e9) < 0.75
+    assert ring.time / _busbw_time(size, 480e9) > 1.0  # the formula this replaces
+    assert ring.time / _busbw_time(size, 370e9) == pytest.approx(370 / 450, rel=1e-3)
+
+
+def test_only_a_fabric_that_reduces_in_the_switch_gets_the_in_switch_bound() -> None:
+    # A100's NVSwitch (second generation) has no SHARP: its spec lists no nvls, so auto
+    # stays at the ring's 2(n-1)/n·S. Naming nvls prices it anywhere; naming it for a
+    # collective other than an all-reduce is refused.
+    size = 1 << 30
+    a100 = analyze(ops.all_reduce(size // 2, 8, link="nvlink"), "a100")
+    assert a100.link_bytes == pytest.approx(2 * 7 / 8 * size, rel=1e-12)
+    named = analyze(ops.all_reduce(size // 2, 8, link="nvlink", algorithm="nvls"), "a100")
+    assert named.link_bytes == pytest.approx(9 / 8 * size, rel=1e-12)
+    sharp = ops.all_reduce(size // 2, 8, algorithm="sharp")
+    assert sharp.link_bytes == pytest.approx(size, rel=1e-12) and sharp.flops == 0
+    assert "nvls" in get_hardware("h100").link("nvlink").algorithms
+    assert "nvls" not in get_hardware("h100").link("pcie").algorithms
+    with pytest.raises(RooflineError, match="algorithm='nvls' is an all-reduce algorithm"):
+        ops.all_gather(1024, 8, algorithm="nvls")
+
+
+def test_models_training_and_traced_collectives_take_the_same_choice() -> None:
+    # Llama 3 8B with tp=8: each layer's all-reduce of T x 4096 bf16 activations; data
+    # parallelism over 8 chips: the gradients' all-reduce; the traced collective (the mesh
+    # tracers' shared builder). On H100 NVLink each sends 9/8 of its data; on A100 2·7/8.
+    llama = models.load("llama-3-8b")
+    for chip, fraction in (("h100", 9 / 8), ("a100", 2 * 7 / 8)):
+        prefill = analyze(llama.prefill(1, 2048, tp=8, link="nvlink"), chip)
+        attn = next(k for k in prefill.kernels if k.name == "attn.all_reduce")
+        assert attn.link_bytes == pytest.approx(fraction * 2048 * 4096 * 2 * 32, rel=1e-12)
+        step = analyze(llama.train_step(8, 2048, dp=8, link="nvlink"), chip)
+        grads = next(k for k in step.kernels if k.name == "dp.grads.all_reduce")
+        assert grads.link_bytes == pytest.approx(fraction * llama.params * 2, rel=1e-3)
+    from pytest_roofline.tracing import _mesh
+
+    traced = _mesh.collective("all_reduce", name="psum", elements=1 << 20, dtype="bf16",
+                              devices=8, axes=("x",), links={"x": ("nvlink", None)})
+    on = analyze(Workload((traced,), name="traced"), "h100")
+    assert on.link_bytes == pytest.approx(9 / 8 * 2**21, rel=1e-12)

@@ -356,15 +356,19 @@ def test_ring_collective_bytes_per_device(fn, sent, devices):
 
 
 def test_all_reduce_network_time_on_nvlink(h100):
-    # 8-way all-reduce of 64 MiB bf16 over all 18 NVLink 4 links (25 GB/s each way):
-    # 2·7/8·D / (18 · 25e9), plus one step of NCCL's published 0.6 us NVLink latency (`auto`
-    # takes the fewest steps of any algorithm: one)
+    # 8-way all-reduce of 64 MiB bf16 over all 18 NVLink 4 links (25 GB/s each way). A ring
+    # sends 2·7/8·D and waits 14 steps of NCCL's published 0.6 us NVLink latency; H100's
+    # NVSwitch reduces in the switch (its spec lists nvls), so the default (auto) sends
+    # (8+1)/8·D, the least of the algorithms the link runs, and waits one step (the fewest).
     elements = 32 << 20
-    w = ops.all_reduce(elements, 8)
-    result = analyze(w, h100)
     link = h100.link("nvlink")
     assert link.latency == pytest.approx(0.6e-6)
-    wire = 2 * 7 / 8 * 2 * elements / (link.bandwidth * 18)
+    ring = analyze(ops.all_reduce(elements, 8, algorithm="ring"), h100)
+    assert ring.t_network == pytest.approx(
+        2 * 7 / 8 * 2 * elements / (link.bandwidth * 18) + 14 * link.latency)
+    w = ops.all_reduce(elements, 8)
+    result = analyze(w, h100)
+    wire = 9 / 8 * 2 * elements / (link.bandwidth * 18)
     assert result.t_network == pytest.approx(wire + link.latency)
     assert result.regime == "network"
     one = analyze(ops.all_reduce(elements, 8, link="nvlink", link_count=1), h100)

@@ -11,7 +11,7 @@ from pytest_roofline import Kernel, RooflineError, Workload, analyze, get_hardwa
 from pytest_roofline.overlap import overlapped
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-CHIPS = [get_hardware(name) for name in ("h100", "a100", "tpu-v5e", "gaudi3", "mi300x")]
+CHIPS = [get_hardware(name) for name in ("h100", "a100", "tpu-v5e", "gaudi3", "mi300x", "b200")]
 
 _amount = st.one_of(st.just(0.0), st.floats(min_value=1.0, max_value=1e13))
 _count = st.sampled_from([1.0, 2.0, 3.0, 32.0])
@@ -25,7 +25,10 @@ def _kernel(draw: st.DrawFn, unit: str) -> Kernel:
                   link_bytes=link, unit="vector" if unit != "matrix" else "matrix",
                   dtype=draw(st.sampled_from(["bf16", "fp32", None])),
                   count=draw(_count), link_steps=draw(st.sampled_from([0.0, 1.0, 14.0])),
-                  handoff_out=nbytes * draw(st.sampled_from([0.0, 0.5])))
+                  handoff_out=nbytes * draw(st.sampled_from([0.0, 0.5])),
+                  # a collective the switch may reduce (on H100's NVLink, which lists nvls)
+                  link_options=(("nvls", link * 0.6, 2.0, nbytes * 0.4),)
+                  if link and draw(st.booleans()) else ())
 
 
 @st.composite
@@ -60,18 +63,19 @@ def test_overlapped_is_never_slower_than_no_overlap(program: Workload, chip: obj
 
 
 def test_a_small_attention_beside_a_megabyte_all_reduce():
-    # 1 MiB of bf16 all-reduced on 8 H100s beside a small fused attention. Without overlap:
-    # the all-reduce's own time, max(memory 5.77 MB / 3.35 TB/s = 1.72 us, link 1.835 MB /
-    # 450 GB/s = 4.08 us) = 4.08 us, plus the attention's. Overlapped, the attention kernel
-    # carries both memory streams and the link bytes: max(its compute, its memory + 1.72 us,
-    # 4.08 us). The old model left the all-reduce's memory time outside the overlap and came
-    # out slower than no overlap at all.
-    program = Workload(ops.all_reduce(1 << 19, 8, dtype="bf16").kernels
+    # 1 MiB of bf16 all-reduced on a ring of 8 H100s beside a small fused attention. Without
+    # overlap: the all-reduce's own time, max(memory 5.77 MB / 3.35 TB/s = 1.72 us, link
+    # 1.835 MB / 450 GB/s + 14 steps x 0.6 us = 12.5 us), plus the attention's. Overlapped,
+    # the attention kernel carries both memory streams and the link bytes, the steps' latency
+    # hidden with them: max(its compute, its memory + 1.72 us, 4.08 us). The old model left
+    # the all-reduce's memory time outside the overlap, and could come out slower than no
+    # overlap at all (8.86 -> 11.68 us on this chip's former spec).
+    program = Workload(ops.all_reduce(1 << 19, 8, dtype="bf16", algorithm="ring").kernels
                        + ops.attention(1, 128, 128, 8, 8, 64).kernels, name="step")
     plain, hidden = analyze(program, "h100"), analyze(overlapped(program), "h100")
     ar, att = plain.kernels[0], plain.kernels[1]
-    assert ar.t_network == pytest.approx(2 * 7 / 8 * 2**20 / 450e9, rel=1e-9)
+    link_time = 2 * 7 / 8 * 2**20 / 450e9
+    assert ar.t_network == pytest.approx(link_time + 14 * 0.6e-6, rel=1e-9)
     assert hidden.time <= plain.time
     assert hidden.time == pytest.approx(
-        max(att.t_compute, att.t_memory + ar.t_memory, ar.t_network)
-        + plain.kernels[2].time, rel=1e-9)
+        max(att.t_compute, att.t_memory + ar.t_memory, link_time), rel=1e-9)

@@ -19,6 +19,10 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 #: A measurement keeping this many cores busy, or fewer, uses the roof of that thread count
 #: (see :meth:`Hardware.memory_roof`): slack for threads that idle part of the time.
 THREAD_SLACK = 0.1
+#: Collective algorithms any fabric runs (software on the chips), and every one a spec may list.
+SOFTWARE_ALGORITHMS = ("ring", "tree", "one_shot")
+LINK_ALGORITHMS = (*SOFTWARE_ALGORITHMS, "nvls", "sharp")
+
 #: ``latency_kind`` of a link: a physical minimum its vendor or a paper states, or a figure
 #: someone measured (which includes software overhead: a bound priced with it says so).
 LATENCY_KINDS = ("published", "measured", "unpublished")
@@ -28,7 +32,10 @@ LATENCY_KINDS = ("published", "measured", "unpublished")
 class Link:
     """A chip-to-chip interconnect: *bandwidth* is one direction of one link, in B/s;
     *latency* the time one step of a collective takes over it however small the message, in
-    s (0 where none is published: ``latency_kind="unpublished"``)."""
+    s (0 where none is published: ``latency_kind="unpublished"``); *algorithms* the
+    collective algorithms the fabric runs (every fabric runs ``ring``, ``tree`` and
+    ``one_shot``; ``nvls``, NVLink SHARP, and ``sharp``, InfiniBand SHARP, reduce in the
+    switch and only where the spec lists them)."""
 
     name: str
     bandwidth: float
@@ -36,6 +43,7 @@ class Link:
     note: str = ""
     latency: float = 0.0
     latency_kind: str = "unpublished"
+    algorithms: tuple[str, ...] = SOFTWARE_ALGORITHMS
 
     def __post_init__(self) -> None:
         if not (self.bandwidth > 0):
@@ -49,6 +57,10 @@ class Link:
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise SpecError(f"link {self.name!r}: count must be a whole number >= 1, "
                             f"got {self.count!r}")
+        if type(self.algorithms) is not tuple or not set(self.algorithms) <= set(
+                LINK_ALGORITHMS):
+            raise SpecError(f"link {self.name!r}: algorithms must be a list of "
+                            f"{', '.join(LINK_ALGORITHMS)}, got {self.algorithms!r}")
 
     @property
     def total(self) -> float:
@@ -312,7 +324,8 @@ class Hardware:
                                                                *self.vector_matmul)},
             "mesh_axes": dict(self.mesh_axes),
             "links": {n: {"bandwidth_Bps": lk.bandwidth, "count": lk.count, "note": lk.note,
-                          "latency_s": lk.latency, "latency_kind": lk.latency_kind}
+                          "latency_s": lk.latency, "latency_kind": lk.latency_kind,
+                          "algorithms": list(lk.algorithms)}
                       for n, lk in self.links.items()},
             "onchip": [{"name": lv.name, "capacity_B": lv.capacity, "bandwidth_Bps": lv.bandwidth}
                        for lv in self.onchip],

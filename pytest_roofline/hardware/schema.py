@@ -15,7 +15,7 @@ from typing import Any
 from .. import dtypes, units
 from ..errors import SpecError, UnsupportedPrecisionError, brief, did_you_mean
 from ..specfiles import check_shape
-from .chip import _NAME, Hardware, Link, MemoryLevel
+from .chip import _NAME, LINK_ALGORITHMS, SOFTWARE_ALGORITHMS, Hardware, Link, MemoryLevel
 
 _TOP_KEYS = frozenset({
     "name", "aliases", "vendor", "description", "default_dtype", "sources", "memory", "matrix",
@@ -27,7 +27,7 @@ _VECTOR_MATMUL_KEYS = frozenset({"precisions", "source", "note", "notes"})
 _MEMORY_KEYS = frozenset({"capacity", "bandwidth", "by_threads", "kind", "source", "note",
                           "notes"})
 _LINK_KEYS = frozenset({"bandwidth", "count", "source", "note", "notes", "kind", "latency",
-                        "latency_source", "latency_kind"})
+                        "latency_source", "latency_kind", "algorithms", "algorithms_source"})
 _LEVEL_KEYS = frozenset({"name", "capacity", "bandwidth", "source", "note", "notes", "kind"})
 _CLOCK_KEYS = frozenset({"boost", "base", "value", "source", "note", "notes"})
 
@@ -216,8 +216,26 @@ def _links(reader: _Reader) -> dict[str, Link]:
             name=str(link_name).lower(),
             bandwidth=reader.quantity(f"{path}.bandwidth", raw.get("bandwidth"), "bandwidth",
                                       raw.get("source")),
-            count=count, note=str(raw.get("note", "")), latency=latency, latency_kind=kind)
+            count=count, note=str(raw.get("note", "")), latency=latency, latency_kind=kind,
+            algorithms=_algorithms(reader, path, raw))
     return links
+
+
+def _algorithms(reader: _Reader, path: str, raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """``links.X.algorithms``: the collective algorithms the fabric runs, cited by
+    ``algorithms_source`` (default: ring, tree and one_shot, which every fabric runs)."""
+    listed = raw.get("algorithms")
+    if listed is None:
+        return SOFTWARE_ALGORITHMS
+    if not isinstance(listed, list) or not listed or not all(
+            isinstance(a, str) and a in LINK_ALGORITHMS for a in listed):
+        raise reader.error(f"{path}.algorithms", listed,
+                           f"a list of {', '.join(LINK_ALGORITHMS)}")
+    if raw.get("algorithms_source") is None:
+        raise reader.error(f"{path}.algorithms_source", None, "the source of the algorithms "
+                           "(a key of sources: or a URL)")
+    reader.cite(f"{path}.algorithms", raw.get("algorithms_source"))
+    return tuple(dict.fromkeys((*SOFTWARE_ALGORITHMS, *listed)))
 
 
 def _onchip(reader: _Reader, raw: object) -> tuple[MemoryLevel, ...]:

@@ -170,7 +170,14 @@ ADAM_STATE_BYTES = 12.0
 # -- collectives --------------------------------------------------------------------------------
 
 #: Collective algorithms (``ops.collectives`` has the table): ``auto`` is the lower envelope.
-ALGORITHMS = ("auto", "ring", "tree", "one_shot")
+ALGORITHMS = ("auto", "ring", "tree", "one_shot", "nvls", "sharp")
+#: Algorithms that reduce in the network's switches, and the bytes each device sends (and
+#: receives) with them, a fraction of D: NVLink SHARP (N+1)/N, InfiniBand SHARP 1
+#: (``ops.collectives`` derives both). Two sequential steps each; a kind takes them only where
+#: its row lists them, and ``auto`` only on a link whose spec lists them.
+IN_NETWORK: dict[str, Callable[[int], float]] = {"nvls": lambda n: (n + 1) / n,
+                                                 "sharp": lambda n: 1.0}
+IN_NETWORK_STEPS = 2.0
 
 
 def _one(n: int) -> float:
@@ -187,7 +194,8 @@ class Collective:
     * ``parts_in(N)``, ``parts_out(N)``: how many shares D is held in before and after (1:
       each device holds all of it; N: a 1/N share; 0: none, the peer's);
     * ``ring_steps(N)``: the ring's sequential steps; ``one_shot(N)``: one-shot's bytes as a
-      multiple of the ring's; ``tree``: whether the tree algorithm applies;
+      multiple of the ring's; ``tree``: whether the tree algorithm applies; ``in_network``:
+      the algorithms of :data:`IN_NETWORK` that apply (the switch adds);
     * ``torch``, ``jax``, ``hlo``: the names it goes by (torch's functional and ``c10d``
       ops, jaxpr primitives, compiled HLO opcodes).
     """
@@ -200,6 +208,7 @@ class Collective:
     ring_steps: Callable[[int], float]
     one_shot: Callable[[int], float] = _one
     tree: bool = False
+    in_network: tuple[str, ...] = ()
     torch: tuple[str, ...] = ()
     jax: tuple[str, ...] = ()
     hlo: tuple[str, ...] = ()
@@ -217,6 +226,8 @@ class Collective:
             return self.one_shot(devices), 1.0
         if algorithm == "tree":
             return 1.0, 2.0 * math.ceil(math.log2(devices))
+        if algorithm in IN_NETWORK:
+            return IN_NETWORK[algorithm](devices) / self.sent(devices), IN_NETWORK_STEPS
         return 1.0, self.ring_steps(devices)
 
 
@@ -224,6 +235,7 @@ COLLECTIVES: dict[str, Collective] = {row.kind: row for row in (
     Collective("all_reduce", sent=lambda n: 2.0 * (n - 1) / n, adds=lambda n: (n - 1) / n,
                parts_in=lambda n: 1, parts_out=lambda n: 1,
                ring_steps=lambda n: float(2 * (n - 1)), one_shot=lambda n: n / 2.0, tree=True,
+               in_network=("nvls", "sharp"),
                torch=("all_reduce", "all_reduce_", "all_reduce_coalesced",
                       "all_reduce_coalesced_"),
                jax=("psum", "psum_invariant", "psum2", "pmax", "pmin"), hlo=("all-reduce",)),

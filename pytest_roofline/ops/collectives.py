@@ -25,10 +25,11 @@ kind on the chip), plus one per-step latency of that link (``Link.latency``; 0 w
 is published) for every step the algorithm takes one after another (``Kernel.link_steps``).
 A pair of TPUs joined by one ICI link wants ``link_count=1``.
 
-Algorithms (``algorithm=``), as NCCL and XLA run them:
+Algorithms (``algorithm=``), as NCCL and XLA run them (the rows of ``ops._family``'s
+collective table):
 
 =========  ===========================================  ===================================
-algorithm  bytes each device sends                      sequential steps
+algorithm  bytes each device sends (and receives)       sequential steps
 =========  ===========================================  ===================================
 ring       the table above                              all_reduce 2·(N-1); the others N-1;
                                                         point_to_point 1
@@ -38,14 +39,38 @@ one_shot   all_reduce: (N-1)·D (each device sends its   1
            whole tensor to every other, as
            TensorRT-LLM's small-message all-reduce);
            the others: the table above
-auto       the ring's bytes (the fewest of any          1 (the fewest of any algorithm)
-           algorithm)
+nvls       all_reduce only: (N+1)/N·D (NVLink SHARP,    2
+           below)
+sharp      all_reduce only: D (InfiniBand SHARP,        2
+           below)
+auto       the least of the algorithms the link runs    1 (the fewest of any algorithm)
 =========  ===========================================  ===================================
 
-``auto`` (the default) is the lower envelope of the three: no algorithm sends fewer bytes than
-the ring or takes fewer than one step, so whichever NCCL or XLA picks for a message size
-(one-shot or tree for small messages, ring for large ones), its time is at or above it. Name
-an algorithm to bound one library's choice.
+**In-network reduction.** On an NVSwitch of the third generation or later (HGX/DGX H100,
+H200, B200) NCCL's default all-reduce is NVLink SHARP (NVLS), in two phases over the switch's
+multicast memory. Reduce-scatter: device i loads its shard of the sum with
+``multimem.ld_reduce``; the switch reads that D/N shard from each of the N devices (device i's
+own copy included, through its links), adds them, and returns D/N to device i. So each device
+sends N·D/N = D (its whole tensor, one shard to each reader) and receives D/N. All-gather:
+device i stores its reduced D/N shard with ``multimem.st``; the switch writes it to all N
+devices. Each device sends D/N and receives N·D/N = D. Per device and per direction:
+D + D/N = (N+1)/N·D, against the ring's 2·(N-1)/N·D: 1.125·D against 1.75·D on 8 devices, so
+NVLS's bus bandwidth (nccl-tests' algbw·2(N-1)/N) can reach 2(N-1)/(N+1) = 1.56x the links'
+one-way bandwidth. The switch does the adds (the devices none) and the devices' memory only
+serves the input to the switch and takes the output (D read, D written: no copies through
+link buffers). Two sequential steps. InfiniBand SHARP (``sharp``, NCCL's CollNet) reduces in
+the switches of the network likewise: each device sends its D once up the aggregation tree
+and receives the reduced D once, D each way, memory D read and D written, two steps (up and
+down).
+
+``auto`` (the default) is the lower envelope of what the link runs: ring, tree and one_shot
+on any fabric, and nvls or sharp where the chip's spec lists them under the link's
+``algorithms:``. No algorithm sends fewer bytes or takes fewer than one step, so whichever
+NCCL or XLA picks for a message size (one-shot or tree for small messages, ring or NVLS for
+large ones), its time is at or above it. The op cannot know the chip, so the kernel carries
+the in-network figures as options (``Kernel.link_options``) and the analysis takes them on a
+link that lists them. Name an algorithm to bound one library's choice (a named in-network
+algorithm is priced on any link).
 """
 
 from __future__ import annotations
@@ -63,7 +88,7 @@ from ._common import (
     sized_precision,
     sweep_size,
 )
-from ._family import ALGORITHMS, collective
+from ._family import ALGORITHMS, IN_NETWORK, IN_NETWORK_STEPS, collective
 from .matmul import array_dtypes, matmul_kernel, operands, precision_label, resolve_dtypes
 
 
@@ -71,9 +96,11 @@ def check_algorithm(kind: str, algorithm: object) -> str:
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise WorkloadError(f"{kind}: algorithm must be one of "
                             f"{', '.join(map(repr, ALGORITHMS))}, got {brief(algorithm)}")
-    if algorithm == "tree" and not collective(kind).tree:
-        raise WorkloadError(f"{kind}: algorithm='tree' is an all-reduce algorithm; use "
-                            f"'ring', 'one_shot' or 'auto'")
+    row = collective(kind)
+    if (algorithm == "tree" and not row.tree) or (
+            algorithm in IN_NETWORK and algorithm not in row.in_network):
+        raise WorkloadError(f"{kind}: algorithm={algorithm!r} is an all-reduce algorithm; "
+                            f"use 'ring', 'one_shot' or 'auto'")
     return algorithm
 
 
@@ -92,9 +119,16 @@ def collective_kernel(kind: str, name: str, elements: Number, devices: int, dtyp
     factor, sequential = row.steps(devices, algorithm)
     data = elements * dtypes.ITEMSIZE[dtype]
     link_bytes = sent * factor * data
-    return Kernel(name, adds * elements, (held_in + held_out) * data + 2.0 * link_bytes,
-                  link_bytes=link_bytes, unit="vector", dtype=compute or dtype, link=link,
-                  link_count=link_count, count=count, link_steps=sequential)
+    held = (held_in + held_out) * data
+    if algorithm in IN_NETWORK:  # the switch adds; memory serves the input and the output
+        return Kernel(name, 0.0, held, link_bytes=link_bytes, unit="vector",
+                      dtype=compute or dtype, link=link, link_count=link_count, count=count,
+                      link_steps=sequential)
+    options = () if algorithm != "auto" else tuple(
+        (a, IN_NETWORK[a](devices) * data, IN_NETWORK_STEPS, held) for a in row.in_network)
+    return Kernel(name, adds * elements, held + 2.0 * link_bytes, link_bytes=link_bytes,
+                  unit="vector", dtype=compute or dtype, link=link, link_count=link_count,
+                  count=count, link_steps=sequential, link_options=options)
 
 
 def _collective(kind: str, elements: object, devices: object, dtype: object, link: object,
@@ -127,7 +161,9 @@ def _collective(kind: str, elements: object, devices: object, dtype: object, lin
 def all_reduce(elements: object, devices: object, *, dtype: object = None,
                link: str | None = None, link_count: int | None = None,
                algorithm: str = "auto") -> Workload:
-    """Ring all-reduce of a tensor of *elements* over *devices*: each sends 2·(N-1)/N of it.
+    """All-reduce of a tensor of *elements* over *devices*: each sends 2·(N-1)/N of it on a
+    ring, (N+1)/N of it where the switch reduces (``nvls``, on the links whose spec lists it:
+    see the module docstring).
 
     *elements* may be an array-like (its size and dtype are used).
     """
@@ -253,7 +289,9 @@ def _sharded(m: Number, k: int, n: int, chips: int, split: str,
     elif overlap:
         kernels = [Kernel(name, local.flops + comm.flops, local.bytes + comm.bytes,
                           link_bytes=comm.link_bytes, unit="matrix", dtype=compute, link=link,
-                          link_count=link_count)]
+                          link_count=link_count, link_options=tuple(
+                              (algo, link_bytes, 0.0, local.bytes + nbytes)
+                              for algo, link_bytes, _, nbytes in comm.link_options))]
     else:
         kernels = [local, comm]
     knob: Knob | None

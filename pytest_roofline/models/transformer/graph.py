@@ -291,7 +291,7 @@ def rename(kernel: Kernel, name: str) -> Kernel:
     return Kernel(name, kernel.flops, kernel.bytes, link_bytes=kernel.link_bytes,
                   unit=kernel.unit, dtype=kernel.dtype, link=kernel.link,
                   link_count=kernel.link_count, count=kernel.count,
-                  link_steps=kernel.link_steps)
+                  link_steps=kernel.link_steps, link_options=kernel.link_options)
 
 
 #: (producer, consumer) names of the tensors a layer hands straight to their only reader.
