@@ -50,7 +50,7 @@ How the work is modelled:
   ZeRO 1), every tensor in fp8 at the fp8 peak (the run multiplies in fp8 and keeps the
   rest in bf16, so this charges less), collectives hidden behind the matrix work on NVLink
   (the 400 Gb/s InfiniBand between nodes is slower). In bf16 the bound of the 512-GPU run
-  would be 103% of its measured time: the fp8 is what it ran. Not exact in precision.
+  would be 95% of its measured time: the fp8 is what it ran. Not exact in precision.
 """
 
 from __future__ import annotations
