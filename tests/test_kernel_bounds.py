@@ -226,3 +226,30 @@ def test_models_training_and_traced_collectives_take_the_same_choice() -> None:
                               devices=8, axes=("x",), links={"x": ("nvlink", None)})
     on = analyze(Workload((traced,), name="traced"), "h100")
     assert on.link_bytes == pytest.approx(9 / 8 * 2**21, rel=1e-12)
+
+
+@pytest.mark.parametrize(("link", "message"), [
+    ({"algorithms": ["ring", "nvlx"]}, r"links.nvlink.algorithms': got \['ring', 'nvlx'\], "
+                                       r"expected a list of ring, tree, one_shot, nvls, sharp"),
+    ({"algorithms": ["nvls"]}, r"links.nvlink.algorithms_source': got None"),
+    ({"algorithms": ["nvls"], "algorithms_source": "nowhere"}, r"one of the keys of 'sources'"),
+])
+def test_a_spec_lists_a_links_algorithms_with_a_source(tmp_path: object, link: dict[str, object],
+                                                       message: str) -> None:
+    # a user spec extending the A100 (whose NVSwitch runs rings) with an in-switch link
+    import yaml
+
+    from pytest_roofline import SpecError
+
+    path = tmp_path / "chip.yaml"  # type: ignore[operator]
+    spec = {"name": "a100-nvls", "extends": "a100", "sources": {"lab": "our notes, https://x"},
+            "links": {"nvlink": link}}
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(SpecError, match=message):
+        get_hardware(str(path))
+    spec["links"] = {"nvlink": {"algorithms": ["nvls"], "algorithms_source": "lab"}}
+    path.write_text(yaml.safe_dump(spec))
+    chip = get_hardware(str(path))
+    assert chip.link("nvlink").algorithms == ("ring", "tree", "one_shot", "nvls")
+    r = analyze(ops.all_reduce(1 << 20, 8, link="nvlink"), chip)
+    assert r.link_bytes == pytest.approx(9 / 8 * 2**21, rel=1e-12)

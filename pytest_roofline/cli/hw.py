@@ -65,8 +65,11 @@ def cmd_hw_show(args: argparse.Namespace) -> int:
                 f", {si(link.latency, 's')} a step ({link.latency_kind}"
                 + ("; not a physical minimum: bounds priced with it are not either)"
                    if link.latency_kind == "measured" else ")"))
+            switch = [a for a in link.algorithms if a in ("nvls", "sharp")]
+            reduces = f", reduces in the switch ({', '.join(switch)})" if switch else ""
             echo(f"  {link.name}: {link.count} x {si(link.bandwidth, 'B/s')} = "
-                  f"{si(link.total, 'B/s')}{latency}" + (f"  ({link.note})" if link.note else ""))
+                  f"{si(link.total, 'B/s')}{latency}{reduces}"
+                  + (f"  ({link.note})" if link.note else ""))
     if chip.onchip:
         echo("\non-chip memory: " + ", ".join(
             f"{lv.name} {si(lv.capacity, 'B')}" for lv in chip.onchip))
