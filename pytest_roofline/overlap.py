@@ -68,6 +68,21 @@ def _option_totals(collectives: list[Kernel], name: str) -> tuple[Number, Number
     return link, nbytes
 
 
+def _shared_options(k: Kernel, by_option: dict[str, tuple[Number, Number]],
+                    total_link: Number, total_bytes: Number,
+                    share: Number) -> tuple[tuple[str, Number, Number, Number], ...]:
+    """The options of matrix kernel *k* given *share* of the hidden collectives: for each
+    algorithm its own figures or the collectives' may use, its own (option or default) plus
+    the share of the collectives' (option or default)."""
+    own = {o[0]: o for o in k.link_options}
+    options = []
+    for name in dict.fromkeys((*own, *by_option)):
+        _, link, steps, nbytes = own.get(name, (name, k.link_bytes, 0.0, k.bytes))
+        hidden_link, hidden_bytes = by_option.get(name, (total_link, total_bytes))
+        options.append((name, link + hidden_link * share, steps, nbytes + hidden_bytes * share))
+    return tuple(options)
+
+
 def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
     """*workload* with its collectives' link time hidden behind its matrix kernels (see the
     module docstring); unchanged when it has no collective or no matrix kernel."""
@@ -115,11 +130,8 @@ def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
                            link_count=link_count,
                            # steps it waited only if it sent bytes of its own
                            link_steps=k.link_steps if _positive(k.link_bytes) else 0.0,
-                           link_options=tuple(
-                               (name, k.link_bytes + option_link * share, 0.0,
-                                k.bytes + option_bytes * share)
-                               for name, (option_link, option_bytes) in by_option.items())
-                           or k.link_options))
+                           link_options=_shared_options(k, by_option, total_link,
+                                                        total_bytes, share)))
         host = k.epilogue_of or k.name
         out.extend(Kernel(f"{host}.hidden_reduction", flops * share, 0.0, unit="vector",
                           dtype=dtype, count=k.count, epilogue_of=host)

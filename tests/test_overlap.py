@@ -79,3 +79,18 @@ def test_a_small_attention_beside_a_megabyte_all_reduce():
     assert hidden.time <= plain.time
     assert hidden.time == pytest.approx(
         max(att.t_compute, att.t_memory + ar.t_memory, link_time), rel=1e-9)
+
+
+def test_the_switch_reduction_stays_a_choice_once_hidden():
+    # A collective matmul (overlap=True: one matrix kernel carrying its all-reduce, with the
+    # NVLS option) beside a second all-reduce, hidden behind it. On H100's NVLink, which
+    # reduces in the switch, the hidden program's link bytes are each all-reduce's (8+1)/8·D,
+    # not the ring's 2·7/8·D; on A100's, the ring's. Never above the sequential bound.
+    mm = ops.sharded_matmul(8192, 8192, 8192, shards=8, link="nvlink", overlap=True)
+    ar = ops.all_reduce(1 << 24, 8, dtype="bf16", link="nvlink")
+    program = Workload(mm.kernels + ar.kernels, name="step")
+    hidden = overlapped(program)
+    for chip, fraction in (("h100", 9 / 8), ("a100", 2 * 7 / 8)):
+        r = analyze(hidden, chip)
+        assert r.link_bytes == pytest.approx(fraction * (8192 * 8192 * 2 + 2**25), rel=1e-9)
+        assert r.time <= analyze(program, chip).time
