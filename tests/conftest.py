@@ -8,7 +8,13 @@ engine and the libraries it loads on demand are therefore imported here, once, u
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# Triton kernels run in Triton's interpreter on the CPU runners. The setting must be in the
+# environment before triton is first imported: triton.language's own jit functions
+# (tl.cdiv and co) are wrapped at that import, the kernels' when they are defined.
+os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pint  # noqa: F401
 import pytest

@@ -32,7 +32,7 @@ from . import _aten as A
 from . import _kernels as K
 from . import _torch_args as T
 from . import _torch_compat as C
-from . import _torch_mesh, registry
+from . import _torch_mesh, _triton, registry
 from . import known_ops as _shipped  # noqa: F401  (registers the shipped formulas)
 from ._base import captured
 from ._mesh import AxisLink
@@ -63,6 +63,7 @@ class Recorder:
         self.body = body
         self.filtered = filtered
         self.inside = 0
+        self.launches: Any = None  # the session's Triton launches (see _triton)
 
     @property
     def recording(self) -> bool:
@@ -186,8 +187,15 @@ class _Dispatch(C.DispatchMode):  # type: ignore[misc]
         kwargs = kwargs or {}
         if self.recorder.dtensors.declines(args, kwargs):
             return NotImplemented  # DTensor runs it: its local ops come back here
-        out = func(*args, **kwargs)
         recorder = self.recorder
+        launched = _triton.launches_in(recorder, func)
+        if launched is None:
+            out = func(*args, **kwargs)
+        else:  # a custom op that may launch Triton kernels: they are its kernels
+            with launched:
+                out = func(*args, **kwargs)
+            if launched.ran:
+                return out
         if self.targets and (func in self.targets or func.overloadpacket in self.targets):
             recorder.inside += 1
             try:
@@ -326,6 +334,8 @@ class Session:
         self._functions = _Functions(self.recorder, functions)
         self._hooks: list[Any] = []
         self._profile: Any = None
+        self._launches = _triton.Launches(self.recorder)
+        self.recorder.launches = self._launches
 
     def _enter_module(self, module: torch.nn.Module, args: object) -> None:
         if id(module) in self._modules:
@@ -360,6 +370,7 @@ class Session:
         if self._codes:
             self._profile = sys.getprofile()
             sys.setprofile(self._follow)
+        self._launches.__enter__()
         self._functions.__enter__()
         self._dispatch.__enter__()
         return self.recorder
@@ -369,6 +380,7 @@ class Session:
             self._dispatch.__exit__(*exc)
             self._functions.__exit__(*exc)
         finally:
+            self._launches.__exit__(*exc)
             if self._codes:
                 sys.setprofile(self._profile)
             for hook in self._hooks:

@@ -1,0 +1,265 @@
+"""Triton launches while a torch trace records: one kernel per launch of a ``triton.jit``
+function, named after the kernel function.
+
+No tensor op is dispatched for a launch on a GPU, and in interpreter mode
+(``TRITON_INTERPRET=1``, how CI runs kernels on a CPU) the only ops torch sees are the
+interpreter's own copies of the arguments to the host and back, which are not the kernel's
+work. So a launch is caught where Triton starts it, the ``run`` of the kernel object
+(``JITFunction`` compiled, ``InterpretedFunction`` interpreted; ``kernel[grid](...)``,
+``wrap_triton(kernel)[grid](...)`` and a ``triton_op``'s launches all end there), and the
+ops it dispatches are hidden from the recorder. On a GPU Triton's public launch hook
+(``triton.knobs.runtime.launch_enter_hook``) hands over the launch metadata.
+
+What a launch is charged:
+
+* **FLOPs**: from ``register_op(<kernel function name>, formula)`` (called with the launch's
+  arguments as passed, it returns a Kernel or a Workload and is taken as it is), else from
+  the kernel's own ``launch_metadata`` (Triton's convention: ``"flops"``, ``"flops8"``,
+  ``"flops16"``, ``"flops32"``, ``"flops64"`` keys, summed, and ``"bytes"``). Neither: the
+  launch is listed in ``Workload.unknown`` under its name (0 FLOPs is never assumed without
+  a word) and strict tracing refuses it.
+* **Bytes**: each tensor argument once, whole (the blocks that cross the kernel's boundary,
+  as for a Pallas kernel), or the metadata's ``"bytes"`` when the kernel states them.
+* **Unit**: Triton's metadata does not say whether the FLOPs ran on the matrix units; they
+  are priced at the matrix peak, the faster roof, so the time stays a lower bound
+  (``register_op`` with ``ops`` formulas splits matrix and vector work exactly).
+
+Nothing here imports triton: launches are watched only when the traced code has imported it.
+Triton's launch API used here (``KernelInterface.run(*args, grid, warmup, **kwargs)``,
+``arg_names``, ``fn``, ``launch_metadata``) is checked by ``tests/test_trace_triton.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from typing import Any
+
+from ..workload import Kernel
+from . import _kernels as K
+from . import registry
+
+#: Triton's launch-metadata keys for FLOPs: ``flops`` or ``flops<bits>``.
+_FLOPS_KEY = re.compile(r"^flops(\d*)$")
+#: The floating-point width a ``flops<bits>`` key names -> the precision priced.
+_WIDTH = {"8": "fp8", "16": "bf16", "32": "fp32", "64": "fp64"}
+
+
+def _classes() -> list[type]:
+    """The kernel classes whose ``run`` starts a launch, of the triton already imported."""
+    found: list[type] = []
+    jit = sys.modules.get("triton.runtime.jit")
+    if jit is not None and isinstance(getattr(jit, "JITFunction", None), type):
+        found.append(jit.JITFunction)
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    if interpreter is not None and isinstance(getattr(interpreter, "InterpretedFunction",
+                                                      None), type):
+        found.append(interpreter.InterpretedFunction)
+    return found
+
+
+class Launches:
+    """Watches Triton launches for one recorder while entered (see the module docstring)."""
+
+    def __init__(self, recorder: Any) -> None:
+        self.recorder = recorder
+        self.count = 0  # launches recorded: a custom op that launched kernels is its launches
+        self._patched: list[tuple[type, Any]] = []
+        self._metadata: Any = None
+        self._knobs: Any = None
+
+    def __enter__(self) -> Launches:
+        classes = _classes()
+        if not classes:
+            return self
+        for cls in classes:
+            original = cls.__dict__.get("run")
+            if original is None or getattr(original, "_roofline_launch", False):
+                continue  # an outer trace watches already: it hands launches to the inner one
+            cls.run = self._wrap(original)  # type: ignore[attr-defined]
+            self._patched.append((cls, original))
+        knobs = sys.modules.get("triton.knobs")
+        runtime = getattr(knobs, "runtime", None)
+        hook = getattr(runtime, "launch_enter_hook", None)
+        if hook is not None and hasattr(hook, "add"):
+            hook.add(self._hook)
+            self._knobs = hook
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for cls, original in reversed(self._patched):
+            cls.run = original  # type: ignore[attr-defined]
+        self._patched = []
+        if self._knobs is not None:
+            self._knobs.remove(self._hook)
+            self._knobs = None
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+
+    def _hook(self, metadata: Any) -> None:
+        """Triton's launch hook (compiled kernels): keep the launch's metadata."""
+        self._metadata = metadata
+
+    def _wrap(self, original: Any) -> Any:
+        def run(kernel: Any, *args: Any, grid: Any, warmup: Any = False, **kwargs: Any) -> Any:
+            watcher = _ACTIVE[-1] if _ACTIVE else None
+            if warmup or watcher is None:
+                return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            return watcher.launch(original, kernel, args, kwargs, grid)
+
+        run._roofline_launch = True  # type: ignore[attr-defined]
+        return run
+
+    def launch(self, original: Any, kernel: Any, args: tuple[Any, ...],
+               kwargs: dict[str, Any], grid: Any) -> Any:
+        """Run one launch with the recorder's view of its copies hidden, then record it."""
+        recorder = self.recorder
+        recording = recorder.recording
+        self._metadata = None
+        recorder.hidden += 1
+        try:
+            out = original(kernel, *args, grid=grid, warmup=False, **kwargs)
+        finally:
+            recorder.hidden -= 1
+        if recording:
+            self.record(kernel, args, kwargs, grid)
+        return out
+
+    def record(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               grid: Any) -> None:
+        recorder = self.recorder
+        name = kernel_name(kernel)
+        self.count += 1
+        formula = registry.lookup(name)
+        if formula is not None:
+            recorder._formula(name, formula, args, kwargs)
+            return
+        bound = bind(kernel, args, kwargs)
+        nbytes, dtype = tensor_bytes(bound.values())
+        stated = self._stated(kernel, bound, grid, name)
+        label = recorder._name(name)
+        if stated is None:
+            recorder.unknown[name] = recorder.unknown.get(name, 0) + 1
+            recorder.kernels.append(K.vector(label, flops=0.0, nbytes=nbytes, dtype=dtype))
+            return
+        flops, width, stated_bytes = stated
+        recorder.kernels.append(Kernel(label, flops, stated_bytes if stated_bytes is not None
+                                       else nbytes, unit="matrix",
+                                       dtype=recorder.dtype or width or dtype or "fp32"))
+
+    def _stated(self, kernel: Any, bound: dict[str, Any], grid: Any,
+                name: str) -> tuple[float, str | None, float | None] | None:
+        """FLOPs, their precision and bytes from the kernel's ``launch_metadata``."""
+        data: Any = None
+        if self._metadata is not None:  # compiled: Triton's hook had it
+            data = self._metadata.get() if hasattr(self._metadata, "get") else self._metadata
+        else:
+            function = launch_metadata_of(kernel)
+            if function is None:
+                return None
+            size = grid(bound) if callable(grid) else grid
+            meta = types.SimpleNamespace(name=name, num_warps=None, num_stages=None,
+                                         num_ctas=1, shared=0)
+            data = function(tuple(size), meta, dict(bound))
+        if not isinstance(data, dict):
+            return None
+        flops, width = 0.0, None
+        found = False
+        for key, value in data.items():
+            match = _FLOPS_KEY.match(str(key))
+            if match and isinstance(value, (int, float)):
+                flops += float(value)
+                width = _WIDTH.get(match.group(1), width)
+                found = True
+        if not found:
+            return None
+        stated_bytes = data.get("bytes")
+        return flops, width, (float(stated_bytes) if isinstance(stated_bytes, (int, float))
+                              else None)
+
+
+_ACTIVE: list[Launches] = []
+
+
+def kernel_name(kernel: Any) -> str:
+    """The name a launch is known by: the kernel function's ``__name__``."""
+    fn = getattr(kernel, "fn", None)
+    return str(getattr(fn, "__name__", None) or getattr(kernel, "__name__", "triton_kernel"))
+
+
+def launch_metadata_of(kernel: Any) -> Any:
+    """The kernel's ``launch_metadata`` function (``triton.jit(launch_metadata=...)``)."""
+    function = getattr(kernel, "launch_metadata", None)
+    if function is None:
+        function = (getattr(kernel, "kwargs", None) or {}).get("launch_metadata")
+    return function if callable(function) else None
+
+
+def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The launch's arguments by the kernel's parameter names."""
+    names = list(getattr(kernel, "arg_names", ()) or ())
+    bound = dict(zip(names, args, strict=False))
+    bound.update({k: v for k, v in kwargs.items() if not names or k in names})
+    return bound
+
+
+def tensor_bytes(values: Any) -> tuple[float, str | None]:
+    """Bytes of the tensors among *values*, each once, and the widest float precision."""
+    import torch
+
+    seen: set[int] = set()
+    total = 0
+    dtype: str | None = None
+    for value in values:
+        tensor = getattr(value, "base", value) if not isinstance(value, torch.Tensor) else value
+        if not isinstance(tensor, torch.Tensor) or id(tensor) in seen:
+            continue
+        seen.add(id(tensor))
+        total += tensor.numel() * tensor.dtype.itemsize
+        dtype = K.wider(dtype, K.precision(tensor.dtype))
+    return float(total), dtype
+
+
+class _Within:
+    """The launches of one custom op's call: with a formula registered for the op they are
+    hidden (the formula counts the op); without one, they are the op's kernels."""
+
+    __slots__ = ("hide", "launches", "mark", "ran", "recorder")
+
+    def __init__(self, recorder: Any, launches: Launches, hide: bool) -> None:
+        self.recorder, self.launches, self.hide = recorder, launches, hide
+        self.mark = 0
+        self.ran = False
+
+    def __enter__(self) -> None:
+        self.mark = self.launches.count
+        if self.hide:
+            self.recorder.hidden += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self.hide:
+            self.recorder.hidden -= 1
+        self.ran = self.launches.count > self.mark
+
+
+def launches_in(recorder: Any, func: Any) -> _Within | None:
+    """For a ``torch.library`` op (not aten's) while Triton launches are watched: how its
+    launches count (see :class:`_Within`); None otherwise."""
+    launches = recorder.launches
+    if launches is None or launches not in _ACTIVE:
+        return None
+    namespace = getattr(func, "namespace", "aten")
+    if namespace in ("aten", "prim"):
+        return None
+    name = f"{namespace}::{func.overloadpacket.__name__}"
+    return _Within(recorder, launches, hide=registry.lookup(name) is not None)
+
+
+def _hook_count() -> int:
+    """Launch hooks this module has left with Triton (0 outside a trace)."""
+    knobs = sys.modules.get("triton.knobs")
+    hook = getattr(getattr(knobs, "runtime", None), "launch_enter_hook", None)
+    calls = getattr(hook, "calls", ())
+    return sum(1 for call in calls if getattr(call, "__self__", None).__class__ is Launches)
