@@ -34,6 +34,8 @@ EXPECTED, OUTCOME, MESSAGE, EXPECTATION = "expected", "outcome", "message", "exp
 MEASURED_SPREAD = "measured_spread"
 MEASURED_OTHER_CORES = "measured_other_cores"
 MEASURED_NOTE = "measured_note"
+#: Where a timed test's time came from ("roofline.measure median", "pytest-benchmark median").
+MEASURED_BY = "measured_by"
 #: The ops the workload ran without a formula (name -> calls).
 UNKNOWN = "unknown"
 NODEID = "nodeid"

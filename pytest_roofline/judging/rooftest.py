@@ -61,6 +61,7 @@ class RooflineTest:
         self._results: tuple[Result, ...] | None = None
         self._workload: Workload | None = None  # what self.workload last built
         self._measurements: list[Measurement] = []
+        self.measured_by: str | None = None  # where the measured time came from
 
     def __repr__(self) -> str:
         chips = ", ".join(c.name for c in self.hardware)
@@ -111,9 +112,17 @@ class RooflineTest:
         """Time ``fn(*args, **kwargs)`` (see :func:`pytest_roofline.measure`) against the
         test's workload; returns the Measurement. Several calls add up."""
         from ..measuring.timing import measure
+        from ..tracing import untraced
 
-        measurement = measure(fn, *args, **kwargs)
+        with untraced():  # in a trace=True body the timed calls are not the workload
+            measurement = measure(fn, *args, **kwargs)
+        return self.take_measurement(measurement, by="roofline.measure median")
+
+    def take_measurement(self, measurement: Measurement, *, by: str) -> Measurement:
+        """Judge the test against a time measured elsewhere (pytest-benchmark's rounds);
+        *by* says where it came from (the record's ``measured_by``)."""
         self._measurements.append(measurement)
+        self.measured_by = by if self.measured_by in (None, by) else "several"
         self._results = None
         return measurement
 
@@ -250,7 +259,16 @@ class RooflineTest:
                 self._results is not None or self._measurements):
             return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
                          derate=self._derate, analyzed=lambda: self._each(workload),
-                         spread=self.spread, other_cores=self._other_cores()), crosscheck
+                         spread=self.spread, other_cores=self._other_cores(),
+                         measured_by=self.measured_by), crosscheck
+        if workload is not None and self._measurements:  # trace=True's body and a timing
+            judged = workload
+            return judge(self._expectation, judged, flops_per_mac=self._flops_per_mac,
+                         derate=self._derate, analyzed=lambda: analyze_each(
+                             self._expectation, judged, flops_per_mac=self._flops_per_mac,
+                             derate=self._derate, measured=self._timing()),
+                         spread=self.spread, other_cores=self._other_cores(),
+                         measured_by=self.measured_by), crosscheck
         return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
                      derate=self._derate), crosscheck
 

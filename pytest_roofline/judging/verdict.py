@@ -92,11 +92,13 @@ class Judgement:
 def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac: int = 2,
           derate: float = 1.0,
           analyzed: Callable[[], Sequence[Result | str]] | None = None,
-          spread: float = 0.0, other_cores: float | None = None) -> Judgement:
+          spread: float = 0.0, other_cores: float | None = None,
+          measured_by: str | None = None) -> Judgement:
     """Analyze *workload* on the expectation's chips (or take *analyzed*'s results) and
     judge it. Problems that stop the analysis become :attr:`Judgement.error`. *spread* is
     the relative spread of a measurement the results carry; *other_cores*, the cores other
-    processes kept busy while it was timed (recorded as ``measured_other_cores``)."""
+    processes kept busy while it was timed (recorded as ``measured_other_cores``);
+    *measured_by*, where that time came from (``measured_by``)."""
     if workload is None:
         return Judgement("roofline: the test declared no workload: call roofline.add(...) in "
                          "the test, or pass workload= or flops=/bytes= to the marker")
@@ -134,6 +136,8 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             from ..measuring.diagnose import FASTER, is_faster
 
             fields[F.MEASURED_SPREAD] = float(spread)
+            if measured_by is not None:
+                fields[F.MEASURED_BY] = measured_by
             if other_cores is not None:
                 fields[F.MEASURED_OTHER_CORES] = round(float(other_cores), 2)
             if is_faster(check.result, spread):

@@ -120,11 +120,17 @@ class Runner:
         try:
             if test is not None and test.expectation.trace:
                 from ..tracing import Tracer
+                from .benchmark import TimingLoops, unwrap, wrap
 
                 expectation = test.expectation
                 tracer = expectation.tracer or Tracer()
                 with tracer.body(targets=expectation.trace_only) as recording:
-                    yield  # the test body, recorded
+                    fixture = wrap(item, recording)  # pytest-benchmark: one call recorded
+                    try:
+                        with TimingLoops(recording):
+                            yield  # the test body, recorded
+                    finally:
+                        unwrap(item, fixture)
                 test.body = self.traced(item, tracer, recording, expectation.strict)
             else:
                 yield  # the test body: its own failure propagates as the user's, never ours
@@ -135,6 +141,10 @@ class Runner:
             if test is not None:
                 del stash[TEST_KEY]  # its workloads and results are not needed after this
         if test is not None:  # the body passed: the verdict
+            if "benchmark" in getattr(item, "fixturenames", ()):
+                from .benchmark import take_timing
+
+                take_timing(item, test)
             self.verdict(item, test)
 
     def traced(self, item: pytest.Item, tracer: Any, recorder: Any, strict: bool) -> Any:

@@ -159,7 +159,14 @@ class RooflineSession:
         total = len(self)
         if not total or mode == "none":
             return []
-        from ..report.table import MEASURED_COLUMNS, has_measured, headroom, is_failure, summary
+        from ..report.table import (
+            MEASURED_COLUMNS,
+            has_measured,
+            headroom,
+            is_failure,
+            measured_by,
+            summary,
+        )
 
         if mode == "failed" or (mode == "auto" and total > AUTO_SUMMARY_ROWS):
             failed = [r for r in self._records if is_failure(r)]
@@ -173,6 +180,7 @@ class RooflineSession:
         lines = summary(records, mode=mode, width=width, auto_rows=AUTO_SUMMARY_ROWS,
                         notes=self.notes, extra_columns=MEASURED_COLUMNS if measured else ())
         if measured:
+            lines.append(measured_by(records))
             ranked = headroom(records, width=width)
             if len(ranked) > 2:  # a heading and a table of two or more tests
                 lines += ["", *ranked]

@@ -168,6 +168,19 @@ def has_measured(records: Sequence[Mapping[str, Any]]) -> bool:
     return any(isinstance(r.get("measured_s"), (int, float)) for r in records)
 
 
+def measured_by(records: Sequence[Mapping[str, Any]]) -> str:
+    """Where the measured times came from: ``measured: pytest-benchmark median (2 tests),
+    roofline.measure median (1 test)`` (tests counted once whatever their chips)."""
+    tests: dict[str, set[str]] = {}
+    for record in records:
+        if isinstance(record.get("measured_s"), (int, float)):
+            source = str(record.get("measured_by") or "roofline.measure median")
+            tests.setdefault(source, set()).add(str(record.get("nodeid", "")))
+    parts = [f"{source} ({len(ids)} test{'s' if len(ids) != 1 else ''})"
+             for source, ids in sorted(tests.items())]
+    return "measured: " + ", ".join(parts)
+
+
 def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10,
              width: int | None = None) -> list[str]:
     """Measured tests ranked by headroom: time share x (1 - efficiency).

@@ -22,7 +22,9 @@ The public function is ``pytest_roofline.trace``; this package is ``pytest_roofl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .. import dtypes
@@ -31,7 +33,7 @@ from ..workload import Kernel, Workload
 from ._base import TraceError, detect
 
 __all__ = ["FRAMEWORKS", "FUSION", "TraceError", "Tracer", "register_op", "require", "trace",
-           "unregister_op"]
+           "unregister_op", "untraced"]
 
 #: Fusion policies: "none" (every op round-trips memory), "epilogue" (elementwise ops after a
 #: matrix product stay on chip, layout ops are free).
@@ -54,6 +56,21 @@ def unregister_op(name: str) -> None:
     from . import registry
 
     registry.unregister_op(name)
+
+
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """While entered, no torch recording in progress (a ``trace=True`` body, a trace) records
+    anything: ``roofline.measure``'s timed calls are not the traced workload."""
+    module = sys.modules.get(f"{__name__}._torch")
+    active = list(getattr(module, "_ACTIVE", ()))
+    for recorder in active:
+        recorder.hidden += 1
+    try:
+        yield
+    finally:
+        for recorder in active:
+            recorder.hidden -= 1
 
 
 def require(framework: str) -> None:

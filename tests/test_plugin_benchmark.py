@@ -1,0 +1,108 @@
+"""pytest-benchmark suites under a roofline marker, as kernel teams write them: the
+workload is one call whatever the rounds (serial, ``--benchmark-disable``, ``-n 2``), and
+the measured time is pytest-benchmark's own median.
+
+Expected figures: ``F.layer_norm`` of a (64, 1024) fp32 tensor with weight and bias is
+7 FLOPs an element (ops.vector's layernorm: mean, subtract, square, mean, rsqrt-scale,
+weight, bias) = 7 · 65,536 = 458,752 FLOPs; it reads the input (262,144 B), weight and bias
+(4,096 B each) and writes the output (262,144 B), plus its mean and rstd (256 B each):
+532,992 B (eager torch: one kernel). Under any number of rounds the record must show
+exactly these, never a multiple.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_plugin import TOY_SPEC, plugin_args
+
+pytest.importorskip("pytest_benchmark")
+torch = pytest.importorskip("torch")
+pytest_plugins = ("pytester",)
+
+ISOLATE = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+
+LN_FLOPS = 7 * 64 * 1024
+
+SUITE = """
+import pytest
+import torch
+import torch.nn.functional as F
+
+X = torch.randn(64, 1024)
+W, B = torch.ones(1024), torch.zeros(1024)
+
+@pytest.mark.roofline(hw="toychip", trace=True)
+def test_layer_norm(benchmark):
+    y = benchmark(F.layer_norm, X, (1024,), W, B)
+    assert y.shape == X.shape
+
+@pytest.mark.roofline(hw="toychip", trace=True)
+def test_layer_norm_pedantic(benchmark):
+    benchmark.extra_info["kernel"] = "layer_norm"
+    benchmark.pedantic(F.layer_norm, args=(X, (1024,), W, B), rounds=7, iterations=3)
+
+@pytest.mark.roofline(hw="toychip", trace=True)
+def test_measured_too(benchmark, roofline):
+    benchmark(F.layer_norm, X, (1024,), W, B)
+    roofline.measure(F.layer_norm, X, (1024,), W, B)
+
+def test_plain_benchmark(benchmark):
+    benchmark(torch.add, X, X)
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".yaml", toychip=TOY_SPEC)
+    pytester.makeini("[pytest]\nroofline_specs = toychip.yaml\n")
+    pytester.makepyfile(test_bench=SUITE)
+    return pytester
+
+
+def _records(path: Path) -> dict[str, dict[str, object]]:
+    report = json.loads(path.read_text())
+    return {r["nodeid"].split("::")[1]: r for r in report["results"]}
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult,
+                                                         dict[str, dict[str, object]]]:
+    result = pytester.runpytest_subprocess(*plugin_args(), *ISOLATE, "--roofline-json=r.json",
+                                           "--roofline-summary=all", *args)
+    return result, _records(pytester.path / "r.json")
+
+
+def test_one_call_whatever_the_rounds_and_the_benchmarks_median(suite: pytest.Pytester) -> None:
+    result, records = _run(suite, "--benchmark-min-rounds=3", "--benchmark-max-time=0.02",
+                           "--benchmark-json=bench.json")
+    result.assert_outcomes(passed=4)
+    bench = {b["name"]: b for b in json.loads((suite.path / "bench.json").read_text())[
+        "benchmarks"]}
+    for name in ("test_layer_norm", "test_layer_norm_pedantic"):
+        record = records[name]
+        assert record["flops"] == LN_FLOPS, (name, record["flops"])
+        assert record["measured_by"] == "pytest-benchmark median"
+        # the very figure pytest-benchmark reports: nothing timed twice
+        assert record["measured_s"] == pytest.approx(bench[name]["stats"]["median"], rel=1e-9)
+    assert bench["test_layer_norm"]["stats"]["rounds"] >= 3
+    assert bench["test_layer_norm_pedantic"]["stats"]["rounds"] == 7
+    # roofline.measure's calls are not traced, and its measurement is the one kept
+    measured = records["test_measured_too"]
+    assert measured["flops"] == LN_FLOPS and measured["measured_by"] == "roofline.measure median"
+    result.stdout.fnmatch_lines(["measured: pytest-benchmark median (2 tests), roofline.measure "
+                                 "median (1 test)"])
+
+
+def test_the_same_workload_when_disabled_and_under_two_workers(suite: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    flops = {}
+    for args in (("--benchmark-disable",), ("-n", "2")):
+        result, records = _run(suite, *args)
+        result.assert_outcomes(passed=4)
+        flops[args] = {name: r["flops"] for name, r in records.items()}
+        # a disabled benchmark times nothing: no measurement is made up
+        assert "measured_by" not in records["test_layer_norm"]
+    assert all(f == {"test_layer_norm": LN_FLOPS, "test_layer_norm_pedantic": LN_FLOPS,
+                     "test_measured_too": LN_FLOPS} for f in flops.values()), flops
