@@ -139,7 +139,7 @@ def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
     kernels = out
     return Workload(kernels, footprint=workload.footprint, name=f"{workload.name}, overlapped",
                     knob=workload.knob, hint=workload.hint if hint is None else hint,
-                    unknown=workload.unknown)
+                    unknown=workload.unknown, assumed=workload.assumed)
 
 
 def apply(workload: Workload, overlap: object, what: str) -> Workload:

@@ -293,15 +293,20 @@ class Workload:
     traced custom op, a ``custom_call``) to how many calls of it the kernels hold: those
     kernels carry the op's bytes and no FLOPs, so the bound is not a lower bound on its
     compute. Composition adds the counts (``n * w`` keeps them: the names matter).
+
+    ``assumed`` names, the same way, each value a trace could not read and assumed (a
+    ``.item()`` of a meta tensor, a ``torch.cond`` predicate on meta, a loop's trip count
+    known only at run time) with what was assumed, and how many times.
     """
 
-    __slots__ = ("footprint", "hint", "kernels", "knob", "name", "unknown")
+    __slots__ = ("assumed", "footprint", "hint", "kernels", "knob", "name", "unknown")
     kernels: tuple[Kernel, ...]
     footprint: Number
     name: str
     knob: Knob | None
     hint: str
     unknown: Mapping[str, int]
+    assumed: Mapping[str, int]
 
     def __init__(
         self,
@@ -318,6 +323,7 @@ class Workload:
         knob: Knob | None = None,
         hint: str = "",
         unknown: Mapping[str, int] | None = None,
+        assumed: Mapping[str, int] | None = None,
     ) -> None:
         if not isinstance(name, str):
             raise WorkloadError(f"a workload's name must be a string, got {brief(name)}")
@@ -349,6 +355,7 @@ class Workload:
             raise WorkloadError(f"workload {name!r}: hint must be a string, got {brief(hint)}")
         set_(self, "hint", hint)
         set_(self, "unknown", _unknown(unknown, name))
+        set_(self, "assumed", _unknown(assumed, name, "assumed"))
 
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError(f"Workload is immutable; cannot set {key!r}")
@@ -385,7 +392,8 @@ class Workload:
         return Workload((*self.kernels, *other.kernels),
                         footprint=add_up((self.footprint, other.footprint)),
                         name=f"{self.name} + {other.name}",
-                        unknown=merge_unknown((self.unknown, other.unknown)))
+                        unknown=merge_unknown((self.unknown, other.unknown)),
+                        assumed=merge_unknown((self.assumed, other.assumed)))
 
     def __mul__(self, factor: object) -> Workload:
         if isinstance(factor, bool) or not (isinstance(factor, (int, float)) or is_array(factor)):
@@ -408,7 +416,7 @@ class Workload:
                 raise WorkloadError(f"workload {self.name!r}: cannot repeat {brief(times)} "
                                     f"times; give a finite number >= 0")
         return Workload([k.scaled(times) for k in self.kernels], footprint=self.footprint,
-                        name=self.name, unknown=self.unknown)
+                        name=self.name, unknown=self.unknown, assumed=self.assumed)
 
     def with_(self, *, name: str | None = None, footprint: object = None,
               knob: Knob | None = None, hint: str | None = None) -> Workload:
@@ -416,7 +424,8 @@ class Workload:
         return Workload(self.kernels, footprint=self.footprint if footprint is None else footprint,
                         name=self.name if name is None else name,
                         knob=self.knob if knob is None else knob,
-                        hint=self.hint if hint is None else hint, unknown=self.unknown)
+                        hint=self.hint if hint is None else hint, unknown=self.unknown,
+                        assumed=self.assumed)
 
 
 def holds_arrays(workload: Workload) -> bool:
@@ -490,20 +499,21 @@ def total(workloads: Iterable[Workload], name: str = "program") -> Workload:
         raise WorkloadError("total() of no workloads")
     kernels = [k for w in items for k in w.kernels]
     return Workload(kernels, footprint=add_up(w.footprint for w in items), name=name,
-                    unknown=merge_unknown(w.unknown for w in items))
+                    unknown=merge_unknown(w.unknown for w in items),
+                    assumed=merge_unknown(w.assumed for w in items))
 
 
 _NO_UNKNOWN: Mapping[str, int] = MappingProxyType({})
 
 
-def _unknown(value: object, name: str) -> Mapping[str, int]:
-    """A validated, read-only ``op name -> calls`` mapping (sorted by name)."""
+def _unknown(value: object, name: str, field: str = "unknown") -> Mapping[str, int]:
+    """A validated, read-only ``name -> calls`` mapping (sorted by name)."""
     if not value:
         return _NO_UNKNOWN
     if not isinstance(value, Mapping) or not all(
             isinstance(k, str) and k and isinstance(n, int) and not isinstance(n, bool)
             and n >= 1 for k, n in value.items()):
-        raise WorkloadError(f"workload {name!r}: unknown must map op names to call counts "
+        raise WorkloadError(f"workload {name!r}: {field} must map names to call counts "
                             f"(whole numbers >= 1), got {brief(value)}")
     return MappingProxyType(dict(sorted(value.items())))
 

@@ -214,7 +214,7 @@ def test_unknown_ops_add_up_when_workloads_compose() -> None:
     b = rl.Workload(flops=1.0, bytes=1.0, unknown={"x::y": 1, "z::w": 1})
     assert dict((a + b).unknown) == {"x::y": 3, "z::w": 1}
     assert dict((3 * a).unknown) == {"x::y": 2}
-    with pytest.raises(rl.WorkloadError, match="unknown must map op names"):
+    with pytest.raises(rl.WorkloadError, match="unknown must map names"):
         rl.Workload(flops=1.0, bytes=1.0, unknown={"x": 0})
 
 

@@ -157,7 +157,7 @@ class Runner:
             item.add_report_section("call", "roofline trace", f"left out of {name}: {left}\n")
         try:
             return tracer.finish(recorder.kernels, unknown=recorder.unknown, footprint=0.0,
-                                 name=name, strict=strict)
+                                 name=name, strict=strict, assumed=recorder.assumed)
         except RooflineError as exc:
             if recorder.kernels:
                 what = "strict=True: " if strict or tracer.strict else ""

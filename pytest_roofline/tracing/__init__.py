@@ -169,14 +169,17 @@ class Tracer:
         from ._mesh import MeshError
 
         try:
-            kernels, footprint, unknown = self._record(fn, args, kwargs, framework, fusion)
+            kernels, footprint, unknown, assumed = self._record(fn, args, kwargs, framework,
+                                                                fusion)
         except MeshError as exc:
             raise TraceError(str(exc)) from None
         name = self.name or f"trace({getattr(fn, '__name__', type(fn).__name__)})"
-        return self.finish(kernels, unknown=unknown, footprint=footprint, name=name)
+        return self.finish(kernels, unknown=unknown, footprint=footprint, name=name,
+                           assumed=assumed)
 
     def _record(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                framework: str, fusion: str) -> tuple[list[Kernel], float, dict[str, int]]:
+                framework: str, fusion: str
+                ) -> tuple[list[Kernel], float, dict[str, int], dict[str, int]]:
         if framework == "torch":
             if fusion != "none":
                 raise TraceError(f"Tracer: fusion={fusion!r}: eager torch runs op by op, every "
@@ -184,10 +187,13 @@ class Tracer:
             from . import _torch
 
             recorder = _torch.record(fn, args, kwargs, self.dtype, self.links, self.formulas)
-            return recorder.kernels, _torch.footprint(fn, args, kwargs), recorder.unknown
+            return (recorder.kernels, _torch.footprint(fn, args, kwargs), recorder.unknown,
+                    recorder.assumed)
         from . import _jax
 
-        return _jax.record(fn, args, kwargs, self.dtype, fusion, self.links, self.formulas)
+        kernels, footprint, unknown = _jax.record(fn, args, kwargs, self.dtype, fusion,
+                                                  self.links, self.formulas)
+        return kernels, footprint, unknown, {}
 
     def body(self, *, targets: Iterable[object] = ()) -> Any:
         """A context manager recording the torch ops run inside its block, as a test body:
@@ -202,13 +208,16 @@ class Tracer:
                               formulas=self.formulas)
 
     def finish(self, kernels: list[Kernel], *, unknown: dict[str, int], footprint: float,
-               name: str, strict: bool = False) -> Workload:
+               name: str, strict: bool = False,
+               assumed: dict[str, int] | None = None) -> Workload:
         """The end of every trace: under ``strict`` (this tracer's or the caller's) a
         TraceError naming the ops without a formula; the workload (a TraceError when nothing
-        worth a kernel ran); the collectives' overlap."""
+        worth a kernel ran; *assumed*: what the trace assumed, see ``Workload.assumed``); the
+        collectives' overlap."""
         if self.strict or strict:
             refuse_unknown(unknown, name)
-        traced = workload(kernels, footprint=footprint, name=name, unknown=unknown)
+        traced = workload(kernels, footprint=footprint, name=name, unknown=unknown,
+                          assumed=assumed)
         if self.overlap == "full":
             from ..overlap import overlapped
 
@@ -233,11 +242,12 @@ def refuse_unknown(unknown: dict[str, int], name: str) -> None:
 
 
 def workload(kernels: list[Kernel], *, footprint: float, name: str,
-             unknown: dict[str, int] | None = None) -> Workload:
+             unknown: dict[str, int] | None = None,
+             assumed: dict[str, int] | None = None) -> Workload:
     """The traced program, or a TraceError when it ran nothing worth a kernel."""
     if not kernels:
         raise TraceError(f"{name}: the traced code ran no op that reads or writes memory")
-    return Workload(kernels, footprint=footprint, name=name, unknown=unknown)
+    return Workload(kernels, footprint=footprint, name=name, unknown=unknown, assumed=assumed)
 
 
 _DEFAULT = Tracer()

@@ -166,6 +166,7 @@ VIEW = frozenset({"_unsafe_view", "detach", "alias", "lift_fresh", "empty", "emp
                   "_functional_assert_async", "_functional_sym_constrain_range",
                   "sym_constrain_range", "sym_constrain_range_for_size", "_nested_tensor_size",
                   "_print", "_check_is_size", "lift", "is_pinned", "_make_dep_token",
+                  "_is_all_true", "_is_any_true",
                   "equal", "_assert_tensor_metadata", "_empty_affine_quantized",
                   "_empty_per_channel_affine_quantized", "_version", "_conj", "_neg_view",
                   "resolve_conj", "resolve_neg", "as_strided", "squeeze", "unsqueeze",

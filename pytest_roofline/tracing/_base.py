@@ -49,10 +49,12 @@ def captured(fn: object) -> list[object]:
 
 
 def _framework_object(value: object) -> bool:
-    """An instance (not a class, not a module) of a torch or jax type: a Module, a tensor."""
+    """An instance (not a class, not a module) of a torch or jax type or of a subclass of
+    one: a tensor, a Module (the user's own ``class Net(nn.Module)`` too)."""
     if isinstance(value, type) or type(value).__name__ == "module":
         return False
-    return type(value).__module__.split(".")[0] in ("torch", "jax", "jaxlib", "flax")
+    return any(cls.__module__.split(".")[0] in ("torch", "jax", "jaxlib", "flax")
+               for cls in type(value).__mro__[:-1])
 
 
 def detect(fn: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

@@ -29,10 +29,10 @@ from torch.overrides import TorchFunctionMode
 
 from ..workload import Kernel
 from . import _aten as A
+from . import _compiled, _higher_order, _scalar_reads, _torch_mesh, _triton, registry
 from . import _kernels as K
 from . import _torch_args as T
 from . import _torch_compat as C
-from . import _torch_mesh, _triton, registry
 from . import known_ops as _shipped  # noqa: F401  (registers the shipped formulas)
 from ._base import captured
 from ._mesh import AxisLink
@@ -64,6 +64,8 @@ class Recorder:
         self.filtered = filtered
         self.inside = 0
         self.launches: Any = None  # the session's Triton launches (see _triton)
+        self.assumed: dict[str, int] = {}  # what the trace assumed where a value was unknown
+        self.reads = _scalar_reads.Reads()  # values read of meta tensors (the policy there)
 
     @property
     def recording(self) -> bool:
@@ -85,6 +87,10 @@ class Recorder:
     def _name(self, op: str) -> str:
         where = self.path[-1] if self.path else ""
         return f"{where}.{op}" if where else op
+
+    def assume(self, what: str) -> None:
+        """Note a value the trace could not read and assumed (named on the Workload)."""
+        self.assumed[what] = self.assumed.get(what, 0) + 1
 
     def leave_out(self, what: str) -> None:
         self.left_out[what] = self.left_out.get(what, 0) + 1
@@ -177,20 +183,33 @@ class Recorder:
 
 
 class _Dispatch(C.DispatchMode):  # type: ignore[misc]
+    supports_higher_order_operators = True  # cond, while_loop, wrap_triton: _higher_order
+
     def __init__(self, recorder: Recorder, targets: frozenset[Any] = frozenset()) -> None:
         super().__init__()
         self.recorder = recorder
         self.targets = targets  # ops traced by name (``trace=torch.ops.mylib.fancy``)
 
+    @_compiled.never_compiled
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
+        if _higher_order.is_higher_order(func):
+            return _higher_order.dispatch(self, func, args, kwargs)
+        if func.namespace == "aten" and not func.is_view:  # aten::matmul in a cond branch
+            parts = _higher_order.decomposed(self, func, args, kwargs)
+            if parts is not NotImplemented:
+                return parts
         if self.recorder.dtensors.declines(args, kwargs):
             return NotImplemented  # DTensor runs it: its local ops come back here
         recorder = self.recorder
+        if func in _scalar_reads.FUNCS and _scalar_reads.watches(func, args, kwargs):
+            return recorder.reads.answer(recorder, func, args)  # .item() of meta: the policy
         launched = _triton.launches_in(recorder, func)
         if launched is None:
             out = func(*args, **kwargs)
+            if func.overloadpacket in _scalar_reads.ALL:
+                recorder.reads.note(func, out)
         else:  # a custom op that may launch Triton kernels: they are its kernels
             with launched:
                 out = func(*args, **kwargs)
@@ -296,7 +315,7 @@ def module_names(*roots: object) -> dict[int, str]:
     for root in roots:
         if isinstance(root, torch.nn.Module):
             for name, module in root.named_modules():
-                names.setdefault(id(module), name)
+                names.setdefault(id(module), _compiled.module_path(name))
     return names
 
 
@@ -336,6 +355,7 @@ class Session:
         self._profile: Any = None
         self._launches = _triton.Launches(self.recorder)
         self.recorder.launches = self._launches
+        self._eager = _compiled.Eager()  # torch.compile'd code runs as its eager code
 
     def _enter_module(self, module: torch.nn.Module, args: object) -> None:
         if id(module) in self._modules:
@@ -370,6 +390,7 @@ class Session:
         if self._codes:
             self._profile = sys.getprofile()
             sys.setprofile(self._follow)
+        self._eager.__enter__()
         self._launches.__enter__()
         self._functions.__enter__()
         self._dispatch.__enter__()
@@ -381,6 +402,7 @@ class Session:
             self._functions.__exit__(*exc)
         finally:
             self._launches.__exit__(*exc)
+            self._eager.__exit__(*exc)
             if self._codes:
                 sys.setprofile(self._profile)
             for hook in self._hooks:
