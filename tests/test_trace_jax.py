@@ -177,8 +177,13 @@ def test_a_while_loop_counts_its_body_once_and_a_cond_its_cheapest_branch():
     def branch(p, x, w):
         return jax.lax.cond(p, lambda x: (x @ w) @ w, lambda x: x @ w, x)
 
-    assert _matrix_flops(rl.trace(loop, x, w)) == one  # trip count unknown: a lower bound
+    looped = rl.trace(loop, x, w)
+    assert _matrix_flops(looped) == one  # trip count unknown: a lower bound, and marked
+    assert dict(looped.assumed) == {
+        "jax while_loop: trip count known at run time only, body counted once": 1}
     assert _matrix_flops(rl.trace(branch, _spec(dtype=jnp.bool_), x, w)) == one
+    scanned = rl.trace(lambda x, w: jax.lax.fori_loop(0, 10, lambda i, x: x @ w, x), x, w)
+    assert _matrix_flops(scanned) == 10 * one and not scanned.assumed  # a known trip count
 
 
 def test_the_fixture_traces_jax_code(pytester: pytest.Pytester) -> None:

@@ -176,3 +176,51 @@ def test_nothing_is_patched_outside_a_trace() -> None:
     rl.trace(tk.add, torch.ones(4), torch.ones(4))  # type: ignore[attr-defined]
     assert InterpretedFunction.run is before
     assert _triton._hook_count() == 0
+
+
+def test_a_trace_true_test_is_one_kernel_unknown_until_register_op(
+        pytester: pytest.Pytester) -> None:
+    from test_plugin import ISOLATE, TOY_SPEC, plugin_args
+
+    pytester.makefile(".yaml", toychip=TOY_SPEC)
+    pytester.makeini("[pytest]\nroofline_specs = toychip.yaml\n")
+    pytester.makepyfile(test_kernel="""
+import pytest
+import torch
+import pytest_roofline as rl
+import triton_kernels as tk
+
+def formula(a, b, c, M, N, K, *rest, **meta):
+    return rl.ops.matmul(M, N, K, dtype="fp16")
+
+A = torch.randn(128, 256, dtype=torch.float16)
+B = torch.randn(256, 192, dtype=torch.float16)
+
+@pytest.mark.roofline(hw="toychip", trace=True)
+def test_unknown():
+    tk.matmul(A, B)
+
+@pytest.mark.roofline(hw="toychip", trace=True, strict=True)
+def test_strict():
+    tk.matmul(A, B)
+
+@pytest.mark.roofline(hw="h100", trace=True, strict=True)
+def test_counted():
+    rl.register_op("matmul_kernel", formula)
+    try:
+        tk.matmul(A, B)
+    finally:
+        rl.unregister_op("matmul_kernel")
+""")
+    result = pytester.runpytest_inprocess(*plugin_args(), *ISOLATE, "--roofline-json=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*strict=True*matmul_kernel x1*register_op('matmul_kernel'*"])
+    import json
+
+    records = {r["nodeid"].split("::")[1]: r for r in json.loads(
+        (pytester.path / "r.json").read_text())["results"]}
+    assert records["test_unknown"]["unknown"] == {"matmul_kernel": 1}
+    assert records["test_unknown"]["flops"] == 0.0  # and said so: "1 op without a formula"
+    assert "without a formula" in records["test_unknown"]["message"]
+    assert records["test_counted"]["flops"] == MATMUL_FLOPS
+    assert records["test_counted"]["bytes"] == MATMUL_BYTES

@@ -155,6 +155,9 @@ class Runner:
         if recorder.left_out:
             left = ", ".join(f"{what} x{n}" for what, n in sorted(recorder.left_out.items()))
             item.add_report_section("call", "roofline trace", f"left out of {name}: {left}\n")
+        if recorder.assumed:  # values the body read of meta tensors, and loops' trip counts
+            said = "".join(f"  {what} x{n}\n" for what, n in sorted(recorder.assumed.items()))
+            item.add_report_section("call", "roofline trace", f"assumed in {name}:\n{said}")
         try:
             return tracer.finish(recorder.kernels, unknown=recorder.unknown, footprint=0.0,
                                  name=name, strict=strict, assumed=recorder.assumed)

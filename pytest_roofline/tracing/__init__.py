@@ -191,9 +191,7 @@ class Tracer:
                     recorder.assumed)
         from . import _jax
 
-        kernels, footprint, unknown = _jax.record(fn, args, kwargs, self.dtype, fusion,
-                                                  self.links, self.formulas)
-        return kernels, footprint, unknown, {}
+        return _jax.record(fn, args, kwargs, self.dtype, fusion, self.links, self.formulas)
 
     def body(self, *, targets: Iterable[object] = ()) -> Any:
         """A context manager recording the torch ops run inside its block, as a test body:

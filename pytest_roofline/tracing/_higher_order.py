@@ -72,6 +72,7 @@ def dispatch(mode: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     return out
 
 
+
 def _cond(mode: Any, pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
           operands: Any = ()) -> Any:
     recorder = mode.recorder

@@ -7,7 +7,7 @@ taps that fall on padding, as XLA's cost analysis does (torch's counter counts t
 equal XLA's figures. Sub-programs (``pjit``, ``custom_jvp``/``custom_vjp``, ``remat``,
 ``closed_call``) are walked in place; a ``scan`` body counts ``length`` times; a
 ``while_loop`` body once (its trip count is not known before it runs: the bound stays a
-lower bound); a ``cond`` counts its cheapest branch.
+lower bound, and ``Workload.assumed`` names the loop); a ``cond`` counts its cheapest branch.
 
 Fusion policies (bytes only; FLOPs never change):
 
@@ -97,6 +97,7 @@ class _Walk:
         self.inside = False  # flattening a shard_map body
         self.per_chip: set[int] = set()  # ids of the kernels of shard_map bodies (per chip)
         self.collectives: set[int] = set()  # ids of the collectives' kernels
+        self.assumed: dict[str, int] = {}  # loops whose trip count is known at run time only
 
     def walk(self, jaxpr: Any, count: float) -> None:
         ops: list[_Op] = []
@@ -192,6 +193,8 @@ class _Walk:
         if name == "scan":
             return self._sub(params["jaxpr"].jaxpr, count * params["length"])
         if name == "while":
+            what = "jax while_loop: trip count known at run time only, body counted once"
+            self.assumed[what] = self.assumed.get(what, 0) + 1
             return (self._sub(params["cond_jaxpr"].jaxpr, count)
                     + self._sub(params["body_jaxpr"].jaxpr, count))
         branches = [self._sub(b.jaxpr, count) for b in params["branches"]]
@@ -203,6 +206,8 @@ class _Walk:
         for op, calls in walker.unknown.items():
             self.unknown[op] = self.unknown.get(op, 0) + calls
         self.collectives.update(walker.collectives)
+        for what, calls in walker.assumed.items():
+            self.assumed[what] = self.assumed.get(what, 0) + calls
         return walker.kernels
 
     def _unknown(self, op: _Op, name: str) -> list[Kernel]:
@@ -298,9 +303,9 @@ def _block_traffic(block: C.Block, grid: tuple[int, ...]) -> float:
 def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
            dtype: str | None, fusion: str, links: dict[str, AxisLink] | None = None,
            formulas: registry.Formulas | None = None,
-           ) -> tuple[list[Kernel], float, dict[str, int]]:
-    """The kernels of ``fn(*args, **kwargs)``, the bytes of its arguments and the
-    primitives without a formula."""
+           ) -> tuple[list[Kernel], float, dict[str, int], dict[str, int]]:
+    """The kernels of ``fn(*args, **kwargs)``, the bytes of its arguments, the
+    primitives without a formula and what was assumed (loops of run-time length)."""
     target = partial(fn, **kwargs) if kwargs else fn
     closed = jax.make_jaxpr(target)(*args)
     walker = _Walk(dtype, fusion, links, formulas=formulas)
@@ -308,7 +313,7 @@ def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     footprint = sum(_bytes(v) for v in closed.jaxpr.invars)
     mesh = _jax_spmd.sharded_mesh(args, kwargs)
     if mesh is None:
-        return walker.kernels, float(footprint), walker.unknown
+        return walker.kernels, float(footprint), walker.unknown, walker.assumed
     # a partitioned program (jit with NamedSharding inputs), per chip (see _jax_spmd): the
     # global program's work shared among the chips, a shard_map body's as it is (already
     # one chip's), and every collective once, from the compiled program (which holds the
@@ -319,4 +324,5 @@ def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     moved, unknown = _jax_spmd.collectives(fn, args, kwargs, mesh, links or {})
     for op, calls in unknown.items():
         walker.unknown[op] = walker.unknown.get(op, 0) + calls
-    return kernels + moved, _jax_spmd.footprint(args, kwargs), walker.unknown
+    return (kernels + moved, _jax_spmd.footprint(args, kwargs), walker.unknown,
+            walker.assumed)
