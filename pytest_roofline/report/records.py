@@ -37,7 +37,9 @@ and each RECORD is the roofline of one test on one chip (figures in SI units)::
 
 A test that timed its kernel (``roofline.measure()``) adds ``"measured_s"`` (the median time,
 s), ``"efficiency"`` (roofline time / measured time), ``"measured_spread"`` (IQR / median),
-``"measured_other_cores"`` (the cores other processes kept busy meanwhile, where known),
+``"measured_by"`` (where the time came from: ``"roofline.measure median"``,
+``"pytest-benchmark median"``), ``"measured_other_cores"`` (the cores other processes kept
+busy meanwhile, where known),
 ``"roof_threads"`` (when the memory roof of that many threads of a calibrated CPU was used)
 and, when the run beat the bound beyond its spread, ``"measured_note": "faster-than-bound"``.
 
