@@ -224,3 +224,24 @@ def test_counted():
     assert "without a formula" in records["test_unknown"]["message"]
     assert records["test_counted"]["flops"] == MATMUL_FLOPS
     assert records["test_counted"]["bytes"] == MATMUL_BYTES
+
+
+
+def test_an_autotuned_launch_keeps_the_chosen_configuration_only() -> None:
+    """``triton.autotune`` benchmarks its configurations by launching each (on a GPU; the
+    interpreter has no driver to time them with): only the launch with the chosen one is
+    the program's work."""
+    from pytest_roofline.tracing._torch import Recorder
+
+    recorder = Recorder({}, None)
+    launches = _triton.Launches(recorder)
+    x = torch.ones(10)
+    first = len(launches._log)
+    for _ in range(3):  # two benchmarked configurations, then the chosen one
+        launches.record(tk.add_kernel, (x, x, x, 10), {}, (1,))  # type: ignore[attr-defined]
+    launches.keep_last(first)
+    assert [k.name for k in recorder.kernels] == ["add_kernel"]
+    assert recorder.unknown == {"add_kernel": 1} and launches.count == 1
+    from triton.runtime.autotuner import Autotuner
+
+    assert "run" in Autotuner.__dict__  # the method the watcher wraps

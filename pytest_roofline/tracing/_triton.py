@@ -20,6 +20,8 @@ What a launch is charged:
   a word) and strict tracing refuses it.
 * **Bytes**: each tensor argument once, whole (the blocks that cross the kernel's boundary,
   as for a Pallas kernel), or the metadata's ``"bytes"`` when the kernel states them.
+* **Autotuning**: the configurations ``triton.autotune`` benchmarks on a launch are not the
+  program's work; the launch it makes with the chosen configuration is recorded.
 * **Unit**: Triton's metadata does not say whether the FLOPs ran on the matrix units; they
   are priced at the matrix peak, the faster roof, so the time stays a lower bound
   (``register_op`` with ``ops`` formulas splits matrix and vector work exactly).
@@ -56,6 +58,9 @@ def _classes() -> list[type]:
     if interpreter is not None and isinstance(getattr(interpreter, "InterpretedFunction",
                                                       None), type):
         found.append(interpreter.InterpretedFunction)
+    tuner = sys.modules.get("triton.runtime.autotuner")
+    if found and tuner is not None and isinstance(getattr(tuner, "Autotuner", None), type):
+        found.append(tuner.Autotuner)
     return found
 
 
@@ -68,6 +73,7 @@ class Launches:
         self._patched: list[tuple[type, Any]] = []
         self._metadata: Any = None
         self._knobs: Any = None
+        self._log: list[tuple[int, str | None]] = []  # per launch: first kernel, unknown name
 
     def __enter__(self) -> Launches:
         classes = _classes()
@@ -77,7 +83,8 @@ class Launches:
             original = cls.__dict__.get("run")
             if original is None or getattr(original, "_roofline_launch", False):
                 continue  # an outer trace watches already: it hands launches to the inner one
-            cls.run = self._wrap(original)  # type: ignore[attr-defined]
+            wrap = self._tuned if cls.__name__ == "Autotuner" else self._wrap
+            cls.run = wrap(original)  # type: ignore[attr-defined]
             self._patched.append((cls, original))
         knobs = sys.modules.get("triton.knobs")
         runtime = getattr(knobs, "runtime", None)
@@ -112,6 +119,37 @@ class Launches:
         run._roofline_launch = True  # type: ignore[attr-defined]
         return run
 
+    def _tuned(self, original: Any) -> Any:
+        """``Autotuner.run``: the configurations it benchmarks are not the program's work;
+        the launch it makes with the chosen one is."""
+        def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            watcher = _ACTIVE[-1] if _ACTIVE else None
+            if watcher is None:
+                return original(tuner, *args, **kwargs)
+            first = len(watcher._log)
+            out = original(tuner, *args, **kwargs)
+            watcher.keep_last(first)
+            return out
+
+        run._roofline_launch = True  # type: ignore[attr-defined]
+        return run
+
+    def keep_last(self, first: int) -> None:
+        """Forget the launches recorded since launch number *first*, but the last."""
+        dropped = self._log[first:-1]
+        if not dropped:
+            return
+        recorder = self.recorder
+        start, end = dropped[0][0], self._log[-1][0]
+        del recorder.kernels[start:end]
+        for _, name in dropped:
+            if name is not None:
+                recorder.unknown[name] -= 1
+                if not recorder.unknown[name]:
+                    del recorder.unknown[name]
+        self._log[first:] = [(start, self._log[-1][1])]
+        self.count -= len(dropped)
+
     def launch(self, original: Any, kernel: Any, args: tuple[Any, ...],
                kwargs: dict[str, Any], grid: Any) -> Any:
         """Run one launch with the recorder's view of its copies hidden, then record it."""
@@ -133,6 +171,7 @@ class Launches:
         name = kernel_name(kernel)
         self.count += 1
         formula = registry.lookup(name)
+        self._log.append((len(recorder.kernels), None))
         if formula is not None:
             recorder._formula(name, formula, args, kwargs)
             return
@@ -141,6 +180,7 @@ class Launches:
         stated = self._stated(kernel, bound, grid, name)
         label = recorder._name(name)
         if stated is None:
+            self._log[-1] = (self._log[-1][0], name)
             recorder.unknown[name] = recorder.unknown.get(name, 0) + 1
             recorder.kernels.append(K.vector(label, flops=0.0, nbytes=nbytes, dtype=dtype))
             return

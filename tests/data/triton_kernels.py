@@ -114,3 +114,4 @@ def _matmul_metadata(grid: object, kernel: object, args: dict[str, object]) -> d
 
 
 stated_matmul_kernel = triton.jit(matmul_kernel.fn, launch_metadata=_matmul_metadata)
+
