@@ -51,6 +51,10 @@ def test_measured_too(benchmark, roofline):
 
 def test_plain_benchmark(benchmark):
     benchmark(torch.add, X, X)
+
+@pytest.mark.roofline(hw="host", trace=True)
+def test_on_this_machine(benchmark):
+    benchmark(F.layer_norm, X, (1024,), W, B)
 """
 
 
@@ -74,13 +78,14 @@ def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult,
     return result, _records(pytester.path / "r.json")
 
 
-def test_one_call_whatever_the_rounds_and_the_benchmarks_median(suite: pytest.Pytester) -> None:
+def test_one_call_whatever_the_rounds_and_the_benchmarks_median(
+        suite: pytest.Pytester, host_cache: Path) -> None:
     result, records = _run(suite, "--benchmark-min-rounds=3", "--benchmark-max-time=0.02",
                            "--benchmark-json=bench.json")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
     bench = {b["name"]: b for b in json.loads((suite.path / "bench.json").read_text())[
         "benchmarks"]}
-    for name in ("test_layer_norm", "test_layer_norm_pedantic"):
+    for name in ("test_layer_norm", "test_layer_norm_pedantic", "test_on_this_machine"):
         record = records[name]
         assert record["flops"] == LN_FLOPS, (name, record["flops"])
         assert record["measured_by"] == "pytest-benchmark median"
@@ -91,18 +96,22 @@ def test_one_call_whatever_the_rounds_and_the_benchmarks_median(suite: pytest.Py
     # roofline.measure's calls are not traced, and its measurement is the one kept
     measured = records["test_measured_too"]
     assert measured["flops"] == LN_FLOPS and measured["measured_by"] == "roofline.measure median"
-    result.stdout.fnmatch_lines(["measured: pytest-benchmark median (2 tests), roofline.measure "
+    host = records["test_on_this_machine"]  # hw="host": % of this machine's calibrated roof
+    assert host["hw"] == "host" and host["efficiency"] > 0
+    result.stdout.fnmatch_lines(["measured: pytest-benchmark median (3 tests), roofline.measure "
                                  "median (1 test)"])
 
 
-def test_the_same_workload_when_disabled_and_under_two_workers(suite: pytest.Pytester) -> None:
+def test_the_same_workload_when_disabled_and_under_two_workers(
+        suite: pytest.Pytester, host_cache: Path) -> None:
     pytest.importorskip("xdist")
     flops = {}
     for args in (("--benchmark-disable",), ("-n", "2")):
         result, records = _run(suite, *args)
-        result.assert_outcomes(passed=4)
+        result.assert_outcomes(passed=5)
         flops[args] = {name: r["flops"] for name, r in records.items()}
         # a disabled benchmark times nothing: no measurement is made up
         assert "measured_by" not in records["test_layer_norm"]
     assert all(f == {"test_layer_norm": LN_FLOPS, "test_layer_norm_pedantic": LN_FLOPS,
-                     "test_measured_too": LN_FLOPS} for f in flops.values()), flops
+                     "test_measured_too": LN_FLOPS, "test_on_this_machine": LN_FLOPS}
+               for f in flops.values()), flops
