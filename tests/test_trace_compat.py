@@ -142,3 +142,20 @@ def test_jax_pallas_call_params() -> None:
     assert [(b.array_bytes, b.block_bytes) for b in blocks] == [(512 * 256 * 4,
                                                                  128 * 256 * 4)] * 2
     assert blocks[0].index_at is not None and blocks[0].index_at(3, 1) == (3, 0)
+
+
+def test_torch_dynamo_skip_higher_order_ops_and_implicit_decompositions() -> None:
+    torch = pytest.importorskip("torch")
+    from pytest_roofline.tracing import _torch_compat as C
+
+    def plain(x: object) -> object:
+        return x
+
+    C.skip_dynamo(plain.__code__)  # dynamo's frame strategy, set without importing dynamo
+    assert plain(3) == 3
+    assert C.is_higher_order(torch.ops.higher_order.cond)
+    assert not C.is_higher_order(torch.ops.aten.mm.default)
+    assert C.has_implicit_decomposition(torch.ops.aten.matmul.default)
+    assert not C.has_implicit_decomposition(torch.ops.aten.mm.default)
+    assert C.LOCAL_SCALAR_DENSE.name() == "aten::_local_scalar_dense"
+    assert C.TO_COPY in C.HOST_COPIES and len(C.HOST_COPIES) == 3

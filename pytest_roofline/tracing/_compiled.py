@@ -73,15 +73,9 @@ def never_compiled(method: F) -> F:
 
     torch's own way (``torch._disable_dynamo``) imports ``torch._dynamo`` on the first op
     (seconds); this sets the same skip on the code object through dynamo's C extension,
-    which ``import torch`` loads already (``torch._C._dynamo.eval_frame``: a frame
-    execution strategy of SKIP for the frame and every frame it calls). That private API is
-    used here only; tests/test_trace_compile.py fails when it changes.
+    which ``import torch`` loads already (``_torch_compat.skip_dynamo``).
     """
-    try:
-        from torch._C._dynamo import eval_frame
-    except ImportError:  # a torch without dynamo: nothing compiles it
-        return method
-    action = eval_frame._FrameAction
-    eval_frame.set_code_exec_strategy(
-        method.__code__, eval_frame._FrameExecStrategy(action.SKIP, action.SKIP))
+    from ._torch_compat import skip_dynamo
+
+    skip_dynamo(method.__code__)
     return method

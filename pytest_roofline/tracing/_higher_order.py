@@ -35,6 +35,7 @@ import torch
 
 from . import _kernels as K
 from . import _torch_args as T
+from . import _torch_compat as C
 
 #: The HOPs of ``wrap_triton``: their launches are recorded by the Triton watcher.
 _TRITON = frozenset({"triton_kernel_wrapper_mutation", "triton_kernel_wrapper_functional"})
@@ -123,24 +124,18 @@ def _while_loop(mode: Any, cond_fn: Callable[..., Any], body_fn: Callable[..., A
     return carry
 
 
-_IMPLICIT = torch._C.DispatchKey.CompositeImplicitAutograd
-
-
 def decomposed(mode: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """An op that reaches the mode undecomposed (``aten::matmul`` inside a ``cond`` branch,
     which runs below autograd): its decomposition run under the mode, so its parts are
     recorded as they are everywhere else (as FlopCounterMode does); NotImplemented for an
     op that has none."""
-    if not torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _IMPLICIT):
+    if not C.has_implicit_decomposition(func):
         return NotImplemented
     with mode:
         return func.decompose(*args, **kwargs)
 
 
-def is_higher_order(func: object) -> bool:
-    """True for a higher-order operator (``torch._ops.HigherOrderOperator``: the one place
-    the tracer names that class; tests/test_trace_higher_order.py checks it)."""
-    return isinstance(func, torch._ops.HigherOrderOperator)
+is_higher_order = C.is_higher_order
 
 
 def _flex_attention(recorder: Any, args: tuple[Any, ...], out: Any) -> None:

@@ -29,15 +29,15 @@ from typing import Any
 
 import torch
 
+from . import _torch_compat as C
 from ._base import TraceError
 
 #: The op every value read of a tensor dispatches (``item``, ``bool``, ``int``, ``float``).
-_READ = torch.ops.aten._local_scalar_dense.default
+_READ = C.LOCAL_SCALAR_DENSE
 #: Reductions whose truth value the neutral answer depends on.
 _ALL = frozenset({torch.ops.aten.all, torch.ops.aten.any})
 #: Copies that bring a tensor's values to the host (``.tolist()``, ``.cpu()`` of meta).
-_COPIES = frozenset({torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default,
-                     torch.ops.aten._copy_from.default})
+_COPIES = C.HOST_COPIES
 
 #: Every op :func:`watches` looks at (one set lookup an op on the tracer's hot path).
 FUNCS = frozenset({_READ, *_COPIES})
@@ -62,7 +62,7 @@ def watches(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 
 def _target_device(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    if func is torch.ops.aten._to_copy.default:  # a dtype or layout change stays on meta
+    if func is C.TO_COPY:  # a dtype or layout change stays on meta
         device = kwargs.get("device")
         return "meta" if device is None or torch.device(device).type == "meta" else "host"
     target = args[0] if args else None

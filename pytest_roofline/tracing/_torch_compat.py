@@ -11,7 +11,15 @@ the newest torch the index serves):
 * :func:`argument_names`: an op's argument names, from its ``_schema``;
 * :func:`process_group`: the ProcessGroup a functional collective's group name stands for
   (``_resolve_process_group``);
-* :func:`is_fake`: whether a tensor is a fake tensor (shapes only; ``torch._subclasses``).
+* :func:`is_fake`: whether a tensor is a fake tensor (shapes only; ``torch._subclasses``);
+* :func:`skip_dynamo`: a code object dynamo neither compiles nor enters (dynamo's C-level
+  frame execution strategy, ``torch._C._dynamo.eval_frame``: ``torch._disable_dynamo``
+  would import torch._dynamo, seconds, on the first op);
+* :func:`is_higher_order`: whether an op is a higher-order operator (``torch._ops``);
+* :func:`has_implicit_decomposition`: whether an op has a CompositeImplicitAutograd kernel
+  (``torch._C._dispatch_has_kernel_for_dispatch_key``), so ``func.decompose`` applies;
+* :data:`LOCAL_SCALAR_DENSE`, :data:`HOST_COPIES`: the aten ops a value read
+  (``.item()``) and a copy to the host dispatch (underscore names of aten).
 """
 
 from __future__ import annotations
@@ -21,7 +29,9 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["DispatchMode", "TorchDispatchMode", "argument_names", "is_fake", "process_group"]
+__all__ = ["HOST_COPIES", "LOCAL_SCALAR_DENSE", "TO_COPY", "DispatchMode", "TorchDispatchMode",
+           "argument_names", "has_implicit_decomposition", "is_fake", "is_higher_order",
+           "process_group", "skip_dynamo"]
 
 
 class DispatchMode(TorchDispatchMode):  # type: ignore[misc]
@@ -49,3 +59,36 @@ def is_fake(tensor: torch.Tensor) -> bool:
     from torch._subclasses.fake_tensor import is_fake as _is_fake
 
     return bool(_is_fake(tensor))
+
+
+def skip_dynamo(code: Any) -> None:
+    """Have dynamo skip frames of *code* and every frame they call (as
+    ``torch._dynamo.disable`` does), without importing torch._dynamo."""
+    try:
+        from torch._C._dynamo import eval_frame
+    except ImportError:  # a torch without dynamo: nothing compiles it
+        return
+    action = eval_frame._FrameAction
+    eval_frame.set_code_exec_strategy(code,
+                                      eval_frame._FrameExecStrategy(action.SKIP, action.SKIP))
+
+
+def is_higher_order(func: object) -> bool:
+    """True for a higher-order operator (``torch.cond``'s, ``wrap_triton``'s, ...)."""
+    return isinstance(func, torch._ops.HigherOrderOperator)
+
+
+_IMPLICIT = torch._C.DispatchKey.CompositeImplicitAutograd
+
+
+def has_implicit_decomposition(func: Any) -> bool:
+    """True when *func* has a CompositeImplicitAutograd kernel (``func.decompose`` runs it)."""
+    return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _IMPLICIT))
+
+
+#: ``Tensor.item()``, ``bool()``, ``int()``, ``float()`` dispatch this op.
+LOCAL_SCALAR_DENSE = torch.ops.aten._local_scalar_dense.default
+#: ``.to(device)``, ``.cpu()``, ``.tolist()``: the copy a value read of a whole tensor makes.
+TO_COPY = torch.ops.aten._to_copy.default
+HOST_COPIES = frozenset({TO_COPY, torch.ops.aten.copy_.default,
+                         torch.ops.aten._copy_from.default})
