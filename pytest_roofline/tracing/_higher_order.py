@@ -124,12 +124,19 @@ def _while_loop(mode: Any, cond_fn: Callable[..., Any], body_fn: Callable[..., A
     return carry
 
 
+#: Whether an op has a CompositeImplicitAutograd kernel, per op (asked once each).
+_IMPLICIT: dict[Any, bool] = {}
+
+
 def decomposed(mode: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """An op that reaches the mode undecomposed (``aten::matmul`` inside a ``cond`` branch,
     which runs below autograd): its decomposition run under the mode, so its parts are
     recorded as they are everywhere else (as FlopCounterMode does); NotImplemented for an
     op that has none."""
-    if not C.has_implicit_decomposition(func):
+    implicit = _IMPLICIT.get(func)
+    if implicit is None:
+        implicit = _IMPLICIT[func] = C.has_implicit_decomposition(func)
+    if not implicit:
         return NotImplemented
     with mode:
         return func.decompose(*args, **kwargs)
