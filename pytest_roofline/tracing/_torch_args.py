@@ -20,11 +20,17 @@ def tensors(value: object) -> Iterable[torch.Tensor]:
             yield from tensors(item)
 
 
-def operands(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
-    """The tensors among an op's positional and keyword arguments, in order."""
+def operands(args: tuple[Any, ...], kwargs: dict[str, Any],
+             func: Any = None) -> list[torch.Tensor]:
+    """The tensors among an op's positional and keyword arguments, in order. With the op
+    (*func*), an ``out=`` tensor (a keyword-only argument its schema marks written) is left
+    out: the op writes it (it is among the op's outputs), it never reads it."""
     found = list(tensors(args))
     if kwargs:
-        found += tensors(list(kwargs.values()))
+        written = {a.name for a in func._schema.arguments
+                   if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+                   } if func is not None else set()
+        found += tensors([v for k, v in kwargs.items() if k not in written])
     return found
 
 
