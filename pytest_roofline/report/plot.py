@@ -187,7 +187,15 @@ def _point(nodeid: str, record: Mapping[str, Any], regressed: bool) -> Point | N
     measured = flops / measured_s if flops and measured_s and measured_s > 0 else None
     return Point(short_name(nodeid), nodeid, str(record.get("dtype")), intensity, performance,
                  str(record.get("regime", "")), str(record.get("outcome", "")), regressed,
-                 measured, _number(record, "efficiency"))
+                 measured, _efficiency(record))
+
+
+def _efficiency(record: Mapping[str, Any]) -> float | None:
+    """The record's efficiency, None where the run beat its bound (never drawn above 100%)."""
+    value = _number(record, "efficiency")
+    if value is None or value > 1 or record.get("measured_note") == "faster-than-bound":
+        return None
+    return value
 
 
 def charts(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
