@@ -137,6 +137,9 @@ class Joiner:
             return None, result
         group = _Group(op.name, shapes_of(op), None if isinstance(result, str) else result,
                        "tf32" if tf32 else None)
+        if not isinstance(result, str):  # the traced kernels' names (mm, addmm, ...)
+            for kernel in result.kernels:
+                group.kernels.setdefault(kernel.name)
         self.groups[key] = group
         return group, ""
 

@@ -37,7 +37,7 @@ class KernelRow:
 
     op: str  # the recorded op, aten::addmm
     shapes: str  # its inputs, 64x256 fp32, 256x512 fp32
-    kernels: tuple[str, ...]  # the device kernels it launched (short names), GPU only
+    kernels: tuple[str, ...]  # the traced kernels it prices, then the device kernels it ran
     count: float
     measured: float
     bound: float
@@ -164,7 +164,7 @@ class Profile:
             need = minimum_for(row, minimum)
             if need is None or row.efficiency is None or row.efficiency >= need:
                 continue
-            out.append(f"kernel {row.label} ran at {row.efficiency:.1%} of its roof on "
+            out.append(f"kernel {row.label} ran at {_pct(row.efficiency)} of its roof on "
                        f"{self.hw}, below {need:.0%}: measured {_us(row.measured)} over "
                        f"{_count(row.count)} call(s), bound {_us(row.bound)} "
                        f"({row.regime}-bound, {row.precision})")
@@ -212,3 +212,8 @@ def efficiency_of(bound: float, measured: float, count: float, spread: float,
 
 def rows_sorted(rows: Sequence[KernelRow]) -> tuple[KernelRow, ...]:
     return tuple(sorted(rows, key=lambda r: (-r.lost, r.label)))
+
+
+def _pct(fraction: float) -> str:
+    """``12.5%``; ``2.3e-06%`` for a fraction too small for one decimal."""
+    return f"{fraction:.1%}" if fraction >= 0.001 else f"{fraction * 100:.2g}%"

@@ -123,7 +123,7 @@ def _inputs(torch: Any, dims: list[Any], types: tuple[str, ...],
                 return f"input {i} has dims {shape!r}"
             kind_dtype = getattr(torch, DTYPES[kind])
             stride = strides[i] if strides is not None and i < len(strides) else None
-            if _is_shape(stride) and len(stride) == len(shape):  # a transposed input, say
+            if isinstance(stride, list) and _is_shape(stride) and len(stride) == len(shape):  # a transposed input, say
                 out.append(torch.empty_strided(shape, stride, dtype=kind_dtype,
                                                device="meta"))
             else:

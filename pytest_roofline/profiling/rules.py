@@ -2,8 +2,9 @@
 fractions.
 
 A pattern is a shell-style wildcard (``fnmatch``, case-insensitive) matched against the
-recorded op (``aten::addmm``, or ``addmm`` without its namespace) and against the name of
-every device kernel the op launched (``*gemm*``, ``*layer_norm*``). A row takes the first
+recorded op (``aten::linear``, or ``linear`` without its namespace), the kernels the tracer
+prices it as (``addmm``, ``mm``: the names ``trace()`` gives) and the device kernels it
+launched (``*gemm*``, ``*layer_norm*``); ``aten::mm`` matches the traced ``mm`` too. A row takes the first
 pattern, in the order given, that any of its names matches; a row no pattern matches is not
 asserted. A fraction is a number in (0, 1] or a percentage string (``"40%"``).
 """
@@ -60,6 +61,7 @@ def minimum_for(row: KernelRow, minimum: float | Mapping[str, float]) -> float |
         return float(minimum)
     names = [n.lower() for n in names_of(row)]
     for pattern, limit in minimum.items():
-        if any(fnmatch.fnmatchcase(name, pattern.lower()) for name in names):
+        wanted = {pattern.lower(), pattern.lower().removeprefix("aten::")}
+        if any(fnmatch.fnmatchcase(name, p) for name in names for p in wanted):
             return float(limit)
     return None
