@@ -123,7 +123,7 @@ def _inputs(torch: Any, dims: list[Any], types: tuple[str, ...],
                 return f"input {i} has dims {shape!r}"
             kind_dtype = getattr(torch, DTYPES[kind])
             stride = strides[i] if strides is not None and i < len(strides) else None
-            if isinstance(stride, list) and _is_shape(stride) and len(stride) == len(shape):  # a transposed input, say
+            if isinstance(stride, list) and _is_shape(stride) and len(stride) == len(shape):
                 out.append(torch.empty_strided(shape, stride, dtype=kind_dtype,
                                                device="meta"))
             else:
@@ -175,11 +175,9 @@ def _bind(schema: Any, inputs: list[Any]) -> tuple[list[Any], dict[str, Any]] | 
         if inner == "Tensor":
             if not (is_tensor or (value is None and optional)):
                 return None
-        elif is_tensor:
+        elif is_tensor or (inner.startswith("List[") and "Tensor" in inner and not (
+                isinstance(value, list) or (value is None and optional))):
             return None
-        elif inner.startswith("List[") and "Tensor" in inner:
-            if not (isinstance(value, list) or (value is None and optional)):
-                return None
         if value is None and not optional and argument.has_default_value():
             value = _MISSING  # a value the profiler could not write (a string): the default
         if value is _MISSING:

@@ -4,9 +4,9 @@ fractions.
 A pattern is a shell-style wildcard (``fnmatch``, case-insensitive) matched against the
 recorded op (``aten::linear``, or ``linear`` without its namespace), the kernels the tracer
 prices it as (``addmm``, ``mm``: the names ``trace()`` gives) and the device kernels it
-launched (``*gemm*``, ``*layer_norm*``); ``aten::mm`` matches the traced ``mm`` too. A row takes the first
-pattern, in the order given, that any of its names matches; a row no pattern matches is not
-asserted. A fraction is a number in (0, 1] or a percentage string (``"40%"``).
+launched (``*gemm*``, ``*layer_norm*``); ``aten::mm`` matches the traced ``mm`` too. A row
+takes the first pattern, in the order given, that any of its names matches; a row no pattern
+matches is not asserted. A fraction is a number in (0, 1] or a percentage string (``"40%"``).
 """
 
 from __future__ import annotations
