@@ -34,6 +34,10 @@ EXPECTED, OUTCOME, MESSAGE, EXPECTATION = "expected", "outcome", "message", "exp
 MEASURED_SPREAD = "measured_spread"
 MEASURED_OTHER_CORES = "measured_other_cores"
 MEASURED_NOTE = "measured_note"
+#: A timed test's model FLOPs utilization (``judging.mfu``), where it does matrix work.
+MFU = "mfu"
+#: A profiled test's kernels (``judging.kernels``), on the record of the chip profiled on.
+PROFILE = "profile"
 #: The ops the workload ran without a formula (name -> calls).
 UNKNOWN = "unknown"
 NODEID = "nodeid"

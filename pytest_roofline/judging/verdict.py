@@ -134,6 +134,11 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             from ..measuring.diagnose import FASTER, is_faster
 
             fields[F.MEASURED_SPREAD] = float(spread)
+            from .mfu import mfu
+
+            utilization = mfu(check.result)
+            if utilization is not None:
+                fields[F.MFU] = utilization
             if other_cores is not None:
                 fields[F.MEASURED_OTHER_CORES] = round(float(other_cores), 2)
             if is_faster(check.result, spread):
@@ -419,11 +424,18 @@ def breakdown(checks: Sequence[Check]) -> str:
         if r.fits is not None:
             lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
-        if r.measured is not None and r.efficiency is not None:
+        if r.measured is not None:
             from ..measuring.diagnose import roof_threads_note
+            from .mfu import mfu
 
-            lines.append(f"  measured {fmt(float(r.measured))}: {float(r.efficiency):.1%} of "
-                         f"the roof" + roof_threads_note(r))
+            utilization = mfu(r)
+            reached = "faster than the bound" if r.efficiency is None else \
+                f"{float(r.efficiency):.1%} of the roof"
+            lines.append(f"  measured {fmt(float(r.measured))}: {reached}"
+                         + roof_threads_note(r)
+                         + ("" if utilization is None else
+                            f"; MFU {utilization:.1%} (model matrix FLOPs at the "
+                            f"{r.peak_label} peak)"))
         if len(r.kernels) > 1:
             lines.extend("  " + line for line in format_breakdown(r))
         lines.extend(f"  FAIL: {f}" for f in check.failures)

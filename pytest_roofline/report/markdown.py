@@ -150,7 +150,7 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
     return "\n".join(lines)
 
 
-_MEASURED = ("measured", "% of roof")
+_MEASURED = ("measured", "% of roof", "MFU")
 
 
 def _count(n: int, noun: str) -> str:

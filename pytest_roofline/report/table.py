@@ -160,8 +160,17 @@ def percent_of_roof(record: Mapping[str, Any]) -> str:
     return f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
 
 
-#: The columns added to the summary when a record carries a measured time.
-MEASURED_COLUMNS: tuple[Column, ...] = (("measured", _measured), ("% roof", percent_of_roof))
+def _mfu(record: Mapping[str, Any]) -> str:
+    value = record.get("mfu")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    return f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
+
+
+#: The columns added to the summary when a record carries a measured time: the time, the
+#: fraction of the roof, and MFU (model matrix FLOPs over time and matrix peak).
+MEASURED_COLUMNS: tuple[Column, ...] = (("measured", _measured), ("% roof", percent_of_roof),
+                                        ("MFU", _mfu))
 
 
 def has_measured(records: Sequence[Mapping[str, Any]]) -> bool:
