@@ -83,7 +83,7 @@ class Joiner:
         for root in self.trace.roots:
             self._walk(root)
         for device in self.trace.orphans:
-            self.unpriced[(short_kernel(device.name), "launched outside any recorded op")
+            self.unpriced[(short_kernel(device.name), "launched outside any op")
                           ].append(device.seconds)
 
     def _walk(self, op: Op) -> None:
@@ -122,7 +122,7 @@ class Joiner:
         """The group of *op*'s calls with its inputs (priced once), or the reason it has
         none."""
         if not op.name.startswith("aten::"):
-            return None, "not an aten op (a compiled region, a custom op or a collective)"
+            return None, "not an aten op"
         tf32 = runs_tf32(kernels)
         strides = op.args.get("Input Strides")
         key = (op.name, repr(op.dims), op.types, op.concrete, tf32, repr(strides))

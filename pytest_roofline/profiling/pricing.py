@@ -79,7 +79,7 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
     inputs = _inputs(torch, dims, types, concrete, strides)
     if isinstance(inputs, str):
         return inputs
-    failure = "no overload of the op accepts the recorded inputs"
+    failure = "no overload takes its inputs"
     for overload in packet.overloads():
         op = getattr(packet, overload)
         call = _bind(op._schema, inputs)  # the schema: torch's public FunctionSchema
@@ -105,7 +105,7 @@ def _trace(op: Any, args: list[Any], kwargs: dict[str, Any], name: str,
             return ZERO
         return f"the tracer refused it: {str(exc)[:100]}"
     except Exception as exc:  # the rebuilt inputs do not fit the op
-        return f"the recorded inputs do not rebuild a call ({type(exc).__name__})"
+        return f"inputs do not rebuild a call ({type(exc).__name__})"
     if traced.unknown:
         return f"no formula for {', '.join(sorted(traced.unknown))}"
     return traced

@@ -42,7 +42,7 @@ def rows_table(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
              format_time(float(r["bound_s"])), percent(r), str(r.get("regime", "-")),
              str(r.get("precision", "-")).split(":")[-1]]
             for r in rows]
-    return render(["kernel", "calls", "measured", "bound", "% roof", "regime", "dtype"], body,
+    return render(["kernel", "calls", "measured", "bound", "% roof", "regime", "peak"], body,
                   align="lrrrrll", width=width, min_shrunk=24)
 
 
@@ -52,11 +52,11 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
     share = float(profile.get("priced_share") or 0)
     where = "kernel time on the device" if profile.get("on_device") else "op time on the host"
     best = profile.get("max_efficiency")
-    head = [f"{profile.get('source')} on {profile.get('hw')}: {format_time(total)} of {where}"
-            f", {share:.1%} priced", f"max efficiency "
-            f"{'-' if best is None else format(float(best), '.0%')}; rows by time lost "
-            f"(measured - bound), {min(top, int(profile.get('rows_total') or 0))} of "
-            f"{profile.get('rows_total')}:"]
+    head = [f"{profile.get('source')} on {profile.get('hw')}",
+            f"{format_time(total)} of {where}, {share:.1%} priced; max efficiency "
+            f"{'-' if best is None else format(float(best), '.0%')}",
+            f"kernels by time lost (measured - bound), "
+            f"{min(top, int(profile.get('rows_total') or 0))} of {profile.get('rows_total')}:"]
     lines = [*head, *rows_table(profile, top, width)]
     faster = list(profile.get("faster") or [])
     if faster:
