@@ -477,11 +477,12 @@ def test_mfu_is_model_matrix_flops_over_time_and_peak() -> None:
     # a 4096^3 fp32 GEMM (2 * 4096^3 = 137.4 GFLOP) measured at 0.5 s on a 1 TFLOP/s chip:
     # MFU = 137.4e9 / (0.5 s * 1e12 FLOP/s) = 0.2749
     gemm = rl.ops.matmul(4096, 4096, 4096, dtype="fp32")
-    assert mfu(rl.analyze(gemm, CHIP, measured=0.5)) == pytest.approx(2 * 4096**3 / 0.5e12)
-    assert mfu(rl.analyze(gemm, CHIP)) is None  # not measured
+    assert mfu(rl.analyze(gemm, CHIP, measured=0.5), gemm) == pytest.approx(2 * 4096**3 / 0.5e12)
+    assert mfu(rl.analyze(gemm, CHIP), gemm) is None  # not measured
     # the forward recomputed for the backward counts as hardware FLOPs, not model FLOPs
     again = rl.Workload([rl.Kernel("recompute.mm", 2 * 4096**3, 1e8, dtype="fp32")])
     step = rl.workload.total([gemm, again], name="step")
-    assert mfu(rl.analyze(step, CHIP, measured=1.0)) == pytest.approx(2 * 4096**3 / 1e12)
+    assert mfu(rl.analyze(step, CHIP, measured=1.0), step) == pytest.approx(2 * 4096**3 / 1e12)
     # vector work alone has no model FLOPs
-    assert mfu(rl.analyze(rl.ops.elementwise(10**6, dtype="fp32"), CHIP, measured=1.0)) is None
+    add = rl.ops.elementwise(10**6, dtype="fp32")
+    assert mfu(rl.analyze(add, CHIP, measured=1.0), add) is None

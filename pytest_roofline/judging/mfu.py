@@ -15,15 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 
-def mfu(result: Any) -> float | None:
-    """The MFU of a measured *result* (an ``analyze`` Result), or None when it was not
-    measured or does no matrix work."""
+def mfu(result: Any, workload: Any) -> float | None:
+    """The MFU of a measured *result* (``analyze(workload, ...)``), or None when it was not
+    measured or *workload* does no matrix work (its kernels of ``unit="matrix"``)."""
     measured = getattr(result, "measured", None)
     if measured is None or not float(measured) > 0 or not float(result.peak) > 0:
         return None
-    model = sum(float(k.flops) for k in result.kernels
-                if str(k.peak_label).startswith("matrix:") and not k.name.startswith(
-                    "recompute."))
+    model = sum(float(k.flops) for k, kernel in zip(result.kernels, workload.kernels,
+                                                    strict=False)
+                if kernel.unit == "matrix" and not k.name.startswith("recompute."))
     if model <= 0:
         return None
     return model / (float(measured) * float(result.peak))

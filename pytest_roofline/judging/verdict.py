@@ -136,7 +136,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             fields[F.MEASURED_SPREAD] = float(spread)
             from .mfu import mfu
 
-            utilization = mfu(check.result)
+            utilization = mfu(check.result, workload)
             if utilization is not None:
                 fields[F.MFU] = utilization
             if other_cores is not None:
@@ -426,16 +426,11 @@ def breakdown(checks: Sequence[Check]) -> str:
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
         if r.measured is not None:
             from ..measuring.diagnose import roof_threads_note
-            from .mfu import mfu
 
-            utilization = mfu(r)
             reached = "faster than the bound" if r.efficiency is None else \
                 f"{float(r.efficiency):.1%} of the roof"
             lines.append(f"  measured {fmt(float(r.measured))}: {reached}"
-                         + roof_threads_note(r)
-                         + ("" if utilization is None else
-                            f"; MFU {utilization:.1%} (model matrix FLOPs at the "
-                            f"{r.peak_label} peak)"))
+                         + roof_threads_note(r))
         if len(r.kernels) > 1:
             lines.extend("  " + line for line in format_breakdown(r))
         lines.extend(f"  FAIL: {f}" for f in check.failures)
