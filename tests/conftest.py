@@ -17,11 +17,11 @@ from zoo_setup import allow_torchvision_without_extension
 
 import pytest_roofline.analysis
 import pytest_roofline.hardware
+import pytest_roofline.judging.kernels
+import pytest_roofline.judging.mfu
 import pytest_roofline.measuring.calibration
 import pytest_roofline.measuring.diagnose
 import pytest_roofline.measuring.timing
-import pytest_roofline.judging.kernels
-import pytest_roofline.judging.mfu
 import pytest_roofline.models
 import pytest_roofline.ops
 import pytest_roofline.profiling.join
