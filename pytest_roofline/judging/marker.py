@@ -197,8 +197,7 @@ def parse(
                                 "a relative band in [0, 1) such as 0.02 or '2%'")
     min_kernel = None
     if kwargs.get("min_kernel_efficiency") is not None:
-        from ..profiling.model import ProfileError
-        from ..profiling.rules import parse_minimum
+        from ..profiling.rules import ProfileError, parse_minimum
 
         try:
             min_kernel = parse_minimum(kwargs["min_kernel_efficiency"])

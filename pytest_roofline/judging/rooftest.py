@@ -153,7 +153,7 @@ class RooflineTest:
         each kernel's efficiency; a kernel faster than its bound fails the test unless
         ``allow_faster=True``. Returns the Profile."""
         from ..hardware import foreign_to_this_machine
-        from ..profiling.model import ProfileError
+        from ..profiling.rules import ProfileError
         from ..profiling.run import Profiler
 
         reasons = [foreign_to_this_machine(chip) for chip in self.hardware]

@@ -18,12 +18,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .model import KernelRow, Profile, ProfileError, Unpriced
+    from .model import KernelRow, Profile, Unpriced
+    from .rules import ProfileError
     from .run import Profiler, profile, read_trace
 
 __all__ = ["KernelRow", "Profile", "ProfileError", "Profiler", "Unpriced", "profile",
            "read_trace"]
-_WHERE = {"KernelRow": "model", "Profile": "model", "ProfileError": "model",
+_WHERE = {"KernelRow": "model", "Profile": "model", "ProfileError": "rules",
           "Unpriced": "model", "Profiler": "run", "profile": "run", "read_trace": "run"}
 
 

@@ -19,16 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import RooflineError
+from .rules import ProfileError, minimum_for
 
 #: Slack above the bound before a row counts as faster than physics: the repeatability of a
 #: kernel's time over calls on a quiet device (that of a calibration, diagnose.TOLERANCE).
 TOLERANCE = 0.05
 FASTER = "faster-than-bound"
-
-
-class ProfileError(RooflineError, ValueError):
-    """A profile that cannot be made or read (bad arguments, a trace without shapes)."""
 
 
 @dataclass(frozen=True)
@@ -153,8 +149,6 @@ class Profile:
         """Failure lines: each row below its minimum efficiency (one fraction, or kernel-name
         patterns to fractions: a row takes the first pattern its op or a kernel matches),
         and each row faster than its bound unless *allow_faster*."""
-        from .rules import minimum_for
-
         out: list[str] = []
         for row in self.rows:
             if row.faster:

@@ -15,7 +15,11 @@ import fnmatch
 from collections.abc import Mapping
 from typing import Any
 
-from .model import KernelRow, ProfileError
+from ..errors import RooflineError
+
+
+class ProfileError(RooflineError, ValueError):
+    """A profile that cannot be made or read (bad arguments, a trace without shapes)."""
 
 
 def fraction(value: Any, what: str) -> float:
@@ -51,11 +55,13 @@ def parse_minimum(value: Any, what: str = "min_kernel_efficiency"
     return fraction(value, what)
 
 
-def names_of(row: KernelRow) -> tuple[str, ...]:
+def names_of(row: Any) -> tuple[str, ...]:
+    """The names a pattern is matched against: the op, with and without its namespace,
+    and the row's kernels (a :class:`.model.KernelRow`)."""
     return (row.op, row.op.removeprefix("aten::"), *row.kernels)
 
 
-def minimum_for(row: KernelRow, minimum: float | Mapping[str, float]) -> float | None:
+def minimum_for(row: Any, minimum: float | Mapping[str, float]) -> float | None:
     """The fraction *row* must reach under *minimum* (None: not asserted)."""
     if not isinstance(minimum, Mapping):
         return float(minimum)

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .model import Profile, ProfileError
+from .model import Profile
+from .rules import ProfileError
 
 _TORCH_HINT = "pip install 'pytest-roofline[torch]'"
 
