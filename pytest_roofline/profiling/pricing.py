@@ -17,7 +17,8 @@ What is rebuilt, and what is assumed where the trace does not say:
   so a guess can only lower the bound, never raise it;
 * a list of tensors takes the dtype of the op's tensor inputs, when it has some; where it
   has none the op is not priced (a guessed width could raise the bound);
-* the overload is the first whose schema accepts the rebuilt inputs.
+* the overload is the first whose schema accepts the rebuilt inputs (the schema read through
+  ``tracing._torch_compat``, where every private torch API the project uses is checked).
 
 An op that cannot be rebuilt, or has no formula in the table (``Workload.unknown``), is not
 priced: the reason comes back and the caller names it with its time. An op that moves no
@@ -79,10 +80,12 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
     inputs = _inputs(torch, dims, types, concrete, strides)
     if isinstance(inputs, str):
         return inputs
+    from ..tracing._torch_compat import arguments
+
     failure = "no overload takes its inputs"
     for overload in packet.overloads():
         op = getattr(packet, overload)
-        call = _bind(op._schema, inputs)  # the schema: torch's public FunctionSchema
+        call = _bind(arguments(op), inputs)
         if call is None:
             continue
         args, kwargs = call
@@ -157,12 +160,13 @@ def _literal(text: str) -> Any:
         return _MISSING
 
 
-def _bind(schema: Any, inputs: list[Any]) -> tuple[list[Any], dict[str, Any]] | None:
+def _bind(schema_arguments: list[Any], inputs: list[Any]
+          ) -> tuple[list[Any], dict[str, Any]] | None:
     """Positional and keyword arguments for *schema* from the recorded *inputs* (by
     position), missing scalars filled (see the module docstring); None when they cannot
     fit. Schema types read as torch prints them (``Tensor``, ``Optional[Tensor]``,
     ``List[Tensor]``, ``List[int]``, ``int``, ``float``, ``number``, ``str``)."""
-    arguments = list(schema.arguments)
+    arguments = schema_arguments
     if len(inputs) > len(arguments):
         return None
     args: list[Any] = []

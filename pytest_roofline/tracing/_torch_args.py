@@ -27,9 +27,9 @@ def operands(args: tuple[Any, ...], kwargs: dict[str, Any],
     out: the op writes it (it is among the op's outputs), it never reads it."""
     found = list(tensors(args))
     if kwargs:
-        written = {a.name for a in func._schema.arguments
-                   if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
-                   } if func is not None else set()
+        from ._torch_compat import written_keywords
+
+        written = written_keywords(func) if func is not None else set()
         found += tensors([v for k, v in kwargs.items() if k not in written])
     return found
 
