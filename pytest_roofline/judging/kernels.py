@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import fields as F
+
 if TYPE_CHECKING:
     from ..profiling.model import Profile
     from .marker import Expectation
@@ -44,8 +46,8 @@ def attach(records: list[tuple[str, dict[str, Any]]], profiles: Sequence[Profile
         if not out:
             break
         fields = out[index][1]
-        fields.setdefault("profile", [])
-        fields["profile"].append(profile.to_dict(TOP))
+        fields.setdefault(F.PROFILE, [])
+        fields[F.PROFILE].append(profile.to_dict(TOP))
     if failed and out:
         for _, fields in out:
             if fields.get("outcome") in ("passed", "report"):

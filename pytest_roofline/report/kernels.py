@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .. import fields as F
+
 #: Kernels shown per profiled test in the summary and Markdown.
 TOP = 5
 
@@ -17,7 +19,7 @@ TOP = 5
 def _profiled(records: Iterable[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
     out = []
     for record in records:
-        for profile in record.get("profile") or ():
+        for profile in record.get(F.PROFILE) or ():
             if isinstance(profile, Mapping):
                 out.append((str(record.get("nodeid", "?")), profile))
     return out
@@ -90,7 +92,7 @@ def roof_notes(records: Iterable[Mapping[str, Any]]) -> list[str]:
     seen: dict[str, str] = {}
     for record in records:
         if not isinstance(record.get("measured_s"), (int, float)) and not record.get(
-                "profile"):
+                F.PROFILE):
             continue
         hw = str(record.get("hw"))
         threads = record.get("roof_threads")
