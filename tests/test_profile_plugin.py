@@ -13,8 +13,26 @@ from importlib.metadata import entry_points
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytest_plugins = ("pytester",)
+
+
+def _warm_profiler() -> None:
+    """An in-process pytester run drops the modules first imported during it; torch's
+    profiler and what exporting a trace loads do not survive a second import, so one tiny
+    profile loads them here, once, before any run."""
+    import os
+    import tempfile
+
+    import torch.profiler
+
+    with torch.profiler.profile(record_shapes=True) as prof:
+        torch.ones(2) + 1
+    with tempfile.TemporaryDirectory() as folder:
+        prof.export_chrome_trace(os.path.join(folder, "warm.json"))
+
+
+_warm_profiler()
 
 ISOLATE = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark")
 FAST = """\

@@ -209,5 +209,5 @@ def rows_sorted(rows: Sequence[KernelRow]) -> tuple[KernelRow, ...]:
 
 
 def _pct(fraction: float) -> str:
-    """``12.5%``; ``2.3e-06%`` for a fraction too small for one decimal."""
-    return f"{fraction:.1%}" if fraction >= 0.001 else f"{fraction * 100:.2g}%"
+    """``12.5%``; ``2.3e-06%`` (always this form) for a fraction too small for one decimal."""
+    return f"{fraction:.1%}" if fraction >= 0.001 else f"{fraction * 100:.1e}%"
