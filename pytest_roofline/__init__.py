@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .measuring.timing import Measurement, measure
     from .overlap import overlapped
     from .planning import plan, plan_training
+    from .profiling import KernelRow, Profile, Profiler, profile, read_trace
     from .sweeps import Sweep, crossover, knob_hint, sweep
     from .tracing import TraceError, Tracer, register_op, trace, unregister_op
     from .workload import Kernel, Knob, Workload
@@ -45,6 +46,8 @@ _WHERE = {
     **dict.fromkeys(("Measurement", "measure"), "measuring.timing"),
     **dict.fromkeys(("TraceError", "Tracer", "register_op", "trace", "unregister_op"),
                     "tracing"),
+    **dict.fromkeys(("KernelRow", "Profile", "Profiler", "profile", "read_trace"),
+                    "profiling"),
     "overlapped": "overlap",
     "plan": "planning",
     "plan_training": "planning",
@@ -57,9 +60,12 @@ __all__ = [
     "Hardware",
     "Kernel",
     "KernelResult",
+    "KernelRow",
     "Knob",
     "Link",
     "Measurement",
+    "Profile",
+    "Profiler",
     "Result",
     "RooflineError",
     "RuleError",
@@ -86,6 +92,8 @@ __all__ = [
     "overlapped",
     "plan",
     "plan_training",
+    "profile",
+    "read_trace",
     "register_hardware",
     "register_op",
     "sweep",

@@ -393,8 +393,41 @@ def analyze(
         p.ridge_peak, chip.memory_bandwidth, p.t_compute, p.t_memory, p.t_network, time,
         p.regime, flops / time if time > 0 else 0.0, footprint, capacity,
         None if footprint == 0 else footprint <= capacity, p.shares, kernels, flops_per_mac,
-        float(derate), p.ridge_label, seconds, None if seconds is None else time / seconds,
-        roof_threads, _latency_notes(workload.kernels, chip))
+        float(derate), p.ridge_label, seconds,
+        None if seconds is None else efficiency_of(time, seconds, measured),
+        roof_threads,
+        _latency_notes(workload.kernels, chip) + _faster_note(time, seconds, measured))
+
+
+#: Slack above the bound within which a measurement reads as "at the roof" (efficiency 1):
+#: the repeatability of a calibration on a quiet machine. Beyond it, and beyond the
+#: measurement's own spread, the run beat a lower bound.
+FASTER_SLACK = 0.05
+
+
+def _slack(measured: Any) -> float:
+    spread = getattr(measured, "spread", 0.0)
+    return max(FASTER_SLACK, float(spread) if isinstance(spread, (int, float)) else 0.0)
+
+
+def efficiency_of(time: float, seconds: float, measured: Any = None) -> float | None:
+    """Roofline time over measured time, never above 1: a run within the slack above its
+    bound reads 1 (at the roof); one beyond it has no efficiency (None), since beating a
+    lower bound means the counts or the roof are wrong, not that the run is efficient
+    (``Result.notes`` says so; ``measuring.diagnose`` names the causes)."""
+    ratio = time / seconds
+    if ratio > 1 + _slack(measured):
+        return None
+    return min(ratio, 1.0)
+
+
+def _faster_note(time: float, seconds: float | None, measured: Any) -> tuple[str, ...]:
+    if seconds is None or not time / seconds > 1 + _slack(measured):
+        return ()
+    return (f"faster than the bound: measured {seconds:.3g} s beats the roofline time by "
+            f"more than its slack ({_slack(measured):.0%}), so no efficiency is given: the "
+            f"workload overcounts its FLOPs or bytes, its data stayed in a cache the bound "
+            f"charges to memory, or the roofs are too low (a calibration on a busy machine)",)
 
 
 class Program(NamedTuple):

@@ -36,6 +36,10 @@ MEASURED_OTHER_CORES = "measured_other_cores"
 MEASURED_NOTE = "measured_note"
 #: Where a timed test's time came from ("roofline.measure median", "pytest-benchmark median").
 MEASURED_BY = "measured_by"
+#: A timed test's model FLOPs utilization (``judging.mfu``), where it does matrix work.
+MFU = "mfu"
+#: A profiled test's kernels (``judging.kernels``), on the record of the chip profiled on.
+PROFILE = "profile"
 #: The ops the workload ran without a formula (name -> calls).
 UNKNOWN = "unknown"
 NODEID = "nodeid"

@@ -23,12 +23,18 @@ from zoo_setup import allow_torchvision_without_extension
 
 import pytest_roofline.analysis
 import pytest_roofline.hardware
+import pytest_roofline.judging.kernels
+import pytest_roofline.judging.mfu
 import pytest_roofline.measuring.calibration
 import pytest_roofline.measuring.diagnose
 import pytest_roofline.measuring.timing
 import pytest_roofline.models
 import pytest_roofline.ops
+import pytest_roofline.profiling.join
+import pytest_roofline.profiling.run
+import pytest_roofline.profiling.text
 import pytest_roofline.report.compare
+import pytest_roofline.report.kernels
 import pytest_roofline.report.markdown
 import pytest_roofline.workload  # noqa: F401
 

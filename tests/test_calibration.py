@@ -434,3 +434,41 @@ def test_only_a_cpu_calibration_is_rechecked(spec: dict[str, Any]) -> None:
 
     made_up = hardware.from_dict({**spec, "provenance": {}}, "<made-up>")
     assert recheck.recheck(_faster_than_bound(made_up), made_up) is None
+
+
+def _with(spec: dict[str, Any], *, quick: bool, scale: float = 1.0,
+          date: str = "2026-01-01") -> dict[str, Any]:
+    """*spec* as a full or quick calibration whose figures are *scale* times its own."""
+    figures = {k: {**f, "value": f["value"] * scale}
+               for k, f in spec["provenance"]["figures"].items()}
+    return {**spec, "provenance": {**spec["provenance"], "date": date, "figures": figures,
+                                   "conditions": {"quick": quick}}}
+
+
+def test_a_quick_calibration_never_replaces_a_full_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: dict[str, Any]) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path, kept = calibration.store("cpu", _with(spec, quick=False))
+    assert kept is None
+    # even a quick one that reads higher: its samples are fewer and smaller
+    path, kept = calibration.store("cpu", _with(spec, quick=True, scale=2.0, date="later"))
+    assert kept is not None and "a quick calibration never replaces a full one" in kept
+    assert load_yaml(path)["provenance"]["date"] == "2026-01-01"
+    # a full one replaces a full one, and --replace takes anything
+    assert calibration.store("cpu", _with(spec, quick=False, date="full2"))[1] is None
+    assert calibration.store("cpu", _with(spec, quick=True, date="q"), replace=True)[1] is None
+    assert load_yaml(path)["provenance"]["date"] == "q"
+
+
+def test_a_calibration_is_never_silently_lower_than_the_cached_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: dict[str, Any]) -> None:
+    # the figures from the field: an fp64 GEMM peak of 104 GFLOP/s cached, then 21.6
+    # measured on a busy runner (a ratio of 0.21); 9% lower is within LOWER and taken
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path, _ = calibration.store("cpu", _with(spec, quick=False))
+    path, kept = calibration.store("cpu", _with(spec, quick=False, scale=0.21, date="busy"))
+    assert kept is not None and "reads lower" in kept and "--replace" in kept
+    assert load_yaml(path)["provenance"]["date"] == "2026-01-01"
+    assert calibration.store("cpu", _with(spec, quick=False, scale=0.91, date="ok"))[1] is None
+    assert calibration.store("cpu", _with(spec, quick=False, scale=3.0, date="up"))[1] is None
+    assert load_yaml(path)["provenance"]["date"] == "up"

@@ -36,6 +36,18 @@ pytest_plugins = ("pytester",)
 with contextlib.suppress(ImportError):
     import matplotlib.backends.backend_agg
     import matplotlib.figure  # noqa: F401
+# a profiled block imports torch's profiler and what exporting a trace loads, which do not
+# survive a second import: one tiny profile loads them here, once
+with contextlib.suppress(ImportError):
+    import tempfile
+
+    import torch
+    import torch.profiler
+
+    with torch.profiler.profile(record_shapes=True) as _prof:
+        torch.ones(2) + 1
+    with tempfile.TemporaryDirectory() as _folder:
+        _prof.export_chrome_trace(os.path.join(_folder, "warm.json"))
 
 Check = Callable[[Block, pytest.FixtureRequest], None]
 CHECKS: dict[tuple[str, str], Check] = {}
@@ -243,7 +255,10 @@ def _host_add(block: Block, request: pytest.FixtureRequest) -> None:
     pytester.makepyfile(test_block=HOST_ADD + block.text)
     result = runpytest(pytester, "-rA", f"--roofline-json={pytester.path / 'r.json'}")
     record = json.loads((pytester.path / "r.json").read_text())["results"][0]
-    assert record["efficiency"] > 0 and record["roof_threads"] >= 1
+    # a quick calibration of a busy machine may read below the run: then no efficiency
+    assert record["roof_threads"] >= 1 and (
+        record["measured_note"] == "faster-than-bound" if record["efficiency"] is None
+        else 0 < record["efficiency"] <= 1)
     if os.environ.get("PYTEST_ROOFLINE_TIMING") == "1":
         result.assert_outcomes(passed=1)
 
@@ -652,7 +667,11 @@ def _measure_python(block: Block, request: pytest.FixtureRequest) -> None:
     a, b = np.ones((2048, 2048)), np.ones((2048, 2048))
     scope = python(block, {"np": np, "a": a, "b": b, "c": np.empty((2048, 2048))})
     result = scope["r"]
-    assert result.efficiency > 0  # type: ignore[attr-defined]
+    # a quick calibration taken on a busy machine may read below the run: then there is no
+    # efficiency, and the result says why, never a figure above 1
+    efficiency = result.efficiency  # type: ignore[attr-defined]
+    assert (efficiency is None and "faster than the bound" in result.notes[-1]  # type: ignore[attr-defined]
+            ) or 0 < efficiency <= 1
     assert scope["m"].parallelism > 0  # type: ignore[attr-defined]
 
 
@@ -1136,3 +1155,51 @@ def _shards(block: Block, request: pytest.FixtureRequest) -> None:
     merged = json.loads((pytester.path / "roofline.json").read_text())
     assert len(merged["results"]) == 2 and len(merged["merged_from"]) == 2
     assert "test_0" in (pytester.path / "summary.md").read_text()
+
+
+# -- docs/profile.md -----------------------------------------------------------------------
+
+@check("docs/profile.md", "import pytest")
+def _profile_in_a_test(block: Block, request: pytest.FixtureRequest) -> None:
+    """Runs against this machine's (quick) calibration: the kernels' efficiencies are its
+    own, so only the guard may fail it (a quick calibration on a busy machine reads low)."""
+    pytest.importorskip("torch")
+    request.getfixturevalue("host_cache")
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=block.text)
+    result = runpytest(pytester, "-rf", f"--roofline-json={pytester.path / 'r.json'}")
+    [record] = json.loads((pytester.path / "r.json").read_text())["results"]
+    assert record["profile"][0]["rows"] and record["profile"][0]["hw"] == "host"
+    outcomes = result.parseoutcomes()
+    if outcomes.get("failed"):
+        assert "faster than physics" in result.stdout.str()
+
+
+@check("docs/profile.md", "roofline: kernel matmul(64x128f32,128x256f32) ran at 2.3e-06% of")
+@check("docs/profile.md", "roofline: faster than physics on slowchip: matmul(64x128f32,128x")
+def _profile_failures(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    from test_profile_plugin import FAST, SLOW, TESTS
+
+    pytester = request.getfixturevalue("pytester")
+    pytester.makefile(".yaml", fast=FAST, slow=SLOW)
+    pytester.makepyfile(test_kernels=TESTS)
+    result = runpytest(pytester, "-p", "no:randomly")
+    # the measured times are this machine's, in its units (14 ms on one, 69 us on another)
+    real = re.sub(r"measured ([\d.]+) (?:ns|us|ms|s) (over|for)", r"measured \1 ms \2",
+                  result.stdout.str())
+    assert_shown(block.text, real, timings=True)
+
+
+@check("docs/profile.md", "$ pytest-roofline profile tests/data/traces/v100_hta_trace_diff_te")
+def _profile_cli(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    run_shown_commands(block, cwd=ROOT)
+
+
+@check("docs/profile.md", "import pytest_roofline as rl")
+def _profile_python(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    with _chdir(ROOT):
+        scope = python(block)
+    assert scope["profile"].hw == "a100-80gb-sxm"  # type: ignore[attr-defined]

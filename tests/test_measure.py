@@ -153,6 +153,29 @@ def test_faster_than_the_bound_needs_more_than_the_spread_and_tolerance() -> Non
     assert not diagnose.is_faster(rl.analyze(work, CHIP, measured=0.12 / 1.2), spread=0.3)
 
 
+def test_analyze_never_returns_an_efficiency_above_one() -> None:
+    # bound 0.12 s (1e9 fp32 adds, 12 GB at 100 GB/s): measured at 0.12 / 1.04 is within the
+    # 5% slack and reads as the roof itself; at 0.12 / 1.83 (the figure a calibration under
+    # load produced) there is no efficiency, and a note says why
+    work = rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32")
+    assert rl.analyze(work, CHIP, measured=0.24).efficiency == pytest.approx(0.5)
+    within = rl.analyze(work, CHIP, measured=0.12 / 1.04)
+    assert within.efficiency == 1.0 and not within.notes
+    beyond = rl.analyze(work, CHIP, measured=0.12 / 1.83)
+    assert beyond.efficiency is None and "faster than the bound" in beyond.notes[0]
+    assert beyond.to_dict()["efficiency"] is None
+    # a Measurement's own spread widens the slack: 1.2x inside a 30% spread reads 1.0
+    m = Measurement.from_samples([0.08, 0.1, 0.12, 0.13])  # median 0.11, spread ~30%
+    assert rl.analyze(work, CHIP, measured=m).efficiency == 1.0
+
+
+@given(st.floats(min_value=1e-6, max_value=1e3))
+def test_analyze_efficiency_is_a_fraction_for_any_measured_time(seconds: float) -> None:
+    work = rl.ops.elementwise(10**6, inputs=2, outputs=1, dtype="fp32")
+    efficiency = rl.analyze(work, CHIP, measured=seconds).efficiency
+    assert efficiency is None or 0 < efficiency <= 1
+
+
 def test_faster_message_names_both_causes_and_the_cache_holding_the_data() -> None:
     # 20000 fp32 adds: 240 kB moved, which fits in the 1 MiB L2 of the chip
     work = rl.ops.elementwise(20000, inputs=2, outputs=1, dtype="fp32")
@@ -230,8 +253,10 @@ def test_summary_shows_measured_columns_only_with_measurements() -> None:
     assert "% roof" in lines[0] and "50%" in lines[1] + lines[2]
     assert table.has_measured(measured) and not table.has_measured([_record("x", None, None)])
     fast = _record("t::f", 0.001, 10.0, measured_note="faster-than-bound")
-    assert table.percent_of_roof(fast) == "10x faster!"
-    assert table.percent_of_roof({**fast, "efficiency": 2.1}) == "210% faster!"
+    # never a number above 100%: that would read as an efficiency (an old report's 2.1 too)
+    assert table.percent_of_roof(fast) == "faster!"
+    assert table.percent_of_roof({**fast, "efficiency": None}) == "faster!"
+    assert table.percent_of_roof({"efficiency": 2.1}) == "faster!"
 
 
 def test_markdown_shows_measured_and_percent_of_roof() -> None:
@@ -286,7 +311,13 @@ def test_efficiency_is_the_bound_over_the_measured_time(flops: float, nbytes: fl
                                                         measured: float) -> None:
     r = rl.analyze(rl.Workload(flops=flops, bytes=nbytes, dtype="fp32"), CHIP,
                    measured=measured)
-    assert r.efficiency == pytest.approx(float(r.time) / measured)
+    ratio = float(r.time) / measured
+    if ratio <= 1:
+        assert r.efficiency == pytest.approx(ratio)
+    elif ratio <= 1.05:  # within the slack: at the roof
+        assert r.efficiency == 1.0
+    else:  # beat a lower bound: no efficiency, never a number above 1
+        assert r.efficiency is None
     assert r.measured == measured and r.to_dict()["measured_s"] == measured
 
 
@@ -438,3 +469,20 @@ def test_vector_work_in_a_precision_the_host_lacks_names_the_dtype_to_give() -> 
                                             r"which list fp64, fp32; give the op one of those "
                                             r"precisions \(dtype='fp64'\)"):
         rl.analyze(rl.ops.elementwise(1024), host)
+
+
+def test_mfu_is_model_matrix_flops_over_time_and_peak() -> None:
+    from pytest_roofline.judging.mfu import mfu
+
+    # a 4096^3 fp32 GEMM (2 * 4096^3 = 137.4 GFLOP) measured at 0.5 s on a 1 TFLOP/s chip:
+    # MFU = 137.4e9 / (0.5 s * 1e12 FLOP/s) = 0.2749
+    gemm = rl.ops.matmul(4096, 4096, 4096, dtype="fp32")
+    assert mfu(rl.analyze(gemm, CHIP, measured=0.5), gemm) == pytest.approx(2 * 4096**3 / 0.5e12)
+    assert mfu(rl.analyze(gemm, CHIP), gemm) is None  # not measured
+    # the forward recomputed for the backward counts as hardware FLOPs, not model FLOPs
+    again = rl.Workload([rl.Kernel("recompute.mm", 2 * 4096**3, 1e8, dtype="fp32")])
+    step = rl.workload.total([gemm, again], name="step")
+    assert mfu(rl.analyze(step, CHIP, measured=1.0), step) == pytest.approx(2 * 4096**3 / 1e12)
+    # vector work alone has no model FLOPs
+    add = rl.ops.elementwise(10**6, dtype="fp32")
+    assert mfu(rl.analyze(add, CHIP, measured=1.0), add) is None

@@ -54,7 +54,8 @@ def test_marker_help_shows_the_signature_without_annotations() -> None:
     assert HELP.startswith("roofline(hw=None, regime=None, *, workload=None, flops=None, "
                            "bytes=None,")
     assert "margin=None" in HELP and "min_efficiency=None" in HELP and "'object'" not in HELP
-    assert "trace=False, cross_check=None, optional_hw=None, strict=False)" in HELP
+    assert "trace=False, cross_check=None, optional_hw=None, strict=False, " \
+           "min_kernel_efficiency=None, allow_faster=False)" in HELP
     assert HELP.startswith(f"roofline{signature_text()}: ")  # the marker's real arguments
     assert {"hw", "regime", "workload", "flops", "bytes", "dtype", "min_intensity",
             "max_intensity", "max_time", "fits", "margin", "trace", "cross_check"} <= set(KEYS)

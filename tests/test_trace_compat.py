@@ -69,6 +69,17 @@ def test_torch_argument_names_come_from_the_schema() -> None:
     assert names[:3] == ["query", "key", "value"] and "is_causal" in names
 
 
+def test_torch_schema_arguments_and_the_keywords_an_op_writes() -> None:
+    torch = pytest.importorskip("torch")
+    from pytest_roofline.tracing import _torch_compat as C
+
+    args = C.arguments(torch.ops.aten.addmm.default)
+    assert [a.name for a in args] == ["self", "mat1", "mat2", "beta", "alpha"]
+    assert args[3].kwarg_only and args[3].has_default_value() and str(args[0].type) == "Tensor"
+    assert C.written_keywords(torch.ops.aten.mul.out) == {"out"}
+    assert C.written_keywords(torch.ops.aten.mul.Tensor) == set()
+
+
 def test_torch_dispatch_mode_stays_out_of_dynamo() -> None:
     # torch wraps a mode's __torch_dispatch__ in torch._disable_dynamo (functools.wraps: a
     # __wrapped__ attribute) unless _should_skip_dynamo says no; if torch renames the hook,

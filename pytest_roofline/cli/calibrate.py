@@ -25,7 +25,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="also write the spec to FILE (a YAML hardware spec)")
     parser.add_argument("--quick", action="store_true",
-                        help="fewer, smaller samples: seconds less, rougher figures")
+                        help="fewer, smaller samples: seconds less, rougher figures (never "
+                             "replaces a full calibration in the cache)")
+    parser.add_argument("--replace", action="store_true",
+                        help="cache this calibration even where a roof reads lower than the "
+                             "cached one's, or a quick one replaces a full one")
     parser.set_defaults(func=cmd_calibrate)
 
 
@@ -41,7 +45,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             print(f"calibrating {name}: {text}", file=sys.stderr, flush=True)
 
     spec, warnings = calibration.calibrate(device, quick=args.quick, say=say)
-    path, kept = calibration.store(device, spec)
+    path, kept = calibration.store(device, spec, replace=args.replace)
     written = [] if kept else [str(path)]
     if kept:
         warnings = [*warnings, kept]

@@ -58,6 +58,9 @@ class Expectation:
     strict: bool = False
     tracer: Any = None  # trace=Tracer(...): the options the test body is traced with
     optional_hw: frozenset[str] = frozenset()  # chips whose failure to price is a skip
+    #: per-kernel efficiency of roofline.profile(): a fraction, or patterns to fractions
+    min_kernel_efficiency: float | dict[str, float] | None = None
+    allow_faster: bool = False  # a profiled kernel faster than its bound does not fail
 
     @cached_property
     def checks(self) -> bool:
@@ -65,7 +68,7 @@ class Expectation:
         return (self.regime is not None or self.min_intensity is not None
                 or self.max_intensity is not None or self.max_time is not None
                 or self.fits is not None or self.min_efficiency is not None
-                or self.cross_check is not None)
+                or self.cross_check is not None or self.min_kernel_efficiency is not None)
 
     @property
     def expected(self) -> list[str] | None:
@@ -97,6 +100,10 @@ class Expectation:
             parts.append(f"eff>={self.min_efficiency:.0%}")
         if self.cross_check is not None:
             parts.append(f"xcheck {self.cross_check:.3g}")
+        if self.min_kernel_efficiency is not None:
+            low = self.min_kernel_efficiency
+            parts.append(f"kernels>={low:.0%}" if isinstance(low, float) else
+                         f"kernels>={min(low.values()):.0%}..")
         return ", ".join(parts) if parts else "-"
 
 
@@ -188,7 +195,21 @@ def parse(
     if kwargs.get("cross_check") is not None:
         cross_check = _fraction(kwargs["cross_check"], "cross_check",
                                 "a relative band in [0, 1) such as 0.02 or '2%'")
+    min_kernel = None
+    if kwargs.get("min_kernel_efficiency") is not None:
+        from ..profiling.rules import ProfileError, parse_minimum
+
+        try:
+            min_kernel = parse_minimum(kwargs["min_kernel_efficiency"])
+        except ProfileError as exc:
+            raise MarkerError(str(exc)) from None
+    allow_faster = kwargs.get("allow_faster", False)
+    if not isinstance(allow_faster, bool):
+        raise MarkerError(f"allow_faster={allow_faster!r} is not allowed; expected True (a "
+                          f"profiled kernel faster than its bound is reported, not failed) "
+                          f"or False")
     return Expectation(
+        min_kernel_efficiency=min_kernel, allow_faster=allow_faster,
         hw=hardware, regime=regime, workload=_workload(kwargs, name), dtype=dtype,
         sparse=sparse, min_intensity=min_i, max_intensity=max_i, max_time=max_time,
         fits=fits, margin=margin, min_efficiency=min_efficiency, trace=trace,

@@ -30,6 +30,7 @@ from .verdict import Judgement, analyze_all, analyze_each, judge
 
 if TYPE_CHECKING:
     from ..measuring.timing import Measurement
+    from ..profiling.model import Profile
 
 
 class TestError(RooflineError):
@@ -62,6 +63,7 @@ class RooflineTest:
         self._workload: Workload | None = None  # what self.workload last built
         self._measurements: list[Measurement] = []
         self.measured_by: str | None = None  # where the measured time came from
+        self._profiles: list[Profile] = []
 
     def __repr__(self) -> str:
         chips = ", ".join(c.name for c in self.hardware)
@@ -152,6 +154,33 @@ class RooflineTest:
         if not self._measurements:
             return 0.0
         return max(m.spread for m in self._measurements)
+
+    def profile(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Profile:
+        """Profile ``fn(*args, **kwargs)`` per kernel (``pytest_roofline.profile``) on the
+        first of the test's chips this machine holds, and trace the same call into the
+        test's workload (as :meth:`trace`). The marker's ``min_kernel_efficiency=`` asserts
+        each kernel's efficiency; a kernel faster than its bound fails the test unless
+        ``allow_faster=True``. Returns the Profile."""
+        from ..hardware import foreign_to_this_machine
+        from ..profiling.rules import ProfileError
+        from ..profiling.run import Profiler
+
+        reasons = [foreign_to_this_machine(chip) for chip in self.hardware]
+        chip = next((c for c, why in zip(self.hardware, reasons, strict=True)
+                     if why is None), None)
+        if chip is None:
+            raise ProfileError(f"roofline.profile(): none of the test's chips "
+                               f"({', '.join(c.name for c in self.hardware)}) is this "
+                               f"machine: {reasons[0]}")
+        result = Profiler(hw=chip)(fn, *args, **kwargs)
+        self._profiles.append(result)
+        self.trace(fn, *args, **kwargs)
+        return result
+
+    @property
+    def profiles(self) -> list[Profile]:
+        """The profiles of :meth:`profile`, in call order."""
+        return list(self._profiles)
 
     def trace(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Workload:
         """Trace ``fn(*args, **kwargs)`` (torch or jax, see ``pytest_roofline.trace``) and add
@@ -246,7 +275,8 @@ class RooflineTest:
     def declared_only(self) -> bool:
         """True when the test judges the marker's workload as it is: nothing added, traced
         or measured (every test sharing the marker then shares one verdict)."""
-        return not (self._added or self._traced or self._measurements) and self.body is None
+        return not (self._added or self._traced or self._measurements or self._profiles
+                    ) and self.body is None
 
     def judge(self) -> tuple[Judgement, list[str]]:
         """The verdict, and the cross-check's failure lines (see docs/trace.md); raises

@@ -33,6 +33,8 @@ def roofline(
     cross_check: float | None = None,
     optional_hw: object = None,
     strict: bool = False,
+    min_kernel_efficiency: object = None,
+    allow_faster: bool = False,
 ) -> None:
     """Analyze the test's workload on each chip in hw and check the expectations given."""
 

@@ -138,6 +138,11 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             fields[F.MEASURED_SPREAD] = float(spread)
             if measured_by is not None:
                 fields[F.MEASURED_BY] = measured_by
+            from .mfu import mfu
+
+            utilization = mfu(check.result, workload)
+            if utilization is not None:
+                fields[F.MFU] = utilization
             if other_cores is not None:
                 fields[F.MEASURED_OTHER_CORES] = round(float(other_cores), 2)
             if is_faster(check.result, spread):
@@ -423,11 +428,13 @@ def breakdown(checks: Sequence[Check]) -> str:
         if r.fits is not None:
             lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
-        if r.measured is not None and r.efficiency is not None:
+        if r.measured is not None:
             from ..measuring.diagnose import roof_threads_note
 
-            lines.append(f"  measured {fmt(float(r.measured))}: {float(r.efficiency):.1%} of "
-                         f"the roof" + roof_threads_note(r))
+            reached = "faster than the bound" if r.efficiency is None else \
+                f"{float(r.efficiency):.1%} of the roof"
+            lines.append(f"  measured {fmt(float(r.measured))}: {reached}"
+                         + roof_threads_note(r))
         if len(r.kernels) > 1:
             lines.extend("  " + line for line in format_breakdown(r))
         lines.extend(f"  FAIL: {f}" for f in check.failures)

@@ -196,24 +196,81 @@ def quiet(spec: Mapping[str, Any]) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def store(device: str, spec: Mapping[str, Any]) -> tuple[Path, str | None]:
-    """Cache *spec* as the calibration of *device*, unless it was taken under load and the
-    cached one on a quiet machine: figures measured under load are lower than the machine's,
-    and agreeing with each other does not make them right. Returns the cached file and, when
-    the new spec was not cached, a sentence saying why."""
+#: A new calibration whose roof reads this much below the cached one's is not taken
+#: silently: twice the repeatability of a calibration on a quiet machine.
+LOWER = 0.10
+
+
+def store(device: str, spec: Mapping[str, Any], *, replace: bool = False
+          ) -> tuple[Path, str | None]:
+    """Cache *spec* as the calibration of *device*, unless (without *replace*):
+
+    * it is a quick calibration and the cached one a full one: a quick one never replaces a
+      full one (its fewer, smaller samples read lower on a shared machine);
+    * it was taken under load and the cached one on a quiet machine: figures measured under
+      load are lower than the machine's, and agreeing with each other does not make them
+      right;
+    * any of its roofs (a peak, a bandwidth) reads more than :data:`LOWER` below the cached
+      one's: a roof is the highest rate the machine reaches, so a lower figure was measured
+      while something else ran, and taking it would make every later efficiency read high.
+
+    Returns the cached file and, when the new spec was not cached, a sentence saying why."""
     from ..specfiles import load_yaml
 
     path = cache_path(device)
-    if quiet(spec) is False and path.is_file():
-        try:
-            cached = load_yaml(path)
-        except RooflineError:
-            cached = {}
-        if quiet(cached):
-            when = (cached.get("provenance") or {}).get("date", "an earlier date")
-            return path, (f"kept the quiet calibration of {when} in {path}: this one was "
-                          f"taken under load and does not replace it")
+    if replace or not path.is_file():
+        return save(path, spec), None
+    try:
+        cached = load_yaml(path)
+    except RooflineError:
+        return save(path, spec), None
+    when = (cached.get("provenance") or {}).get("date", "an earlier date")
+    if _quick(spec) and _quick(cached) is False:
+        return path, (f"kept the full calibration of {when} in {path}: a quick calibration "
+                      f"never replaces a full one (calibrate without --quick, or pass "
+                      f"--replace)")
+    if quiet(spec) is False and quiet(cached):
+        return path, (f"kept the quiet calibration of {when} in {path}: this one was "
+                      f"taken under load and does not replace it")
+    lower = _lower(spec, cached)
+    if lower:
+        return path, (f"kept the calibration of {when} in {path}: this one reads lower "
+                      f"({'; '.join(lower)}), which means something else ran meanwhile: a "
+                      f"roof is the highest rate the machine reaches. Calibrate again on a "
+                      f"quiet machine, or pass --replace to take it anyway")
     return save(path, spec), None
+
+
+def _quick(spec: Mapping[str, Any]) -> bool | None:
+    conditions = (spec.get("provenance") or {}).get("conditions") or {}
+    value = conditions.get("quick") if isinstance(conditions, Mapping) else None
+    return value if isinstance(value, bool) else None
+
+
+def _figures(spec: Mapping[str, Any]) -> dict[str, float]:
+    figures = (spec.get("provenance") or {}).get("figures") or {}
+    out: dict[str, float] = {}
+    if isinstance(figures, Mapping):
+        for key, figure in figures.items():
+            value = figure.get("value") if isinstance(figure, Mapping) else None
+            if isinstance(value, (int, float)) and value > 0 and not key.startswith("cache."):
+                out[str(key)] = float(value)
+    return out
+
+
+def _lower(spec: Mapping[str, Any], cached: Mapping[str, Any]) -> list[str]:
+    """The roofs of *spec* more than LOWER below *cached*'s, as ``matrix.fp64 21.6 < 104
+    GFLOP/s``."""
+    from ..units import si
+
+    new, old = _figures(spec), _figures(cached)
+    out = []
+    for key, value in new.items():
+        before = old.get(key)
+        if before is not None and value < before * (1 - LOWER):
+            unit = "FLOP/s" if key.startswith("matrix.") else "B/s"
+            out.append(f"{key} {si(value, unit)} < {si(before, unit)}")
+    return out
 
 
 @contextmanager

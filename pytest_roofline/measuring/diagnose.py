@@ -23,10 +23,10 @@ FASTER = "faster-than-bound"
 
 def is_faster(result: Any, spread: float = 0.0) -> bool:
     """Whether *result*'s measurement beat its bound by more than *spread* and TOLERANCE."""
-    efficiency = getattr(result, "efficiency", None)
-    if efficiency is None:
+    measured = getattr(result, "measured", None)
+    if measured is None or not float(measured) > 0:
         return False
-    return float(efficiency) > 1.0 + max(float(spread), TOLERANCE)
+    return float(result.time) / float(measured) > 1.0 + max(float(spread), TOLERANCE)
 
 
 def _caches(chip: Any) -> list[tuple[str, float, float | None]]:
@@ -61,9 +61,10 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
         where = f"working set {si(working, 'B')} ({what}); {result.hw} lists no cache sizes"
     return (f"measured {fmt(float(result.measured))} is faster than the roofline bound "
             f"{fmt(float(result.time))} on {result.hw} ({result.dtype}"
-            f"{roof_threads_note(result).replace(' (', ', ').rstrip(')')}): efficiency "
-            f"{float(result.efficiency):.0%} > 100% beyond the spread "
-            f"({max(spread, TOLERANCE):.0%}). A lower bound cannot be beaten by honest counts: "
+            f"{roof_threads_note(result).replace(' (', ', ').rstrip(')')}) by "
+            f"{1 - float(result.measured) / float(result.time):.0%} of the bound, beyond the "
+            f"spread ({max(spread, TOLERANCE):.0%}), so no efficiency is given. A lower bound "
+            f"cannot be beaten by honest counts: "
             f"either the workload overcounts its FLOPs ({si(float(result.flops), 'FLOP')}) "
             f"or bytes ({si(float(result.bytes), 'B')}), or its data stayed in a cache whose "
             f"roof the analysis did not use: {where}."

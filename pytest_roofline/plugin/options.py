@@ -23,7 +23,8 @@ MARKER_HELP = (
     "roofline(hw=None, regime=None, *, workload=None, flops=None, bytes=None, "
     "link_bytes=None, footprint=None, dtype=None, sparse=False, min_intensity=None, "
     "max_intensity=None, max_time=None, fits=None, margin=None, min_efficiency=None, "
-    "trace=False, cross_check=None, optional_hw=None, strict=False): analyze the test's workload "
+    "trace=False, cross_check=None, optional_hw=None, strict=False, "
+    "min_kernel_efficiency=None, allow_faster=False): analyze the test's workload "
     "(workload=, flops=/bytes=, or roofline.add() through the fixture) on each chip in hw "
     "(default: --roofline-hw) after the test body passes, and fail the test when an "
     "expectation does not hold: regime ('compute', 'memory', 'network' or a list of allowed "
@@ -38,7 +39,10 @@ MARKER_HELP = (
     "cross_check=0.02 asks a declared and a traced workload to agree within 2% per kernel "
     "family. A chip that cannot price the workload (a precision it lacks) gets an error row "
     "and fails the test; optional_hw=True (or names of chips in hw) reports it as skipped "
-    "instead. Without expectations the figures are only reported."
+    "instead. min_kernel_efficiency (a fraction, or kernel-name patterns to fractions) "
+    "asserts each kernel of the calls profiled with roofline.profile() reaches that share "
+    "of its roof; a kernel faster than its bound fails the test unless allow_faster=True. "
+    "Without expectations the figures are only reported."
 )
 
 

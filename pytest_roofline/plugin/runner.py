@@ -245,6 +245,12 @@ class Runner:
         else:
             checks, records, extra = self.amend(item, judgement, crosscheck, hook, hooked)
             failures.extend(extra)
+        if test.profiles or test.expectation.min_kernel_efficiency is not None:
+            from ..judging import kernels
+
+            failed = kernels.failures(test.expectation, test.profiles)
+            failures.extend(failed)
+            records = kernels.attach(list(records), test.profiles, failed)
         sent: list[tuple[str, str]] = []
         if self.session.is_worker:  # the call report carries the records to the controller
             sent = [(PROPERTY, text) for text in (

@@ -184,6 +184,13 @@ class RooflineSession:
             ranked = headroom(records, width=width)
             if len(ranked) > 2:  # a heading and a table of two or more tests
                 lines += ["", *ranked]
+        if measured or any("profile" in r for r in records):
+            from ..report import kernels
+
+            profiled = kernels.summary_lines(records, width=width)
+            if profiled:
+                lines += ["", *profiled]
+            lines += kernels.roof_notes(records)
         return lines
 
     def report(self) -> dict[str, Any]:

@@ -131,6 +131,9 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
             lines += ["", f"... and {len(ordered) - len(shown)} more results (all passed or "
                           f"report-only; see the JSON report)."]
         lines += ["", INTENSITY_NOTE]
+        from .kernels import markdown_lines
+
+        lines += markdown_lines(r for _, r in shown)
     else:
         lines.append("No roofline results.")
     lines.append("")
@@ -147,7 +150,7 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
     return "\n".join(lines)
 
 
-_MEASURED = ("measured", "% of roof")
+_MEASURED = ("measured", "% of roof", "MFU")
 
 
 def _count(n: int, noun: str) -> str:

@@ -187,7 +187,45 @@ def _point(nodeid: str, record: Mapping[str, Any], regressed: bool) -> Point | N
     measured = flops / measured_s if flops and measured_s and measured_s > 0 else None
     return Point(short_name(nodeid), nodeid, str(record.get("dtype")), intensity, performance,
                  str(record.get("regime", "")), str(record.get("outcome", "")), regressed,
-                 measured, _number(record, "efficiency"))
+                 measured, _efficiency(record))
+
+
+#: Profiled kernels placed per record (those losing the most time).
+KERNELS = 5
+
+
+def _kernel_points(nodeid: str, record: Mapping[str, Any], hw: str) -> list[Point]:
+    """A record's profiled kernels (``judging.kernels``), each at its intensity and its
+    measured FLOP/s, under the point of its bound, as Nsight Compute's roofline places
+    kernels. A kernel that beat its bound carries no efficiency."""
+    out: list[Point] = []
+    for profile in record.get("profile") or ():
+        if not isinstance(profile, Mapping) or profile.get("hw") != hw:
+            continue
+        for row in list(profile.get("rows") or [])[:KERNELS]:
+            try:
+                flops, nbytes = float(row["flops"]), float(row["bytes"])
+                bound, measured = float(row["bound_s"]), float(row["measured_s"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if not (flops > 0 and nbytes > 0 and bound > 0 and measured > 0):
+                continue
+            label = f"{str(row.get('op', '?')).removeprefix('aten::')}({row.get('shapes', '')})"
+            efficiency = row.get("efficiency")
+            out.append(Point(label[:40], f"{nodeid}::{label}", str(record.get("dtype")),
+                             flops / nbytes, flops / bound, str(row.get("regime", "")),
+                             "report", False, flops / measured,
+                             float(efficiency) if isinstance(efficiency, (int, float))
+                             and efficiency <= 1 else None))
+    return out
+
+
+def _efficiency(record: Mapping[str, Any]) -> float | None:
+    """The record's efficiency, None where the run beat its bound (never drawn above 100%)."""
+    value = _number(record, "efficiency")
+    if value is None or value > 1 or record.get("measured_note") == "faster-than-bound":
+        return None
+    return value
 
 
 def charts(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
@@ -217,6 +255,7 @@ def charts(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
                 skipped.append(key[0])
             else:
                 points.append(point)
+            points.extend(_kernel_points(key[0], record, hw))
         # numbered left to right on the chart
         points.sort(key=lambda p: (p.intensity, p.performance))
         out.append(Chart(hw, bandwidth, roofs, tuple(points), tuple(skipped)))

@@ -123,7 +123,7 @@ class Recorder:
                          is_view=func.is_view)
         if cls == "view":
             return
-        inputs = T.operands(args, kwargs)
+        inputs = T.operands(args, kwargs, func)
         if self.body and (base in A.RNG or (not inputs and cls == "copy")):
             self.leave_out("RNG fill" if base in A.RNG else "tensor factory")
             return

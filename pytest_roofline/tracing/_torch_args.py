@@ -20,11 +20,17 @@ def tensors(value: object) -> Iterable[torch.Tensor]:
             yield from tensors(item)
 
 
-def operands(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
-    """The tensors among an op's positional and keyword arguments, in order."""
+def operands(args: tuple[Any, ...], kwargs: dict[str, Any],
+             func: Any = None) -> list[torch.Tensor]:
+    """The tensors among an op's positional and keyword arguments, in order. With the op
+    (*func*), an ``out=`` tensor (a keyword-only argument its schema marks written) is left
+    out: the op writes it (it is among the op's outputs), it never reads it."""
     found = list(tensors(args))
     if kwargs:
-        found += tensors(list(kwargs.values()))
+        from ._torch_compat import written_keywords
+
+        written = written_keywords(func) if func is not None else set()
+        found += tensors([v for k, v in kwargs.items() if k not in written])
     return found
 
 

@@ -8,7 +8,9 @@ the newest torch the index serves):
   class torch's own flop counter subclasses) with ``_should_skip_dynamo`` answering False:
   torch would otherwise wrap the mode's ``__torch_dispatch__`` in ``torch._disable_dynamo``,
   whose first call imports torch._dynamo (1-2 s), and nothing here is compiled;
-* :func:`argument_names`: an op's argument names, from its ``_schema``;
+* :func:`argument_names`: an op's argument names, from its ``_schema``; :func:`arguments`
+  its schema's arguments themselves (name, type, default, keyword-only, aliasing), and
+  :func:`written_keywords` the keyword-only ones it writes (``out=``);
 * :func:`process_group`: the ProcessGroup a functional collective's group name stands for
   (``_resolve_process_group``);
 * :func:`is_fake`: whether a tensor is a fake tensor (shapes only; ``torch._subclasses``);
@@ -30,8 +32,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = ["HOST_COPIES", "LOCAL_SCALAR_DENSE", "TO_COPY", "DispatchMode", "TorchDispatchMode",
-           "argument_names", "has_implicit_decomposition", "is_fake", "is_higher_order",
-           "process_group", "skip_dynamo"]
+           "argument_names", "arguments", "has_implicit_decomposition", "is_fake",
+           "is_higher_order", "process_group", "skip_dynamo", "written_keywords"]
 
 
 class DispatchMode(TorchDispatchMode):  # type: ignore[misc]
@@ -45,6 +47,18 @@ class DispatchMode(TorchDispatchMode):  # type: ignore[misc]
 def argument_names(func: Any) -> list[str]:
     """The names of an aten op's arguments, in order (its schema's)."""
     return [a.name for a in func._schema.arguments]
+
+
+def arguments(func: Any) -> list[Any]:
+    """An op's schema arguments (``torch._C.Argument``: ``name``, ``type``, ``kwarg_only``,
+    ``has_default_value()``, ``default_value``, ``alias_info``), in order."""
+    return list(func._schema.arguments)
+
+
+def written_keywords(func: Any) -> set[str]:
+    """The keyword-only arguments an op writes (its ``out=`` tensors), by name."""
+    return {a.name for a in func._schema.arguments
+            if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write}
 
 
 def process_group(name: str) -> Any:

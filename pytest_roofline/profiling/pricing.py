@@ -1,0 +1,212 @@
+"""A recorded CPU op priced by the tracer's own op table: the one place profiling meets tracing.
+
+A profiler trace records each aten op's name, its inputs' dims and dtypes, and (torch 2.1
+on) the value of each scalar input. :func:`price` rebuilds the call on ``meta`` tensors
+(nothing is computed, nothing allocated) and runs ``torch.ops.aten.<op>`` under the public
+:class:`~pytest_roofline.Tracer`, so a recorded op is priced by exactly the formula a traced
+call of the same op gets: one table, whatever path the op came in by.
+
+What is rebuilt, and what is assumed where the trace does not say:
+
+* an input with a dtype is a meta tensor of its recorded dims, and of its recorded strides
+  where the trace has them (a ``contiguous`` of a transposed tensor copies; of a contiguous
+  one it does nothing);
+* a scalar with a recorded value takes it; one without (a trace from before torch 2.1) takes
+  the schema's default where it has one, else the value that asks least of the op (``0``
+  for an int, ``[]`` for a list of ints: the whole-tensor reduction, the smallest output),
+  so a guess can only lower the bound, never raise it;
+* a list of tensors takes the dtype of the op's tensor inputs, when it has some; where it
+  has none the op is not priced (a guessed width could raise the bound);
+* the overload is the first whose schema accepts the rebuilt inputs (the schema read through
+  ``tracing._torch_compat``, where every private torch API the project uses is checked).
+
+An op that cannot be rebuilt, or has no formula in the table (``Workload.unknown``), is not
+priced: the reason comes back and the caller names it with its time. An op that moves no
+memory (a view) is priced at zero work. Results are cached per (op, dims, dtypes, values,
+precision): a trace of 100,000 events holds a few hundred distinct calls.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ..workload import Workload
+
+#: The profiler's names of tensor dtypes -> torch attribute names.
+DTYPES = {
+    "float": "float32", "double": "float64", "c10::Half": "float16",
+    "c10::BFloat16": "bfloat16", "long int": "int64", "long": "int64", "int": "int32",
+    "short int": "int16", "short": "int16", "signed char": "int8",
+    "unsigned char": "uint8", "bool": "bool", "c10::complex<float>": "complex64",
+    "c10::complex<double>": "complex128", "c10::Float8_e4m3fn": "float8_e4m3fn",
+    "c10::Float8_e5m2": "float8_e5m2",
+}
+_MISSING = object()
+ZERO = "zero"  # the op moves no memory (a view, a metadata change): zero work
+
+_CACHE: dict[tuple[Any, ...], Workload | str] = {}
+
+
+def price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
+          concrete: tuple[str, ...] | None, dtype: str | None = None,
+          strides: list[Any] | None = None) -> Workload | str:
+    """The Workload of one call of the recorded op *name* (``aten::addmm``), priced in
+    *dtype* for its matrix work where given (``"tf32"``), else in its operands' own; or a
+    short reason why it cannot be priced (:data:`ZERO` when it does no work)."""
+    key = (name, repr(dims), types, concrete, dtype, repr(strides))
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _price(name, dims, types, concrete, dtype, strides)
+        _CACHE[key] = hit
+    return hit
+
+
+def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
+           concrete: tuple[str, ...] | None, dtype: str | None,
+           strides: list[Any] | None) -> Workload | str:
+    if not name.startswith("aten::"):
+        return f"{name} is not an aten op"
+    if dims is None or types is None:
+        return "its input shapes were not recorded (record_shapes=True)"
+    try:
+        import torch
+    except ImportError:
+        return "pricing a recorded op needs torch installed"
+    base = name[len("aten::"):]
+    packet = getattr(torch.ops.aten, base, None)
+    if packet is None:
+        return f"torch has no op {name}"
+    inputs = _inputs(torch, dims, types, concrete, strides)
+    if isinstance(inputs, str):
+        return inputs
+    from ..tracing._torch_compat import arguments
+
+    failure = "no overload takes its inputs"
+    for overload in packet.overloads():
+        op = getattr(packet, overload)
+        call = _bind(arguments(op), inputs)
+        if call is None:
+            continue
+        args, kwargs = call
+        result = _trace(op, args, kwargs, name, dtype)
+        if not isinstance(result, str) or result == ZERO:
+            return result
+        failure = result
+    return failure
+
+
+def _trace(op: Any, args: list[Any], kwargs: dict[str, Any], name: str,
+           dtype: str | None) -> Workload | str:
+    """The op's Workload under the public Tracer (the only call into tracing)."""
+    from ..tracing import TraceError, Tracer
+
+    try:
+        traced = Tracer(dtype=dtype, name=name)(lambda: op(*args, **kwargs))
+    except TraceError as exc:
+        if "ran no op that reads or writes memory" in str(exc):
+            return ZERO
+        return f"the tracer refused it: {str(exc)[:100]}"
+    except Exception as exc:  # the rebuilt inputs do not fit the op
+        return f"inputs do not rebuild a call ({type(exc).__name__})"
+    if traced.unknown:
+        return f"no formula for {', '.join(sorted(traced.unknown))}"
+    return traced
+
+
+def _inputs(torch: Any, dims: list[Any], types: tuple[str, ...],
+            concrete: tuple[str, ...] | None, strides: list[Any] | None) -> list[Any] | str:
+    tensor_dtype = next((DTYPES[t] for t in types if t in DTYPES), None)
+    out: list[Any] = []
+    for i, kind in enumerate(types):
+        shape = dims[i] if i < len(dims) else []
+        value = concrete[i] if concrete is not None and i < len(concrete) else ""
+        if kind in DTYPES:
+            if not _is_shape(shape):
+                return f"input {i} has dims {shape!r}"
+            kind_dtype = getattr(torch, DTYPES[kind])
+            stride = strides[i] if strides is not None and i < len(strides) else None
+            if isinstance(stride, list) and _is_shape(stride) and len(stride) == len(shape):
+                out.append(torch.empty_strided(shape, stride, dtype=kind_dtype,
+                                               device="meta"))
+            else:
+                out.append(torch.empty(shape, dtype=kind_dtype, device="meta"))
+        elif kind in ("TensorList", "GenericList") and isinstance(shape, list) and shape \
+                and all(_is_shape(s) for s in shape):
+            if tensor_dtype is None:
+                return "the dtype of its list of tensors is not recorded"
+            out.append([torch.empty(s, dtype=getattr(torch, tensor_dtype), device="meta")
+                        for s in shape])
+        elif kind == "":
+            out.append(None)
+        elif value:
+            parsed = _literal(value)
+            out.append(_MISSING if parsed is _MISSING else parsed)
+        else:
+            out.append(_MISSING)
+    return out
+
+
+def _is_shape(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(d, int) and d >= 0 for d in value)
+
+
+def _literal(text: str) -> Any:
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return _MISSING
+
+
+def _bind(schema_arguments: list[Any], inputs: list[Any]
+          ) -> tuple[list[Any], dict[str, Any]] | None:
+    """Positional and keyword arguments for *schema* from the recorded *inputs* (by
+    position), missing scalars filled (see the module docstring); None when they cannot
+    fit. Schema types read as torch prints them (``Tensor``, ``Optional[Tensor]``,
+    ``List[Tensor]``, ``List[int]``, ``int``, ``float``, ``number``, ``str``)."""
+    arguments = schema_arguments
+    if len(inputs) > len(arguments):
+        return None
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for argument, value in zip(arguments, inputs, strict=False):
+        kind = str(argument.type)
+        optional = kind.startswith("Optional[")
+        inner = kind[len("Optional["):-1] if optional else kind
+        is_tensor = hasattr(value, "shape") and hasattr(value, "dtype")
+        if inner == "Tensor":
+            if not (is_tensor or (value is None and optional)):
+                return None
+        elif is_tensor or (inner.startswith("List[") and "Tensor" in inner and not (
+                isinstance(value, list) or (value is None and optional))):
+            return None
+        if value is None and not optional and argument.has_default_value():
+            value = _MISSING  # a value the profiler could not write (a string): the default
+        if value is _MISSING:
+            if argument.has_default_value():
+                if argument.kwarg_only:
+                    continue
+                value = argument.default_value
+            else:
+                value = None if optional else _placeholder(inner)
+                if value is _MISSING:
+                    return None
+        if argument.kwarg_only:
+            kwargs[argument.name] = value
+        elif kwargs:
+            return None
+        else:
+            args.append(value)
+    for argument in arguments[len(inputs):]:
+        if not argument.has_default_value() and not str(argument.type).startswith(
+                "Optional["):
+            return None
+    return args, kwargs
+
+
+def _placeholder(kind: str) -> Any:
+    """The value that asks least of an op, for a scalar the trace did not record."""
+    return {"int": 0, "List[int]": [], "float": 1.0, "number": 1, "bool": False}.get(
+        kind, _MISSING)

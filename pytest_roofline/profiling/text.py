@@ -1,0 +1,79 @@
+"""A profile as text: the kernels that lose the most time, then what was not priced.
+
+Rendered from the profile's JSON form, so the CLI, the plugin's summary and a saved report
+print alike. Every line keeps to the given width (80 columns by default): the op's label is
+cut, never the figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..text_table import render
+from ..units import format_time
+
+
+def percent(row: Mapping[str, Any]) -> str:
+    """``68%`` of the roof; ``faster!`` (never a number above 100%) for a row that beat its
+    bound."""
+    if row.get("note") == "faster-than-bound":
+        return "faster!"
+    value = row.get("efficiency")
+    if not isinstance(value, (int, float)):
+        return "-"
+    return f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
+
+
+def _count(value: Any) -> str:
+    number = float(value)
+    return str(int(number)) if number == int(number) else f"{number:.3g}"
+
+
+def _label(row: Mapping[str, Any]) -> str:
+    op = str(row.get("op", "?")).removeprefix("aten::")
+    shapes = str(row.get("shapes") or "")
+    return f"{op}({shapes})" if shapes else op
+
+
+def rows_table(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
+    rows = list(profile.get("rows") or [])[:top]
+    body = [[_label(r), _count(r["count"]), format_time(float(r["measured_s"])),
+             format_time(float(r["bound_s"])), percent(r), str(r.get("regime", "-")),
+             str(r.get("precision", "-")).split(":")[-1]]
+            for r in rows]
+    return render(["kernel", "calls", "measured", "bound", "% roof", "regime", "peak"], body,
+                  align="lrrrrll", width=width, min_shrunk=24)
+
+
+def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80) -> str:
+    """The text report of a profile's JSON form (:meth:`Profile.to_dict`)."""
+    total = float(profile.get("measured_s") or 0)
+    share = float(profile.get("priced_share") or 0)
+    where = "kernel time on the device" if profile.get("on_device") else "op time on the host"
+    best = profile.get("max_efficiency")
+    head = [f"{profile.get('source')} on {profile.get('hw')}",
+            f"{format_time(total)} of {where}, {share:.1%} priced; max efficiency "
+            f"{'-' if best is None else format(float(best), '.0%')}",
+            f"kernels by time lost (measured - bound), "
+            f"{min(top, int(profile.get('rows_total') or 0))} of {profile.get('rows_total')}:"]
+    lines = [*head, *rows_table(profile, top, width)]
+    faster = list(profile.get("faster") or [])
+    if faster:
+        lines.append(f"FASTER THAN THE BOUND ({len(faster)}): {', '.join(faster[:3])}"
+                     f"{' ...' if len(faster) > 3 else ''}: counts too high, data kept in a "
+                     f"cache, or a lower precision than priced")
+    unpriced = list(profile.get("unpriced") or [])
+    if unpriced:
+        lines.append(f"not priced ({1 - share:.1%} of the time):")
+        body = [[str(u["name"]), _count(u["count"]), format_time(float(u["measured_s"])),
+                 f"{float(u['measured_s']) / total:.1%}" if total > 0 else "-",
+                 str(u["reason"])] for u in unpriced[:top]]
+        lines += render(["op or kernel", "calls", "measured", "share", "why"], body,
+                        align="lrrrl", width=width, min_shrunk=24, squeeze=[4],
+                        min_squeezed=12)
+        if len(unpriced) > top:
+            lines.append(f"{len(unpriced) - top} more not priced")
+    for note in profile.get("notes") or []:
+        lines.append(f"note: {note}")
+    return "\n".join(line[:width] for line in lines)
