@@ -62,6 +62,25 @@ def flops_per_mac(text: str) -> int:
     return number
 
 
+def positive(text: str) -> int:
+    """A count option (``--chips``, ``--top``): a whole number >= 1."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a whole number "
+                                         f">= 1")
+    return number
+
+
+def terminal_width() -> int:
+    """The columns of the terminal: ``COLUMNS`` when set, else the terminal's, else 80."""
+    import shutil
+
+    return max(shutil.get_terminal_size().columns, 40)
+
+
 # -- shared option definitions ---------------------------------------------------------------
 
 

@@ -87,9 +87,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _width() -> int:
-    import shutil
+    from .common import terminal_width
 
-    return shutil.get_terminal_size().columns
+    return terminal_width()
 
 
 def _write_markdown(args: argparse.Namespace, report: dict[str, Any], comparison: Any) -> None:

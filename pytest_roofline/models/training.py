@@ -164,6 +164,42 @@ class Parallelism:
         return ", ".join(parts)
 
 
+def check_batch(batch: Number, p: Parallelism, where: str) -> None:
+    """Refuse a global *batch* that the data-parallel replicas cannot share in whole
+    sequences, or a replica's batch the microbatches do not divide (a sequence is never cut,
+    the rule :func:`pytest_roofline.planning.plan_training` searches by)."""
+    import numpy as np
+
+    values = np.atleast_1d(np.asarray(batch, dtype=float))
+    if np.any(values % p.dp):
+        bad = next(v for v in values if v % p.dp)
+        raise WorkloadError(f"{where}: batch={bad:g} sequences cannot be shared by dp={p.dp} "
+                            f"data-parallel replicas in whole sequences; allowed: a batch that "
+                            f"is a multiple of dp")
+    replica = values / p.dp
+    if np.any(replica % p.microbatches):
+        bad = next(v for v in replica if v % p.microbatches)
+        raise WorkloadError(f"{where}: microbatches={p.microbatches} must divide each "
+                            f"replica's batch of {bad:g} sequences (batch / dp); allowed: a "
+                            f"divisor of it")
+
+
+def check_links(where: str, **links: object) -> None:
+    """Refuse a link argument that is not a link name (``link``, ``dp_link``, ``pp_link``),
+    or a ``link_count`` that is not a size, naming the argument and the value."""
+    from ..ops._common import size
+
+    for name, value in links.items():
+        if value is None:
+            continue
+        if name == "link_count":
+            size(value, f"{where}: link_count")
+        elif not isinstance(value, str):
+            raise WorkloadError(f"{where}: {name} must be a link name such as 'nvlink' or "
+                                f"'ici', or None for the chip's default link, got "
+                                f"{brief(value)}")
+
+
 def _largest(value: Number) -> float:
     """A figure, or the largest of a sweep's (the one that decides whether all fit)."""
     if is_array(value):

@@ -192,7 +192,10 @@ class Transformer(Footprints, KernelGraph):
         par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
                                recompute=recompute, tp=tp, ep=ep, overlap=overlap,
                                virtual_stages=virtual_stages, sp=sp)
+        T.check_links("train_step", link=link, dp_link=dp_link, pp_link=pp_link,
+                      link_count=link_count)
         plan = self._train_plan(par, dtype, link, link_count)
+        T.check_batch(b, par, "train_step")
         self._check_positions(s, "train_step: seq")
         sizes = f"batch={show(b)}, seq={s}"
         if par.label():
@@ -252,6 +255,7 @@ class Transformer(Footprints, KernelGraph):
                                recompute=recompute, tp=tp, ep=ep,
                                virtual_stages=virtual_stages, sp=sp)
         plan = self._train_plan(par, dtype, None, None)
+        T.check_batch(b, par, "train_footprint")
         return self._train_footprint(plan, par, b / par.dp, s)
 
     def _train_plan(self, par: Any, dtype: object, link: str | None,
