@@ -2,14 +2,60 @@
 
 An interrupted run never leaves a half-written report, baseline, Markdown file or chart; the
 file gets the permissions a plain ``open(path, "w")`` would give it (0666 less the umask).
+A temporary file is named ``.<target name>.<pid>.<random><suffix>``: a process killed
+before its rename (``kill -9``) leaves it behind, and the next write to the same target
+removes it, once its process is gone (or, should the id have been taken again, a day
+later), never the temporary file of a writer still running.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+#: A leftover whose process id is alive again (reused) is removed after this many seconds.
+STALE_AFTER = 24 * 3600.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # another user's process: alive
+    return True
+
+
+def remove_leftovers(target: Path, suffix: str) -> list[Path]:
+    """Remove the temporary files that interrupted writes to *target* left beside it (see
+    the module docstring); returns those removed. Anything unreadable is left alone."""
+    prefix = f".{target.name}."
+    removed = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(suffix)):
+            continue
+        pid_text = name[len(prefix):].split(".", 1)[0]
+        if not pid_text.isdigit():
+            continue
+        try:
+            old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER
+            if int(pid_text) == os.getpid() or (_alive(int(pid_text)) and not old):
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
 
 
 def _umask() -> int:
@@ -22,7 +68,9 @@ def write_with(path: str | os.PathLike[str], writer: Callable[[str], object]) ->
     """Call ``writer(temporary_path)`` and move the result onto *path* (folders created)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix or ".tmp",
+    suffix = target.suffix or ".tmp"
+    remove_leftovers(target, suffix)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=suffix,
                                dir=target.parent)
     os.close(fd)
     try:
@@ -35,10 +83,28 @@ def write_with(path: str | os.PathLike[str], writer: Callable[[str], object]) ->
     return target
 
 
+#: How text that UTF-8 cannot hold is written: a test id read from a file name that is not
+#: valid UTF-8 (Linux allows any bytes; Python keeps them as lone surrogates) becomes its
+#: ``\udcff`` escape, as the JSON report writes it, never an encoding error.
+ENCODING_ERRORS = "backslashreplace"
+
+
+def encodable(text: str, encoding: str = "utf-8") -> str:
+    """*text* with every character *encoding* cannot hold replaced by its backslash escape:
+    what a text output (a file, a terminal) is given."""
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, ENCODING_ERRORS).decode(encoding)
+    except LookupError:  # an unknown encoding name: UTF-8's rules
+        return encodable(text)
+    return text
+
+
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write *text* (UTF-8) to *path*, atomically."""
+    """Write *text* (UTF-8, unencodable characters escaped) to *path*, atomically."""
     def write(tmp: str) -> None:
-        Path(tmp).write_text(text, encoding="utf-8")
+        Path(tmp).write_text(text, encoding="utf-8", errors=ENCODING_ERRORS)
 
     return write_with(path, write)
 

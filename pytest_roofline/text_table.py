@@ -27,6 +27,7 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
     columns left out come back in the reverse of their order, as far as they fit, and
     should the indented cells still be too wide, the widest of them is cut at its end.
     """
+    rows = [[_printable(c) for c in row] for row in rows]  # widths of what is printed
     align = align.ljust(len(headers), "l")
     keep = list(range(len(headers)))
     widths = [len(h) for h in headers]
@@ -91,6 +92,16 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
         lines += [cut_middle(row[shrink], shown[shrink]),
                   " " * INDENT + cells_line(row, rest)]
     return lines
+
+
+def _printable(cell: str) -> str:
+    """*cell* as a UTF-8 output writes it: a lone surrogate (a test id from a file name that
+    is not UTF-8) as its ``\udcff`` escape, so that the column is padded to what is shown."""
+    try:
+        cell.encode("utf-8")
+    except UnicodeEncodeError:
+        return cell.encode("utf-8", "backslashreplace").decode("utf-8")
+    return cell
 
 
 def cut_end(text: str, width: int) -> str:

@@ -146,9 +146,13 @@ def chips(text: str | Sequence[str]) -> list[Any]:
 
 
 def echo(text: str = "") -> None:
-    """Print to stdout; a closed pipe (``| head``) silences the rest instead of failing."""
+    """Print to stdout; a closed pipe (``| head``) silences the rest instead of failing, and
+    a character the terminal's encoding cannot hold (a test id from a file name that is not
+    UTF-8) is printed as its escape."""
+    from ..atomic import encodable
+
     try:
-        print(text)
+        print(encodable(text, sys.stdout.encoding or "utf-8"))
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -67,7 +67,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         text = to_csv(result, base, new)
         if args.csv == "-":
-            sys.stdout.write(text)
+            from ..atomic import encodable
+
+            sys.stdout.write(encodable(text, sys.stdout.encoding or "utf-8"))
         else:
             from ..atomic import write_text
 

@@ -62,10 +62,31 @@ def parse_device(text: str) -> tuple[str, str]:
 
 
 def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/pytest-roofline``, else ``~/.cache/pytest-roofline``."""
+    """``$XDG_CACHE_HOME/pytest-roofline``, else ``~/.cache/pytest-roofline``; a
+    RooflineError saying what to set when neither names a folder (no ``XDG_CACHE_HOME``, no
+    ``HOME`` and no home in the user database)."""
     base = os.environ.get("XDG_CACHE_HOME") or ""
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "pytest-roofline"
+    if os.path.isabs(base):
+        return Path(base) / "pytest-roofline"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        home = Path("~")
+    if not home.is_absolute():
+        raise RooflineError("no folder for the calibration cache: XDG_CACHE_HOME and HOME are "
+                            "unset and the user has no home folder; set XDG_CACHE_HOME to a "
+                            "writable folder")
+    return home / ".cache" / "pytest-roofline"
+
+
+def unwritable(path: Path, exc: OSError) -> RooflineError:
+    """The one-line error of a calibration cache that cannot be written."""
+    from ..atomic import why_not_written
+
+    return RooflineError(f"the calibration cache {path.parent} cannot be written "
+                         f"({why_not_written(exc, path)}); set XDG_CACHE_HOME to a writable "
+                         f"folder, or calibrate into a file (pytest-roofline calibrate -o "
+                         f"chip.yaml) and name that file as the chip")
 
 
 def software_key(device: str) -> str:
@@ -219,11 +240,11 @@ def store(device: str, spec: Mapping[str, Any], *, replace: bool = False
 
     path = cache_path(device)
     if replace or not path.is_file():
-        return save(path, spec), None
+        return _saved(path, spec), None
     try:
         cached = load_yaml(path)
     except RooflineError:
-        return save(path, spec), None
+        return _saved(path, spec), None
     when = (cached.get("provenance") or {}).get("date", "an earlier date")
     if _quick(spec) and _quick(cached) is False:
         return path, (f"kept the full calibration of {when} in {path}: a quick calibration "
@@ -238,7 +259,15 @@ def store(device: str, spec: Mapping[str, Any], *, replace: bool = False
                       f"({'; '.join(lower)}), which means something else ran meanwhile: a "
                       f"roof is the highest rate the machine reaches. Calibrate again on a "
                       f"quiet machine, or pass --replace to take it anyway")
-    return save(path, spec), None
+    return _saved(path, spec), None
+
+
+def _saved(path: Path, spec: Mapping[str, Any]) -> Path:
+    """:func:`save`, or the one-line error of a cache that cannot be written."""
+    try:
+        return save(path, spec)
+    except OSError as exc:
+        raise unwritable(path, exc) from None
 
 
 def _quick(spec: Mapping[str, Any]) -> bool | None:
@@ -302,15 +331,19 @@ def load(device: str = "cpu", *, calibrate_missing: bool = True,
         if not calibrate_missing:
             raise RooflineError(f"{name} is not calibrated on this machine (no {path}); run "
                                 f"pytest-roofline calibrate --device {device}")
-        with locked(path):
-            if not path.is_file():  # another process may have written it meanwhile
-                started = time.perf_counter()
-                progress(f"calibrating {name} ({device}) on first use; cached in {path} ...")
-                spec, warnings = calibrate(device, quick=quick)
-                save(path, spec)
-                for line in warnings:
-                    progress(f"warning: {line}")
-                progress(f"calibrated {name} in {time.perf_counter() - started:.1f} s")
+        try:
+            with locked(path):
+                if not path.is_file():  # another process may have written it meanwhile
+                    started = time.perf_counter()
+                    progress(f"calibrating {name} ({device}) on first use; cached in {path} "
+                             f"...")
+                    spec, warnings = calibrate(device, quick=quick)
+                    save(path, spec)
+                    for line in warnings:
+                        progress(f"warning: {line}")
+                    progress(f"calibrated {name} in {time.perf_counter() - started:.1f} s")
+        except OSError as exc:  # checked before measuring: the lock file is written first
+            raise unwritable(path, exc) from None
     try:
         return from_dict(load_yaml(path), str(path))
     except RooflineError as exc:

@@ -187,7 +187,9 @@ def append_step_summary(text: str, path: str | os.PathLike[str] | None = None) -
     target = path if path is not None else os.environ.get(STEP_SUMMARY)
     if not target:
         return None
-    with open(target, "a", encoding="utf-8") as handle:
+    from ..atomic import ENCODING_ERRORS
+
+    with open(target, "a", encoding="utf-8", errors=ENCODING_ERRORS) as handle:
         handle.write(text if text.endswith("\n") else text + "\n")
         handle.write("\n")
     return Path(target)
