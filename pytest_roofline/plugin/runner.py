@@ -134,6 +134,8 @@ class Runner:
                 test.body = self.traced(item, tracer, recording, expectation.strict)
             else:
                 yield  # the test body: its own failure propagates as the user's, never ours
+        except _formula_error() as exc:  # a registered formula's, not the test's: one line
+            self.fail(item, f"roofline marker on {item.name}: {exc}")
         finally:
             # (a test that asked for the fixture with request.getfixturevalue() has one now)
             if test is None and TEST_KEY in stash:
@@ -364,6 +366,13 @@ class _FailureLines:
         report = pytest.TestReport.from_item_and_call(item, call)
         report.longrepr = message  # our one-line verdict, without a traceback
         return report
+
+
+def _formula_error() -> type[Exception]:
+    """The error of a registered formula (imported only when a test body raised)."""
+    from ..tracing._formula_check import FormulaError
+
+    return FormulaError
 
 
 def _marks(item: pytest.Item) -> list[pytest.Mark]:

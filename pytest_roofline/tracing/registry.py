@@ -210,19 +210,13 @@ def apply(name: str, formula: Formula, where: str, args: Iterable[Any],
           kwargs: dict[str, Any]) -> tuple[list[Kernel], dict[str, int]]:
     """The kernels *formula* gives for one call of *name*, named ``where.name[:kernel]``, and
     the unknown ops of a Workload it returns."""
-    try:
-        result = formula(*args, **kwargs)
-    except Exception as exc:  # the user's formula: name it, keep its message
-        raise TraceError(f"the formula registered for {name!r} failed: "
-                         f"{type(exc).__name__}: {exc}") from exc
+    from ._formula_check import call
+
+    result = call(name, formula, args, kwargs)  # a Kernel or a Workload, or a FormulaError
     label = f"{where}.{name}" if where else name
     if isinstance(result, Kernel):
         return [_named(result, label)], {}
-    if isinstance(result, Workload):
-        return [_named(k, label) for k in result.kernels], dict(result.unknown)
-    raise TraceError(f"the formula registered for {name!r} returned "
-                     f"{type(result).__name__}; it must return a Kernel or a Workload "
-                     f"(pytest_roofline.ops builds both)")
+    return [_named(k, label) for k in result.kernels], dict(result.unknown)
 
 
 def _named(kernel: Kernel, label: str) -> Kernel:
