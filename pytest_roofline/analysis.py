@@ -58,7 +58,7 @@ import os
 from typing import Any, NamedTuple, Protocol, cast
 
 from . import fields
-from .errors import RooflineError, WorkloadError, brief
+from .errors import RooflineError, UnsupportedPrecisionError, WorkloadError, brief
 from .fusion import kept_on_chip, onchip_level
 from .hardware import Hardware, get_hardware
 from .regimes import REGIMES as REGIMES
@@ -266,7 +266,12 @@ def _kernel_bounds(kernel: Kernel, hw: Hardware, dtype: str | None, sparse: bool
     precision = kernel.dtype or dtype
     if kernel.operands and hw.mixed_matmul:
         precision = hw.mixed_path(*kernel.operands) or precision
-    label, peak = hw.peak_key(precision, kernel.unit, sparse and kernel.unit == "matrix")
+    try:
+        label, peak = hw.peak_key(precision, kernel.unit, sparse and kernel.unit == "matrix")
+    except UnsupportedPrecisionError as exc:  # say whose precision it is
+        whose = f"dtype={dtype!r}" if kernel.dtype is None else (
+            f"kernel {kernel.name!r} (dtype={kernel.dtype!r})")
+        raise UnsupportedPrecisionError(f"{whose}: {exc}") from None
     count = kernel.count
     flops = kernel.flops * count * scale
     kept = kept_on_chip(kernel, capacity) * count if capacity > 0 else 0.0
@@ -489,7 +494,10 @@ def program(workload: Workload, chip: Hardware, dtype: str | None, flops_per_mac
     # for kernels that name none, so that the ridge and the times never disagree
     main, unit = _main_dtype(workload, dtype)
     if main is not None and dtype is not None:
-        chip.peak_key(dtype, "matrix", sparse)  # a dtype no kernel takes is still checked
+        try:  # a dtype no kernel takes is still checked
+            chip.peak_key(dtype, "matrix", sparse)
+        except UnsupportedPrecisionError as exc:
+            raise UnsupportedPrecisionError(f"dtype={dtype!r}: {exc}") from None
     ridge_label, ridge_peak = chip.peak_key(dtype if main is None else main, unit,
                                             sparse and unit == "matrix")
     # every figure is >= 0 and each resource's time is at most the total time, so this one

@@ -72,12 +72,17 @@ def registry() -> Any:
     return _registry
 
 
-def _check(value: float, what: str, allow_zero: bool) -> float:
+def _check(value: float, what: str, allow_zero: bool, given: object = None) -> float:
+    """*value*, or a UnitError quoting what the caller wrote (*given*, when it was not this
+    float: ``'1e400 s'`` reads as inf)."""
+    plain = given is None or isinstance(given, float) or (
+        isinstance(given, int) and given == value)
+    shown = repr(value) if plain else f"{brief(given)} (read as {value!r})"
     if math.isnan(value) or math.isinf(value):
-        raise UnitError(f"{what}: {value!r} is not a finite number")
+        raise UnitError(f"{what}: {shown} is not a finite number")
     if value < 0 or (value == 0 and not allow_zero):
         need = "zero or more" if allow_zero else "greater than zero"
-        raise UnitError(f"{what}: {value!r} is not allowed, it must be {need}")
+        raise UnitError(f"{what}: {shown} is not allowed, it must be {need}")
     return value
 
 
@@ -158,7 +163,7 @@ def parse(value: object, dimension: str, *, what: str = "value", allow_zero: boo
             number = float(value)
         except OverflowError:
             number = math.inf
-        return _check(number, what, allow_zero)
+        return _check(number, what, allow_zero, value)
     if isinstance(value, str):
         try:
             number = _parse_text(value.strip(), dimension)
@@ -167,7 +172,7 @@ def parse(value: object, dimension: str, *, what: str = "value", allow_zero: boo
                 f"{what}: {exc}; expected a {_NAMES[dimension]} such as "
                 f"{_EXAMPLES[dimension]}"
             ) from None
-        return _check(number, what, allow_zero)
+        return _check(number, what, allow_zero, value)
     if hasattr(value, "to") and hasattr(value, "magnitude") and hasattr(value, "units"):
         # a pint Quantity, perhaps of another registry: go through its text form
         return parse(f"{value.magnitude} {value.units}", dimension, what=what,
@@ -177,7 +182,7 @@ def parse(value: object, dimension: str, *, what: str = "value", allow_zero: boo
     except (TypeError, ValueError, OverflowError):
         raise UnitError(f"{what}: expected a number or a string with units such as "
                         f"{_EXAMPLES[dimension]}, got {brief(value)}") from None
-    return _check(number, what, allow_zero)
+    return _check(number, what, allow_zero, value)
 
 
 _PREFIXES = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
