@@ -90,9 +90,11 @@ def overlapped(workload: Workload, *, hint: str | None = None) -> Workload:
         raise WorkloadError(f"overlapped() needs a Workload, got {type(workload).__name__}")
     kernels = list(workload.kernels)
     hosts = {k.epilogue_of for k in kernels if k.epilogue_of is not None}
+    # counted figures: a kernel run 0 times (``repeat(0)``) neither hides nor is hidden
     hidden = [i for i, k in enumerate(kernels) if k.unit == "vector"
-              and _positive(k.link_bytes) and not _handed(k) and k.name not in hosts]
-    matrix = [i for i, k in enumerate(kernels) if k.unit == "matrix" and _positive(k.flops)]
+              and _positive(k.total_link_bytes) and not _handed(k) and k.name not in hosts]
+    matrix = [i for i, k in enumerate(kernels)
+              if k.unit == "matrix" and _positive(k.total_flops)]
     if not hidden or not matrix:
         return workload if hint is None else workload.with_(hint=hint)
     links = {(kernels[i].link, kernels[i].link_count) for i in hidden}
