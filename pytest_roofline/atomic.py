@@ -34,7 +34,7 @@ def remove_leftovers(target: Path, suffix: str) -> list[Path]:
     """Remove the temporary files that interrupted writes to *target* left beside it (see
     the module docstring); returns those removed. Anything unreadable is left alone."""
     prefix = f".{target.name}."
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(target.parent))
     except OSError:

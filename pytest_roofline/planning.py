@@ -114,7 +114,6 @@ class Plan:
         """The ranked configurations as text, in *width* columns when given (each
         configuration then on a line of its own above its figures, where one row is too
         wide)."""
-        from .text_table import render
 
         top = _whole(top, "top", where="Plan.table")
         fmt = units.format_time
@@ -237,7 +236,7 @@ def _divisors(n: int, most: int | None = None) -> list[int]:
 
 def _splits(chips: int, moe: bool) -> list[tuple[int, int, int]]:
     """(tp, pp, ep) with tp x pp x ep dividing *chips*; ep only for experts, without tp."""
-    out = []
+    out: list[tuple[int, int, int]] = []
     for tp in _divisors(chips):
         for pp in _divisors(chips // tp):
             eps = _divisors(chips // (tp * pp)) if moe and tp == 1 else [1]

@@ -3,7 +3,8 @@
 A block is found by its file and its first non-blank line (its key). Shown output matches real
 output when, with runs of whitespace taken as one space (the docs wrap long lines), every
 shown character appears in order: ``...`` stands for any text, and with ``timings=True`` every
-number stands for any number (figures measured on the machine that runs the test).
+number stands for any number and every unit of time for any unit of time (figures measured on
+the machine that runs the test: a bound shown as "20.7 us" may print "777 ns" there).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def blocks() -> list[Block]:
 
 
 NUMBER = r"[-+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?"
+#: A unit of time as ``units.format_time`` prints it, with what may follow it in a sentence.
+TIME_UNIT = re.compile(r"(ns|us|µs|ms|s)([),.:;]*)")
+ANY_TIME_UNIT = r"(?:ns|us|µs|ms|s)"
 
 
 def pattern(shown: str, *, timings: bool = False) -> re.Pattern[str]:
@@ -72,6 +76,8 @@ def pattern(shown: str, *, timings: bool = False) -> re.Pattern[str]:
             parts.append(r".*?")
         elif token.isspace():
             parts.append(r"\s+")
+        elif timings and TIME_UNIT.fullmatch(token):
+            parts.append(ANY_TIME_UNIT + re.escape(TIME_UNIT.fullmatch(token)[2]))  # type: ignore[index]
         elif timings:
             pieces = re.split(f"({NUMBER})", token)
             parts.append("".join(NUMBER if k % 2 else re.escape(p) for k, p in enumerate(pieces)))

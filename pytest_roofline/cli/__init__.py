@@ -166,7 +166,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RooflineError, OSError) as exc:
         text = str(exc) if isinstance(exc, RooflineError) else f"{exc.strerror or exc}: " \
             f"{exc.filename or ''}".rstrip(": ")
-        print(f"{PROG}: error: {one_line(text)}", file=sys.stderr)
+        from ..atomic import encodable
+
+        print(encodable(f"{PROG}: error: {one_line(text)}", sys.stderr.encoding or "utf-8"),
+              file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -29,7 +29,10 @@ class Parser(argparse.ArgumentParser):
     """argparse, with every error one line on stderr (no usage dump): the CLI's promise."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"{PROG}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        from ..atomic import encodable
+
+        print(encodable(f"{PROG}: error: {message} (see {self.prog} --help)",
+                        sys.stderr.encoding or "utf-8"), file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
