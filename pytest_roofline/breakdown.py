@@ -21,7 +21,7 @@ from . import units
 from .analysis import KernelResult, Result, analyze
 from .errors import WorkloadError
 from .hardware import Hardware
-from .text_table import render
+from .text_table import render, wrap_line
 from .units import flop_per_byte
 from .workload import Workload, is_array
 
@@ -50,8 +50,12 @@ def breakdown(result: Result | Workload, hw: Hardware | str | os.PathLike[str] |
     return rows
 
 
-def format_breakdown(result: Result, *, sort: bool = True) -> list[str]:
-    """The breakdown as table lines (largest share of the time first by default)."""
+def format_breakdown(result: Result, *, sort: bool = True,
+                     width: int | None = None) -> list[str]:
+    """The breakdown as table lines (largest share of the time first by default). In *width*
+    columns when given: kernel names are shortened in the middle, then the ``on chip`` and
+    ``FLOP/B`` columns left out, the peak labels cut, and as a last resort each kernel's
+    name takes a line of its own above its figures."""
     kernels = breakdown(result, sort=sort)
     if any(is_array(k.time) for k in kernels):
         raise WorkloadError("format_breakdown needs a single workload, not a sweep")
@@ -62,10 +66,12 @@ def format_breakdown(result: Result, *, sort: bool = True) -> list[str]:
              "on chip" if k.intensity is None else flop_per_byte(float(k.intensity)), k.peak_label,
              fmt(float(k.time)), str(k.regime),
              f"{float(k.share):.1%}"] for k in kernels]
-    lines = render(HEADERS, rows, align="lrrrrrlrlr")
+    lines = render(HEADERS, rows, align="lrrrrrlrlr", width=width, shrink=0, min_shrunk=24,
+                   optional=(4, 5), squeeze=(6,), min_squeezed=11)
     if any(row[1].startswith("~") for row in rows):
-        lines.append("~N: an expected count, not a whole number of launches (the experts a "
-                     "batch's tokens route to, on average)")
+        note = ("~N: an expected count, not a whole number of launches (the experts a "
+                "batch's tokens route to, on average)")
+        lines += wrap_line(note, width)
     return lines
 
 

@@ -94,6 +94,30 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
     return lines
 
 
+def wrap_line(line: str, width: int | None, hang: int = 2) -> list[str]:
+    """*line* in lines of at most *width* columns (itself when None or short enough): its
+    indentation kept, the lines after the first indented *hang* more, words never split (a
+    URL goes to a line of its own) unless one is longer than a line by itself."""
+    if width is None or len(line) <= width:
+        return [line]
+    import textwrap
+
+    indent = line[:len(line) - len(line.lstrip())]
+    rest = indent + " " * hang
+    longest = max(len(word) for word in line.split())
+    if len(rest) + longest > width:  # a long word (a path) fits whole without the indent
+        rest = "" if longest + len(indent) > width else indent
+    parts = textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=rest,
+                          break_long_words=False, break_on_hyphens=False) or [indent]
+    out: list[str] = []
+    for part in parts:
+        while len(part) > width:
+            out.append(part[:width])
+            part = rest + part[width:]
+        out.append(part)
+    return out
+
+
 def _printable(cell: str) -> str:
     """*cell* as a UTF-8 output writes it: a lone surrogate (a test id from a file name that
     is not UTF-8) as its ``\udcff`` escape, so that the column is padded to what is shown."""

@@ -1101,6 +1101,7 @@ def test_train(roofline):
 @check("docs/multichip.md", "$ pytest-roofline plan llama-3-70b --hw h100 --chips 8 --ttft 500ms "
        "--tpot 50ms --top 3")
 def _plan_command(block: Block, request: pytest.FixtureRequest) -> None:
+    request.getfixturevalue("monkeypatch").setenv("COLUMNS", "80")  # the page shows 80
     run_shown_commands(block)
 
 
@@ -1121,40 +1122,74 @@ def test_{name}():
 
 @check("docs/ci-gating.md", "jobs:")
 def _shards(block: Block, request: pytest.FixtureRequest) -> None:
-    """The matrix jobs run their pytest line on two folders (one test each), then the gate
-    job merges their reports and compares the whole against a baseline of both."""
-    import glob
+    """Every shell step of the three jobs runs, in order, in a folder standing for the
+    repository: the wheel is built from a copy of this project's source, installed in a fresh
+    virtual environment (offline: its dependencies are this interpreter's), and the matrix
+    jobs' pytest and the gate's commands run from that environment on two test folders (one
+    test each), against a baseline of both. Artifacts are the files the steps leave."""
+    import shutil
+    import site
+    import sysconfig
 
     import yaml
 
     pytester = request.getfixturevalue("pytester")
     monkeypatch = request.getfixturevalue("monkeypatch")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary.md"))
+    repo = pytester.path
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(repo / "summary.md"))
     jobs = yaml.safe_load(block.text)["jobs"]
+    assert list(jobs) == ["wheel", "roofline", "gate"]
+    # the repository: its tests, and pytest-roofline's source where the wheel job reads it
+    source = repo / "third_party" / "pytest-roofline"
+    tracked = subprocess.run(["git", "ls-files", "pytest_roofline", "specs", "pyproject.toml",
+                              "README.md"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    for name in tracked:
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
     suites = jobs["roofline"]["strategy"]["matrix"]["suite"]
     for index, suite in enumerate(suites):
-        folder = pytester.path / suite
+        folder = repo / suite
         folder.mkdir(parents=True)
         (folder / f"test_{index}.py").write_text(SHARD_TESTS.format(m=2048, name=index))
     assert runpytest(pytester, "--roofline-save=main", "-p", "no:xdist").ret == 0
-    [line] = [s["run"] for s in jobs["roofline"]["steps"] if "pytest " in s.get("run", "")
-              and "pip" not in s["run"]]
+    # a fresh environment whose dependencies are this interpreter's (no network here)
+    venv = repo / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    purelib = Path(sysconfig.get_paths(vars={"base": str(venv), "platbase": str(venv)})[
+        "purelib"])
+    deps = [p for p in sys.path if p.endswith("site-packages")] + site.getsitepackages()
+    (purelib / "deps.pth").write_text("\n".join(dict.fromkeys(deps)) + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
+
+    def run(command: str, **fill: str) -> None:
+        for key, value in fill.items():
+            command = command.replace("${{ " + key + " }}", value)
+        command = command.replace("pip wheel ", "pip wheel -q --no-build-isolation --no-index ")
+        command = command.replace("pip install ", "pip install -q --no-index --no-deps ")
+        done = subprocess.run(command, shell=True, cwd=repo, env=env, capture_output=True,
+                              text=True)
+        assert done.returncode == 0, (command, done.stdout[-3000:], done.stderr[-3000:])
+
+    def shell_steps(job: str) -> list[str]:
+        return [step["run"] for step in jobs[job]["steps"] if "run" in step]
+
+    for command in shell_steps("wheel"):
+        run(command)
+    [wheel] = (repo / "dist").glob("pytest_roofline-*.whl")
     for index, suite in enumerate(suites):
-        command = line.replace("${{ matrix.suite }}", suite).replace(
-            "${{ strategy.job-index }}", str(index))
-        assert runpytest(pytester, *command.split()[1:]).ret == 0
-    for step in jobs["gate"]["steps"]:
-        run = step.get("run", "")
-        if not run.startswith("pytest-roofline"):
-            continue
-        argv = [a for word in run.split()[1:]
-                for a in (sorted(glob.glob(str(pytester.path / word))) if "*" in word
-                          else [word])]
-        code, _out, err = cli(*argv, cwd=pytester.path)
-        assert code == 0, (run, err)
-    merged = json.loads((pytester.path / "roofline.json").read_text())
+        for command in shell_steps("roofline"):
+            run(command, **{"matrix.suite": suite, "strategy.job-index": str(index)})
+    where = subprocess.run([str(venv / "bin" / "python"), "-c",
+                            "import pytest_roofline; print(pytest_roofline.__file__)"],
+                           env=env, capture_output=True, text=True, check=True).stdout
+    assert where.startswith(str(purelib)), where  # the wheel's, not this checkout's
+    for command in shell_steps("gate"):
+        run(command)
+    merged = json.loads((repo / "roofline.json").read_text())
     assert len(merged["results"]) == 2 and len(merged["merged_from"]) == 2
-    assert "test_0" in (pytester.path / "summary.md").read_text()
+    assert "test_0" in (repo / "summary.md").read_text()
 
 
 # -- docs/profile.md -----------------------------------------------------------------------

@@ -518,3 +518,41 @@ def test_doc_timings_match_whatever_their_unit() -> None:
         assert_shown(shown, shown.replace("20.7 us", "20.7 kB"), timings=True)
     with pytest.raises(AssertionError):  # without timings=True a unit is a unit
         assert_shown("bound of 20.7 us", "bound of 20.7 ns")
+
+
+# -- cross-checking a whole Hugging Face model against its config -------------------------------
+
+
+def test_cross_check_names_the_lm_head_of_a_hugging_face_model(tmp_path) -> None:
+    # a two-layer Llama: hidden 1024, vocabulary 32,000, 512 tokens. The forward's lm_head over
+    # every position is 2·512·1024·32000 = 33.6 GFLOP against 2·1024·32000 = 65.5 MFLOP at the
+    # last position (docs/trace.md); logits_to_keep=1 or all_logits=True aligns the two
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from pytest_roofline.tracing.crosscheck import compare, differing
+
+    config = transformers.LlamaConfig(
+        hidden_size=1024, intermediate_size=3584, num_attention_heads=16,
+        num_key_value_heads=4, num_hidden_layers=2, vocab_size=32000,
+        tie_word_embeddings=False)
+    config._attn_implementation = "sdpa"
+    config.save_pretrained(tmp_path)
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+    ids = torch.zeros(1, 512, dtype=torch.long, device="meta")
+    declared = models.load(str(tmp_path / "config.json")).prefill(1, 512)
+    every = rl.trace(lambda: model(input_ids=ids))
+    lines = compare(declared, every, 0.02)
+    assert "(traced +53.5%)" in lines[1] and "(traced +7.4%)" in lines[2]
+    mine, theirs = differing(declared, every, "matrix", 0.02)
+    assert mine == [("lm_head", pytest.approx(2 * 1024 * 32000))]
+    assert len(theirs) == 1 and theirs[0][1] == pytest.approx(2 * 512 * 1024 * 32000)
+    assert "matrix kernels that differ most: declared only: lm_head 65.5 MFLOP" in lines[4]
+    last = rl.trace(lambda: model(input_ids=ids, logits_to_keep=1))
+    assert "matrix" not in compare(declared, last, 0.02)[0].split(" on ")[1].split(" FLOPs")[0]
+    whole = models.load(str(tmp_path / "config.json")).prefill(1, 512, all_logits=True)
+    assert differing(whole, every, "matrix", 0.02) == ([], [])
+    # the vector family's difference is the rotary embeddings the declared model folds away
+    _, extra = differing(declared, last, "vector", 0.02)
+    assert any(name.endswith("self_attn.neg") for name, _ in extra), extra
+    assert any(name.startswith("model.rotary_emb.") for name, _ in extra), extra

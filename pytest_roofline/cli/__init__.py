@@ -38,6 +38,8 @@ from .common import (
     PROG,
     Parser,
     add_rule_option,
+    fit_to,
+    width_of,
     add_storage_option,
     common_options,
     one_line,
@@ -97,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="chart.png, chart.svg or chart.pdf (needs the plot extra); "
                            "'term' or none: characters on the terminal")
     plot.add_argument("--title", help="a title over the figure")
-    plot.add_argument("--width", type=int, default=72, help="terminal chart columns")
+    plot.add_argument("--width", type=int, default=None,
+                      help="terminal chart columns (default: what fits the terminal, at most "
+                           "72)")
     plot.add_argument("--height", type=int, default=20, help="terminal chart rows")
     _compare_options(plot)
     plot.set_defaults(func=cmd_plot)
@@ -161,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
         register_specs(getattr(args, "spec", []))
+        fit_to(width_of(args))
         code: int = args.func(args)
         return code
     except (RooflineError, OSError) as exc:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import RooflineError
 from ..report import rules
+from . import common
 from .common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -27,9 +28,11 @@ from .common import (
     chips,
     common_options,
     echo,
+    fit_to,
     print_json,
     register_specs,
     render_table,
+    width_of,
 )
 
 # -- analyze and sweep: options from function signatures ------------------------------------
@@ -221,6 +224,11 @@ class _Target:
                 + f"phases: {', '.join(PHASES)} (as the model offers)\n\n"
                 f"`{PROG} {command} OP --help` lists the op's options. Example:\n"
                 f"  {PROG} {example}")
+        from ..text_table import wrap_line
+        from .common import terminal_width
+
+        text = "\n".join(part for line in text.split("\n")
+                         for part in wrap_line(line, terminal_width()))
         print(text, file=sys.stdout if full else sys.stderr)
         raise SystemExit(EXIT_OK if full else EXIT_USAGE)
 
@@ -280,6 +288,7 @@ def cmd_analyze(argv: Sequence[str]) -> int:
     target = _Target("analyze", argv)
     args = target.parser("analyze").parse_args(target.rest)
     register_specs(args.spec)
+    fit_to(width_of(args))
     values = {n: getattr(args, n) for n in target.params if hasattr(args, n)}
     workload = call_with(target.func, values)
     settings = analysis_settings(args)
@@ -313,7 +322,7 @@ def cmd_analyze(argv: Sequence[str]) -> int:
     for _, r in results:
         if len(r.kernels) > 1:
             echo(f"\nbreakdown on {r.hw} ({r.dtype}):")
-            echo("\n".join(format_breakdown(r, sort=False)))
+            echo("\n".join(format_breakdown(r, sort=False, width=common.WIDTH)))
     return EXIT_OK
 
 
@@ -409,6 +418,7 @@ def cmd_sweep(argv: Sequence[str]) -> int:
                         help="inclusive range of whole numbers, e.g. 1:4096")
     args = parser.parse_args(target.rest)
     register_specs(args.spec)
+    fit_to(width_of(args))
     signature = inspect.signature(target.func).parameters
     sizes = [n for n in target.params if _is_size(signature[n])]
     if args.param not in sizes:

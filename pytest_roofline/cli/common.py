@@ -84,6 +84,27 @@ def terminal_width() -> int:
     return max(shutil.get_terminal_size().columns, 40)
 
 
+def wrap(text: str, width: int | None, indent: str = "", hang: str = "  ") -> str:
+    """*text* in lines of at most *width* columns (as it is when None, under ``--wide``),
+    the first indented by *indent*, the others by *indent* + *hang* (see
+    :func:`pytest_roofline.text_table.wrap_line`)."""
+    from ..text_table import wrap_line
+
+    return "\n".join(wrap_line(indent + text, width, hang=len(hang)))
+
+
+def add_wide_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wide", action="store_true",
+                        help="one line a row and a sentence, however wide the terminal "
+                             "(default: fit the terminal, COLUMNS)")
+
+
+def width_of(args: argparse.Namespace) -> int | None:
+    """The columns to fit: the terminal's, or None under ``--wide``."""
+    return None if getattr(args, "wide", False) else terminal_width()
+
+
+
 # -- shared option definitions ---------------------------------------------------------------
 
 
@@ -102,6 +123,7 @@ def add_storage_option(parser: argparse.ArgumentParser) -> None:
 def common_options() -> Parser:
     parent = Parser(add_help=False)
     parent.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_wide_option(parent)
     parent.add_argument("--spec", "--specs", dest="spec", action="append", default=[],
                         metavar="PATH",
                         help="a hardware spec file or folder of them to know (repeatable)")
@@ -148,12 +170,27 @@ def chips(text: str | Sequence[str]) -> list[Any]:
     return list(found.values())
 
 
-def echo(text: str = "") -> None:
-    """Print to stdout; a closed pipe (``| head``) silences the rest instead of failing, and
-    a character the terminal's encoding cannot hold (a test id from a file name that is not
-    UTF-8) is printed as its escape."""
+#: The columns every line the command prints fits in (None: as wide as it is, ``--wide``);
+#: set by :func:`fit_to` before a command runs.
+WIDTH: int | None = None
+
+
+def fit_to(width: int | None) -> None:
+    global WIDTH
+    WIDTH = width
+
+
+def echo(text: str = "", *, raw: bool = False) -> None:
+    """Print to stdout, each line longer than :data:`WIDTH` wrapped (not *raw* text: JSON,
+    CSV, Markdown source); a closed pipe (``| head``) silences the rest instead of failing,
+    and a character the terminal's encoding cannot hold (a test id from a file name that is
+    not UTF-8) is printed as its escape."""
     from ..atomic import encodable
 
+    if not raw and WIDTH is not None and any(len(line) > WIDTH for line in text.split("\n")):
+        from ..text_table import wrap_line
+
+        text = "\n".join(part for line in text.split("\n") for part in wrap_line(line, WIDTH))
     try:
         print(encodable(text, sys.stdout.encoding or "utf-8"))
     except BrokenPipeError:
@@ -162,7 +199,7 @@ def echo(text: str = "") -> None:
 
 
 def print_json(data: Any) -> None:
-    echo(json.dumps(data, indent=2, default=jsonable, allow_nan=True))
+    echo(json.dumps(data, indent=2, default=jsonable, allow_nan=True), raw=True)
 
 
 def jsonable(value: Any) -> Any:
@@ -173,9 +210,17 @@ def jsonable(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> str:
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "",
+                 width: int | None = None, optional: Sequence[int] = ()) -> str:
+    """A table; in *width* columns when given, leaving out the *optional* columns (in their
+    order) where they do not fit, then each row's first cell on a line of its own."""
     from ..text_table import render
 
-    return "\n".join(render(headers, rows, align=align))
+    width = WIDTH if width is None else width
+    if width is None:
+        return "\n".join(render(headers, rows, align=align))
+    first = max([len(headers[0]), *(len(r[0]) for r in rows)])
+    return "\n".join(render(headers, rows, align=align, width=width, optional=optional,
+                            min_shrunk=first))
 
 

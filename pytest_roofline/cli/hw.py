@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXIT_OK, PROG, echo, print_json, render_table
+from .common import EXIT_OK, PROG, echo, print_json, render_table, width_of, wrap
 
 # -- hw --------------------------------------------------------------------------------------
 
@@ -21,10 +21,15 @@ def cmd_hw_list(args: argparse.Namespace) -> int:
     rows = [[c.name, ", ".join(c.aliases) or "-", c.vendor or "-",
              si(c.memory_capacity, "B"), si(c.memory_bandwidth, "B/s"), c.default_dtype,
              si(c.peak(), "FLOP/s"), f"{c.ridge():.1f}"] for c in chips]
-    echo(render_table(["chip", "aliases", "vendor", "memory", "bandwidth", "dtype", "peak",
-                  "ridge FLOP/B"], rows, align="llllrlrr"))
-    echo(f"\n{len(chips)} chips; peaks are dense matrix peaks in the chip's default precision."
-          f" `{PROG} hw show NAME` lists every precision.")
+    width = width_of(args)
+    table = render_table(["chip", "aliases", "vendor", "memory", "bandwidth", "dtype", "peak",
+                          "ridge FLOP/B"], rows, align="llllrlrr", width=width, optional=[1])
+    echo(table)
+    aliases = "" if table.splitlines()[0].split()[1] == "aliases" else (
+        " Aliases: `hw show NAME`, or --wide.")
+    echo("\n" + wrap(f"{len(chips)} chips; peaks are dense matrix peaks in the chip's default "
+                     f"precision. `{PROG} hw show NAME` lists every precision.{aliases}",
+                     width))
     return EXIT_OK
 
 
@@ -36,10 +41,11 @@ def cmd_hw_show(args: argparse.Namespace) -> int:
     if args.json:
         print_json(chip.summary())
         return EXIT_OK
+    width = width_of(args)
     aliases = f" (aliases: {', '.join(chip.aliases)})" if chip.aliases else ""
-    echo(f"{chip.name}{aliases}: {chip.description or chip.vendor}")
-    echo(f"memory: {si(chip.memory_capacity, 'B')} at {si(chip.memory_bandwidth, 'B/s')}; "
-          f"default precision {chip.default_dtype}\n")
+    echo(wrap(f"{chip.name}{aliases}: {chip.description or chip.vendor}", width))
+    echo(wrap(f"memory: {si(chip.memory_capacity, 'B')} at {si(chip.memory_bandwidth, 'B/s')}; "
+              f"default precision {chip.default_dtype}", width) + "\n")
     names = list(dict.fromkeys([*chip.matrix, *chip.matrix_sparse, *chip.vector]))
 
     def peak(table: Any, name: str) -> str:
@@ -54,10 +60,10 @@ def cmd_hw_show(args: argparse.Namespace) -> int:
              f"{chip.ridge(n):.1f}" if n in chip.matrix or n in chip.vector_matmul else "-"]
             for n in names]
     echo(render_table(["precision", "matrix (dense)", "matrix (sparse)", "vector",
-                  "ridge FLOP/B"], rows, align="lrrrr"))
+                       "ridge FLOP/B"], rows, align="lrrrr", width=width))
     if chip.vector_matmul:
-        echo(f"matmuls in {', '.join(chip.vector_matmul)} run on the vector units (no matrix "
-             f"path); TF32 only when asked for")
+        echo(wrap(f"matmuls in {', '.join(chip.vector_matmul)} run on the vector units (no "
+                  f"matrix path); TF32 only when asked for", width))
     if chip.links:
         echo("\nlinks (one direction):")
         for link in chip.links.values():
@@ -67,16 +73,16 @@ def cmd_hw_show(args: argparse.Namespace) -> int:
                    if link.latency_kind == "measured" else ")"))
             switch = [a for a in link.algorithms if a in ("nvls", "sharp")]
             reduces = f", reduces in the switch ({', '.join(switch)})" if switch else ""
-            echo(f"  {link.name}: {link.count} x {si(link.bandwidth, 'B/s')} = "
-                  f"{si(link.total, 'B/s')}{latency}{reduces}"
-                  + (f"  ({link.note})" if link.note else ""))
+            echo(wrap(f"{link.name}: {link.count} x {si(link.bandwidth, 'B/s')} = "
+                      f"{si(link.total, 'B/s')}{latency}{reduces}"
+                      + (f"  ({link.note})" if link.note else ""), width, indent="  "))
     if chip.onchip:
-        echo("\non-chip memory: " + ", ".join(
-            f"{lv.name} {si(lv.capacity, 'B')}" for lv in chip.onchip))
+        echo("\n" + wrap("on-chip memory: " + ", ".join(
+            f"{lv.name} {si(lv.capacity, 'B')}" for lv in chip.onchip), width))
     echo("\nsources:")
     for key, text in chip.sources.items():
-        echo(f"  {key}: {text}")
-    echo(f"\nspec: {chip.origin}")
+        echo(wrap(f"{key}: {text}", width, indent="  "))
+    echo("\n" + wrap(f"spec: {chip.origin}", width))
     return EXIT_OK
 
 

@@ -55,8 +55,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                            "or 90%% (default 1)")
     plan.add_argument("--top", type=positive, default=10,
                       help="configurations shown (default 10)")
-    plan.add_argument("--wide", action="store_true",
-                      help="one row a configuration, however wide the terminal")
     serving = plan.add_argument_group("serving (without --train)")
     serving.add_argument("--ttft", help="time-to-first-token target, e.g. 500ms")
     serving.add_argument("--tpot", help="time-per-output-token target, e.g. 50ms")

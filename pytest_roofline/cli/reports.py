@@ -79,12 +79,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     elif args.csv != "-":
         from ..report.compare import side_by_side
 
-        echo(f"comparing {new_label} against {base_label} (checks: "
-              f"{rules.describe(rule_objs)})")
+        from .common import width_of, wrap
+
+        width = width_of(args)
+        echo(wrap(f"comparing {new_label} against {base_label} (checks: "
+                  f"{rules.describe(rule_objs)})", width))
         echo()
-        echo("\n".join(side_by_side(result, base, new, width=_width())))
+        echo("\n".join(side_by_side(result, base, new, width=width)))
         echo()
-        echo("\n".join(result.lines()))
+        echo("\n".join(wrap(line, width, hang="    ") for line in result.lines()))
     return EXIT_REGRESSION if result.failed else EXIT_OK
 
 
@@ -129,7 +132,7 @@ def cmd_markdown(args: argparse.Namespace) -> int:
     if args.md or args.github_summary:
         _write_markdown(args, report, comparison)
     else:
-        echo(markdown.render(report, comparison))
+        echo(markdown.render(report, comparison), raw=True)  # Markdown source: never wrapped
     return EXIT_OK
 
 
@@ -139,7 +142,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
     report, _ = _load_many(args.storage, args.report)
     comparison = _comparison(args, report)
     if args.output in (None, "term", "-"):
-        text = ascii_plot.render(report, comparison, width=args.width, height=args.height)
+        from . import common
+
+        columns = args.width if args.width is not None else (
+            ascii_plot.chart_width(common.WIDTH) if common.WIDTH is not None else 72)
+        text = ascii_plot.render(report, comparison, width=columns, height=args.height,
+                                 columns=None if common.WIDTH is None else min(common.WIDTH, 80))
         if args.json:
             print_json({"chart": text})
         else:

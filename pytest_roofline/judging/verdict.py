@@ -408,8 +408,11 @@ def _fitting_knob(workload: Workload, capacity: float) -> str:
     return f" It fits up to {knob.name} = {lo}.{at_least}"
 
 
-def breakdown(checks: Sequence[Check]) -> str:
-    """The figures behind the verdicts, for the test's report section."""
+def breakdown(checks: Sequence[Check], width: int | None = None) -> str:
+    """The figures behind the verdicts, for the test's report section (in *width* columns
+    when given: sentences wrapped, the kernel table fitted)."""
+    from ..text_table import wrap_line
+
     fmt, si = units.format_time, units.si
     blocks = []
     for check in checks:
@@ -436,7 +439,10 @@ def breakdown(checks: Sequence[Check]) -> str:
             lines.append(f"  measured {fmt(float(r.measured))}: {reached}"
                          + roof_threads_note(r))
         if len(r.kernels) > 1:
-            lines.extend("  " + line for line in format_breakdown(r))
+            lines.extend("  " + line for line in format_breakdown(
+                r, width=None if width is None else width - 2))
         lines.extend(f"  FAIL: {f}" for f in check.failures)
+        if width is not None:
+            lines = [part for line in lines for part in wrap_line(line, width)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"

@@ -337,11 +337,17 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
         report = _report(config)
         if report["results"]:
+            columns = config.get_terminal_writer().fullwidth
             lines.extend((line, False) for line in ascii_plot.render(
-                report, comparison).splitlines())
+                report, comparison, width=ascii_plot.chart_width(columns),
+                columns=min(columns, 80)).splitlines())
     lines.extend(state.notes)
     if not lines:
         return
     terminalreporter.write_sep("=", "roofline baseline and reports")
+    from ..text_table import wrap_line
+
+    width = config.get_terminal_writer().fullwidth
     for line, red in lines:
-        terminalreporter.write_line(line, red=red)
+        for part in wrap_line(line, width, hang=4):
+            terminalreporter.write_line(part, red=red)

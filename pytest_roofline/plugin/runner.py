@@ -267,7 +267,8 @@ class Runner:
         if checks and (failures or self.session.verbose):  # no chip priced it: no breakdown
             from ..judging.verdict import breakdown
 
-            item.add_report_section("call", "roofline", breakdown(checks))
+            item.add_report_section("call", "roofline", breakdown(
+                checks, width=item.config.get_terminal_writer().fullwidth))
         if failures:
             self.fail(item, "\n".join(line if line.startswith("  ") else f"roofline: {line}"
                                       for line in failures))

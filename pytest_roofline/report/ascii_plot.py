@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..text_table import wrap_line
 from ..units import si
 from .compare import Comparison
 from .plot import Chart, bounds, charts
@@ -28,6 +29,26 @@ _VERDICT = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "report": "repor
 _Y_LABEL = 6  # characters of the y tick labels
 _X_LABEL = "   FLOP/B (DRAM)"  # after the x ticks, where it fits
 _LOG_WIDTH = 80  # columns of a CI log: no line is wider, unless the chart itself is
+
+
+def chart_width(columns: int, most: int = 72) -> int:
+    """The plot columns that keep every line of the chart within *columns* of a terminal
+    (the y labels take 8): *most* at 80 columns or more, never under 20."""
+    return max(20, min(most, columns - _Y_LABEL - 2))
+
+
+def _legend_line(letter: str, name: str, regime: str, intensity: str, verdict: str,
+                 limit: int) -> list[str]:
+    """A legend entry in at most *limit* columns: the name shortened in the middle first
+    (to 16 characters), then the verdict on a line of its own below."""
+    from ..text_table import cut_middle, wrap_line
+
+    fixed = f"  {letter}  " + " " + f"{regime:<8} {intensity:>9} FLOP/B"
+    room = max(16, min(32, limit - len(fixed)))
+    head = f"  {letter}  {cut_middle(name, room):<{room}} {regime:<8} {intensity:>9} FLOP/B"
+    if len(head) + 2 + len(verdict) <= limit:
+        return [f"{head}  {verdict}"]
+    return [*wrap_line(head, limit), *wrap_line(f"       {verdict}", limit)]
 
 
 def _power(exponent: int, unit: str = "") -> str:
@@ -75,8 +96,10 @@ def _title(chart: Chart) -> str:
     return "  ".join([parts[0], ", ".join(parts[1:])]).rstrip(", ")
 
 
-def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
-    """One chip's chart and legend as text lines joined by newlines."""
+def render_chart(chart: Chart, *, width: int = 72, height: int = 20,
+                 columns: int | None = None) -> str:
+    """One chip's chart and legend as text lines joined by newlines, none wider than
+    *columns* (default: 80, or the chart's width with its labels when that is more)."""
     if width < 20 or height < 6:
         raise ValueError(f"an ASCII roofline needs at least 20 x 6 cells, got {width} x {height}")
     (x_lo, x_hi), (y_lo, y_hi) = bounds(chart, whole=False)
@@ -94,6 +117,7 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
                     grid[fill][col] = "/"
             previous = row
 
+    limit = max(_LOG_WIDTH if columns is None else columns, _Y_LABEL + 2 + width)
     legend: list[str] = []
     cells: dict[tuple[int, int], str] = {}
     shared: dict[tuple[int, int], list[int]] = {}  # the points of each cell, by index
@@ -109,8 +133,8 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
         if point.efficiency is not None:
             verdict += f", measured {point.efficiency:.0%} of roof (@)"
         if i < len(LETTERS):
-            legend.append(f"  {letter}  {point.name:<32} {point.regime:<8} "
-                          f"{format_number(point.intensity):>9} FLOP/B  {verdict}")
+            legend += _legend_line(letter, point.name, point.regime,
+                                   format_number(point.intensity), verdict, limit)
     measured = {(_row(p.measured, y_lo, y_hi, height), _column(p.intensity, x_lo, x_hi, width))
                 for p in chart.points if p.measured}
     for row, col in measured:
@@ -118,7 +142,6 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
     for (row, col), mark in cells.items():
         grid[row][col] = mark
 
-    limit = max(_LOG_WIDTH, _Y_LABEL + 2 + width)  # no line wider than the chart or a CI log
     lines = _header(chart, limit)
     decade_rows = {_row(10.0 ** e, y_lo, y_hi, height): e
                    for e in range(math.ceil(y_lo), math.floor(y_hi) + 1)}
@@ -126,13 +149,13 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
         label = _power(decade_rows[row]) if row in decade_rows else ""
         lines.append(f"{label:>{_Y_LABEL}} |" + "".join(grid[row]).rstrip())
     axis = ["-"] * width
-    ticks = [" "] * (width + 8)
+    ticks = [" "] * (limit - _Y_LABEL - 2)
     for exponent in range(math.ceil(x_lo), math.floor(x_hi) + 1):
         col = _column(10.0 ** exponent, x_lo, x_hi, width)
         if col > 0:  # a tick in the first column is the corner's
             axis[col] = "+"
         text = _power(exponent)
-        start = max(0, min(col - len(text) // 2, width + 8 - len(text)))
+        start = max(0, min(col - len(text) // 2, len(ticks) - len(text)))
         if all(c == " " for c in ticks[max(0, start - 1): start + len(text) + 1]):
             ticks[start: start + len(text)] = list(text)
     for ridge in chart.ridges:  # of the roofs in use only
@@ -153,17 +176,21 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20) -> str:
             first = chart.points[members[0]]
             names = ", ".join(LETTERS[i] if i < len(LETTERS) else chart.points[i].name
                               for i in members)
-            lines.append(f"  * at {format_number(first.intensity)} FLOP/B: {names}")
+            lines += wrap_line(f"  * at {format_number(first.intensity)} FLOP/B: {names}",
+                               limit)
     if chart.skipped:
-        lines.append(f"  not placed (no FLOPs or no bytes): {', '.join(chart.skipped)}")
+        lines += wrap_line(f"  not placed (no FLOPs or no bytes): {', '.join(chart.skipped)}",
+                           limit)
     return "\n".join(lines)
 
 
 def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-           comparison: Comparison | None = None, *, width: int = 72, height: int = 20) -> str:
+           comparison: Comparison | None = None, *, width: int = 72, height: int = 20,
+           columns: int | None = None) -> str:
     """Every chip's chart of *report* (a report or a list of records), separated by blank
     lines; a short note when there is nothing to draw."""
     chart_list = charts(report, comparison)
     if not chart_list:
         return "roofline: no results to plot"
-    return "\n\n".join(render_chart(c, width=width, height=height) for c in chart_list)
+    return "\n\n".join(render_chart(c, width=width, height=height, columns=columns)
+                       for c in chart_list)
