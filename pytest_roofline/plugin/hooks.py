@@ -173,14 +173,22 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is None or session.is_worker:  # None: no option, no roofline test
         return
-    lines = session.summary_lines(width=config.get_terminal_writer().fullwidth)
+    width = config.get_terminal_writer().fullwidth
+    lines = session.summary_lines(width=width)
     if not (lines or session.json_path or session.json_error):
         return
+    from ..text_table import wrap_line
+
     terminalreporter.write_sep("=", "roofline")
-    terminalreporter.write_line(session.settings.convention())
+    for line in wrap_line(session.settings.convention(), width):
+        terminalreporter.write_line(line)
     for line in lines:
-        terminalreporter.write_line(line, red=line.endswith("FAIL"))
+        for part in wrap_line(line, width, hang=4):
+            terminalreporter.write_line(part, red=line.endswith("FAIL"))
     if session.json_path:
-        terminalreporter.write_line(f"JSON report: {session.json_path} ({len(session)} results)")
+        for line in wrap_line(f"JSON report: {session.json_path} ({len(session)} results)",
+                              width):
+            terminalreporter.write_line(line)
     if session.json_error:
-        terminalreporter.write_line(session.json_error, red=True, bold=True)
+        for line in wrap_line(session.json_error, width):
+            terminalreporter.write_line(line, red=True, bold=True)
