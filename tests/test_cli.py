@@ -147,7 +147,8 @@ def test_the_swept_parameter_is_not_required_and_its_help_says_so() -> None:
     assert "[--m VALUE]" not in plain and "swept by --range" not in plain
 
 
-def test_sweep_says_where_the_footprint_stops_fitting() -> None:
+def test_sweep_says_where_the_footprint_stops_fitting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the sentence on one line
     # llama-3-8b decode with a 4096-token context: 16 GB of bf16 weights plus a KV cache of
     # 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B = 128 KiB per token, 512 MiB per
     # sequence; 80 GB holds the weights and 119 sequences, not 120 (the JSON gives the

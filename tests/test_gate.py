@@ -79,7 +79,10 @@ def test_the_gate_is_loaded_only_when_an_option_asks_for_it(pytester: pytest.Pyt
     assert (pytester.path / "summary.md").is_file()
 
 
-def test_a_parameter_change_across_the_ridge_fails_the_test(pytester: pytest.Pytester) -> None:
+def test_a_parameter_change_across_the_ridge_fails_the_test(pytester: pytest.Pytester,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # each regression on one line (80: they wrap)
     suite(pytester, 4096)
     run(pytester, "--roofline-save").assert_outcomes(passed=2)
     saved = load_report(pytester.path / ".roofline" / "baseline.json")

@@ -7,6 +7,7 @@ fuzzing is deterministic (hypothesis, derandomized)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -636,8 +637,11 @@ def test_the_plugin_and_the_report_commands_fit_80_columns(pytester, monkeypatch
         # pytest's own header lines and its FAILED lines (the test id) are pytest's
         ours = [line for line in lines if not line.startswith(
             ("benchmark:", "platform ", "rootdir:", "plugins:", "FAILED ", "cachedir:"))]
-        wide = [line for line in ours if len(line) > 80 and not line.startswith("roofline: ")
-                and not line.startswith("roofline marker on ")]
+        # one-line verdicts and notices naming a file stay one line (logs are grepped for
+        # them, a path is copied whole): the failure message, its FAIL line, "roofline: "
+        # notices, the JSON report's path
+        wide = [line for line in ours if len(line) > 80 and not line.startswith(
+            ("roofline: ", "roofline marker on ", "  FAIL: ", "JSON report: "))]
         assert not wide, wide
     out = result.stdout.str()
     assert "kernel" in out and "Regressions" in out and "FLOP/B (DRAM)" in out
@@ -648,3 +652,46 @@ def test_the_plugin_and_the_report_commands_fit_80_columns(pytester, monkeypatch
         main(argv)
         text = capsys.readouterr().out
         assert text.strip() and not _too_wide(text), (argv, _too_wide(text))
+
+
+# -- fuzzing the newer surfaces (deterministic) ---------------------------------------------------
+
+
+@FUZZ
+@given(batch=st.integers(1, 64), dp=st.sampled_from([1, 2, 3, 4, 8]),
+       microbatches=st.integers(1, 16))
+def test_train_step_accepts_exactly_the_splits_plan_training_searches(batch, dp, microbatches):
+    model = models.load("gpt2")
+    whole = batch % dp == 0 and (batch // dp) % microbatches == 0
+    try:
+        model.train_step(batch, 64, dp=dp, microbatches=microbatches)
+    except WorkloadError as exc:
+        assert not whole and "\n" not in str(exc)
+        assert ("dp=" in str(exc)) or ("microbatches=" in str(exc))
+    else:
+        assert whole
+
+
+RETURNS = st.one_of(  # what a formula does when called: return a value or build a kernel
+    st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=5),
+              st.lists(st.integers(), max_size=2)).map(lambda v: lambda: v),
+    st.builds(lambda f, b: lambda: rl.Kernel("k", flops=f, bytes=b),
+              st.floats(0, 1e308), st.floats(0, 1e308)),
+    st.builds(lambda n, f: lambda: rl.Workload([rl.Kernel(f"k{i}", flops=f, bytes=1.0)
+                                                for i in range(n)]),
+              st.integers(1, 4), st.floats(0, 1.7e308)))
+
+
+@FUZZ
+@given(RETURNS)
+def test_a_formula_returning_anything_is_priced_or_refused_in_one_line(formula) -> None:
+    from pytest_roofline.tracing._formula_check import FormulaError, call
+
+    try:
+        got = call("fuzz::op", lambda *a: formula(), (), {})
+    except FormulaError as exc:
+        assert "\n" not in str(exc) and "'fuzz::op'" in str(exc)
+    else:
+        flops = sum(float(k.total_flops) for k in (
+            [got] if isinstance(got, rl.Kernel) else got.kernels))
+        assert math.isfinite(flops)

@@ -574,7 +574,9 @@ def test_several_default_chips(suite: pytest.Pytester, monkeypatch: pytest.Monke
 # -- configuration --------------------------------------------------------------------------
 
 
-def test_conventions_and_command_line_over_ini(suite: pytest.Pytester) -> None:
+def test_conventions_and_command_line_over_ini(suite: pytest.Pytester,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the convention's sentence on one line
     suite.makepyfile("""
         import pytest
 

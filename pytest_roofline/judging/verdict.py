@@ -441,8 +441,8 @@ def breakdown(checks: Sequence[Check], width: int | None = None) -> str:
         if len(r.kernels) > 1:
             lines.extend("  " + line for line in format_breakdown(
                 r, width=None if width is None else width - 2))
-        lines.extend(f"  FAIL: {f}" for f in check.failures)
-        if width is not None:
+        if width is not None:  # the figures wrap; a FAIL line stays the one-line verdict
             lines = [part for line in lines for part in wrap_line(line, width)]
+        lines.extend(f"  FAIL: {f}" for f in check.failures)
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"

@@ -348,6 +348,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     from ..text_table import wrap_line
 
     width = config.get_terminal_writer().fullwidth
-    for line, red in lines:
-        for part in wrap_line(line, width, hang=4):
+    for line, red in lines:  # a "roofline: " notice (a file written, an error) stays one line
+        parts = [line] if line.startswith("roofline: ") else wrap_line(line, width, hang=4)
+        for part in parts:
             terminalreporter.write_line(part, red=red)

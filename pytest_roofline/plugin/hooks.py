@@ -185,10 +185,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for line in lines:
         for part in wrap_line(line, width, hang=4):
             terminalreporter.write_line(part, red=line.endswith("FAIL"))
-    if session.json_path:
-        for line in wrap_line(f"JSON report: {session.json_path} ({len(session)} results)",
-                              width):
-            terminalreporter.write_line(line)
+    if session.json_path:  # a notice naming a file: one line, the path copied whole
+        terminalreporter.write_line(f"JSON report: {session.json_path} ({len(session)} results)")
     if session.json_error:
-        for line in wrap_line(session.json_error, width):
-            terminalreporter.write_line(line, red=True, bold=True)
+        terminalreporter.write_line(session.json_error, red=True, bold=True)
