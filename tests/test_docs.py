@@ -1177,7 +1177,7 @@ def _shards(block: Block, request: pytest.FixtureRequest) -> None:
 
     for command in shell_steps("wheel"):
         run(command)
-    [wheel] = (repo / "dist").glob("pytest_roofline-*.whl")
+    assert len(list((repo / "dist").glob("pytest_roofline-*.whl"))) == 1
     for index, suite in enumerate(suites):
         for command in shell_steps("roofline"):
             run(command, **{"matrix.suite": suite, "strategy.job-index": str(index)})

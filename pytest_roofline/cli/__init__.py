@@ -38,12 +38,12 @@ from .common import (
     PROG,
     Parser,
     add_rule_option,
-    fit_to,
-    width_of,
     add_storage_option,
     common_options,
+    fit_to,
     one_line,
     register_specs,
+    width_of,
 )
 from .hw import cmd_hw_list, cmd_hw_show
 from .reports import cmd_baselines, cmd_compare, cmd_markdown, cmd_merge, cmd_plot

@@ -78,7 +78,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print_json(result.to_dict())
     elif args.csv != "-":
         from ..report.compare import side_by_side
-
         from .common import width_of, wrap
 
         width = width_of(args)
