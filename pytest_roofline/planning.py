@@ -339,6 +339,7 @@ def decode_step(model: Any, config: Config, *, isl: int, osl: int, dtype: str = 
     from .models import load
 
     transformer: Any = load(model) if isinstance(model, str) else model
+    isl, osl = _whole(isl, "isl", "decode_step"), _whole(osl, "osl", "decode_step")
     step: Workload = transformer.decode(config.batch, isl + osl // 2, tp=config.tp, ep=config.ep,
                               dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                               link=link)
