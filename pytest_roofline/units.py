@@ -115,7 +115,7 @@ def _parse_simple(text: str, dimension: str) -> float | None:
 
 @lru_cache(maxsize=4096)
 def _parse_text(text: str, dimension: str) -> float:
-    simple = _parse_simple(text, dimension)
+    simple = _parse_simple(text, dimension) if len(text) <= 100 else None
     if simple is not None:
         return simple
     if len(text) > 100 or "**" in text or "^" in text:

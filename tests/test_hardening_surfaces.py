@@ -694,3 +694,65 @@ def test_a_formula_returning_anything_is_priced_or_refused_in_one_line(formula) 
         flops = sum(float(k.total_flops) for k in (
             [got] if isinstance(got, rl.Kernel) else got.kernels))
         assert math.isfinite(flops)
+
+
+# -- spec files: what can never apply -------------------------------------------------------------
+
+H100_LINK = """
+name: {name}
+extends: h100
+links:
+  nvlink:
+    bandwidth: 25 GB/s
+    count: 18
+    source: datasheet
+{extra}
+"""
+
+
+@pytest.mark.parametrize("extra, match", [
+    ("    latency: unpublished\n    latency_kind: measured",
+     r"links\.nvlink\.latency_kind'.*no latency_kind with latency: unpublished"),
+    ("    latency: unpublished\n    latency_source: datasheet",
+     r"no latency_source with latency: unpublished"),
+    ("mesh_axes: {'': nvlink}", r"mesh_axes\.'.*an axis name"),
+    ("mesh_axes: {tp+dp: nvlink}", r"mesh_axes\.tp\+dp'.*never '' or axes joined with '\+'"),
+    ("mesh_axes: {'tp dp': nvlink}", r"an axis name"),
+])
+def test_a_spec_refuses_what_can_never_apply(tmp_path, extra, match) -> None:
+    path = tmp_path / "chip.yaml"
+    path.write_text(H100_LINK.format(name="odd-chip", extra=extra))
+    with pytest.raises(rl.SpecError, match=match) as exc:
+        rl.get_hardware(str(path))
+    one_line(exc)
+
+
+def test_unit_strings_stop_at_100_characters_however_simple() -> None:
+    # "0000...0001 TB/s" is a plain number with a unit, but past the schema's 100 characters
+    long = "0" * 115 + "1 TB/s"
+    assert len(long) == 121
+    with pytest.raises(units.UnitError, match="at most 100 characters") as exc:
+        units.parse(long, "bandwidth", what="memory.bandwidth")
+    one_line(exc)
+    assert units.parse("0" * 90 + "1 TB/s", "bandwidth") == 1e12
+
+
+def test_an_extends_chain_600_deep_is_one_error(tmp_path) -> None:
+    from pytest_roofline.hardware import CATALOG
+    from pytest_roofline.hardware.catalog import MAX_EXTENDS
+
+    for i in range(600):
+        parent = "h100" if i == 0 else f"deep-{i - 1:04d}"
+        (tmp_path / f"deep-{i:04d}.yaml").write_text(f"name: deep-{i:04d}\nextends: {parent}\n")
+    started = time.perf_counter()
+    with pytest.raises(rl.SpecError, match=rf"a chain of more than {MAX_EXTENDS} specs") as exc:
+        CATALOG.register_path(tmp_path)
+    one_line(exc)
+    assert time.perf_counter() - started < 10
+    # a chain within the bound resolves
+    (tmp_path / "short").mkdir()
+    for i in range(5):
+        parent = "h100" if i == 0 else f"short-{i - 1}"
+        (tmp_path / "short" / f"short-{i}.yaml").write_text(f"name: short-{i}\nextends: {parent}\n")
+    CATALOG.register_path(tmp_path / "short")
+    assert rl.get_hardware("short-4").memory_bandwidth == rl.get_hardware("h100").memory_bandwidth

@@ -28,6 +28,10 @@ from .chip import Hardware
 from .resolvers import made_on_demand
 from .schema import from_dict
 
+#: The longest chain of ``extends`` resolved (each spec extends the next); a longer one is
+#: an error, never a RecursionError.
+MAX_EXTENDS = 64
+
 
 def _merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(parent)
@@ -111,6 +115,11 @@ class Catalog(SpecIndex):
                             + did_you_mean(str(parent), self._alias))
         if parent_key in seen:
             raise SpecError(f"{origin}: field 'extends': {parent!r} extends itself in a loop")
+        if len(seen) >= MAX_EXTENDS:
+            raise SpecError(f"{seen[0]!r}: field 'extends': a chain of more than "
+                            f"{MAX_EXTENDS} specs ({seen[0]!r} -> {seen[1]!r} -> ... -> "
+                            f"{seen[-1]!r} -> {parent!r}, in {origin}); allowed: a chain of at "
+                            f"most {MAX_EXTENDS}")
         if not self._raw[parent_key][0]:  # a registered Hardware object: no raw data
             raise SpecError(f"{origin}: field 'extends': {parent!r} was registered as an object "
                             f"and cannot be extended; extend a spec file instead")

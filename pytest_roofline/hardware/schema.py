@@ -9,6 +9,7 @@ in that section's reader, its field on :class:`~.chip.Hardware`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -202,6 +203,11 @@ def _links(reader: _Reader) -> dict[str, Link]:
         latency_raw = raw.get("latency", "unpublished")
         if latency_raw == "unpublished":
             latency, kind = 0.0, "unpublished"
+            for key in ("latency_kind", "latency_source"):  # they qualify a figure: none here
+                if raw.get(key) is not None and raw.get(key) != "unpublished":
+                    raise reader.error(f"{path}.{key}", raw.get(key),
+                                       f"no {key} with latency: unpublished (it describes a "
+                                       f"latency figure; give one, or leave {key} out)")
         else:
             if raw.get("latency_source") is None:
                 raise reader.error(f"{path}.latency_source", None, "the source of the latency "
@@ -331,6 +337,11 @@ def _provenance(reader: _Reader, raw: object) -> dict[str, Any]:
     return raw
 
 
+#: A mesh axis name: what a ``jax.sharding.Mesh`` or a torch ``DeviceMesh`` names its axes;
+#: ``+`` joins axes in a collective's ``axis:a+b`` link and cannot be part of one.
+_AXIS = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
 def _mesh_axes(reader: _Reader, raw: object) -> dict[str, str]:
     """A spec's ``mesh_axes``: {axis or group name: link name}."""
     if raw is None:
@@ -339,4 +350,9 @@ def _mesh_axes(reader: _Reader, raw: object) -> dict[str, str]:
                                             for k, v in raw.items()):
         raise reader.error("mesh_axes", raw, "a mapping of mesh axis names to link names, "
                                              "e.g. {tp: nvlink, dp: ib}")
+    for axis in raw:
+        if not _AXIS.fullmatch(axis):
+            raise reader.error(f"mesh_axes.{axis}", axis, "an axis name (a letter or _ "
+                               "first, then letters, digits, _ . -; at most 64 characters): "
+                               "one axis a key, never '' or axes joined with '+'")
     return {k: v.lower() for k, v in raw.items()}
