@@ -368,12 +368,14 @@ CASES = {
 @pytest.mark.parametrize("kind", list(CASES))
 @pytest.mark.roofline(hw="h100", regime="memory", trace=True)
 def test_traced(kind):
+    rl.unregister_op("hardening::fancy")  # one formula at a time
     rl.register_op("hardening::fancy", CASES[kind])
     fancy(torch.ones(4, device="meta"))
 
 @pytest.mark.parametrize("kind", ["none", "overflows"])
 @pytest.mark.roofline(hw="h100", regime="memory")
 def test_fixture(kind, roofline):
+    rl.unregister_op("hardening::fancy")
     rl.register_op("hardening::fancy", CASES[kind])
     roofline.trace(fancy, torch.ones(4, device="meta"))
 """
