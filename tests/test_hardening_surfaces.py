@@ -758,3 +758,15 @@ def test_an_extends_chain_600_deep_is_one_error(tmp_path) -> None:
         (tmp_path / "short" / f"short-{i}.yaml").write_text(f"name: short-{i}\nextends: {parent}\n")
     CATALOG.register_path(tmp_path / "short")
     assert rl.get_hardware("short-4").memory_bandwidth == rl.get_hardware("h100").memory_bandwidth
+
+
+def test_timer_counts_follow_the_size_rule() -> None:
+    from pytest_roofline.measuring.timing import MeasureError, Timer
+
+    assert Timer(warmup=np.int64(0), repeats=4.0, max_repeats=np.int32(10)) == Timer(
+        warmup=0, repeats=4, max_repeats=10)
+    for bad in ({"repeats": 0}, {"repeats": 2.5}, {"warmup": -1}, {"repeats": "3"},
+                {"repeats": True}):
+        with pytest.raises(MeasureError, match="must be a whole number") as exc:
+            Timer(**bad)
+        one_line(exc)

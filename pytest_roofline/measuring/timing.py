@@ -156,11 +156,15 @@ class Timer:
     max_repeats: int = 1000
 
     def __post_init__(self) -> None:
-        for name in ("warmup", "repeats", "max_repeats"):
-            value = getattr(self, name)
+        from ..errors import WorkloadError
+        from ..ops._common import size
+
+        for name in ("warmup", "repeats", "max_repeats"):  # counts: the rule of every size
             minimum = 0 if name == "warmup" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise MeasureError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+            try:
+                object.__setattr__(self, name, size(getattr(self, name), name, minimum=minimum))
+            except WorkloadError as exc:
+                raise MeasureError(str(exc)) from None
         if self.max_repeats < self.repeats:
             raise MeasureError(f"max_repeats={self.max_repeats} is below repeats="
                                f"{self.repeats}")
