@@ -1160,6 +1160,10 @@ def _shards(block: Block, request: pytest.FixtureRequest) -> None:
         "purelib"])
     deps = [p for p in sys.path if p.endswith("site-packages")] + site.getsitepackages()
     (purelib / "deps.pth").write_text("\n".join(dict.fromkeys(deps)) + "\n")
+    # pytest comes with the dependencies here, not installed in the environment: its command
+    shim = venv / "bin" / "pytest"
+    shim.write_text(f'#!/bin/sh\nexec "{venv / "bin" / "python"}" -m pytest "$@"\n')
+    shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
 

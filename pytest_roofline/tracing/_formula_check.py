@@ -69,9 +69,9 @@ def call(name: str, formula: Callable[..., Any], args: Iterable[Any],
     kernels = [result] if isinstance(result, Kernel) else (
         list(result.kernels) if isinstance(result, Workload) else None)
     if kernels is None:
-        raise FormulaError(f"{label} returned {brief(result)} ({type(result).__name__}); it "
-                           f"must return a Kernel or a Workload (pytest_roofline.ops builds "
-                           f"both)")
+        what = "None" if result is None else f"{type(result).__name__} {brief(result)}"
+        raise FormulaError(f"{label} returned {what}; it must return a Kernel or a Workload "
+                           f"(pytest_roofline.ops builds both)")
     bad = _figures(kernels)
     if bad is not None:
         raise FormulaError(f"{label} returned what cannot be priced: {bad}")
