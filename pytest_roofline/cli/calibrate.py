@@ -42,7 +42,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     def say(text: str) -> None:
         if not args.json:
-            print(f"calibrating {name}: {text}", file=sys.stderr, flush=True)
+            from ..text_table import wrap_line
+            from .common import terminal_width
+
+            print("\n".join(wrap_line(f"calibrating {name}: {text}", terminal_width(), hang=4)),
+                  file=sys.stderr, flush=True)
 
     spec, warnings = calibration.calibrate(device, quick=args.quick, say=say)
     path, kept = calibration.store(device, spec, replace=args.replace)

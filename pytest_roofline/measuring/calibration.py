@@ -42,7 +42,16 @@ Progress = Callable[[str], None]
 
 
 def stderr_progress(text: str) -> None:
-    print(f"pytest-roofline: {text}", file=sys.stderr, flush=True)
+    """A progress line on stderr, wrapped to the terminal's columns (``COLUMNS``, else the
+    terminal's, else 80), a character stderr cannot hold escaped."""
+    import shutil
+
+    from ..atomic import encodable
+    from ..text_table import wrap_line
+
+    lines = wrap_line(f"pytest-roofline: {text}", shutil.get_terminal_size().columns, hang=4)
+    print(encodable("\n".join(lines), sys.stderr.encoding or "utf-8"), file=sys.stderr,
+          flush=True)
 
 
 #: Where progress lines go; the pytest plugin points it at the terminal.

@@ -86,8 +86,12 @@ def show_calibration(config: pytest.Config, hw: object) -> None:
 
     def write(text: str) -> None:
         try:
+            from ..text_table import wrap_line
+
             with capture.global_and_fixture_disabled():
-                reporter.write_line(f"pytest-roofline: {text}")
+                for line in wrap_line(f"pytest-roofline: {text}",
+                                      config.get_terminal_writer().fullwidth, hang=4):
+                    reporter.write_line(line)
         except Exception:  # the session that installed this writer has ended
             calibration.progress = calibration.stderr_progress
             calibration.progress(text)
