@@ -96,8 +96,9 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
 
 def wrap_line(line: str, width: int | None, hang: int = 2) -> list[str]:
     """*line* in lines of at most *width* columns (itself when None or short enough): its
-    indentation kept, the lines after the first indented *hang* more, words never split (a
-    URL goes to a line of its own) unless one is longer than a line by itself."""
+    indentation kept, the lines after the first indented *hang* more, words never split: a
+    URL or a path goes to a line of its own, whole (to be copied), even where it is longer
+    than a line by itself."""
     if width is None or len(line) <= width:
         return [line]
     import textwrap
@@ -105,17 +106,10 @@ def wrap_line(line: str, width: int | None, hang: int = 2) -> list[str]:
     indent = line[:len(line) - len(line.lstrip())]
     rest = indent + " " * hang
     longest = max(len(word) for word in line.split())
-    if len(rest) + longest > width:  # a long word (a path) fits whole without the indent
-        rest = "" if longest + len(indent) > width else indent
-    parts = textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=rest,
-                          break_long_words=False, break_on_hyphens=False) or [indent]
-    out: list[str] = []
-    for part in parts:
-        while len(part) > width:
-            out.append(part[:width])
-            part = rest + part[width:]
-        out.append(part)
-    return out
+    if len(rest) + longest > width >= len(indent) + longest:  # it fits without the hang
+        rest = indent
+    return textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False) or [indent]
 
 
 def _printable(cell: str) -> str:

@@ -86,7 +86,8 @@ def terminal_width() -> int:
 
 def wrap(text: str, width: int | None, indent: str = "", hang: str = "  ") -> str:
     """*text* in lines of at most *width* columns (as it is when None, under ``--wide``),
-    the first indented by *indent*, the others by *indent* + *hang* (see
+    the first indented by *indent*, the others by *indent* + *hang*, a URL or path longer
+    than a line on a line of its own, whole (see
     :func:`pytest_roofline.text_table.wrap_line`)."""
     from ..text_table import wrap_line
 
