@@ -646,7 +646,7 @@ def test_the_plugin_and_the_report_commands_fit_80_columns(pytester, monkeypatch
         # one-line verdicts and notices naming a file stay one line (logs are grepped for
         # them, a path is copied whole): the failure message, its FAIL line, "roofline: "
         # notices, the JSON report's path
-        wide = [line for line in ours if len(line) > 80 and not line.startswith(
+        wide = [line for line in _too_wide("\n".join(ours)) if not line.startswith(
             ("roofline: ", "roofline marker on ", "  FAIL: ", "JSON report: "))]
         assert not wide, wide
     out = result.stdout.str()
