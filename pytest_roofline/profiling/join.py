@@ -11,7 +11,10 @@ itself (its kernels outside any child, or on a CPU its own time outside its chil
 named with the reason. Kernels launched outside any op are named by their own names.
 
 On a GPU trace the measured time of an op is the device time of its kernels (copies and
-memsets included), never the host's launch time; ops that launched nothing are skipped.
+memsets included), never the host's launch time; ops that launched nothing are skipped. A
+copy between the host and the device (``Memcpy HtoD``/``DtoH``) is set apart from its op's
+kernels and priced on the chip's PCIe link (:mod:`.copies`), a row of its own per op, inputs
+and bytes; a copy within the device stays with its op, at the memory roof.
 On a CPU trace it is the op's own span. Rows aggregate the calls of one op with the same
 inputs. A matrix op whose kernels ran TF32 on the tensor cores is priced at the TF32 peak.
 """
@@ -22,10 +25,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import pricing
+from . import copies, pricing
 from .devices import runs_tf32
 from .model import KernelRow, Profile, Unpriced, efficiency_of, rows_sorted
-from .trace_file import Op, TraceFile
+from .trace_file import Device, Op, TraceFile
 
 if TYPE_CHECKING:
     from ..hardware import Hardware
@@ -38,6 +41,18 @@ class _Group:
     shapes: str
     workload: Workload | None  # None: zero work
     precision_dtype: str | None
+    times: list[float] = field(default_factory=list)
+    kernels: dict[str, None] = field(default_factory=dict)
+
+
+@dataclass
+class _Copy:
+    """The host copies of one op with the same inputs and bytes: one PCIe bound a call."""
+
+    op: str
+    shapes: str
+    nbytes: float
+    bound: float
     times: list[float] = field(default_factory=list)
     kernels: dict[str, None] = field(default_factory=dict)
 
@@ -74,17 +89,40 @@ _SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf1
 class Joiner:
     """Walks a :class:`TraceFile` into groups of priced calls and unpriced time."""
 
-    def __init__(self, trace: TraceFile) -> None:
+    def __init__(self, trace: TraceFile, chip: Hardware) -> None:
         self.trace = trace
+        self.chip = chip
         self.groups: dict[tuple[Any, ...], _Group] = {}
+        self.copies: dict[tuple[Any, ...], _Copy] = {}
         self.unpriced: dict[tuple[str, str], list[float]] = defaultdict(list)
 
     def run(self) -> None:
         for root in self.trace.roots:
             self._walk(root)
         for device in self.trace.orphans:
-            self.unpriced[(short_kernel(device.name), "launched outside any op")
+            if copies.is_host_copy(device):
+                self._host_copy(device, None)
+            else:
+                self.unpriced[(short_kernel(device.name), "launched outside any op")
+                              ].append(device.seconds)
+
+    def _host_copy(self, device: Device, op: Op | None) -> None:
+        """A copy across the host link, priced on it (or named with why it is not)."""
+        priced = copies.price(device, self.chip)
+        label = device.name if op is None else op.name
+        if isinstance(priced, str):
+            self.unpriced[(label if op is None else f"{label} [{device.name}]", priced)
                           ].append(device.seconds)
+            return
+        nbytes, bound = priced
+        key = (label, None if op is None else repr(op.dims),
+               None if op is None else op.types, copies.direction(device), nbytes)
+        group = self.copies.get(key)
+        if group is None:
+            group = _Copy(label, "" if op is None else shapes_of(op), nbytes, bound)
+            self.copies[key] = group
+        group.times.append(device.seconds)
+        group.kernels.setdefault(device.name)
 
     def _walk(self, op: Op) -> None:
         if self.trace.on_device:
@@ -103,10 +141,14 @@ class Joiner:
     def _walk_device(self, op: Op) -> None:
         """A GPU trace: each op that launched kernels itself owns them (the innermost op
         around a launch), priced by its own recorded inputs."""
-        if op.launched:
-            names = [d.name for d in op.launched]
+        launched = [d for d in op.launched if not copies.is_host_copy(d)]
+        for device in op.launched:
+            if copies.is_host_copy(device):
+                self._host_copy(device, op)
+        if launched:
+            names = [d.name for d in launched]
             group, reason = self._group(op, names)
-            seconds = sum(d.seconds for d in op.launched)
+            seconds = sum(d.seconds for d in launched)
             if group is not None:
                 group.times.append(seconds)
                 for name in names:
@@ -150,7 +192,7 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
     *repeats* (the figures of one run)."""
     from ..analysis import analyze
 
-    joiner = Joiner(trace)
+    joiner = Joiner(trace, chip)
     joiner.run()
     tick = 1e-6 if trace.integer_times else 0.0
     rows = []
@@ -180,12 +222,29 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
             flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
             precision=precision, efficiency=efficiency, faster=faster, spread=spread,
             likely=likely))
+    rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)
                        for (name, reason), times in joiner.unpriced.items()),
                       key=lambda u: (-u.seconds, u.name))
     return Profile(hw=chip.name, source=source, on_device=trace.on_device,
                    total=trace.total_seconds() / repeats, rows=rows_sorted(rows),
                    unpriced=tuple(unpriced), repeats=repeats, notes=notes)
+
+
+def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:
+    """The row of a group of host copies: bytes over the PCIe link (:mod:`.copies`)."""
+    count = len(group.times)
+    measured, bound = sum(group.times), group.bound * count
+    spread = _spread(group.times)
+    efficiency, faster = efficiency_of(bound, measured, count, spread, tick)
+    likely = ("its bytes as recorded cross the link faster than its spec'd bandwidth: check "
+              "the pcie link in the chip's spec") if faster else ""
+    return KernelRow(
+        op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
+        count=count / repeats, measured=measured / repeats, bound=bound / repeats,
+        flops=0.0, bytes=group.nbytes * count / repeats, regime="network",
+        precision=f"link:{copies.LINK}", efficiency=efficiency, faster=faster,
+        spread=spread, likely=likely)
 
 
 def _likely(regime: str, nbytes: float, chip: Any, precision: str | None) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +45,13 @@ class TraceFileError(RooflineError, ValueError):
 
 @dataclass(frozen=True)
 class Device:
-    """A device's time: a kernel, a copy or a memset, and its duration (s)."""
+    """A device's time: a kernel, a copy or a memset, its duration (s) and the profiler's
+    ``args`` (a copy's ``bytes``)."""
 
     name: str
     seconds: float
     category: str
+    args: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 class Op:
@@ -192,7 +194,8 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
                     (start * _US, 1, 0.0, correlation))
         elif cat in DEVICE_CATEGORIES:
             integer = integer and float(dur).is_integer()
-            work = Device(str(event.get("name", "?")), dur * _US, str(cat))
+            work = Device(str(event.get("name", "?")), dur * _US, str(cat),
+                          args if isinstance(args, dict) else {})
             correlation = args.get("correlation")
             if correlation is None:
                 orphans.append(work)
