@@ -88,7 +88,10 @@ class TracedBenchmark:
 
 
 def wrap(item: Any, recorder: Any) -> Any:
-    """Put a :class:`TracedBenchmark` in place of the test's ``benchmark`` fixture value;
+    """Put a :class:`TracedBenchmark` in place of the test's ``benchmark`` fixture value
+    (through ``item.funcargs``, the one pytest state read here beyond the public fixture API:
+    pytest has no public way to swap the value a test receives; a test of
+    tests/test_plugin_benchmark.py fails when pytest stops honouring it);
     returns pytest-benchmark's own fixture (None when the test does not use it)."""
     funcargs = getattr(item, "funcargs", None)
     if not isinstance(funcargs, dict) or FIXTURE not in funcargs:
