@@ -47,6 +47,9 @@ class Measurement:
     parallelism: float | None = None  # cores kept busy (CPU time / wall time); None: unknown
     here: bool = False  # timed on this machine (by a Timer), not built from given figures
     other_cores: float | None = None  # cores other processes kept busy meanwhile (Linux)
+    method: str | None = None  # how a GPU call was timed (cuda-events, cuda-graph; .cuda_timing)
+    notes: tuple[str, ...] = ()  # what the figures should be read with (a throttled GPU, ...)
+    clocks: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.samples:
@@ -88,7 +91,10 @@ class Measurement:
         return {"time_s": self.time, "spread": self.spread, "best_s": self.best,
                 "repeats": self.repeats,
                 **({} if self.parallelism is None else {"parallelism": self.parallelism}),
-                **({} if self.other_cores is None else {"other_cores": self.other_cores})}
+                **({} if self.other_cores is None else {"other_cores": self.other_cores}),
+                **({} if self.method is None else {"method": self.method}),
+                **({"notes": list(self.notes)} if self.notes else {}),
+                **({"clocks": self.clocks} if self.clocks else {})}
 
 
 def combined(measurements: Sequence[Measurement]) -> Measurement:
@@ -148,12 +154,18 @@ def synchronize(result: Any = None) -> None:
 @dataclass(frozen=True)
 class Timer:
     """Settings of a measurement: *warmup* untimed calls, then at least *repeats* timed calls
-    and at least *min_time* seconds of them, at most *max_repeats* calls."""
+    and at least *min_time* seconds of them, at most *max_repeats* calls.
+
+    A call whose arguments hold a CUDA tensor (or a module on a GPU) is timed on the device
+    (:mod:`.cuda_timing`: CUDA events or a CUDA graph, clocks read through NVML); *cache*
+    says whether the L2 cache is flushed before each call (``"cold"``, the default) or left
+    as the previous call left it (``"warm"``). On the CPU *cache* does not apply."""
 
     warmup: int = 1
     repeats: int = 5
     min_time: float = 0.2
     max_repeats: int = 1000
+    cache: str = "cold"
 
     def __post_init__(self) -> None:
         from ..errors import WorkloadError
@@ -172,10 +184,19 @@ class Timer:
                 not (0 <= self.min_time < float("inf")):
             raise MeasureError(f"min_time must be a number of seconds >= 0, got "
                                f"{self.min_time!r}")
+        if self.cache not in ("cold", "warm"):
+            raise MeasureError(f"cache={self.cache!r} is not a cache state; allowed: 'cold' "
+                               f"(L2 flushed before each GPU call) or 'warm'")
 
     def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Measurement:
         if not callable(fn):
             raise MeasureError(f"measure() needs a callable, got {type(fn).__name__}: {fn!r}")
+        if "torch" in sys.modules:
+            from .cuda_timing import cuda_index
+
+            index = cuda_index(args, kwargs)
+            if index is not None:
+                return self._on_gpu(fn, args, kwargs, index)
         clock, cpu_clock = _time.perf_counter, _time.process_time
         for _ in range(self.warmup):
             synchronize(fn(*args, **kwargs))
@@ -195,6 +216,17 @@ class Timer:
             total += elapsed
         return replace(Measurement.from_samples(samples, self.warmup, cpu), here=True,
                        other_cores=others.cores)
+
+    def _on_gpu(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                index: int) -> Measurement:
+        from .cuda_timing import time_call
+
+        samples, method, notes, clocks = time_call(
+            fn, args, kwargs, index=index, warmup=self.warmup, repeats=self.repeats,
+            min_time=self.min_time, max_repeats=self.max_repeats, cache=self.cache)
+        return replace(Measurement.from_samples(samples, self.warmup), here=True,
+                       parallelism=None, method=method, notes=tuple(notes),
+                       clocks=clocks or None)
 
 
 DEFAULT = Timer()
