@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_roofline"
-COMPAT = {"_torch_compat.py", "_jax_compat.py"}
+COMPAT = {"_torch_compat.py", "_jax_compat.py", "_cuda_compat.py"}
 
 #: What only the compat modules may use: a private module or attribute of torch, jax or
 #: jaxlib (``torch._subclasses``, ``torch.utils._python_dispatch``, ``jax._src``), and the
@@ -170,3 +170,20 @@ def test_torch_dynamo_skip_higher_order_ops_and_implicit_decompositions() -> Non
     assert not C.has_implicit_decomposition(torch.ops.aten.mm.default)
     assert C.LOCAL_SCALAR_DENSE.name() == "aten::_local_scalar_dense"
     assert C.TO_COPY in C.HOST_COPIES and len(C.HOST_COPIES) == 3
+
+
+def test_torch_scaled_mm_the_fp8_gemm_the_gpu_calibration_runs() -> None:
+    # measuring/_cuda_compat.py: torch has no public fp8 GEMM; the calibration's fp8 peak goes
+    # through torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=). It must still exist and
+    # take those arguments (checked on meta tensors: no GPU needed to read the schema).
+    import torch
+
+    from pytest_roofline.measuring import _cuda_compat as C
+
+    fn = C.scaled_mm(torch)
+    assert callable(fn)
+    a = torch.empty(32, 16, device="meta", dtype=torch.float8_e4m3fn)
+    b = torch.empty(64, 16, device="meta", dtype=torch.float8_e4m3fn).t()
+    one = torch.ones((), device="meta", dtype=torch.float32)
+    out = fn(a, b, one, one, out_dtype=torch.bfloat16)
+    assert tuple(out.shape) == (32, 64) and out.dtype == torch.bfloat16

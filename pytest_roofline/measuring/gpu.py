@@ -1,12 +1,25 @@
 """Calibrating a CUDA GPU with torch: GEMM peaks per precision, device copy and memset.
 
-* **Peaks**: ``torch.matmul`` of square matrices (8192, 4096 in fp64) per precision the
-  device runs: fp64, fp32 (TF32 off), tf32 (TF32 on), fp16, bf16; ``2 n^3 / t``.
+* **Peaks**: ``torch.matmul`` of square matrices (8192, 4096 in fp64) of normally
+  distributed values (constant operands switch fewer bits and let the clock run higher than
+  real data does) per precision the device runs: fp64, fp32 (TF32 off), tf32 (TF32 on),
+  fp16, bf16; fp8 (e4m3 in, bf16 out) through ``torch._scaled_mm`` where the device has fp8
+  tensor cores (compute capability 8.9 and later; :mod:`._cuda_compat`); ``2 n^3 / t``.
 * **Memory bandwidth**: a device-to-device copy of 1 GiB (2 B counted per byte copied: one
   read, one write) and a memset (``zero_``: 1 B counted per byte written); the roof is the
-  better of the two.
+  better of the two. Both buffers are far larger than the L2 cache.
+* **L2 bandwidth**: copies between two buffers that together fill half the L2 cache (so
+  they stay in it), captured back to back in one CUDA graph so that launch gaps do not
+  count as time (2 B per byte copied); a lower bound of the L2's rate, since the gaps
+  between graph nodes remain.
 * Timed with CUDA events around each call after a warm-up; rounds spread over time and the
-  best sample kept, as on the CPU (:mod:`.cpu`).
+  best sample kept, as on the CPU (:mod:`.cpu`). Before each timed call the device is given
+  a write of twice its L2 cache (:class:`.cuda_timing.Flush`), so the GPU is busy while the
+  host launches the call and the launch is not counted. The samples run back to back, as
+  a GPU runs sustained work: at its power cap (an H200 read 1575 to 1770 of 1980 MHz after
+  them), so a short kernel at a higher clock, or a GEMM shape cuBLAS runs better, can beat
+  a calibrated peak by some percent; :mod:`pytest_roofline.profiling` names that cause.
+  (Idle before each sample reads lower still: the clock ramps up from idle.)
 
 Only imported when a GPU is calibrated; torch is imported inside the functions.
 """
@@ -18,7 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import RooflineError
-from .cpu import Figure, Plan, Roofs, sample_rounds
+from ._cuda_compat import scaled_mm
+from .cpu import Figure, Level, Plan, Roofs, sample_rounds
+from .cuda_timing import Flush
 
 TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32", "fp16": "float16",
                 "bf16": "bfloat16"}
@@ -41,8 +56,12 @@ def torch_device(index: int) -> Any:
     return torch, torch.device(f"cuda:{index}")
 
 
-def _timer(torch: Any, fn: Callable[[], Any]) -> float:
+def _timer(torch: Any, fn: Callable[[], Any], busy: Flush | None = None) -> float:
+    """Seconds of one call between CUDA events; *busy* first keeps the GPU working while the
+    host launches the call."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if busy is not None:
+        busy.evict()
     start.record()
     fn()
     end.record()
@@ -60,12 +79,13 @@ def calibrate_gpu(index: int = 0, plan: Plan | None = None,
     props = torch.cuda.get_device_properties(device)
     samplers: dict[str, tuple[Callable[[], float], str]] = {}
     big = 4096 if plan.gemm_max >= 4096 else 1024
+    flush = Flush(torch, device)
     for name, torch_name in TORCH_DTYPES.items():
         dtype = getattr(torch, torch_name)
         n = big if name == "fp64" else 2 * big
         try:
-            a = torch.full((n, n), 0.5, dtype=dtype, device=device)
-            b = torch.full((n, n), 0.25, dtype=dtype, device=device)
+            a = torch.randn((n, n), dtype=dtype, device=device)
+            b = torch.randn((n, n), dtype=dtype, device=device)
             torch.matmul(a, b)
         except RuntimeError:  # a precision this device or build does not run
             continue
@@ -74,18 +94,26 @@ def calibrate_gpu(index: int = 0, plan: Plan | None = None,
         def gemm(a: Any = a, b: Any = b, n: int = n, tf32: bool = tf32) -> float:
             torch.backends.cuda.matmul.allow_tf32 = tf32
             try:
-                return 2.0 * n ** 3 / _timer(torch, lambda: torch.matmul(a, b))
+                return 2.0 * n ** 3 / _timer(torch, lambda: torch.matmul(a, b), flush)
             finally:
                 torch.backends.cuda.matmul.allow_tf32 = False
 
         gemm()
         samplers[f"matrix.{name}"] = (gemm, f"torch.matmul {n}x{n}x{n}")
+    fp8 = _fp8_sampler(torch, device, props, 2 * big, flush)
+    if fp8 is not None:
+        samplers["matrix.fp8"] = fp8
+    l2_size = int(getattr(props, "L2_cache_size", 0) or 0)
+    l2 = _l2_sampler(torch, device, l2_size) if l2_size else None
+    if l2 is not None:
+        samplers["cache.l2"] = l2
     size = (1 << 30) if plan.gemm_max >= 4096 else (1 << 26)
     src = torch.ones(size // 4, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    samplers["memory.copy"] = (lambda: 2.0 * size / _timer(torch, lambda: dst.copy_(src)),
+    samplers["memory.copy"] = (lambda: 2.0 * size / _timer(torch, lambda: dst.copy_(src),
+                                                           flush),
                                f"device copy of {size >> 20} MiB, 2 B counted per byte")
-    samplers["memory.memset"] = (lambda: 1.0 * size / _timer(torch, dst.zero_),
+    samplers["memory.memset"] = (lambda: 1.0 * size / _timer(torch, dst.zero_, flush),
                                  f"memset of {size >> 20} MiB")
     for _, (sample, _) in samplers.items():
         sample()  # warm-up
@@ -94,7 +122,8 @@ def calibrate_gpu(index: int = 0, plan: Plan | None = None,
     roofs = Roofs(
         matrix={k.split(".", 1)[1]: f for k, f in figures.items() if k.startswith("matrix.")},
         memory={k.split(".", 1)[1]: f for k, f in figures.items() if k.startswith("memory.")},
-        levels=[], threads=int(props.multi_processor_count),
+        levels=[Level("l2", float(l2_size), figures["cache.l2"])] if "cache.l2" in figures
+        else [], threads=int(props.multi_processor_count),
         seconds=time.perf_counter() - started, rounds=len(next(iter(results.values()))))
     facts = {
         "model": str(props.name), "capacity": float(props.total_memory),
@@ -104,6 +133,58 @@ def calibrate_gpu(index: int = 0, plan: Plan | None = None,
         "driver": _driver(torch),
     }
     return roofs, facts
+
+
+def _fp8_sampler(torch: Any, device: Any, props: Any, n: int, flush: Flush
+                 ) -> tuple[Callable[[], float], str] | None:
+    """The fp8 (e4m3) GEMM sampler, where the device and this torch run one."""
+    fn = scaled_mm(torch)
+    e4m3 = getattr(torch, "float8_e4m3fn", None)
+    if fn is None or e4m3 is None or (props.major, props.minor) < (8, 9):
+        return None
+    try:
+        a = torch.randn((n, n), device=device).to(e4m3)
+        b = torch.randn((n, n), device=device).to(e4m3).t()  # column-major, as cuBLAS asks
+        one = torch.ones((), device=device, dtype=torch.float32)
+        fn(a, b, one, one, out_dtype=torch.bfloat16)
+    except (RuntimeError, TypeError):  # no fp8 kernel in this build
+        return None
+
+    def gemm() -> float:
+        return 2.0 * n ** 3 / _timer(torch, lambda: fn(a, b, one, one,
+                                                       out_dtype=torch.bfloat16), flush)
+
+    gemm()
+    return gemm, f"torch._scaled_mm {n}x{n}x{n} fp8 e4m3, bf16 out"
+
+
+def _l2_sampler(torch: Any, device: Any, l2_size: int
+                ) -> tuple[Callable[[], float], str] | None:
+    """The L2 bandwidth sampler: a CUDA graph of copies between two L2-resident buffers."""
+    size = max(l2_size // 4, 1 << 20)  # each buffer: the two fill half the L2
+    src = torch.ones(size // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    copies = 64
+    try:
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream):
+            dst.copy_(src)
+        torch.cuda.current_stream(device).wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(copies):
+                dst.copy_(src)
+        graph.replay()
+        torch.cuda.synchronize(device)
+    except RuntimeError:  # graphs not available: no L2 figure rather than a launch-bound one
+        return None
+
+    def sample() -> float:
+        return 2.0 * size * copies / _timer(torch, graph.replay)
+
+    return sample, (f"{copies} device copies of {size >> 20} MiB (2 buffers: half the "
+                    f"{l2_size >> 20} MiB L2) in one CUDA graph, 2 B counted per byte")
 
 
 def _driver(torch: Any) -> str | None:
