@@ -10,6 +10,13 @@ times too high). An op that cannot be priced passes the walk to its children; wh
 itself (its kernels outside any child, or on a CPU its own time outside its children) is
 named with the reason. Kernels launched outside any op are named by their own names.
 
+On a GPU trace the op that launched a kernel owns it. A backend op that cannot be rebuilt on
+meta tensors (``aten::_cudnn_attention_forward``, ``aten::_flash_attention_forward``: no meta
+kernel) is priced by its nearest ancestor that launched nothing else and can be
+(``aten::scaled_dot_product_attention``): the public op whose formula the tracer applies
+to the same call. A list of tensors whose dtype the trace omits (``aten::cat``) takes the
+element size its kernel's name states (:mod:`.pricing`).
+
 On a GPU trace the measured time of an op is the device time of its kernels (copies and
 memsets included), never the host's launch time; ops that launched nothing are skipped. A
 copy between the host and the device (``Memcpy HtoD``/``DtoH``) is set apart from its op's
@@ -21,6 +28,7 @@ inputs. A matrix op whose kernels ran TF32 on the tensor cores is priced at the 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -57,6 +65,17 @@ class _Copy:
     kernels: dict[str, None] = field(default_factory=dict)
 
 
+_OPAQUE = re.compile(r"OpaqueType<(\d+)u?>")
+
+
+def element_dtype(kernels: list[str]) -> str | None:
+    """The float dtype (profiler type name) of the element size a kernel's name states:
+    PyTorch's copy kernels (``cat``, ``index``) are instantiated on ``OpaqueType<N>``, N bytes
+    an element. None where no name says, or names disagree."""
+    sizes = {int(m.group(1)) for name in kernels for m in _OPAQUE.finditer(name)}
+    return pricing.BY_SIZE.get(sizes.pop()) if len(sizes) == 1 else None
+
+
 def short_kernel(name: str) -> str:
     """A kernel's name without its template arguments and signature
     (``void at::native::vectorized_elementwise_kernel<4, ...>(...)`` ->
@@ -69,13 +88,18 @@ def short_kernel(name: str) -> str:
 
 
 def shapes_of(op: Op) -> str:
-    """``64x256f32,256x512f32``: the tensor inputs as recorded."""
+    """``64x256f32,256x512f32``: the tensor inputs as recorded; a list of tensors in
+    brackets (``[16x64,16x64]``, its dtype unrecorded)."""
     dims, types = op.dims or [], op.types or ()
     parts = []
     for i, kind in enumerate(types):
-        if kind in pricing.DTYPES and i < len(dims) and isinstance(dims[i], list):
-            parts.append("x".join(str(d) for d in dims[i]) + _SHORT.get(pricing.DTYPES[kind],
-                                                                         ""))
+        shape = dims[i] if i < len(dims) else None
+        if kind in pricing.DTYPES and isinstance(shape, list):
+            parts.append("x".join(str(d) for d in shape) + _SHORT.get(pricing.DTYPES[kind],
+                                                                      ""))
+        elif kind in ("TensorList", "GenericList") and isinstance(shape, list) and shape \
+                and all(isinstance(s, list) for s in shape):
+            parts.append("[" + ",".join("x".join(str(d) for d in s) for s in shape) + "]")
     return ",".join(parts)
 
 
@@ -138,9 +162,10 @@ class Joiner:
         if own > 0:
             self.unpriced[(op.name, reason)].append(own)
 
-    def _walk_device(self, op: Op) -> None:
+    def _walk_device(self, op: Op, ancestors: tuple[Op, ...] = ()) -> None:
         """A GPU trace: each op that launched kernels itself owns them (the innermost op
-        around a launch), priced by its own recorded inputs."""
+        around a launch), priced by its own recorded inputs, else by the nearest ancestor
+        that launched nothing else (see the module docstring)."""
         launched = [d for d in op.launched if not copies.is_host_copy(d)]
         for device in op.launched:
             if copies.is_host_copy(device):
@@ -148,6 +173,13 @@ class Joiner:
         if launched:
             names = [d.name for d in launched]
             group, reason = self._group(op, names)
+            for ancestor in reversed(ancestors) if group is None else ():
+                if sum(1 for d in ancestor.devices() if not copies.is_host_copy(d)) \
+                        != len(launched):
+                    break  # it launched more than this op did: its bound is not theirs
+                group, _ = self._group(ancestor, names)
+                if group is not None:
+                    break
             seconds = sum(d.seconds for d in launched)
             if group is not None:
                 group.times.append(seconds)
@@ -158,7 +190,7 @@ class Joiner:
                 label = f"{op.name} [{', '.join(short[:2])}{', ...' if len(short) > 2 else ''}]"
                 self.unpriced[(label, reason)].append(seconds)
         for child in op.children:
-            self._walk_device(child)
+            self._walk_device(child, (*ancestors, op))
 
     def _group(self, op: Op, kernels: list[str]) -> tuple[_Group | None, str]:
         """The group of *op*'s calls with its inputs (priced once), or the reason it has
@@ -171,10 +203,12 @@ class Joiner:
         group = self.groups.get(key)
         if group is not None:
             return group, ""
-        result = pricing.price(op.name, op.dims, op.types, op.concrete, None, strides)
+        sized = element_dtype(kernels)
+        result = pricing.price(op.name, op.dims, op.types, op.concrete, None, strides, sized)
         if tf32 and not isinstance(result, str) and any(
                 k.unit == "matrix" and k.dtype == "fp32" for k in result.kernels):
-            result = pricing.price(op.name, op.dims, op.types, op.concrete, "tf32", strides)
+            result = pricing.price(op.name, op.dims, op.types, op.concrete, "tf32", strides,
+                                   sized)
         if isinstance(result, str) and result != pricing.ZERO:
             return None, result
         group = _Group(op.name, shapes_of(op), None if isinstance(result, str) else result,
@@ -258,6 +292,11 @@ def _likely(regime: str, nbytes: float, chip: Any, precision: str | None) -> str
         return (f"its {si(nbytes, 'B')} a call is within reach of the {cache.name} "
                 f"({si(float(cache.capacity), 'B')}), so its data likely stayed on chip "
                 f"between kernels, which the bound charges to memory")
+    if (getattr(chip, "provenance", None) or {}).get("device"):
+        roof = "peak" if regime == "compute" else "bandwidth"
+        return (f"it ran above {chip.name}'s calibrated {roof}, which a few kernels measured: "
+                f"another shape or a higher clock can beat them; set it against the "
+                f"published chip, or recalibrate")
     return (f"its formula likely overcounts it ({si(nbytes, 'B')} a call"
             + (", priced in TF32" if precision else "") + "): check the op's counts")
 

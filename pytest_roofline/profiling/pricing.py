@@ -16,7 +16,10 @@ What is rebuilt, and what is assumed where the trace does not say:
   for an int, ``[]`` for a list of ints: the whole-tensor reduction, the smallest output),
   so a guess can only lower the bound, never raise it;
 * a list of tensors takes the dtype of the op's tensor inputs, when it has some; where it
-  has none the op is not priced (a guessed width could raise the bound);
+  has none, the element size a GPU kernel of the op states in its name (PyTorch's copy
+  kernels name ``OpaqueType<2u>``: 2-byte elements) gives a float dtype of that size
+  (*list_dtype*, read by the caller); else the op is not priced (a guessed width could
+  raise the bound);
 * the overload is the first whose schema accepts the rebuilt inputs (the schema read through
   ``tracing._torch_compat``, where every private torch API the project uses is checked).
 
@@ -42,6 +45,9 @@ DTYPES = {
     "c10::complex<double>": "complex128", "c10::Float8_e4m3fn": "float8_e4m3fn",
     "c10::Float8_e5m2": "float8_e5m2",
 }
+#: A float dtype (profiler type name) of each element size, for a list of tensors whose
+#: dtype only a kernel's name states.
+BY_SIZE = {1: "c10::Float8_e4m3fn", 2: "c10::BFloat16", 4: "float", 8: "double"}
 _MISSING = object()
 ZERO = "zero"  # the op moves no memory (a view, a metadata change): zero work
 
@@ -50,21 +56,24 @@ _CACHE: dict[tuple[Any, ...], Workload | str] = {}
 
 def price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
           concrete: tuple[str, ...] | None, dtype: str | None = None,
-          strides: list[Any] | None = None) -> Workload | str:
+          strides: list[Any] | None = None, list_dtype: str | None = None
+          ) -> Workload | str:
     """The Workload of one call of the recorded op *name* (``aten::addmm``), priced in
     *dtype* for its matrix work where given (``"tf32"``), else in its operands' own; or a
-    short reason why it cannot be priced (:data:`ZERO` when it does no work)."""
-    key = (name, repr(dims), types, concrete, dtype, repr(strides))
+    short reason why it cannot be priced (:data:`ZERO` when it does no work).
+    *list_dtype* (a profiler type name, ``"c10::BFloat16"``) is the element dtype of a list
+    of tensors when the op has no other tensor input to take it from."""
+    key = (name, repr(dims), types, concrete, dtype, repr(strides), list_dtype)
     hit = _CACHE.get(key)
     if hit is None:
-        hit = _price(name, dims, types, concrete, dtype, strides)
+        hit = _price(name, dims, types, concrete, dtype, strides, list_dtype)
         _CACHE[key] = hit
     return hit
 
 
 def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
            concrete: tuple[str, ...] | None, dtype: str | None,
-           strides: list[Any] | None) -> Workload | str:
+           strides: list[Any] | None, list_dtype: str | None = None) -> Workload | str:
     if not name.startswith("aten::"):
         return f"{name} is not an aten op"
     if dims is None or types is None:
@@ -77,7 +86,7 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
     packet = getattr(torch.ops.aten, base, None)
     if packet is None:
         return f"torch has no op {name}"
-    inputs = _inputs(torch, dims, types, concrete, strides)
+    inputs = _inputs(torch, dims, types, concrete, strides, list_dtype)
     if isinstance(inputs, str):
         return inputs
     from ..tracing._torch_compat import arguments
@@ -115,8 +124,10 @@ def _trace(op: Any, args: list[Any], kwargs: dict[str, Any], name: str,
 
 
 def _inputs(torch: Any, dims: list[Any], types: tuple[str, ...],
-            concrete: tuple[str, ...] | None, strides: list[Any] | None) -> list[Any] | str:
-    tensor_dtype = next((DTYPES[t] for t in types if t in DTYPES), None)
+            concrete: tuple[str, ...] | None, strides: list[Any] | None,
+            list_dtype: str | None = None) -> list[Any] | str:
+    tensor_dtype = next((DTYPES[t] for t in types if t in DTYPES), None) or DTYPES.get(
+        list_dtype or "")
     out: list[Any] = []
     for i, kind in enumerate(types):
         shape = dims[i] if i < len(dims) else []

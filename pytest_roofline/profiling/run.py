@@ -61,16 +61,26 @@ class Profiler:
       docstring); a chip this machine does not hold is refused, as for ``measure``.
     * ``warmup``: untimed calls first (compilation, allocator, caches); default 1.
     * ``repeats``: profiled calls (their figures averaged); default 5.
+    * ``trace_to``: a path to keep the recorded trace at (``.json``, or ``.json.gz``
+      compressed), for ``pytest-roofline profile`` or another trace viewer later; default
+      None, the trace is read and dropped.
     """
 
-    __slots__ = ("hw", "repeats", "warmup")
+    __slots__ = ("hw", "repeats", "trace_to", "warmup")
 
-    def __init__(self, *, hw: Any = None, warmup: int = 1, repeats: int = 5) -> None:
+    def __init__(self, *, hw: Any = None, warmup: int = 1, repeats: int = 5,
+                 trace_to: str | os.PathLike[str] | None = None) -> None:
         for name, value, low in (("warmup", warmup, 0), ("repeats", repeats, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ProfileError(f"Profiler: {name}={value!r} must be a whole number >= "
                                    f"{low}")
+        if trace_to is not None and not str(os.fspath(trace_to)).endswith((".json",
+                                                                          ".json.gz")):
+            raise ProfileError(f"Profiler: trace_to={os.fspath(trace_to)!r} must end in "
+                               f".json or .json.gz (the chrome trace format read back by "
+                               f"pytest-roofline profile)")
         self.hw, self.warmup, self.repeats = hw, warmup, repeats
+        self.trace_to = None if trace_to is None else Path(os.fspath(trace_to))
 
     def __call__(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Profile:
         if not callable(fn):
@@ -89,7 +99,7 @@ class Profiler:
 
         for _ in range(self.warmup):
             synchronize(fn(*args, **kwargs))
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda is not None else [])
         with profile(activities=activities, record_shapes=True) as prof:
             for _ in range(self.repeats):
                 synchronize(fn(*args, **kwargs))
@@ -100,6 +110,16 @@ class Profiler:
             from .join import build
 
             trace = trace_file.read(path)
+            if self.trace_to is not None:
+                _keep(path, self.trace_to)
+        if cuda is not None and not trace.on_device:
+            raise ProfileError(
+                f"torch.profiler recorded no CUDA kernel of a call on cuda:{cuda}, only its "
+                f"host ops, so no kernel can be set against {chip.name}: the profiler's GPU "
+                f"activity tracing (CUPTI) recorded nothing in this process. Time the whole "
+                f"call with roofline.measure(fn, *args) instead, or record the trace in a "
+                f"process where torch.profiler shows kernels and read it with "
+                f"pytest-roofline profile TRACE")
         name = getattr(fn, "__name__", type(fn).__name__)
         return build(trace, chip, source=f"profile({name})", repeats=self.repeats)
 
@@ -116,19 +136,30 @@ class Profiler:
         return chip
 
 
+def _keep(path: str, target: Path) -> None:
+    """Copy the exported trace to *target*, gzip-compressed when it ends in ``.gz``."""
+    import gzip
+    import shutil
+
+    from ..atomic import why_not_written, write_with
+
+    def write(tmp: str) -> None:
+        with open(path, "rb") as src, (gzip.open(tmp, "wb") if target.suffix == ".gz"
+                                       else open(tmp, "wb")) as dst:
+            shutil.copyfileobj(src, dst)
+
+    try:
+        write_with(target, write)
+    except OSError as exc:
+        raise ProfileError(f"Profiler: the trace cannot be kept at {str(target)!r}: "
+                           f"{why_not_written(exc, target)}") from None
+
+
 def _on_cuda(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
     """The CUDA device index of the first tensor argument on a GPU (None: all on CPU)."""
-    for value in (*args, *kwargs.values()):
-        device = getattr(value, "device", None)
-        if device is not None and getattr(device, "type", None) == "cuda":
-            return int(device.index or 0)
-        params = getattr(value, "parameters", None)
-        if callable(params):
-            for p in params():
-                if p.device.type == "cuda":
-                    return int(p.device.index or 0)
-                break
-    return None
+    from ..measuring.cuda_timing import cuda_index
+
+    return cuda_index(args, kwargs)
 
 
 def _refuse_jax(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
