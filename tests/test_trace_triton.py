@@ -12,6 +12,7 @@ import importlib
 import inspect
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -245,3 +246,26 @@ def test_an_autotuned_launch_keeps_the_chosen_configuration_only() -> None:
     from triton.runtime.autotuner import Autotuner
 
     assert "run" in Autotuner.__dict__  # the method the watcher wraps
+
+
+def test_metadata_without_flops_from_the_hook_falls_back_to_the_kernels_own() -> None:
+    # A Triton whose launch hook hands over metadata without the kernel's launch_metadata
+    # keys (name, stream, ... only) must not lose the FLOPs the kernel states: they are
+    # computed from its launch_metadata function, as in interpreter mode.
+    from types import SimpleNamespace
+
+    from pytest_roofline.tracing._triton import Launches, _flops_stated
+
+    assert _flops_stated({"name": "k", "num_warps": 4}) is None
+    assert _flops_stated(None) is None
+    assert _flops_stated({"flops16": 10.0, "flops32": 2.0, "bytes": 8}) == (12.0, "fp32", 8.0)
+
+    def metadata(grid: Any, meta: Any, args: dict[str, Any]) -> dict[str, float]:
+        return {"flops16": 2.0 * args["n"], "bytes": 4.0 * args["n"]}
+
+    kernel = SimpleNamespace(launch_metadata=metadata, fn=SimpleNamespace(__name__="k"))
+    launches = Launches(recorder=None)
+    launches._metadata = {"name": "k", "stream": 7}  # what the hook held
+    assert launches._stated(kernel, {"n": 5}, (1,), "k") == (10.0, "bf16", 20.0)
+    launches._metadata = None
+    assert launches._stated(SimpleNamespace(fn=None), {"n": 5}, (1,), "k") is None

@@ -192,32 +192,42 @@ class Launches:
     def _stated(self, kernel: Any, bound: dict[str, Any], grid: Any,
                 name: str) -> tuple[float, str | None, float | None] | None:
         """FLOPs, their precision and bytes from the kernel's ``launch_metadata``."""
-        data: Any = None
+        candidates: list[Any] = []
         if self._metadata is not None:  # compiled: Triton's hook had it
-            data = self._metadata.get() if hasattr(self._metadata, "get") else self._metadata
-        else:
-            function = launch_metadata_of(kernel)
-            if function is None:
-                return None
+            held = self._metadata  # Triton's LazyDict (get() evaluates it), or a dict
+            candidates.append(held if isinstance(held, dict) or not hasattr(held, "get")
+                              else held.get())
+        function = launch_metadata_of(kernel)
+        if function is not None:  # interpreted, or a Triton whose hook does not carry it
             size = grid(bound) if callable(grid) else grid
             meta = types.SimpleNamespace(name=name, num_warps=None, num_stages=None,
                                          num_ctas=1, shared=0)
-            data = function(tuple(size), meta, dict(bound))
-        if not isinstance(data, dict):
-            return None
-        flops, width = 0.0, None
-        found = False
-        for key, value in data.items():
-            match = _FLOPS_KEY.match(str(key))
-            if match and isinstance(value, (int, float)):
-                flops += float(value)
-                width = _WIDTH.get(match.group(1), width)
-                found = True
-        if not found:
-            return None
-        stated_bytes = data.get("bytes")
-        return flops, width, (float(stated_bytes) if isinstance(stated_bytes, (int, float))
-                              else None)
+            candidates.append(lambda: function(tuple(size), meta, dict(bound)))
+        for candidate in candidates:
+            data = candidate() if callable(candidate) else candidate
+            stated = _flops_stated(data)
+            if stated is not None:
+                return stated
+        return None
+
+
+def _flops_stated(data: Any) -> tuple[float, str | None, float | None] | None:
+    """FLOPs, their precision and bytes of launch metadata (None: it states no FLOPs)."""
+    if not isinstance(data, dict):
+        return None
+    flops, width = 0.0, None
+    found = False
+    for key, value in data.items():
+        match = _FLOPS_KEY.match(str(key))
+        if match and isinstance(value, (int, float)):
+            flops += float(value)
+            width = _WIDTH.get(match.group(1), width)
+            found = True
+    if not found:
+        return None
+    stated_bytes = data.get("bytes")
+    return flops, width, (float(stated_bytes) if isinstance(stated_bytes, (int, float))
+                          else None)
 
 
 _ACTIVE: list[Launches] = []
