@@ -36,6 +36,10 @@ MEASURED_OTHER_CORES = "measured_other_cores"
 MEASURED_NOTE = "measured_note"
 #: Where a timed test's time came from ("roofline.measure median", "pytest-benchmark median").
 MEASURED_BY = "measured_by"
+#: How a GPU call was timed ("cuda-events, L2 flushed"), and what its figures are read with
+#: (a throttled clock, a launch-bound call): ``Measurement.method`` and ``.notes``.
+MEASURED_METHOD = "measured_method"
+MEASURED_NOTES = "measured_notes"
 #: A timed test's model FLOPs utilization (``judging.mfu``), where it does matrix work.
 MFU = "mfu"
 #: A profiled test's kernels (``judging.kernels``), on the record of the chip profiled on.

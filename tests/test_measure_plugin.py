@@ -180,3 +180,36 @@ def test_on_the_wrong_chip(roofline):
     record = _records(pytester.path / "r.json")["test_on_the_wrong_chip"]
     assert record["outcome"] == "error" and record.get("efficiency") is None
     assert "is refused" in str(record["message"])
+
+
+def test_how_a_gpu_call_was_timed_reaches_the_record_and_the_summary(
+        pytester: pytest.Pytester) -> None:
+    # A Measurement as the GPU timer returns it (method, notes), handed to the test the way
+    # pytest-benchmark's rounds are: the record carries both, the summary counts them.
+    pytester.makefile(".yaml", slowchip=SLOW_SPEC)
+    pytester.makeini("[pytest]\nroofline_specs = slowchip.yaml\n")
+    pytester.makepyfile(test_gpu="""
+        import pytest
+        from pytest_roofline import ops
+        from pytest_roofline.measuring.timing import Measurement
+
+        THROTTLED = ("the GPU throttled: SM clock 1575 MHz of 1980 MHz after the timed "
+                     "calls; its time is not the chip's full speed")
+
+        @pytest.mark.roofline(hw="slowchip", workload=ops.elementwise(10, dtype="fp64"))
+        def test_timed(roofline):
+            m = Measurement(time=2.0, spread=0.01, best=1.9, samples=(1.9, 2.0, 2.1),
+                            method="cuda-events, L2 flushed", notes=(THROTTLED,))
+            roofline.take_measurement(m, by="roofline.measure median")
+    """)
+    result = pytester.runpytest_inprocess(*plugin_args(), *ISOLATE, "--roofline-json=r.json")
+    result.assert_outcomes(passed=1)
+    record = _records(pytester.path / "r.json")["test_timed"]
+    assert record["measured_method"] == "cuda-events, L2 flushed"
+    assert record["measured_notes"] == [
+        "the GPU throttled: SM clock 1575 MHz of 1980 MHz after the timed calls; its time "
+        "is not the chip's full speed"]
+    result.stdout.fnmatch_lines([
+        "timed on the GPU: cuda-events, L2 flushed (1 test)",
+        "read with care: the GPU throttled (1 test); the notes in full: measured_notes in",
+        "    the JSON report"])

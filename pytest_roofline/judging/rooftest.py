@@ -143,6 +143,13 @@ class RooflineTest:
 
         return combined(self._measurements)
 
+    def _how(self) -> dict[str, Any]:
+        """How the calls were timed on a GPU and what their figures are read with: the
+        ``method`` (several joined by "; ") and ``notes`` of the measurements, each once."""
+        methods = dict.fromkeys(m.method for m in self._measurements if m.method)
+        notes = dict.fromkeys(n for m in self._measurements for n in m.notes)
+        return {"method": "; ".join(methods) or None, "notes": tuple(notes)}
+
     def _other_cores(self) -> float | None:
         """The most cores other processes kept busy while a measurement ran (None: unknown)."""
         known = [m.other_cores for m in self._measurements if m.other_cores is not None]
@@ -290,7 +297,7 @@ class RooflineTest:
             return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
                          derate=self._derate, analyzed=lambda: self._each(workload),
                          spread=self.spread, other_cores=self._other_cores(),
-                         measured_by=self.measured_by), crosscheck
+                         measured_by=self.measured_by, **self._how()), crosscheck
         if workload is not None and self._measurements:  # trace=True's body and a timing
             judged = workload
             return judge(self._expectation, judged, flops_per_mac=self._flops_per_mac,
@@ -298,7 +305,7 @@ class RooflineTest:
                              self._expectation, judged, flops_per_mac=self._flops_per_mac,
                              derate=self._derate, measured=self._timing()),
                          spread=self.spread, other_cores=self._other_cores(),
-                         measured_by=self.measured_by), crosscheck
+                         measured_by=self.measured_by, **self._how()), crosscheck
         return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,
                      derate=self._derate), crosscheck
 

@@ -93,12 +93,15 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
           derate: float = 1.0,
           analyzed: Callable[[], Sequence[Result | str]] | None = None,
           spread: float = 0.0, other_cores: float | None = None,
-          measured_by: str | None = None) -> Judgement:
+          measured_by: str | None = None, method: str | None = None,
+          notes: Sequence[str] = ()) -> Judgement:
     """Analyze *workload* on the expectation's chips (or take *analyzed*'s results) and
     judge it. Problems that stop the analysis become :attr:`Judgement.error`. *spread* is
     the relative spread of a measurement the results carry; *other_cores*, the cores other
     processes kept busy while it was timed (recorded as ``measured_other_cores``);
-    *measured_by*, where that time came from (``measured_by``)."""
+    *measured_by*, where that time came from (``measured_by``); *method* and *notes*, how a
+    GPU call was timed and what its figures are read with (``measured_method``,
+    ``measured_notes``)."""
     if workload is None:
         return Judgement("roofline: the test declared no workload: call roofline.add(...) in "
                          "the test, or pass workload= or flops=/bytes= to the marker")
@@ -145,6 +148,10 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
                 fields[F.MFU] = utilization
             if other_cores is not None:
                 fields[F.MEASURED_OTHER_CORES] = round(float(other_cores), 2)
+            if method is not None:
+                fields[F.MEASURED_METHOD] = method
+            if notes:
+                fields[F.MEASURED_NOTES] = list(notes)
             if is_faster(check.result, spread):
                 fields[F.MEASURED_NOTE] = FASTER
         judged.append((hw, fields))

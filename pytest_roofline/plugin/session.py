@@ -165,8 +165,10 @@ class RooflineSession:
             headroom,
             is_failure,
             measured_by,
+            measured_notes,
             summary,
         )
+        from ..text_table import wrap_line
 
         if mode == "failed" or (mode == "auto" and total > AUTO_SUMMARY_ROWS):
             failed = [r for r in self._records if is_failure(r)]
@@ -181,6 +183,8 @@ class RooflineSession:
                         notes=self.notes, extra_columns=MEASURED_COLUMNS if measured else ())
         if measured:
             lines.append(measured_by(records))
+            for note in measured_notes(records):
+                lines += wrap_line(note, width, hang=4)
             ranked = headroom(records, width=width)
             if len(ranked) > 2:  # a heading and a table of two or more tests
                 lines += ["", *ranked]

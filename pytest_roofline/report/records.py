@@ -39,7 +39,9 @@ A test that timed its kernel (``roofline.measure()``) adds ``"measured_s"`` (the
 s), ``"efficiency"`` (roofline time / measured time), ``"measured_spread"`` (IQR / median),
 ``"measured_by"`` (where the time came from: ``"roofline.measure median"``,
 ``"pytest-benchmark median"``), ``"measured_other_cores"`` (the cores other processes kept
-busy meanwhile, where known),
+busy meanwhile, where known), ``"measured_method"`` and ``"measured_notes"`` (how a call on
+a GPU was timed, ``"cuda-events, L2 flushed"``, and what its figures are read with: a
+throttled clock, a launch-bound call),
 ``"roof_threads"`` (when the memory roof of that many threads of a calibrated CPU was used)
 and, when the run beat the bound beyond its spread, ``"measured_note": "faster-than-bound"``.
 

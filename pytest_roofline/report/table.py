@@ -190,6 +190,30 @@ def measured_by(records: Sequence[Mapping[str, Any]]) -> str:
     return "measured: " + ", ".join(parts)
 
 
+def measured_notes(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """How GPU calls were timed, and what their figures are read with, each kind once with
+    its tests counted (``measured_method``, and the notes' first words: ``the GPU
+    throttled (2 tests)``); the whole notes are in the JSON record's ``measured_notes``."""
+    methods: dict[str, set[str]] = {}
+    kinds: dict[str, set[str]] = {}
+    for record in records:
+        test = str(record.get("nodeid", ""))
+        if isinstance(record.get("measured_method"), str):
+            methods.setdefault(record["measured_method"], set()).add(test)
+        for note in record.get("measured_notes") or ():
+            kinds.setdefault(str(note).split(":", 1)[0], set()).add(test)
+
+    def counted(groups: dict[str, set[str]]) -> str:
+        return ", ".join(f"{k} ({len(v)} test{'s' if len(v) != 1 else ''})"
+                         for k, v in sorted(groups.items()))
+
+    lines = [f"timed on the GPU: {counted(methods)}"] if methods else []
+    if kinds:
+        lines.append(f"read with care: {counted(kinds)}; the notes in full: measured_notes "
+                     f"in the JSON report")
+    return lines
+
+
 def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10,
              width: int | None = None) -> list[str]:
     """Measured tests ranked by headroom: time share x (1 - efficiency).
