@@ -41,7 +41,7 @@ def test_every_kernel_of_an_h200_trace_is_priced_and_none_beats_its_bound(path: 
 
 def test_prefill_gemms_run_at_what_cublas_reaches_on_an_h200() -> None:
     # The measurement itself (2026-11-27 run, docs/measure.md): the layer's large bf16 GEMMs
-    # (4096 tokens) ran at 79-83% of the published 989 TFLOP/s dense peak. A bound several
+    # (4096 tokens) ran at 78-81% of the published 989 TFLOP/s dense peak. A bound several
     # times looser or a formula off by 2x would put them far outside 60-95%.
     profile = rl.read_trace(DATA / "h200_llama3_8b_layer_prefill.json.gz")
     gemms = [r for r in profile.rows if r.op == "aten::mm"]

@@ -236,6 +236,11 @@ def time_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str
     return samples, method, notes, clocks
 
 
+def _us(seconds: float) -> str:
+    """``428 us``, ``1.41 ms``: a time in the unit that keeps three figures readable."""
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).splitlines()[0][:120] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -257,9 +262,9 @@ def _launch_bound(torch: Any, call: Callable[[], Any], flush: Flush, events: flo
     if not 0 < graphed < LAUNCH_BOUND * events:
         return None
     return (f"launch-bound: replayed as a CUDA graph (L2 flushed, no host launches) the "
-            f"call takes {graphed * 1e6:.3g} us, timed eagerly {events * 1e6:.3g} us: the "
-            f"host's kernel launches set its time; CUDA graphs or torch.compile("
-            f"mode='reduce-overhead') remove the gaps")
+            f"call takes {_us(graphed)}, timed eagerly {_us(events)}: the host's kernel "
+            f"launches set its time; CUDA graphs or torch.compile(mode='reduce-overhead') "
+            f"remove the gaps")
 
 
 def _event_time(torch: Any, call: Callable[[], Any]) -> float:
