@@ -176,6 +176,19 @@ def test_analyze_efficiency_is_a_fraction_for_any_measured_time(seconds: float) 
     assert efficiency is None or 0 < efficiency <= 1
 
 
+@given(st.floats(min_value=1e-6, max_value=1e3), st.integers(min_value=16, max_value=8192))
+def test_mfu_is_a_fraction_no_larger_than_the_efficiency(seconds: float, n: int) -> None:
+    from pytest_roofline.judging.mfu import mfu
+
+    gemm = rl.ops.matmul(n, n, n, dtype="fp32")
+    result = rl.analyze(gemm, CHIP, measured=seconds)
+    utilization = mfu(result, gemm)
+    if result.efficiency is None:
+        assert utilization is None
+    else:
+        assert utilization is not None and 0 < utilization <= result.efficiency <= 1
+
+
 def test_faster_message_names_both_causes_and_the_cache_holding_the_data() -> None:
     # 20000 fp32 adds: 240 kB moved, which fits in the 1 MiB L2 of the chip
     work = rl.ops.elementwise(20000, inputs=2, outputs=1, dtype="fp32")
@@ -486,3 +499,18 @@ def test_mfu_is_model_matrix_flops_over_time_and_peak() -> None:
     # vector work alone has no model FLOPs
     add = rl.ops.elementwise(10**6, dtype="fp32")
     assert mfu(rl.analyze(add, CHIP, measured=1.0), add) is None
+
+
+def test_mfu_never_reads_above_the_efficiency() -> None:
+    from pytest_roofline.judging.mfu import mfu
+
+    # A GEMM is compute-bound: its bound is its matrix peak's time, 2*4096^3 / 1e12 = 0.1374 s.
+    # Measured 2% under it (within the 5% a calibration repeats to) it reads 1.0, at the
+    # roof; its raw MFU (1.02) must read 1.0 too (a host summary once showed MFU 109% beside
+    # 100% of roof). Measured at half the bound it is faster than physics: no MFU at all.
+    gemm = rl.ops.matmul(4096, 4096, 4096, dtype="fp32")
+    bound = rl.analyze(gemm, CHIP).time
+    near = rl.analyze(gemm, CHIP, measured=0.98 * bound)
+    assert near.efficiency == 1.0 and mfu(near, gemm) == 1.0
+    faster = rl.analyze(gemm, CHIP, measured=0.5 * bound)
+    assert faster.efficiency is None and mfu(faster, gemm) is None

@@ -8,6 +8,11 @@ peak is the one the ridge uses: the matrix peak of the precision the matrix work
 in (``Result.peak``). Where the roofline efficiency says how close a run is to its own
 bound, MFU says how much of the chip's matrix peak it turns into model work; a
 memory-bound step can reach its roof at a low MFU.
+
+MFU never reads above the run's efficiency: the matrix peak's time of the model FLOPs is at
+most the roofline bound, so a run within its spread below the bound (an efficiency read as
+1.0, at the roof) is at most 1.0 here too, and a run faster than its bound beyond its spread
+(no efficiency: its counts or roofs are wrong) has no MFU either.
 """
 
 from __future__ import annotations
@@ -17,13 +22,16 @@ from typing import Any
 
 def mfu(result: Any, workload: Any) -> float | None:
     """The MFU of a measured *result* (``analyze(workload, ...)``), or None when it was not
-    measured or *workload* does no matrix work (its kernels of ``unit="matrix"``)."""
+    measured, ran faster than its bound, or *workload* does no matrix work (its kernels of
+    ``unit="matrix"``)."""
     measured = getattr(result, "measured", None)
-    if measured is None or not float(measured) > 0 or not float(result.peak) > 0:
+    efficiency = getattr(result, "efficiency", None)
+    if measured is None or efficiency is None or not float(measured) > 0 \
+            or not float(result.peak) > 0:
         return None
     model = sum(float(k.flops) for k, kernel in zip(result.kernels, workload.kernels,
                                                     strict=False)
                 if kernel.unit == "matrix" and not k.name.startswith("recompute."))
     if model <= 0:
         return None
-    return model / (float(measured) * float(result.peak))
+    return min(model / (float(measured) * float(result.peak)), float(efficiency))
