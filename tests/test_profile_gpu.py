@@ -195,3 +195,18 @@ def test_on_cuda_reads_the_device_index(monkeypatch: pytest.MonkeyPatch) -> None
     assert profile_run._on_cuda(torch, (_CudaArg(),), {}) == 0
     assert profile_run._on_cuda(torch, (torch.empty(2),), {}) is None
     assert profile_run._on_cuda(torch, ([torch.empty(2), _CudaArg()],), {}) == 0
+
+
+@pytest.mark.parametrize(("device", "fix"), [
+    ("cuda:0", "set it against the published chip, or recalibrate"),
+    ("cpu", "recalibrate on a quiet machine (pytest-roofline calibrate)"),
+])
+def test_a_kernel_above_a_calibrated_roof_is_named_so(device: str, fix: str) -> None:
+    # A calibration's peak is what a few kernels reached; a prefill GEMM on an H200 ran above
+    # the calibrated 755 TFLOP/s. The likely cause names the calibration, not the formula.
+    from pytest_roofline.profiling.join import _likely
+
+    chip = OWN_CHIP.replace(name="calibrated", provenance={"device": device})
+    said = _likely("compute", 1e9, chip, None)
+    assert said.startswith("it ran above calibrated's calibrated peak") and said.endswith(fix)
+    assert "overcounts" in _likely("compute", 1e9, OWN_CHIP, None)  # a spec: the counts

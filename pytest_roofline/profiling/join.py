@@ -292,11 +292,13 @@ def _likely(regime: str, nbytes: float, chip: Any, precision: str | None) -> str
         return (f"its {si(nbytes, 'B')} a call is within reach of the {cache.name} "
                 f"({si(float(cache.capacity), 'B')}), so its data likely stayed on chip "
                 f"between kernels, which the bound charges to memory")
-    if (getattr(chip, "provenance", None) or {}).get("device"):
+    device = str((getattr(chip, "provenance", None) or {}).get("device") or "")
+    if device:
         roof = "peak" if regime == "compute" else "bandwidth"
+        fix = ("set it against the published chip, or recalibrate" if device != "cpu" else
+               "recalibrate on a quiet machine (pytest-roofline calibrate)")
         return (f"it ran above {chip.name}'s calibrated {roof}, which a few kernels measured: "
-                f"another shape or a higher clock can beat them; set it against the "
-                f"published chip, or recalibrate")
+                f"another shape, another library or a higher clock can beat them; {fix}")
     return (f"its formula likely overcounts it ({si(nbytes, 'B')} a call"
             + (", priced in TF32" if precision else "") + "): check the op's counts")
 
