@@ -235,3 +235,18 @@ def test_cuda_index_looks_into_lists_and_modules() -> None:
 def test_read_clocks_without_nvml_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails as when not installed
     assert ct.read_clocks(0) is None
+
+
+def test_no_memory_for_the_flush_buffer_is_said(gpu: FakeCuda, monkeypatch: pytest.MonkeyPatch
+                                                ) -> None:
+    # a call that fills the GPU leaves no room for twice the L2: timed unflushed, and said
+    import torch as fake_torch
+
+    def full(*a: Any, **k: Any) -> Any:
+        raise RuntimeError("CUDA out of memory. Tried to allocate 120.00 MiB")
+
+    monkeypatch.setattr(fake_torch, "empty", full)
+    m = Timer(repeats=3, min_time=0)(lambda x: gpu.launch(50e-6), OnGpu())
+    assert m.method == "cuda-events, L2 warm"
+    assert m.notes[0].startswith("the L2 cache was not flushed: no memory for the flush "
+                                 "buffer (RuntimeError: CUDA out of memory")

@@ -198,8 +198,14 @@ def time_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str
         for _ in range(max(1, warmup)):
             call()
         torch.cuda.synchronize(device)
-        flush = Flush(torch, device)
-        flush()  # the GPU busy while the host launches the probe: its launch cost not counted
+        try:
+            flush: Flush | None = Flush(torch, device)
+        except RuntimeError as exc:  # no memory left for the buffer (an OOM is one)
+            flush = None
+            notes.append(f"the L2 cache was not flushed: no memory for the flush buffer "
+                         f"({_first_line(exc)})")
+        if flush is not None:
+            flush()  # the GPU busy while the host launches the probe: its launch not counted
         single = _event_time(torch, call)
         before = read_clocks(index)
         samples: list[float] | None = None
@@ -222,10 +228,10 @@ def time_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str
             samples = _event_samples(torch, call, flush=cold, repeats=repeats,
                                      min_time=min_time, max_repeats=max_repeats)
             method = "cuda-events, " + (("L2 flushed" + (" (persisting lines released)"
-                                                          if flush.persisting else ""))
+                                                          if cold.persisting else ""))
                                         if cold is not None else "L2 warm")
             if cold is not None:
-                note = _launch_bound(torch, call, flush, sorted(samples)[len(samples) // 2])
+                note = _launch_bound(torch, call, cold, sorted(samples)[len(samples) // 2])
                 if note:
                     notes.append(note)
         after = read_clocks(index)
