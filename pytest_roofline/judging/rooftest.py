@@ -146,6 +146,8 @@ class RooflineTest:
     def _how(self) -> dict[str, Any]:
         """How the calls were timed on a GPU and what their figures are read with: the
         ``method`` (several joined by "; ") and ``notes`` of the measurements, each once."""
+        if not self._measurements:  # the analytic path pays nothing for this
+            return {}
         methods = dict.fromkeys(m.method for m in self._measurements if m.method)
         notes = dict.fromkeys(n for m in self._measurements for n in m.notes)
         return {"method": "; ".join(methods) or None, "notes": tuple(notes)}
