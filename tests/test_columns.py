@@ -8,8 +8,9 @@ What may pass 80 columns, and why (each named where it is allowed below):
 - pytest's own lines: its session header (``platform``, ``rootdir:``, ...), a short-summary
   line ``FAILED <test id>`` whose id alone leaves no room for the message (pytest cuts the
   message to the width, never the id), pytest-xdist's ``[gw0] linux -- Python ...``;
-- a command-line error: one line on stderr (``pytest-roofline: error: ...``), the CLI's
-  promise for scripts that read it;
+- an error of the command line: one line on stderr (``pytest-roofline: error: ...``), the
+  CLI's promise for scripts that read it; and pytest's ``ERROR: ...`` line for a bad
+  ``--roofline-*`` option (pytest prints a usage error as one line);
 - machine-read formats printed as they are: JSON (``--json``), CSV (``compare --csv -``),
   Markdown source (``markdown``), whose lines cannot wrap without changing what they say.
 
@@ -20,25 +21,16 @@ pytest-xdist worker sends) each failure stays one line.
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from wrapped import unwrap
+from wrapped import ours_too_wide, too_wide, unwrap
 
 from pytest_roofline.cli import main
 from pytest_roofline.hardware import list_hardware
 
-WIDTH = 80
 DATA = Path(__file__).parent / "data" / "traces"
-
-
-def _too_wide(text: str, width: int = WIDTH) -> list[str]:
-    """Lines past *width*, but for a line that is one word holding a ``/`` (a path or a URL
-    longer than a line, kept whole to be copied)."""
-    return [line for line in text.splitlines()
-            if len(line) > width and not (len(line.split()) == 1 and "/" in line)]
 
 
 # -- the command line ---------------------------------------------------------------------------
@@ -98,8 +90,8 @@ def test_every_cli_command_fits_80_columns(capsys) -> None:
     for command in commands:
         _, out, err = _run(command.split(), capsys)
         assert out.strip(), command
-        assert not _too_wide(out), (command, _too_wide(out))
-        assert not _too_wide(err), (command, _too_wide(err))
+        assert not too_wide(out), (command, too_wide(out))
+        assert not too_wide(err), (command, too_wide(err))
     # a help's usage shows a yes/no option by its first two spellings (the list is the help's)
     _, out, _ = _run(["analyze", "batched_matmul", "--help"], capsys)
     usage = out.split("\n\n")[0]
@@ -116,7 +108,7 @@ def test_the_cli_profile_and_calibrate_fit_80_columns(capsys, host_cache, monkey
                  ["profile", str(DATA / "cpu_transformer_block.json.gz"), "--hw", "host"],
                  ["hw", "show", "host"]):
         _, out, err = _run(argv, capsys)
-        assert out.strip() and not _too_wide(out + err), (argv, _too_wide(out + err))
+        assert out.strip() and not too_wide(out + err), (argv, too_wide(out + err))
     from pytest_roofline.measuring import calibration
     from pytest_roofline.specfiles import load_yaml
 
@@ -128,7 +120,7 @@ def test_the_cli_profile_and_calibrate_fit_80_columns(capsys, host_cache, monkey
     deep.parent.mkdir(parents=True)
     code, out, err = _run(["calibrate", "-o", str(deep)], capsys)
     assert code == 0 and "memory roof" in out and str(deep) in out.split()
-    assert not _too_wide(out + err), _too_wide(out + err)
+    assert not too_wide(out + err), too_wide(out + err)
 
 
 def test_a_cli_error_is_its_one_line_whatever_its_length(capsys, tmp_path) -> None:
@@ -147,7 +139,7 @@ def test_wide_keeps_a_row_and_a_sentence_a_line(capsys) -> None:
                                   "--batch", "8", "--context", "4096", "--hw", "h100"]):
         _, narrow, _ = _run(argv, capsys)
         _, wide, _ = _run([*argv, "--wide"], capsys)
-        assert not _too_wide(narrow) and _too_wide(wide), argv
+        assert not too_wide(narrow) and too_wide(wide), argv
         assert len(wide.splitlines()) < len(narrow.splitlines())
 
 
@@ -193,20 +185,6 @@ def test_built_at_import():
     pass
 """
 
-#: pytest's own lines, which it does not fit to the terminal (its header names paths)
-PYTEST_OWN = ("platform ", "rootdir:", "plugins:", "cachedir:", "configfile:", "benchmark:",
-              "- generated xml file: ")
-
-
-def _ours_too_wide(lines: list[str]) -> list[str]:
-    """Lines past 80 columns but pytest's own: its header, pytest-xdist's worker line, and a
-    short-summary ``FAILED <test id>`` (or ``ERROR``) whose id leaves no room for a message."""
-    ours = [line for line in lines if not line.startswith(PYTEST_OWN)
-            and not line.startswith("[gw")
-            and not re.fullmatch(r"(FAILED|ERROR) \S+", line)]
-    return _too_wide("\n".join(ours))
-
-
 def test_the_plugin_and_the_report_commands_fit_80_columns(pytester, monkeypatch, capsys,
                                                            host_cache) -> None:
     pytester.makepyfile(test_wide="NEW = __import__('os').environ.get('ROUND') == 'new'\n"
@@ -220,11 +198,12 @@ def test_the_plugin_and_the_report_commands_fit_80_columns(pytester, monkeypatch
                                 "--roofline-plot=term", f"--roofline-json={deep}/new.json",
                                 "--roofline-compare-fail=time:1%", f"--roofline-md={deep}/s.md",
                                 "--continue-on-collection-errors", "--junitxml=junit.xml")
+    (pytester.path / "blocker").write_text("a file, not a folder")
     missing = pytester.runpytest("-p", "no:cacheprovider", "--roofline-compare=none-saved",
                                  "test_wide.py", "-k", "changed",
-                                 "--roofline-json=blocker/r.json")
+                                 f"--roofline-json=blocker/{deep}/r.json")
     for run in (first, result, missing):
-        assert not _ours_too_wide(run.stdout.lines), _ours_too_wide(run.stdout.lines)
+        assert not ours_too_wide(run.stdout.lines), ours_too_wide(run.stdout.lines)
     out = result.stdout.str()
     assert "kernel" in out and "Regressions" in out and "FLOP/B (DRAM)" in out
     # each kind of line that once ran past 80 columns is there, wrapped
@@ -244,8 +223,9 @@ def test_the_plugin_and_the_report_commands_fit_80_columns(pytester, monkeypatch
     assert any(line.startswith("JSON report (") for line in result.stdout.lines)
     assert any(line.endswith("new.json") and "/" in line and len(line.split()) == 1
                for line in result.stdout.lines)  # the path on a line of its own, whole
-    assert "roofline: no baseline to compare against: no baseline 'none-saved'" in " ".join(
-        unwrap(missing.stdout.lines))
+    notices = " ".join(unwrap(missing.stdout.lines))
+    assert "roofline: no baseline to compare against: no baseline 'none-saved'" in notices
+    assert "--roofline-json: cannot write /" in notices and "is a file, not a folder" in notices
     # the report commands, on the reports written above
     old, new = str(pytester.path / deep / "old.json"), str(pytester.path / deep / "new.json")
     capsys.readouterr()  # the runs above
@@ -254,18 +234,18 @@ def test_the_plugin_and_the_report_commands_fit_80_columns(pytester, monkeypatch
                                                     str(pytester.path / ".roofline")],
                  ["merge", old, "-o", str(pytester.path / deep / "merged.json")]):
         code, out, err = _run(argv, capsys)
-        assert code in (0, 1) and not _too_wide(out + err), (argv, _too_wide(out + err))
+        assert code in (0, 1) and not too_wide(out + err), (argv, too_wide(out + err))
 
 
 def test_pytest_markers_and_fixtures_show_ours_in_80_columns(pytester) -> None:
     markers = pytester.runpytest("-p", "no:cacheprovider", "--markers").stdout.str()
     ours = "@pytest.mark.roofline(" + markers.split("@pytest.mark.roofline(")[1].split(
         "\n\n")[0]
-    assert len(ours.splitlines()) > 5 and not _too_wide(ours), ours
+    assert len(ours.splitlines()) > 5 and not too_wide(ours), ours
     fixtures = pytester.runpytest("-p", "no:cacheprovider", "--fixtures", "-v").stdout.lines
     start = next(i for i, line in enumerate(fixtures) if line.startswith("roofline "))
     doc = fixtures[start + 1:fixtures.index("", start)]
-    assert doc and not _too_wide("\n".join(doc)), doc
+    assert doc and not too_wide("\n".join(doc)), doc
 
 
 FAILING = """
@@ -304,7 +284,7 @@ def test_a_failure_wraps_on_the_terminal_and_stays_whole_as_data(pytester, worke
         "        ridge 295.3 FLOP/B: memory-bound. Compute-bound from m >= 319.",
         "FAILED test_wrap.py::test_small - roofline: expected compute-bound on*",
     ])
-    assert not _ours_too_wide(result.stdout.lines)
+    assert not ours_too_wide(result.stdout.lines)
     # as data, each failure one line: the report, JUnit's message, the JSON report
     (report,) = [r for r in result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
                  if r.when == "call"]

@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from wrapped import matcher, unwrap
+from wrapped import matcher, ours_too_wide, unwrap
 
 from pytest_roofline import hardware
 from pytest_roofline.measuring import calibration
@@ -122,6 +122,7 @@ def test_min_efficiency_and_faster_than_the_bound(suite: pytest.Pytester) -> Non
         assert "(1-thread memory roof)" in line
     # the summary: measured columns, % of roof, and the headroom ranking
     assert "% roof" in out and "faster!" in out and "Headroom" in out
+    assert not ours_too_wide(result.outlines)  # failures and summary in 80 columns
 
 
 def test_calibrated_on_first_use_with_a_progress_line(
@@ -136,6 +137,7 @@ def test_calibrated_on_first_use_with_a_progress_line(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["pytest-roofline: calibrating host (cpu) on first use*",
                                  "*pytest-roofline: calibrated host in *"])
+    assert not ours_too_wide(result.outlines)  # the progress lines wrap to 80 columns
 
 
 def test_roofline_hw_option_accepts_host(suite: pytest.Pytester) -> None:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from test_plugin import ISOLATE, TOY_SPEC, plugin_args
-from wrapped import matcher
+from wrapped import matcher, ours_too_wide
 
 pytest_plugins = ("pytester",)
 
@@ -123,6 +123,7 @@ def test_wrong_declaration():
         "*matrix FLOPs declared 1.05 MFLOP, traced 524 kFLOP (traced -50.0%)*",
         "*vector FLOPs declared 0 FLOP, traced 0 FLOP*",
     ])
+    assert not ours_too_wide(result.outlines)  # the failure and its detail lines wrap
 
 
 def test_cross_check_needs_both_sides(suite: pytest.Pytester) -> None:
