@@ -21,6 +21,7 @@ pytest-xdist worker sends) each failure stays one line.
 
 from __future__ import annotations
 
+import itertools
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -246,6 +247,13 @@ def test_pytest_markers_and_fixtures_show_ours_in_80_columns(pytester) -> None:
     start = next(i for i, line in enumerate(fixtures) if line.startswith("roofline "))
     doc = fixtures[start + 1:fixtures.index("", start)]
     assert doc and not too_wide("\n".join(doc)), doc
+    # pytest --help: the options' group and their ini twins (pytest wraps what we give it)
+    lines = pytester.runpytest("-p", "no:cacheprovider", "--help").stdout.lines
+    group = lines[lines.index("roofline analysis (pytest-roofline):"):]
+    ini = lines[next(i for i, line in enumerate(lines) if line.startswith("  roofline_")):]
+    ours = [*group[:group.index("")], *itertools.takewhile(
+        lambda line: line.startswith(("  roofline_", " " * 24)), ini)]
+    assert len(ours) > 40 and not too_wide("\n".join(ours)), too_wide("\n".join(ours))
 
 
 FAILING = """

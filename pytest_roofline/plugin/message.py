@@ -3,8 +3,9 @@
 The plugin fails a test (or errors its set-up, or its module's collection) with its own
 message, one line per failure: the verdict, the rule that broke, the marker's mistake. As
 data that message stays whole: ``str()`` of the report's ``longrepr``, JUnit's failure
-message, pytest's short summary (``-rf``) and the report a pytest-xdist worker sends all hold
-each failure on one line, so a log can be grepped for it. Only the terminal's failures
+message, pytest's short summary (``-rf``; cut to the width unless on CI or under ``-vv``)
+and the report a pytest-xdist worker sends all hold each failure on one line, so a log can
+be grepped for it. Only the terminal's failures
 section wraps it, to the terminal's width (``COLUMNS`` respected): each failure's first line
 starts as the message does, the rest are indented :data:`HANG` more, and a word is never
 broken (a path longer than a line keeps a line of its own, whole, to be copied).
