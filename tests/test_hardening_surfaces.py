@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from wrapped import unwrap
 
 import pytest_roofline as rl
 from pytest_roofline import RooflineError, WorkloadError, models, ops, units
@@ -387,9 +388,11 @@ def test_a_broken_formula_is_one_line_naming_the_op_and_the_formula(pytester) ->
     result.assert_outcomes(failed=13)
     out = result.stdout.str()
     assert "Traceback" not in out and "torch/" not in out and "_ops.py" not in out
-    failures = [line for line in result.stdout.lines
+    failures = [line for line in unwrap(result.stdout.lines)  # wrapped on the terminal
                 if line.startswith("roofline marker on test_")]
     assert len(failures) == 13, out
+    reports = result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+    assert all("\n" not in str(r.longrepr) for r in reports if r.failed)  # one line as data
     for line in failures:
         assert "registered for 'hardening::fancy'" in line and "the formula " in line, line
     assert any("test_formulas.recurse" in line and "recursed without end" in line
@@ -457,7 +460,8 @@ def test_a_raising_register_ops_hook_fails_every_test_that_needs_it(pytester) ->
     result.assert_outcomes(passed=1, errors=3)
     out = result.stdout.str()
     assert "Traceback" not in out and "INTERNALERROR" not in out
-    lines = [line for line in result.stdout.lines if "pytest_roofline_register_ops in " in line
+    lines = [line for line in unwrap(result.stdout.lines)
+             if "pytest_roofline_register_ops in " in line
              and line.startswith("roofline marker on")]
     assert len(lines) == 3, out
     assert all("conftest.py failed: KeyError: 'no such table'" in line for line in lines)
