@@ -64,3 +64,10 @@ def host_cache(quick_host_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """XDG_CACHE_HOME pointed at the quick calibration, so ``hw="host"`` never measures."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(quick_host_cache))
     return quick_host_cache
+
+
+@pytest.fixture(autouse=True)
+def _eighty_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test sees a terminal of 80 columns (what a CI runner, with no terminal at all,
+    gets) unless it sets ``COLUMNS`` itself: wrapped output is the same on every machine."""
+    monkeypatch.setenv("COLUMNS", "80")

@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+from wrapped import matcher
 
 import pytest_roofline.plugin.gate
 import pytest_roofline.plugin.hooks  # noqa: F401 - imported here, kept across in-process runs
@@ -79,10 +80,8 @@ def test_the_gate_is_loaded_only_when_an_option_asks_for_it(pytester: pytest.Pyt
     assert (pytester.path / "summary.md").is_file()
 
 
-def test_a_parameter_change_across_the_ridge_fails_the_test(pytester: pytest.Pytester,
-                                                            monkeypatch: pytest.MonkeyPatch
-                                                            ) -> None:
-    monkeypatch.setenv("COLUMNS", "200")  # each regression on one line (80: they wrap)
+def test_a_parameter_change_across_the_ridge_fails_the_test(pytester: pytest.Pytester) -> None:
+    # in 80 columns the failure and the regression wrap: read with their continuations joined
     suite(pytester, 4096)
     run(pytester, "--roofline-save").assert_outcomes(passed=2)
     saved = load_report(pytester.path / ".roofline" / "baseline.json")
@@ -91,7 +90,7 @@ def test_a_parameter_change_across_the_ridge_fails_the_test(pytester: pytest.Pyt
     suite(pytester, 32)
     result = run(pytester, "--roofline-compare")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
+    matcher(result).fnmatch_lines([
         "*_ test_moving _*",
         "roofline: regression against baseline 'baseline': h100-sxm (bf16): regime changed "
         "from compute to memory; intensity 2048.0 -> 31.8 FLOP/B, ridge 295.3 FLOP/B (rule "
@@ -107,9 +106,10 @@ def test_a_parameter_change_across_the_ridge_fails_the_test(pytester: pytest.Pyt
     result.stdout.no_fnmatch_line("*Traceback*")
     result.stdout.no_fnmatch_line("*def test_moving*")
     # the captured figures say the test failed, and why
-    result.stdout.fnmatch_lines(["*Captured roofline call*",
-                                 "h100-sxm (bf16), workload 'matmul(32x8192x8192, bf16)': failed",
-                                 "*FAIL: regression against baseline 'baseline': *"])
+    matcher(result).fnmatch_lines([
+        "*Captured roofline call*",
+        "h100-sxm (bf16), workload 'matmul(32x8192x8192, bf16)': failed",
+        "*FAIL: regression against baseline 'baseline': *"])
     result.stdout.no_fnmatch_line("*workload 'matmul(32x8192x8192, bf16)': passed*")
 
 
@@ -124,7 +124,7 @@ def test_every_rule_given_applies(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--roofline-compare=main", "--roofline-compare-fail=intensity:10%",
                  "--roofline-compare-fail=time:5%")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
+    matcher(result).fnmatch_lines([
         "roofline: regression against baseline 'main': h100-sxm (bf16): intensity fell from "
         "2048.0 FLOP/B to 1365.3 FLOP/B (-33.3%), over the limit of 10% (rule intensity:10%)",
         "*checks: regime, fits, intensity:10%, time:5%",
@@ -171,7 +171,7 @@ def test_a_missing_baseline_warns_or_errors_before_any_test(pytester: pytest.Pyt
     warned.assert_outcomes(passed=2, warnings=0)
     missing = ("roofline: no baseline to compare against: no baseline 'main' in *.roofline "
                "(none is saved there)*")
-    warned.stdout.fnmatch_lines([missing])
+    matcher(warned).fnmatch_lines([missing])
     # said once, and never with a location inside the installed package
     assert sum(1 for line in warned.outlines if "no baseline to compare" in line) == 1
     assert "gate.py" not in warned.stdout.str()
@@ -245,7 +245,7 @@ def test_a_file_that_cannot_be_written_fails_the_run(pytester: pytest.Pytester,
     result = run(pytester, option, "--roofline-save=main")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["roofline: * *blocker*: *blocker is a file, not a folder"])
+    matcher(result).fnmatch_lines(["roofline: * *blocker*: *blocker is a file, not a folder"])
     result.stdout.no_fnmatch_line("*File exists*")
 
 
@@ -277,7 +277,7 @@ def test_plots_as_a_file_and_in_the_terminal(pytester: pytest.Pytester) -> None:
     image = pytest.importorskip("matplotlib.image")
     suite(pytester, 32)
     result = run(pytester, "--roofline-plot=chart.png")
-    result.stdout.fnmatch_lines(["roofline: plot written to *chart.png"])
+    matcher(result).fnmatch_lines(["roofline: plot written to *chart.png"])
     assert image.imread(pytester.path / "chart.png").shape[:2] == (480, 1000)
     term = run(pytester, "--roofline-plot=term")
     term.stdout.fnmatch_lines(["roofline: h100-sxm  bf16 roof 989 TFLOP/s*",
@@ -286,9 +286,9 @@ def test_plots_as_a_file_and_in_the_terminal(pytester: pytest.Pytester) -> None:
     # A repeated option keeps every value: both charts, and a second file.
     both = run(pytester, "--roofline-plot=term", "--roofline-plot=chart.svg",
                "--roofline-plot=again.png")
-    both.stdout.fnmatch_lines(["roofline: h100-sxm  bf16 roof 989 TFLOP/s*",
-                               "roofline: plot written to *chart.svg",
-                               "roofline: plot written to *again.png"])
+    matcher(both).fnmatch_lines(["roofline: h100-sxm  bf16 roof 989 TFLOP/s*",
+                                 "roofline: plot written to *chart.svg",
+                                 "roofline: plot written to *again.png"])
     assert (pytester.path / "chart.svg").read_text().lstrip().startswith("<?xml")
 
 

@@ -6,7 +6,6 @@ fuzzing is deterministic (hypothesis, derandomized)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from wrapped import unwrap
 
 import pytest_roofline as rl
 from pytest_roofline import RooflineError, WorkloadError, models, ops, units
@@ -388,9 +388,11 @@ def test_a_broken_formula_is_one_line_naming_the_op_and_the_formula(pytester) ->
     result.assert_outcomes(failed=13)
     out = result.stdout.str()
     assert "Traceback" not in out and "torch/" not in out and "_ops.py" not in out
-    failures = [line for line in result.stdout.lines
+    failures = [line for line in unwrap(result.stdout.lines)  # wrapped on the terminal
                 if line.startswith("roofline marker on test_")]
     assert len(failures) == 13, out
+    reports = result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+    assert all("\n" not in str(r.longrepr) for r in reports if r.failed)  # one line as data
     for line in failures:
         assert "registered for 'hardening::fancy'" in line and "the formula " in line, line
     assert any("test_formulas.recurse" in line and "recursed without end" in line
@@ -458,7 +460,8 @@ def test_a_raising_register_ops_hook_fails_every_test_that_needs_it(pytester) ->
     result.assert_outcomes(passed=1, errors=3)
     out = result.stdout.str()
     assert "Traceback" not in out and "INTERNALERROR" not in out
-    lines = [line for line in result.stdout.lines if "pytest_roofline_register_ops in " in line
+    lines = [line for line in unwrap(result.stdout.lines)
+             if "pytest_roofline_register_ops in " in line
              and line.startswith("roofline marker on")]
     assert len(lines) == 3, out
     assert all("conftest.py failed: KeyError: 'no such table'" in line for line in lines)
@@ -563,101 +566,6 @@ def test_cross_check_names_the_lm_head_of_a_hugging_face_model(tmp_path) -> None
     _, extra = differing(declared, last, "vector", 0.02)
     assert any(name.endswith("self_attn.neg") for name, _ in extra), extra
     assert any(name.startswith("model.rotary_emb.") for name, _ in extra), extra
-
-
-# -- 80 columns -----------------------------------------------------------------------------------
-
-CLI_COMMANDS = [
-    "hw list", "hw show h100", "hw show mi300x", "hw show tpu-v5p", "hw show gaudi3",
-    "analyze matmul --m 32 --k 8192 --n 8192 --hw h100,tpu-v5e",
-    "analyze model llama-3-8b --phase decode --batch 8 --context 4096 --hw h100",
-    "analyze model mixtral-8x7b --phase decode --batch 64 --context 4096 --hw h100",
-    "analyze model resnet-50 --batch 32 --dtype int8 --fusion none --hw l4",
-    "analyze model llama-3-8b --phase train_step --batch 8 --seq 4096 --dp 8 --zero 3 "
-    "--hw h100",
-    "sweep model llama-3-8b --phase decode --param batch --range 1:1024 --context 4096 "
-    "--hw h100",
-    "plan llama-3-70b --hw h100 --chips 8 --ttft 500ms --tpot 50ms",
-    "plan mixtral-8x7b --hw h100 --chips 16",
-    "plan llama-3-70b --hw l4 --chips 1",
-    "plan llama-3-8b --hw h100 --chips 8 --train --batch 64 --seq 4096",
-    "--help", "plan --help", "compare --help", "analyze matmul --help",
-]
-
-WIDE_SUITE = """
-import numpy as np
-import pytest
-from pytest_roofline import models, ops
-
-DECODE = models.load("llama-3-8b").decode(batch=8, context=4096)
-
-@pytest.mark.roofline(hw=["h100", "tpu-v5e"], regime="compute", workload=DECODE)
-def test_a_decode_step_with_a_long_name_that_runs_past_the_columns_of_a_terminal():
-    pass
-
-@pytest.mark.roofline(hw="h100", regime="memory",
-                      workload=ops.matmul(8 if NEW else 4096, 4096, 4096))
-def test_changed():
-    pass
-
-@pytest.mark.roofline(hw="host", regime="memory", workload=ops.elementwise(10**5, dtype="fp64"))
-def test_measured(roofline):
-    a, c = np.ones(10**5), np.empty(10**5)
-    roofline.measure(np.add, a, a, out=c)
-"""
-
-
-def _too_wide(text: str, width: int = 80) -> list[str]:
-    """Lines past *width*, but for a line that is one word (a URL or a path longer than a
-    line, kept whole to be copied)."""
-    return [line for line in text.splitlines() if len(line) > width and len(line.split()) > 1]
-
-
-def test_every_cli_command_fits_80_columns(monkeypatch, capsys, tmp_path) -> None:
-    monkeypatch.setenv("COLUMNS", "80")
-    for command in CLI_COMMANDS:
-        with contextlib.suppress(SystemExit):  # --help
-            main(command.split())
-        out = capsys.readouterr().out
-        assert out.strip() and not _too_wide(out), (command, _too_wide(out))
-    # --wide keeps a row a line: wider than 80 where the table is
-    main(["hw", "list", "--wide"])
-    assert _too_wide(capsys.readouterr().out)
-
-
-def test_the_plugin_and_the_report_commands_fit_80_columns(pytester, monkeypatch, capsys,
-                                                           host_cache) -> None:
-    monkeypatch.setenv("COLUMNS", "80")
-    pytester.makepyfile(test_wide="NEW = __import__('os').environ.get('ROUND') == 'new'\n"
-                        + WIDE_SUITE)
-    first = pytester.runpytest("-p", "no:cacheprovider", "--roofline-save=main",
-                               "--roofline-json=old.json")
-    monkeypatch.setenv("ROUND", "new")
-    result = pytester.runpytest("-p", "no:cacheprovider", "-rf", "--roofline-compare=main",
-                                "--roofline-plot=term", "--roofline-json=new.json",
-                                "--roofline-compare-fail=time:1%")
-    for run in (first, result):
-        lines = run.stdout.lines
-        # the failure message itself is the one-line verdict (machine-read, as pytest's own
-        # short summary cuts it to the width): every other line fits
-        # pytest's own header lines and its FAILED lines (the test id) are pytest's
-        ours = [line for line in lines if not line.startswith(
-            ("benchmark:", "platform ", "rootdir:", "plugins:", "FAILED ", "cachedir:"))]
-        # one-line verdicts and notices naming a file stay one line (logs are grepped for
-        # them, a path is copied whole): the failure message, its FAIL line, "roofline: "
-        # notices, the JSON report's path
-        wide = [line for line in _too_wide("\n".join(ours)) if not line.startswith(
-            ("roofline: ", "roofline marker on ", "  FAIL: ", "JSON report: "))]
-        assert not wide, wide
-    out = result.stdout.str()
-    assert "kernel" in out and "Regressions" in out and "FLOP/B (DRAM)" in out
-    old, new = str(pytester.path / "old.json"), str(pytester.path / "new.json")
-    capsys.readouterr()  # the runs above
-    for argv in (["compare", old, new, "--fail", "time:1%"], ["plot", new], ["baselines",
-                 "--storage", str(pytester.path / ".roofline")]):
-        main(argv)
-        text = capsys.readouterr().out
-        assert text.strip() and not _too_wide(text), (argv, _too_wide(text))
 
 
 # -- fuzzing the newer surfaces (deterministic) ---------------------------------------------------

@@ -13,6 +13,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+from wrapped import matcher, ours_too_wide, unwrap
 
 from pytest_roofline import hardware
 from pytest_roofline.measuring import calibration
@@ -93,10 +94,10 @@ def test_min_efficiency_and_faster_than_the_bound(suite: pytest.Pytester) -> Non
     result = suite.runpytest_inprocess(*plugin_args(), *ISOLATE, "--roofline-json=r.json")
     result.assert_outcomes(passed=2, failed=3)
     out = result.stdout.str()
-    # the Python loop: both times in the failure line
+    # the Python loop: both times in the failure line (wrapped: read with its continuations)
     result.stdout.fnmatch_lines([
         "roofline: expected efficiency >= 50% on host (fp64), but measured *"])
-    line = next(x for x in result.outlines
+    line = next(x for x in unwrap(result.outlines)
                 if x.startswith("roofline: expected efficiency >= 50%"))
     assert "against a roofline bound of" in line and "of the roof" in line
     # faster than the bound: named, both explanations, the working set against the caches
@@ -121,6 +122,7 @@ def test_min_efficiency_and_faster_than_the_bound(suite: pytest.Pytester) -> Non
         assert "(1-thread memory roof)" in line
     # the summary: measured columns, % of roof, and the headroom ranking
     assert "% roof" in out and "faster!" in out and "Headroom" in out
+    assert not ours_too_wide(result.outlines)  # failures and summary in 80 columns
 
 
 def test_calibrated_on_first_use_with_a_progress_line(
@@ -135,6 +137,7 @@ def test_calibrated_on_first_use_with_a_progress_line(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["pytest-roofline: calibrating host (cpu) on first use*",
                                  "*pytest-roofline: calibrated host in *"])
+    assert not ours_too_wide(result.outlines)  # the progress lines wrap to 80 columns
 
 
 def test_roofline_hw_option_accepts_host(suite: pytest.Pytester) -> None:
@@ -172,9 +175,9 @@ def test_on_the_wrong_chip(roofline):
 """)
     result = pytester.runpytest_inprocess(*plugin_args(), *ISOLATE, "--roofline-json=r.json")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*a measurement against h100-sxm is refused: the call was "
-                                 "timed on this machine*analyze the workload on each without "
-                                 "a measurement*"])
+    matcher(result).fnmatch_lines(["*a measurement against h100-sxm is refused: the call was "
+                                   "timed on this machine*analyze the workload on each "
+                                   "without a measurement*"])
     assert "% of the roof" not in result.stdout.str()
     # the test keeps its row in the reports: an error, with the reason and no figures
     record = _records(pytester.path / "r.json")["test_on_the_wrong_chip"]

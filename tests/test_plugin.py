@@ -12,6 +12,7 @@ import textwrap
 from importlib.metadata import entry_points
 
 import pytest
+from wrapped import matcher, unwrap
 
 import pytest_roofline.plugin.hooks  # noqa: F401 - imported here, kept across in-process runs
 from pytest_roofline.report.records import REQUIRED, load_report
@@ -83,10 +84,12 @@ def test_a_failed_expectation_is_one_line_in_the_call_phase(suite: pytest.Pytest
     result = run(suite)
     result.assert_outcomes(passed=1, failed=1)
     # 1 GFLOP / 100 MB = 10 FLOP/B, ridge 100 TFLOP/s / 1 TB/s = 100 FLOP/B
-    result.stdout.fnmatch_lines([
+    verdict = ("roofline: expected compute-bound on toychip (bf16), but intensity 10.0 FLOP/B "
+               "< ridge 100.0 FLOP/B: memory-bound.")
+    result.stdout.fnmatch_lines([  # on the terminal (80 columns), wrapped
         "*_ test_small _*",
-        "roofline: expected compute-bound on toychip (bf16), but intensity 10.0 FLOP/B < "
-        "ridge 100.0 FLOP/B: memory-bound.",
+        "roofline: expected compute-bound on toychip (bf16), but intensity 10.0 FLOP/B <",
+        "    ridge 100.0 FLOP/B: memory-bound.",
         "*Captured roofline call*",
         "toychip (bf16), workload 'test_small': failed",
         "FAILED test_v.py::test_small - roofline: expected compute-bound*",
@@ -95,6 +98,7 @@ def test_a_failed_expectation_is_one_line_in_the_call_phase(suite: pytest.Pytest
     result.stdout.no_fnmatch_line("*Failed: *")
     reports = call_reports(result)
     assert reports["test_small"].failed and reports["test_big"].passed
+    assert str(reports["test_small"].longrepr) == verdict  # as data: the one line
 
 
 def test_knob_of_an_op_says_which_size_crosses_the_ridge(suite: pytest.Pytester) -> None:
@@ -111,9 +115,9 @@ def test_knob_of_an_op_says_which_size_crosses_the_ridge(suite: pytest.Pytester)
     """)
     result = run(suite)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["roofline: expected compute-bound on toychip (bf16), but "
-                                 "intensity 62.1 FLOP/B < ridge 100.0 FLOP/B: memory-bound. "
-                                 "Compute-bound from m >= 106."])
+    matcher(result).fnmatch_lines(["roofline: expected compute-bound on toychip (bf16), but "
+                                   "intensity 62.1 FLOP/B < ridge 100.0 FLOP/B: memory-bound. "
+                                   "Compute-bound from m >= 106."])
 
 
 def test_the_test_body_failing_is_the_users_failure(suite: pytest.Pytester) -> None:
@@ -170,7 +174,7 @@ def test_all_expectations_and_several_chips(suite: pytest.Pytester) -> None:
     """)
     result = run(suite)
     result.assert_outcomes(passed=2, failed=4)
-    result.stdout.fnmatch_lines_random([
+    matcher(result).fnmatch_lines_random([
         "roofline: expected a roofline time bound <= 500 us on toychip (bf16), but it is 1 ms "
         "(memory-bound).",
         "roofline: expected intensity >= 2 FLOP/B on toychip (bf16), but it is 1 FLOP/B.",
@@ -243,7 +247,7 @@ def test_bad_marker_arguments_error_that_test_alone(suite: pytest.Pytester) -> N
     result.assert_outcomes(passed=1, errors=6)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
-    result.stdout.fnmatch_lines_random([
+    matcher(result).fnmatch_lines_random([
         "roofline marker on test_unknown_regime: regime='computee' is not a regime; allowed: "
         "'compute', 'memory', 'network' or a list of them. Did you mean 'compute'?",
         "roofline marker on test_unknown_chip: hw='toychp': unknown hardware 'toychp'. "
@@ -257,7 +261,7 @@ def test_bad_marker_arguments_error_that_test_alone(suite: pytest.Pytester) -> N
         "roofline marker on test_no_workload: no workload: pass workload=*",
     ])
     for name in ("test_unknown_regime", "test_unknown_chip"):
-        result.stdout.fnmatch_lines([f"*ERROR at setup of {name}*"])
+        matcher(result).fnmatch_lines([f"*ERROR at setup of {name}*"])
 
 
 def test_no_hardware_anywhere_is_a_clear_error(pytester: pytest.Pytester) -> None:
@@ -270,8 +274,8 @@ def test_no_hardware_anywhere_is_a_clear_error(pytester: pytest.Pytester) -> Non
     """)
     result = run(pytester)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["roofline marker on test_where: no hardware to analyze on: "
-                                 "pass hw= to the marker*--roofline-hw or roofline_hw*"])
+    matcher(result).fnmatch_lines(["roofline marker on test_where: no hardware to analyze on: "
+                                   "pass hw= to the marker*--roofline-hw or roofline_hw*"])
 
 
 # -- fixture --------------------------------------------------------------------------------
@@ -381,8 +385,8 @@ def test_fixture_without_any_hardware_errors(pytester: pytest.Pytester) -> None:
     """)
     result = run(pytester)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["roofline fixture in test_needs_hw: no hardware to analyze "
-                                 "on: set --roofline-hw NAME (or roofline_hw in the ini file)*"])
+    matcher(result).fnmatch_lines(["roofline fixture in test_needs_hw: no hardware to analyze "
+                                   "on: set --roofline-hw NAME (or roofline_hw in the ini file)*"])
     result.stdout.no_fnmatch_line("*roofline marker on*")
 
 
@@ -485,7 +489,8 @@ def test_json_report(suite: pytest.Pytester) -> None:
             pass
     """)
     result = run(suite, "--roofline-json=out/report.json")
-    result.stdout.fnmatch_lines(["JSON report: *report.json (3 results)"])
+    # the notice ends with the path, which takes the next line whole when it does not fit
+    result.stdout.fnmatch_lines(["JSON report (3 results):", "    /*/out/report.json"])
     report = load_report(suite.path / "out" / "report.json")
     assert report["version"] == 1 and report["format"] == "pytest-roofline"
     assert {"datetime", "pytest_roofline_version", "machine", "settings"} <= set(report)
@@ -537,8 +542,8 @@ def test_unwritable_json_path_is_reported_and_fails_the_session(suite: pytest.Py
     result = run(suite, "--roofline-json=blocker/report.json")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["--roofline-json: cannot write *blocker*report.json: "
-                                 "*blocker is a file, not a folder"])
+    matcher(result).fnmatch_lines(["--roofline-json: cannot write *blocker*report.json: "
+                                   "*blocker is a file, not a folder"])
 
 
 def test_very_verbose_runs_attach_the_breakdown_to_passing_tests(suite: pytest.Pytester
@@ -628,10 +633,29 @@ def test_a_broken_spec_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["ERROR: --roofline-specs / roofline_specs: *broken.yaml*"])
 
 
-def test_markers_help(pytester: pytest.Pytester) -> None:
+def test_markers_help(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_roofline.plugin.options import MARKER_HELP
+
     result = run(pytester, "--markers")
+    # wrapped to the terminal's 80 columns: the arguments aligned after the parenthesis
     result.stdout.fnmatch_lines(["@pytest.mark.roofline(hw=None, regime=None, *, "
-                                 "workload=None, flops=None, bytes=None, *): analyze*"])
+                                 "workload=None, flops=None,",
+                                 "                      bytes=None, link_bytes=None, *"])
+    ours = "@pytest.mark.roofline(" + result.stdout.str().split(
+        "@pytest.mark.roofline(")[1].split("\n\n")[0]
+    assert max(len(line) for line in ours.splitlines()) <= 80
+    assert " ".join(ours.split()) == "@pytest.mark." + MARKER_HELP
+    monkeypatch.setenv("COLUMNS", "2000")  # one line, as registered for every other run
+    run(pytester, "--markers").stdout.fnmatch_lines([f"@pytest.mark.{MARKER_HELP}"])
+    # the marker is known by its name either way
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.roofline(hw="h100", flops=1, bytes=1)
+        def test_a():
+            pass
+    """)
+    run(pytester, "--strict-markers").assert_outcomes(passed=1)
 
 
 # -- hooks ----------------------------------------------------------------------------------
@@ -844,8 +868,14 @@ def test_a_bad_size_in_a_marker_workload_is_one_line_naming_file_and_line(
     """)
     result = run(pytester)
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["test_bad.py:4: matmul: m must be a whole number >= 1, got -5 "
-                                 "(while importing the module: *roofline.add()*"])
+    result.stdout.fnmatch_lines([  # wrapped on the terminal, whole in the short summary
+        "test_bad.py:4: matmul: m must be a whole number >= 1, got -5 (while importing",
+        "    the module: *", "*roofline.add()*",
+        "ERROR test_bad.py - test_bad.py:4: matmul: m must be a whole number*"])
+    failed = [r for r in result.reprec.getreports("pytest_collectreport")  # type: ignore[attr-defined]
+              if r.failed]
+    assert "\n" not in str(failed[0].longrepr) and "(while importing the module: a " in str(
+        failed[0].longrepr)
     assert "_common.py" not in result.stdout.str()
 
 
@@ -866,7 +896,7 @@ def test_a_precision_the_chip_lacks_is_a_setup_error_from_dtype_or_workload(
     """)
     result = run(pytester)
     result.assert_outcomes(errors=2)
-    result.stdout.fnmatch_lines_random([
+    matcher(result).fnmatch_lines_random([
         "roofline marker on test_dtype_argument: dtype='fp8': *no dense fp8 peak*",
         "roofline marker on test_workload_precision: cannot analyze 'matmul(64x64x64, fp8)' "
         "on a100-80gb-sxm: *no dense fp8 peak*"])
@@ -917,10 +947,12 @@ def test_a_config_json_path_through_the_fixture_names_the_knob(pytester: pytest.
     """)
     result = run(pytester)
     result.assert_outcomes(failed=2)
-    verdicts = [line for line in result.stdout.lines if "FAIL: expected compute-bound on "
-                "h200 (bf16), but" in line and ": memory-bound. Compute-bound from batch >= "
-                in line]
+    # each verdict is wrapped on the terminal: read with its continuation lines joined
+    verdicts = [line for line in unwrap(result.stdout.lines) if "FAIL: expected "
+                "compute-bound on h200 (bf16), but" in line and ": memory-bound. "
+                "Compute-bound from batch >= " in line]
     assert len(verdicts) == 2, result.stdout.str()
+    assert all(len(line) <= 80 for line in result.stdout.lines if "FAIL:" in line)
 
 
 def test_the_fixture_is_a_standard_fixture(suite: pytest.Pytester) -> None:
@@ -985,11 +1017,11 @@ def test_a_chip_that_cannot_price_the_work_leaves_the_others_reported(
     pytester.makepyfile(test_chips=THREE_CHIPS)
     result = run(pytester, "--roofline-json=r.json", "--roofline-summary=all")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
+    matcher(result).fnmatch_lines([
         "*roofline: cannot analyze 'matmul(1024x1024x1024, fp16)' on tpu-v5e: *fp16*; the "
         "other chips are judged as usual*",
     ])
-    result.stdout.fnmatch_lines_random([
+    matcher(result).fnmatch_lines_random([
         "*test_three *h100-sxm*compute*ok", "*test_three *mi300x*compute*ok",
         "*test_three *tpu-v5e*ERROR", "*optional *tpu-v5e*skip",
     ])
@@ -1029,7 +1061,7 @@ def test_a_test_no_chip_can_price_still_has_its_rows(pytester: pytest.Pytester) 
     """)
     result = run(pytester, "--roofline-json=r.json", "--roofline-summary=all")
     result.assert_outcomes(failed=2, errors=1)
-    result.stdout.fnmatch_lines_random([
+    matcher(result).fnmatch_lines_random([
         "*test_alone *tpu-v5e*ERROR", "*lone_optional *tpu-v5e*skip",
         "*roofline marker on test_marker: cannot analyze*fp16*",
         "*no chip of the test can price the workload, so nothing was judged*"])

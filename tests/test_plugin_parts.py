@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wrapped import unwrap
 
 from pytest_roofline import Hardware, Link, Workload, analyze, ops
 from pytest_roofline.judging.marker import KEYS, Expectation, MarkerError, merge, parse
@@ -240,6 +241,12 @@ def test_breakdown_lists_figures_kernels_and_failures() -> None:
     assert "toy (bf16)" in text and "ridge 100.0 FLOP/B" in text
     assert "kernel" in text and "share" in text and "layernorm(64x4096, bf16)" in text
     assert "FAIL: expected compute-bound" in text
+    # in 60 columns: every line fits, a FAIL line continues under its verdict (8 in)
+    narrow = breakdown(checks, width=60).splitlines()
+    assert max(len(line) for line in narrow) <= 60
+    fail = next(i for i, line in enumerate(narrow) if line.startswith("  FAIL: "))
+    assert narrow[fail + 1].startswith(" " * 8 + narrow[fail + 1].strip())
+    assert f"  FAIL: {checks[0].failures[0]}" in unwrap(narrow)
 
 
 # -- settings -------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def test_two_workers_one_summary_and_one_json(pytester: pytest.Pytester,
         "--roofline-json=report.json", "--junitxml=junit.xml", "--roofline-summary=all")
     result.assert_outcomes(passed=11, failed=1)
     result.stdout.fnmatch_lines(["*2 workers*"])
-    result.stdout.fnmatch_lines(["*= roofline =*", "JSON report: *report.json (11 results)"])
+    result.stdout.fnmatch_lines(["*= roofline =*", "JSON report (11 results): *report.json"])
     start = next(i for i, line in enumerate(result.outlines) if "= roofline =" in line)
     end = next(i for i, line in enumerate(result.outlines) if line.startswith("JSON report"))
     rows = result.outlines[start + 3:end]  # after the title, the convention and the header

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from test_plugin import ISOLATE, TOY_SPEC, plugin_args
+from wrapped import matcher, ours_too_wide
 
 pytest_plugins = ("pytester",)
 
@@ -116,12 +117,13 @@ def test_wrong_declaration():
 """)
     result = run(suite)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
+    matcher(result).fnmatch_lines([
         "*roofline: cross-check: the declared and traced workloads disagree by more than "
         "0.02 on matrix FLOPs*",
         "*matrix FLOPs declared 1.05 MFLOP, traced 524 kFLOP (traced -50.0%)*",
         "*vector FLOPs declared 0 FLOP, traced 0 FLOP*",
     ])
+    assert not ours_too_wide(result.outlines)  # the failure and its detail lines wrap
 
 
 def test_cross_check_needs_both_sides(suite: pytest.Pytester) -> None:
@@ -148,7 +150,7 @@ def test_fits_without_footprint():
 """)
     result = run(suite)
     result.assert_outcomes(failed=4, errors=1)
-    result.stdout.fnmatch_lines([
+    matcher(result).fnmatch_lines([
         "*trace='yes' is not allowed; expected True*",
         "*test_nothing_traced: cross_check=0.02 needs a traced workload (trace=True, or "
         "roofline.trace(fn, *args))",
@@ -236,9 +238,9 @@ def test_strict_fails_a_test_whose_trace_holds_an_op_without_a_formula(
     suite.makepyfile(CUSTOM.replace("STRICT", "strict=True").replace("pluginlib", "strictlib"))
     result = run(suite)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*strict=True: trace(test_fancy): 2 ops without a formula: "
-                                 "strictlib::fancy x2; strict tracing counts no op as 0 FLOPs*"
-                                 "register_op('strictlib::fancy', formula)*"])
+    matcher(result).fnmatch_lines(["*strict=True: trace(test_fancy): 2 ops without a formula: "
+                                   "strictlib::fancy x2; strict tracing counts no op as 0 FLOPs*"
+                                   "register_op('strictlib::fancy', formula)*"])
 
 
 def test_a_failure_line_names_the_ops_without_a_formula(suite: pytest.Pytester) -> None:
@@ -246,8 +248,8 @@ def test_a_failure_line_names_the_ops_without_a_formula(suite: pytest.Pytester) 
                      .replace(", STRICT", "").replace("pluginlib", "faillib"))
     result = run(suite)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*roofline: expected compute-bound*"
-                                 "(2 ops without a formula: faillib::fancy x2)*"])
+    matcher(result).fnmatch_lines(["*roofline: expected compute-bound*"
+                                   "(2 ops without a formula: faillib::fancy x2)*"])
 
 
 @pytest.mark.parametrize("bad", ["3", "'yes'", "[]", "[my_softmax, 3]"])
@@ -255,8 +257,8 @@ def test_a_bad_trace_value_is_named(suite: pytest.Pytester, bad: str) -> None:
     suite.makepyfile(SOFTMAX.replace("TRACE", bad))
     result = run(suite)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*roofline marker on test_softmax: trace=* is not allowed; "
-                                 "expected True*"])
+    matcher(result).fnmatch_lines(["*roofline marker on test_softmax: trace=* is not allowed; "
+                                   "expected True*"])
 
 
 def test_a_plugin_hook_gives_traced_ops_their_formulas(suite: pytest.Pytester) -> None:
@@ -300,8 +302,8 @@ def test_strict_tracer():
 """)
     result = run(suite, "--roofline-json=out.json")
     result.assert_outcomes(passed=1, errors=0, failed=1)
-    result.stdout.fnmatch_lines(["*strict=True: trace(test_strict_tracer): 1 op without a "
-                                 "formula: aten::_linalg_det x1*"])
+    matcher(result).fnmatch_lines(["*strict=True: trace(test_strict_tracer): 1 op without a "
+                                   "formula: aten::_linalg_det x1*"])
     records = {r["nodeid"].split("::")[-1]: r
                for r in json.loads((suite.path / "out.json").read_text())["results"]}
     assert records["test_own_formula"]["flops"] == 7.0

@@ -86,6 +86,15 @@ def needed_sizes(func: Callable[..., Any]) -> set[str]:
     return needed
 
 
+class _Flag(argparse.BooleanOptionalAction):
+    """A yes/no option: ``--name`` and ``--no-name``, also spelled with ``_`` (the Python
+    parameter's name). The usage line shows the first two spellings only; the option's
+    help lists all four."""
+
+    def format_usage(self) -> str:
+        return " | ".join(self.option_strings[:2])
+
+
 def add_signature_options(parser: argparse.ArgumentParser, func: Callable[..., Any],
                           skip: Sequence[str] = (), *, phase: str | None = None,
                           swept: str | None = None) -> list[str]:
@@ -103,7 +112,7 @@ def add_signature_options(parser: argparse.ArgumentParser, func: Callable[..., A
                                 default=argparse.SUPPRESS, metavar="VALUE",
                                 help="one or more values (shapes as 32x8192)")
         elif _is_flag(param):
-            parser.add_argument(*flags, dest=name, action=argparse.BooleanOptionalAction,
+            parser.add_argument(*flags, dest=name, action=_Flag,
                                 default=argparse.SUPPRESS,
                                 help=f"(default: {param.default})".replace("%", "%%"))
         else:

@@ -35,6 +35,23 @@ class Parser(argparse.ArgumentParser):
                         sys.stderr.encoding or "utf-8"), file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
+    def format_usage(self) -> str:
+        return fit_help(super().format_usage())
+
+    def format_help(self) -> str:
+        """argparse's help in the terminal's width: argparse wraps between the parts of the
+        usage and the words of a help text, but leaves a part wider than a line (an option
+        group of many alternatives) or an option's list of spellings as they are."""
+        return fit_help(super().format_help())
+
+
+def fit_help(text: str) -> str:
+    """*text* with each line wider than the terminal wrapped, its indentation kept."""
+    from ..text_table import wrap_line
+
+    width = terminal_width()
+    return "\n".join(part for line in text.split("\n") for part in wrap_line(line, width))
+
 
 def one_line(text: str) -> str:
     """An error message on one line, however its parts were written."""

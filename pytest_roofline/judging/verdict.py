@@ -417,7 +417,8 @@ def _fitting_knob(workload: Workload, capacity: float) -> str:
 
 def breakdown(checks: Sequence[Check], width: int | None = None) -> str:
     """The figures behind the verdicts, for the test's report section (in *width* columns
-    when given: sentences wrapped, the kernel table fitted)."""
+    when given: sentences and verdicts wrapped, the kernel table fitted; a ``FAIL:`` line's
+    continuations indented under its verdict)."""
     from ..text_table import wrap_line
 
     fmt, si = units.format_time, units.si
@@ -448,8 +449,9 @@ def breakdown(checks: Sequence[Check], width: int | None = None) -> str:
         if len(r.kernels) > 1:
             lines.extend("  " + line for line in format_breakdown(
                 r, width=None if width is None else width - 2))
-        if width is not None:  # the figures wrap; a FAIL line stays the one-line verdict
+        if width is not None:  # the figures wrap, their continuations indented 2 more
             lines = [part for line in lines for part in wrap_line(line, width)]
-        lines.extend(f"  FAIL: {f}" for f in check.failures)
+        for failure in check.failures:  # continued under the verdict, past "FAIL: "
+            lines.extend(wrap_line(f"  FAIL: {failure}", width, hang=len("FAIL: ")))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"

@@ -286,8 +286,9 @@ def _save(state: GateState, report: dict[str, Any], exitstatus: int) -> None:
         state.not_written(f"roofline: cannot save baseline {state.save_name!r} to {target}: "
                           f"{_why(exc, target)}")
         return
-    state.notes.append((f"roofline: saved baseline {state.save_name!r} to {path} "
-                        f"({len(report['results'])} results)", False))
+    count = len(report["results"])
+    state.notes.append((f"roofline: saved baseline {state.save_name!r} ({count} result"
+                        f"{'' if count == 1 else 's'}) to {path}", False))
 
 
 def _note(state: GateState, outcome: Any) -> None:
@@ -348,7 +349,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     from ..text_table import wrap_line
 
     width = config.get_terminal_writer().fullwidth
-    for line, red in lines:  # a "roofline: " notice (a file written, an error) stays one line
-        parts = [line] if line.startswith("roofline: ") else wrap_line(line, width, hang=4)
-        for part in parts:
+    for line, red in lines:  # a path longer than a line keeps a line of its own, whole
+        for part in wrap_line(line, width, hang=4):
             terminalreporter.write_line(part, red=red)

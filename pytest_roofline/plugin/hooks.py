@@ -57,7 +57,14 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", MARKER_HELP)
+    if config.getoption("markers", False):  # pytest --markers: wrapped to the terminal
+        import shutil
+
+        from .options import marker_help
+
+        config.addinivalue_line("markers", marker_help(shutil.get_terminal_size().columns))
+    else:  # one line, as pytest reads it for the marker's name
+        config.addinivalue_line("markers", MARKER_HELP)
     from .runner import Runner
 
     runner = config.stash[_RUNNER_KEY] = Runner(config)
@@ -84,12 +91,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     restore(config)  # chips, models and formulas registered during the session are its own
 
 
+# its docstring's lines keep to 76 characters: pytest --fixtures prints them as they are,
+# indented 4, and they fit 80 columns
 @pytest.fixture
 def roofline(request: pytest.FixtureRequest) -> RooflineTest:
-    """The test's :class:`~pytest_roofline.judging.rooftest.RooflineTest`: declare its
-    workload with ``roofline.add(workload)`` (several calls add up) and read its roofline
-    with ``roofline.results`` / ``roofline.result("h100")``. After the test body passes, the
-    ``roofline`` marker's expectations are checked."""
+    """The test's :class:`~pytest_roofline.judging.rooftest.RooflineTest`:
+    declare its workload with ``roofline.add(workload)`` (several calls add
+    up) and read its roofline with ``roofline.results`` /
+    ``roofline.result("h100")``. After the test body passes, the ``roofline``
+    marker's expectations are checked."""
     from .runner import TEST_KEY, _marks
 
     item = request.node
@@ -115,7 +125,34 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
             from ..errors import RooflineError
 
             if isinstance(excinfo.value, RooflineError):
-                report.longrepr = _import_error_line(collector, excinfo)
+                from .message import Message
+
+                report.longrepr = Message(_import_error_line(collector, excinfo))
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(report: Any) -> Generator[None, Any, Any]:
+    """A pytest-xdist worker's report: a failure message of ours says so (:mod:`.message`)."""
+    data = yield
+    if data is not None and isinstance(report.longrepr, str) and report.failed:
+        from .message import mark
+
+        mark(report, data)
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(data: dict[str, Any]) -> Generator[None, Any, Any]:
+    """On the pytest-xdist controller: a failure message of ours wraps on its terminal too."""
+    from .message import unmark
+
+    marked = unmark(data)
+    report = yield
+    if marked:
+        from .message import restore
+
+        return restore(report)
     return report
 
 
@@ -185,7 +222,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for line in lines:
         for part in wrap_line(line, width, hang=4):
             terminalreporter.write_line(part, red=line.endswith("FAIL"))
-    if session.json_path:  # a notice naming a file: one line, the path copied whole
-        terminalreporter.write_line(f"JSON report: {session.json_path} ({len(session)} results)")
+    notices = []  # a notice ends with the file it names: a path wraps whole, to be copied
+    if session.json_path:
+        count = f"{len(session)} result" + ("" if len(session) == 1 else "s")
+        notices.append((f"JSON report ({count}): {session.json_path}", False))
     if session.json_error:
-        terminalreporter.write_line(session.json_error, red=True, bold=True)
+        notices.append((session.json_error, True))
+    for notice, red in notices:
+        for part in wrap_line(notice, width, hang=4):
+            terminalreporter.write_line(part, red=red, bold=red)

@@ -46,6 +46,27 @@ MARKER_HELP = (
 )
 
 
+def marker_help(width: int) -> str:
+    """:data:`MARKER_HELP` as ``pytest --markers`` prints it (``@pytest.mark.`` + the text
+    up to its first colon, the signature; a space; the rest, the description) in *width*
+    columns: the signature's lines aligned after its parenthesis, the description following
+    it and continued 4 in. pytest reads the name from the signature up to its parenthesis,
+    as it does from the one-line text."""
+    import textwrap
+
+    from ..text_table import wrap_line
+
+    prefix = "@pytest.mark."
+    signature, description = MARKER_HELP.split(": ", 1)
+    head = wrap_line(f"{prefix}{signature}:", width, hang=len(prefix) + signature.index("(") + 1)
+    last = head.pop()
+    tail = textwrap.wrap(description, width, initial_indent=" " * (len(last) + 1),
+                         subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False)
+    tail[0] = f"{last} {tail[0].lstrip()}"
+    return "\n".join([*head, *tail])[len(prefix):]
+
+
 #: The plugin's own options (:mod:`.hooks` registers them with :data:`GATE_OPTIONS`).
 ROOFLINE_OPTIONS: tuple[Option, ...] = (
     # (option, argparse keywords, ini type, help)

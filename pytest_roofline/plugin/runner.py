@@ -350,8 +350,9 @@ def _hook_failures(answers: list[Any]) -> list[str]:
 
 
 class _FailureLines:
-    """Makes the report of a test that :meth:`Runner.fail` failed: the one-line message,
-    without the traceback and the ``Failed:`` prefix of ``pytest.fail``."""
+    """Makes the report of a test that :meth:`Runner.fail` failed: the message (one line per
+    failure), without the traceback and the ``Failed:`` prefix of ``pytest.fail``, wrapped
+    on the terminal only (:class:`~pytest_roofline.plugin.message.Message`)."""
 
     def __init__(self, failed: dict[str, str]) -> None:
         self.failed = failed
@@ -365,7 +366,9 @@ class _FailureLines:
         if message is None or call.excinfo is None or str(call.excinfo.value) != message:
             return None
         report = pytest.TestReport.from_item_and_call(item, call)
-        report.longrepr = message  # our one-line verdict, without a traceback
+        from .message import Message
+
+        report.longrepr = Message(message)  # our verdict, whole as data, wrapped on screen
         return report
 
 
