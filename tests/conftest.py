@@ -69,5 +69,10 @@ def host_cache(quick_host_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(autouse=True)
 def _eighty_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test sees a terminal of 80 columns (what a CI runner, with no terminal at all,
-    gets) unless it sets ``COLUMNS`` itself: wrapped output is the same on every machine."""
+    gets) unless it sets ``COLUMNS`` itself: wrapped output is the same on every machine.
+    Nor does an inner pytest run know it is on CI (``CI``, ``BUILD_NUMBER``): there pytest
+    prints its short summary's lines whole, as it does under ``-vv``, which the tests of
+    that summary's width would otherwise read only on a CI runner."""
     monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
