@@ -18,10 +18,10 @@ Sections:
 1. **Device**: name, driver, torch and CUDA versions, SMs, L2, clocks (NVML).
 2. **Calibration** of ``cuda:0``, twice: every figure beside the built-in spec's published
    one (ratio), the two runs' agreement, and the time each took.
-3. **Efficiency**: a bf16 8192^3 matmul, a copy and an elementwise add of 1 GiB, a 16 MiB add
-   with the L2 flushed and warm, a Llama-3-8B decoder layer at decode and prefill shapes, and
-   SDPA (flash) attention: time (CUDA events or graphs, L2 flushed), against the spec's
-   bound and the calibrated bound.
+3. **Efficiency**: a bf16 8192^3 matmul, a copy and an elementwise add of 1 GiB, a 16 MiB
+   add and layer_norm with the L2 flushed and warm, a Llama-3-8B decoder layer at decode and
+   prefill shapes, and causal SDPA: timed (CUDA events after an L2 flush, or CUDA graphs
+   for a warm cache), against the spec's bound and the calibrated bound.
 4. **Trace on cuda and on meta**: the same layer's FLOPs both ways, the SDPA op recorded, and
    a Triton kernel launched on the GPU seen by the tracer.
 5. **Profile**: ``profile()`` of the layer at both shapes, each CUDA kernel joined to its op;

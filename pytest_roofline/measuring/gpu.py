@@ -16,7 +16,7 @@
   best sample kept, as on the CPU (:mod:`.cpu`). Before each timed call the device is given
   a write of twice its L2 cache (:class:`.cuda_timing.Flush`), so the GPU is busy while the
   host launches the call and the launch is not counted. The samples run back to back, as
-  a GPU runs sustained work: at its power cap (an H200 read 1575 to 1770 of 1980 MHz after
+  a GPU runs sustained work: at its power cap (an H200 read 1455 to 1770 of 1980 MHz after
   them), so a short kernel at a higher clock, or a GEMM shape cuBLAS runs better, can beat
   a calibrated peak by some percent; :mod:`pytest_roofline.profiling` names that cause.
   (Idle before each sample reads lower still: the clock ramps up from idle.)
