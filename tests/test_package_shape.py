@@ -58,6 +58,16 @@ def test_no_private_pytest_attribute_is_used(path: Path) -> None:
         assert not PRIVATE_GETATTR.search(code), f"{path.name}:{number}: {line.strip()}"
 
 
+@pytest.mark.parametrize("path", _pytest_modules() + sorted((PACKAGE / "plugin").glob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_test_function_argument_is_swapped(path: Path) -> None:
+    """``item.funcargs`` is not in pytest's reference: what a test receives is the fixtures'
+    values, never one the plugin put there (pytest-benchmark's fixture is watched through
+    its own class instead, plugin/benchmark.py)."""
+    code = re.sub(r"#.*", "", path.read_text(encoding="utf-8"))
+    assert not re.search(r"\bfuncargs\b", code), path.name
+
+
 def test_the_check_finds_a_private_access() -> None:
     """The patterns above catch what the plugin once did (so that the test can fail)."""
     assert PRIVATE_ACCESS.search('info = item._fixtureinfo')

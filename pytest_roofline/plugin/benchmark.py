@@ -23,8 +23,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-#: The fixture's name in pytest-benchmark.
-FIXTURE = "benchmark"
+#: The methods of pytest-benchmark's fixture that run the benchmarked function.
+_CALLS = ("__call__", "pedantic")
 #: How a measurement taken from pytest-benchmark is labelled in the records.
 SOURCE = "pytest-benchmark median"
 #: Timing loops of Triton's testing module that call their function many times.
@@ -62,61 +62,55 @@ class _Paused:
         self.recorder.hidden -= 1
 
 
-class TracedBenchmark:
-    """Stands in for pytest-benchmark's fixture in a traced test body: the same calls,
-    attributes and results, with one call of the benchmarked function recorded."""
+class Benchmarks:
+    """While entered (a marked test's call): the calls a test makes of pytest-benchmark's
+    fixture (``benchmark(fn, ...)``, ``benchmark.pedantic(fn, ...)``) are seen, through the
+    fixture's public class (``pytest_benchmark.fixture.BenchmarkFixture``), patched for the
+    call and restored after it. pytest's own state is not touched: the test receives
+    pytest-benchmark's fixture itself. ``used`` is the fixture the test called (its rounds
+    become the test's timing); with a *recorder* (a ``trace=True`` body) one call of the
+    benchmarked function is recorded and the rounds are not. Nothing is patched when
+    pytest-benchmark is not imported."""
 
-    def __init__(self, fixture: Any, recorder: Any) -> None:
-        object.__setattr__(self, "_fixture", fixture)
-        object.__setattr__(self, "_recorder", recorder)
+    __slots__ = ("_saved", "recorder", "used")
 
-    def __call__(self, function_to_benchmark: Any, *args: Any, **kwargs: Any) -> Any:
-        first = _FirstCall(function_to_benchmark, self._recorder)
-        with _Paused(self._recorder):
-            return self._fixture(first, *args, **kwargs)
+    def __init__(self, recorder: Any = None) -> None:
+        self.recorder = recorder
+        self.used: Any = None
+        self._saved: list[tuple[type, str, Any]] = []
 
-    def pedantic(self, target: Any, *args: Any, **kwargs: Any) -> Any:
-        first = _FirstCall(target, self._recorder)
-        with _Paused(self._recorder):
-            return self._fixture.pedantic(first, *args, **kwargs)
+    def __enter__(self) -> Benchmarks:
+        cls = getattr(sys.modules.get("pytest_benchmark.fixture"), "BenchmarkFixture", None)
+        if isinstance(cls, type):
+            for name in _CALLS:
+                original = cls.__dict__.get(name)
+                if callable(original):
+                    setattr(cls, name, self._watch(original))
+                    self._saved.append((cls, name, original))
+        return self
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._fixture, name)
+    def __exit__(self, *exc: object) -> None:
+        for cls, name, original in reversed(self._saved):
+            setattr(cls, name, original)
+        self._saved = []
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._fixture, name, value)
+    def _watch(self, original: Any) -> Any:
+        watcher = self
 
+        def call(fixture: Any, *args: Any, **kwargs: Any) -> Any:
+            watcher.used = fixture
+            recorder = watcher.recorder
+            if recorder is None:
+                return original(fixture, *args, **kwargs)
+            if args:  # the benchmarked function: the first positional, or by its name
+                args = (_FirstCall(args[0], recorder), *args[1:])
+            for name in ("target", "function_to_benchmark"):
+                if name in kwargs:
+                    kwargs[name] = _FirstCall(kwargs[name], recorder)
+            with _Paused(recorder):
+                return original(fixture, *args, **kwargs)
 
-def wrap(item: Any, recorder: Any) -> Any:
-    """Put a :class:`TracedBenchmark` in place of the test's ``benchmark`` fixture value
-    (through ``item.funcargs``, the one pytest state read here beyond the public fixture API:
-    pytest has no public way to swap the value a test receives; a test of
-    tests/test_plugin_benchmark.py fails when pytest stops honouring it);
-    returns pytest-benchmark's own fixture (None when the test does not use it)."""
-    funcargs = getattr(item, "funcargs", None)
-    if not isinstance(funcargs, dict) or FIXTURE not in funcargs:
-        return None
-    fixture = funcargs[FIXTURE]
-    if not callable(getattr(fixture, "pedantic", None)):
-        return None  # another plugin's fixture of that name
-    funcargs[FIXTURE] = TracedBenchmark(fixture, recorder)
-    return fixture
-
-
-def unwrap(item: Any, fixture: Any) -> None:
-    """Give the test's ``benchmark`` back to pytest-benchmark (its teardown reads it)."""
-    if fixture is not None:
-        item.funcargs[FIXTURE] = fixture
-
-
-def fixture_of(item: Any) -> Any:
-    """pytest-benchmark's fixture of a test that used it (None otherwise)."""
-    funcargs = getattr(item, "funcargs", None)
-    if not isinstance(funcargs, dict):
-        return None
-    fixture = funcargs.get(FIXTURE)
-    fixture = getattr(fixture, "_fixture", fixture)
-    return fixture if callable(getattr(fixture, "pedantic", None)) else None
+        return call
 
 
 def measurement(fixture: Any) -> Any:
@@ -168,13 +162,12 @@ class TimingLoops:
         return loop
 
 
-def take_timing(item: Any, test: Any) -> None:
-    """A test timed by pytest-benchmark and not by ``roofline.measure``: its measured time
-    is the benchmark's (see the module docstring)."""
-    if test.measured is not None:
+def take_timing(fixture: Any, test: Any) -> None:
+    """A test timed by pytest-benchmark (*fixture*, the one it called) and not by
+    ``roofline.measure``: its measured time is the benchmark's (see the module docstring)."""
+    if test.measured is not None or fixture is None:
         return
-    fixture = fixture_of(item)
-    timing = measurement(fixture) if fixture is not None else None
+    timing = measurement(fixture)
     if timing is not None:
         import dataclasses
 

@@ -117,21 +117,24 @@ class Runner:
         stash = item.stash
         # (Stash.get() raises and catches a KeyError on a miss: every test would pay it)
         test = stash[TEST_KEY] if TEST_KEY in stash else None  # noqa: SIM401
+        benchmarks = None  # pytest-benchmark's fixture, watched in a marked test's call
         try:
             if test is not None and test.expectation.trace:
                 from ..tracing import Tracer
-                from .benchmark import TimingLoops, unwrap, wrap
+                from .benchmark import Benchmarks, TimingLoops
 
                 expectation = test.expectation
                 tracer = expectation.tracer or Tracer()
-                with tracer.body(targets=expectation.trace_only) as recording:
-                    fixture = wrap(item, recording)  # pytest-benchmark: one call recorded
-                    try:
-                        with TimingLoops(recording):
-                            yield  # the test body, recorded
-                    finally:
-                        unwrap(item, fixture)
+                # pytest-benchmark's rounds and Triton's timing loops: one call recorded
+                with tracer.body(targets=expectation.trace_only) as recording, \
+                        Benchmarks(recording) as benchmarks, TimingLoops(recording):
+                    yield  # the test body, recorded
                 test.body = self.traced(item, tracer, recording, expectation.strict)
+            elif test is not None and "pytest_benchmark.fixture" in sys.modules:
+                from .benchmark import Benchmarks
+
+                with Benchmarks() as benchmarks:
+                    yield  # the test body; its benchmark, if it calls one, is its timing
             else:
                 yield  # the test body: its own failure propagates as the user's, never ours
         except _formula_error() as exc:  # a registered formula's, not the test's: one line
@@ -143,10 +146,10 @@ class Runner:
             if test is not None:
                 del stash[TEST_KEY]  # its workloads and results are not needed after this
         if test is not None:  # the body passed: the verdict
-            if "benchmark" in getattr(item, "fixturenames", ()):
+            if benchmarks is not None and benchmarks.used is not None:
                 from .benchmark import take_timing
 
-                take_timing(item, test)
+                take_timing(benchmarks.used, test)
             self.verdict(item, test)
 
     def traced(self, item: pytest.Item, tracer: Any, recorder: Any, strict: bool) -> Any:
