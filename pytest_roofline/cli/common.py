@@ -58,27 +58,27 @@ def one_line(text: str) -> str:
     return re.sub(r"\s*\n\s*", " ", text.strip())
 
 
-def fraction(text: str) -> float:
-    """``--derate``: ``0.7`` or ``70%``, in (0, 1], as the plugin's option takes it."""
+def _setting(name: str, text: str) -> Any:
+    """*text* as the plugin's option *name* takes it (``settings.check``), or argparse's
+    error naming what is allowed."""
     from .. import settings
 
     try:
-        number: float = settings.check("derate", text, text=True)
+        return settings.check(name, text, text=True)
     except settings.BadSetting as exc:
         raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected {exc.allowed}"
                                          ) from None
+
+
+def fraction(text: str) -> float:
+    """``--derate``: ``0.7`` or ``70%``, in (0, 1], as the plugin's option takes it."""
+    number: float = _setting("derate", text)
     return number
 
 
 def flops_per_mac(text: str) -> int:
     """``--flops-per-mac``: 1 or 2, as the plugin's option takes it."""
-    from .. import settings
-
-    try:
-        number: int = settings.check("flops_per_mac", text, text=True)
-    except settings.BadSetting as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected {exc.allowed}"
-                                         ) from None
+    number: int = _setting("flops_per_mac", text)
     return number
 
 

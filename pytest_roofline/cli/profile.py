@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXIT_OK, EXIT_REGRESSION, echo, print_json
+from .common import EXIT_OK, EXIT_REGRESSION, echo, positive, print_json
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -21,23 +21,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "is the trace's own (deviceProperties) unless --hw names one.")
     parser.add_argument("trace", help="the trace file (.json or .json.gz)")
     parser.add_argument("--hw", help="the chip that ran it (default: from the trace)")
-    parser.add_argument("--top", type=_positive, default=10,
+    parser.add_argument("--top", type=positive, default=10,
                         help="how many kernels and unpriced ops to list (default 10)")
     parser.add_argument("--min-kernel-efficiency", metavar="FRACTION",
                         help="exit 1 when a priced kernel runs below this fraction of its "
                              "roof (0.3 or 30%%), or when one beats its bound")
     parser.set_defaults(func=cmd_profile)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a whole number "
-                                         f">= 1")
-    return value
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
