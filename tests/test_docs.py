@@ -810,6 +810,28 @@ def test_gemm():
     assert_shown(block.text, result.stdout.str())
 
 
+@check("docs/plugin.md", "pytest-benchmark median 14.2 us, timed on this machine: reported, "
+       "not set")
+def _benchmark_on_a_named_chip(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("pytest_benchmark")
+    pytest.importorskip("torch")
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_vadd="""import pytest
+import torch
+
+def vadd(x, y):
+    return x + y
+
+@pytest.mark.roofline(hw="h100", regime="memory", trace=True)
+def test_vadd(benchmark):
+    benchmark(vadd, torch.randn(4096), torch.randn(4096))
+""")
+    result = pytester.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider",
+                                           "--benchmark-max-time=0.01", "-rA")
+    result.assert_outcomes(passed=1)
+    assert_shown(block.text, result.stdout.str(), timings=True)
+
+
 @check("docs/plugin.md", "{")
 def _json_report(block: Block, request: pytest.FixtureRequest) -> None:
     """The example's keys are the report's; its figures are examples/test_gemm.py's, to the

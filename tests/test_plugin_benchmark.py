@@ -13,6 +13,7 @@ exactly these, never a multiple.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,85 @@ def test_pytest_benchmark_api_the_plugin_watches() -> None:
     with Benchmarks():
         assert all(BenchmarkFixture.__dict__[n] is not before[n] for n in _CALLS)
     assert {name: BenchmarkFixture.__dict__[name] for name in _CALLS} == before
+
+
+# A kernel team's suite as it stands, on a built-in chip this machine is not: one call of
+# ``vadd`` on two fp32 vectors of 2**16 elements is 2**16 FLOPs (one add an element) and
+# 3 · 2**18 B (two inputs read, one output written, 4 B an element); the time bound on
+# h100-sxm is those bytes over its 3.35 TB/s. pytest-benchmark's rounds are not the chip's
+# time: each test passes with the analytic verdict of one call.
+NAMED = """
+import pytest
+import torch
+
+def vadd(x, y):
+    return x + y
+
+X, Y = torch.randn(1 << 16), torch.randn(1 << 16)
+
+@pytest.mark.roofline(hw="h100", regime="memory", trace=True)
+def test_whole_body(benchmark):
+    benchmark(vadd, X, Y)
+
+@pytest.mark.roofline(hw="h100", regime="memory", trace=True)
+def test_whole_body_pedantic(benchmark):
+    benchmark.pedantic(vadd, args=(X, Y), rounds=5, iterations=2)
+
+@pytest.mark.roofline(hw="h100", regime="memory", trace=vadd)
+def test_one_function(benchmark):
+    benchmark(vadd, X, Y)
+
+@pytest.mark.roofline(hw="h100", regime="memory", trace=vadd)
+def test_one_function_pedantic(benchmark):
+    benchmark.pedantic(vadd, args=(X, Y), rounds=5, iterations=2)
+
+@pytest.mark.roofline(hw=["host", "h100"], trace=vadd)
+def test_here_and_there(benchmark):
+    benchmark(vadd, X, Y)
+"""
+VADD_FLOPS, VADD_BYTES = 1 << 16, 3 * 4 * (1 << 16)
+
+
+@pytest.mark.parametrize("args", [(), ("-n", "2")], ids=["serial", "two-workers"])
+def test_a_named_chip_keeps_its_analytic_verdict_under_pytest_benchmark(
+        pytester: pytest.Pytester, host_cache: Path, args: tuple[str, ...]) -> None:
+    if args:
+        pytest.importorskip("xdist")
+    pytester.makepyfile(test_named=NAMED)
+    result = pytester.runpytest_subprocess(
+        *plugin_args(), *ISOLATE, "--roofline-json=r.json", "--benchmark-min-rounds=3",
+        "--benchmark-max-time=0.02", "-rA", *args)
+    result.assert_outcomes(passed=5)
+    report = json.loads((pytester.path / "r.json").read_text())
+    rows = {(r["nodeid"].split("::")[1], r["hw"]): r for r in report["results"]}
+    for (name, hw), record in rows.items():
+        # one call, whatever the rounds, with trace=True and trace=fn alike
+        assert (record["flops"], record["bytes"]) == (VADD_FLOPS, VADD_BYTES), (name, hw)
+        assert record["outcome"] != "error", record
+        if hw == "h100-sxm":  # not this machine: analytic, no efficiency made up
+            assert record["outcome"] in ("passed", "report"), record
+            assert "measured_s" not in record, record
+    if not args:  # timed serially: set against this machine's roofs, reported elsewhere
+        assert rows[("test_here_and_there", "host")]["measured_by"] == "pytest-benchmark median"
+        result.stdout.fnmatch_lines(["pytest-benchmark median * timed on this machine:*"])
+
+
+def test_trace_fn_runs_under_a_profiler_already_set(pytester: pytest.Pytester) -> None:
+    """``trace=fn`` sets no profile function of its own, so cProfile (a C profiler that
+    ``sys.setprofile`` chaining cannot call) and the ones coverage and pytest-benchmark set
+    stay in place, and the traced function is still followed."""
+    pytester.makepyfile(test_named=NAMED)
+    pytester.makepyfile(run_profiled="""
+import cProfile, sys, pytest
+profiler = cProfile.Profile()
+profiler.enable()
+code = pytest.main(sys.argv[1:])
+profiler.disable()
+assert sys.getprofile() is None
+sys.exit(code)
+""")
+    result = pytester.run(sys.executable, "run_profiled.py", *plugin_args(), *ISOLATE,
+                          "--benchmark-disable", "--roofline-json=r.json", "-k", "one_function")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert {r["flops"] for r in report["results"]} == {VADD_FLOPS}

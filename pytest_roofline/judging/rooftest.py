@@ -63,6 +63,7 @@ class RooflineTest:
         self._workload: Workload | None = None  # what self.workload last built
         self._measurements: list[Measurement] = []
         self.measured_by: str | None = None  # where the measured time came from
+        self._asked = False  # a measurement the test asked for (roofline.measure)
         self._profiles: list[Profile] = []
 
     def __repr__(self) -> str:
@@ -120,9 +121,14 @@ class RooflineTest:
             measurement = measure(fn, *args, **kwargs)
         return self.take_measurement(measurement, by="roofline.measure median")
 
-    def take_measurement(self, measurement: Measurement, *, by: str) -> Measurement:
+    def take_measurement(self, measurement: Measurement, *, by: str,
+                         asked: bool = True) -> Measurement:
         """Judge the test against a time measured elsewhere (pytest-benchmark's rounds);
-        *by* says where it came from (the record's ``measured_by``)."""
+        *by* says where it came from (the record's ``measured_by``). A measurement the test
+        did not ask for (``asked=False``: pytest-benchmark times every benchmark) is set
+        against the chips this machine is only; the test's other chips keep their analytic
+        verdict (see ``verdict.analyze_each``)."""
+        self._asked = self._asked or asked
         self._measurements.append(measurement)
         self.measured_by = by if self.measured_by in (None, by) else "several"
         self._results = None
@@ -245,7 +251,8 @@ class RooflineTest:
         if self._results is not None:
             return list(self._results)
         return analyze_each(self._expectation, workload, flops_per_mac=self._flops_per_mac,
-                            derate=self._derate, measured=self._timing())
+                            derate=self._derate, measured=self._timing(),
+                            here_only=not self._asked)
 
     @property
     def results(self) -> tuple[Result, ...]:
@@ -257,7 +264,8 @@ class RooflineTest:
                                     "give workload= or flops=/bytes= to the marker")
             self._results = analyze_all(self._expectation, workload,
                                         flops_per_mac=self._flops_per_mac, derate=self._derate,
-                                        measured=self._timing())
+                                        measured=self._timing(),
+                                        here_only=not self._asked)
         return self._results
 
     def result(self, hw: str | None = None) -> Result:
@@ -305,7 +313,8 @@ class RooflineTest:
             return judge(self._expectation, judged, flops_per_mac=self._flops_per_mac,
                          derate=self._derate, analyzed=lambda: analyze_each(
                              self._expectation, judged, flops_per_mac=self._flops_per_mac,
-                             derate=self._derate, measured=self._timing()),
+                             derate=self._derate, measured=self._timing(),
+                             here_only=not self._asked),
                          spread=self.spread, other_cores=self._other_cores(),
                          measured_by=self.measured_by, **self._how()), crosscheck
         return judge(self._expectation, workload, flops_per_mac=self._flops_per_mac,

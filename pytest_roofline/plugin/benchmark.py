@@ -9,13 +9,18 @@ first calibration call, or its only call when disabled) is recorded. The rest of
 recorded as usual. ``triton.testing.do_bench`` (and ``do_bench_cudagraph``) called through
 the ``triton.testing`` module in a ``trace=True`` body is treated the same way.
 
-Timing: a test judged on ``hw="host"`` (or any chip) that used the fixture takes
-pytest-benchmark's own statistic as its measured time, so nothing is timed twice: the
+Timing: a test judged on ``hw="host"`` (or ``cuda:N``, a GPU this machine holds, or a spec of
+the user's own) that used the fixture takes pytest-benchmark's own statistic as its measured
+time, so nothing is timed twice: the
 **median** of its rounds, the statistic ``roofline.measure`` reports too (a minimum over many
 rounds is the luckiest round, which would flatter the efficiency; the median is robust to a
 stray slow round). Its spread is the rounds' IQR over the median. The record says where the
 time came from (``"measured_by": "pytest-benchmark median"``), and so does the summary. A
 disabled fixture (``--benchmark-disable``, xdist) times nothing: the test has no measurement.
+On a chip this machine is not (``hw="h100"`` on a CPU runner) the benchmark's time is not the
+chip's: that chip keeps the analytic verdict of one call, and the time is reported in the
+test's "roofline" section, never an error (pytest-benchmark times every benchmark; the test
+did not ask for it to be judged).
 """
 
 from __future__ import annotations
@@ -162,13 +167,26 @@ class TimingLoops:
         return loop
 
 
-def take_timing(fixture: Any, test: Any) -> None:
+def take_timing(fixture: Any, test: Any) -> str | None:
     """A test timed by pytest-benchmark (*fixture*, the one it called) and not by
-    ``roofline.measure``: its measured time is the benchmark's (see the module docstring)."""
+    ``roofline.measure``: its measured time is the benchmark's (see the module docstring),
+    set against the test's chips that this machine is. Returns the line that reports it
+    where it is not set against a chip (the test asked for no measurement, so this is
+    never an error), or None."""
     if test.measured is not None or fixture is None:
-        return
+        return None
     timing = measurement(fixture)
-    if timing is not None:
-        import dataclasses
+    if timing is None:
+        return None
+    import dataclasses
 
-        test.take_measurement(dataclasses.replace(timing, here=True), by=SOURCE)
+    from ..hardware import foreign_to_this_machine
+    from ..units import format_time
+
+    test.take_measurement(dataclasses.replace(timing, here=True), by=SOURCE, asked=False)
+    elsewhere = [chip.name for chip in test.hardware if foreign_to_this_machine(chip)]
+    if not elsewhere:
+        return None
+    return (f"{SOURCE} {format_time(timing.time)}, timed on this machine: reported, not set "
+            f"against {', '.join(elsewhere)} (a measured efficiency is only against the "
+            f"machine that ran the call; hw=\"host\" sets it against this one's roofs)")

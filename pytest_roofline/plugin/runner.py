@@ -149,7 +149,13 @@ class Runner:
             if benchmarks is not None and benchmarks.used is not None:
                 from .benchmark import take_timing
 
-                take_timing(benchmarks.used, test)
+                note = take_timing(benchmarks.used, test)
+                if note is not None:
+                    from ..text_table import wrap_line
+
+                    width = item.config.get_terminal_writer().fullwidth
+                    item.add_report_section("call", "roofline", "".join(
+                        f"{line}\n" for line in wrap_line(note, width, hang=4)))
             self.verdict(item, test)
 
     def traced(self, item: pytest.Item, tracer: Any, recorder: Any, strict: bool) -> Any:

@@ -18,7 +18,6 @@ memory (fusion policy ``"none"``). View and metadata ops (``view``, ``t``, ``exp
 from __future__ import annotations
 
 import inspect
-import sys
 import types as types_
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -43,13 +42,16 @@ class Recorder:
 
     ``unknown`` counts the calls of ops with no formula (recorded with their bytes only).
     With ``body=True`` (a ``trace=True`` test body) tensor factories and RNG fills are left
-    out, counted in ``left_out``. With ``filtered=True`` only ops run while ``inside`` > 0
-    (inside a call of a traced callable) are recorded.
+    out, counted in ``left_out``. With ``filtered=True`` only ops run inside a call of a
+    traced callable are recorded: while ``inside`` > 0 (a traced module's forward, a traced
+    torch function), or while the code of a traced Python function (``codes``) is on the
+    calling thread's stack.
     """
 
     def __init__(self, names: dict[int, str], dtype: str | None,
                  links: dict[str, AxisLink] | None = None, *, body: bool = False,
-                 filtered: bool = False, formulas: registry.Formulas | None = None) -> None:
+                 filtered: bool = False, formulas: registry.Formulas | None = None,
+                 codes: frozenset[types_.CodeType] = frozenset()) -> None:
         self.kernels: list[Kernel] = []
         self.formulas = formulas  # a Tracer's own (Tracer(formulas=...))
         self.links = links or {}
@@ -63,13 +65,18 @@ class Recorder:
         self.body = body
         self.filtered = filtered
         self.inside = 0
+        self.codes = codes  # the code objects of traced Python functions (trace=fn)
         self.launches: Any = None  # the session's Triton launches (see _triton)
         self.assumed: dict[str, int] = {}  # what the trace assumed where a value was unknown
         self.reads = _scalar_reads.Reads()  # values read of meta tensors (the policy there)
 
     @property
     def recording(self) -> bool:
-        return not self.hidden and (self.inside > 0 or not self.filtered)
+        if self.hidden:
+            return False
+        if self.inside > 0 or not self.filtered:
+            return True
+        return bool(self.codes) and running(self.codes)
 
     # -- module paths ------------------------------------------------------------------------
 
@@ -332,10 +339,12 @@ class Session:
     """The modes and hooks of one recording; a context manager (used by ``trace=True``).
 
     ``body=True``: a test body (factories, RNG fills and reference comparisons left out).
-    ``targets``: record only while one of these runs (``trace=fn``): Python functions and
-    methods are followed by a profile function (``sys.setprofile``), modules by their
-    forward hooks, torch functions (``torch.softmax``) by the function mode, ops
-    (``torch.ops.mylib.fancy``, ``torch.ops.aten.mm``) by the dispatch mode.
+    ``targets``: record only while one of these runs (``trace=fn``): a Python function or
+    method while its code is on the stack of the op's call (:func:`running`: no profile
+    function is set, so cProfile, coverage and pytest-benchmark, which set their own, are
+    left as they are), modules by their forward hooks, torch functions (``torch.softmax``)
+    by the function mode, ops (``torch.ops.mylib.fancy``, ``torch.ops.aten.mm``) by the
+    dispatch mode.
     """
 
     def __init__(self, names: dict[int, str], dtype: str | None,
@@ -343,16 +352,15 @@ class Session:
                  targets: Iterable[object] = (),
                  formulas: registry.Formulas | None = None) -> None:
         targets = list(targets)
+        codes = frozenset(code for t in targets if (code := _code(t)) is not None)
         self.recorder = Recorder(names, dtype, links, body=body, filtered=bool(targets),
-                                 formulas=formulas)
+                                 formulas=formulas, codes=codes)
         self._modules = {id(t) for t in targets if isinstance(t, torch.nn.Module)}
-        self._codes = {code for t in targets if (code := _code(t)) is not None}
         functions = frozenset(t for t in targets if not isinstance(t, torch.nn.Module)
                               and _code(t) is None)
         self._dispatch = _Dispatch(self.recorder, functions)
         self._functions = _Functions(self.recorder, functions)
         self._hooks: list[Any] = []
-        self._profile: Any = None
         self._launches = _triton.Launches(self.recorder)
         self.recorder.launches = self._launches
         self._eager = _compiled.Eager()  # torch.compile'd code runs as its eager code
@@ -367,15 +375,6 @@ class Session:
         if id(module) in self._modules:
             self.recorder.inside -= 1
 
-    def _follow(self, frame: Any, event: str, arg: object) -> None:
-        if frame.f_code in self._codes:
-            if event == "call":
-                self.recorder.inside += 1
-            elif event == "return":
-                self.recorder.inside -= 1
-        if self._profile is not None:
-            self._profile(frame, event, arg)
-
     def __enter__(self) -> Recorder:
         from torch.nn.modules.module import (
             register_module_forward_hook,
@@ -387,9 +386,6 @@ class Session:
         _ACTIVE.append(self.recorder)
         self._hooks = [register_module_forward_pre_hook(self._enter_module),
                        register_module_forward_hook(self._leave_module, always_call=True)]
-        if self._codes:
-            self._profile = sys.getprofile()
-            sys.setprofile(self._follow)
         self._eager.__enter__()
         self._launches.__enter__()
         self._functions.__enter__()
@@ -403,14 +399,23 @@ class Session:
         finally:
             self._launches.__exit__(*exc)
             self._eager.__exit__(*exc)
-            if self._codes:
-                sys.setprofile(self._profile)
             for hook in self._hooks:
                 hook.remove()
             self._hooks = []
             _ACTIVE.remove(self.recorder)
             for outer in _ACTIVE:
                 outer.hidden -= 1
+
+
+def running(codes: frozenset[types_.CodeType]) -> bool:
+    """Whether a frame running one of *codes* is on the calling thread's stack (the caller's
+    frames only: a few microseconds an op, paid by ``trace=fn`` alone)."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _code(target: object) -> Any:
