@@ -129,3 +129,26 @@ def test_no_module_is_over_600_lines() -> None:
     long = {str(p.relative_to(PACKAGE)): n for p in _sources()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MOST_LINES}
     assert not long, long
+
+
+def test_a_lookup_does_not_depend_on_what_was_imported_before(host_cache: Path) -> None:
+    """``pytest_roofline.hardware`` alone, in a fresh process (nothing of ``measuring``
+    imported): ``host`` is known and resolves (from the cached calibration, so nothing is
+    measured), and a time measured here is refused against a chip this machine is not.
+    The catalog imports the packages of the ``pytest_roofline.resolvers`` entry-point group
+    on the first miss, which register the resolvers."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from pytest_roofline.hardware import foreign_to_this_machine, get_hardware, is_dynamic
+assert not any(m.startswith("pytest_roofline.measuring") for m in sys.modules)
+assert is_dynamic("host") and not is_dynamic("h100")
+assert foreign_to_this_machine(get_hardware("h100")) is not None
+assert get_hardware("host").provenance["device"] == "cpu"
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=False)
+    assert result.stdout.strip() == "ok", result.stderr

@@ -151,8 +151,6 @@ def _compare_options(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see the module docstring)."""
-    from .. import measuring  # noqa: F401 - registers this machine's calibrations (host)
-
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         if arguments and arguments[0] == "analyze":

@@ -5,6 +5,12 @@ none of them and names none of them by string. ``pytest_roofline.measuring`` reg
 calibrations of this machine (``host``, ``cuda:N``, measured on first use) and the check that a
 time measured here is set only against this machine; the package, its plugin and its command
 line import it.
+
+A lookup does not depend on what was imported before it: the first time a name matches no
+registered resolver (or the check is asked for before one is registered), the packages
+named in the entry-point group ``pytest_roofline.resolvers`` are imported (this
+distribution names ``pytest_roofline.measuring`` there; another package may name its own),
+and the lookup is tried again. A resolver that measures a machine says so before it starts.
 """
 
 from __future__ import annotations
@@ -37,8 +43,35 @@ def register_measurable(check: Callable[[Hardware], str | None]) -> None:
     MEASURABLE[:] = [check]
 
 
+#: The entry-point group whose packages register resolvers when imported.
+GROUP = "pytest_roofline.resolvers"
+_loaded: list[bool] = []  # [True] once the group's packages were imported
+
+
+def load_registered() -> bool:
+    """Import the packages of the entry-point group :data:`GROUP` (once; their import
+    registers their resolvers). Returns whether this call imported them."""
+    if _loaded:
+        return False
+    _loaded.append(True)
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=GROUP):
+        try:
+            point.load()
+        except Exception as exc:  # a broken third-party package: named, never a crash here
+            import warnings
+
+            warnings.warn(f"pytest-roofline: the resolver package {point.value!r} (entry "
+                          f"point {point.name!r} of {GROUP!r}) failed to import: {exc}",
+                          stacklevel=2)
+    return True
+
+
 def foreign_to_this_machine(chip: Hardware) -> str | None:
     """Why a call timed on this machine cannot be set against *chip* (None: it can)."""
+    if not MEASURABLE:
+        load_registered()
     if not MEASURABLE:
         return ("no check of this machine is loaded (import pytest_roofline.measuring, which "
                 "made the measurement)")
@@ -47,11 +80,17 @@ def foreign_to_this_machine(chip: Hardware) -> str | None:
 
 def is_dynamic(name: str) -> bool:
     """Whether *name* is one the catalog makes on demand (a calibration such as ``host``)."""
-    return any(re.fullmatch(p, name.lower()) for p in RESOLVERS)
+    if any(re.fullmatch(p, name.lower()) for p in RESOLVERS):
+        return True
+    return load_registered() and is_dynamic(name)
 
 
 def made_on_demand(name: str) -> Hardware | None:
-    """The chip a registered resolver makes for *name* (lower case), or None."""
+    """The chip a registered resolver makes for *name* (lower case), or None (the
+    entry-point group's packages imported first when no resolver matches: see the module
+    docstring)."""
+    if not any(re.fullmatch(p, name) for p in RESOLVERS) and load_registered():
+        return made_on_demand(name)
     for pattern, resolve in RESOLVERS.items():
         if not re.fullmatch(pattern, name):
             continue

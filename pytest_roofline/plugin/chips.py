@@ -23,7 +23,6 @@ def prepare_hardware(config: pytest.Config, session: RooflineSession,
     import os
     from collections.abc import Mapping
 
-    from .. import measuring  # noqa: F401 - registers this machine's calibrations (host)
     from ..errors import RooflineError
     from ..hardware import CATALOG, Hardware
     from ..specfiles import is_path
@@ -71,7 +70,6 @@ def prepare_hardware(config: pytest.Config, session: RooflineSession,
 def show_calibration(config: pytest.Config, hw: object) -> None:
     """Before a calibrated chip (``host``, ``cuda:0``) is first looked up: its progress
     lines go to the terminal, past output capturing (a first calibration takes seconds)."""
-    from .. import measuring  # noqa: F401 - registers this machine's calibrations (host)
     from ..hardware import is_dynamic
 
     names = hw if isinstance(hw, (list, tuple)) else [hw]

@@ -140,7 +140,6 @@ def roof_name(record: Mapping[str, Any]) -> str:
 
 def _catalog_roofs(hw: str, scale: float, derate: float,
                    names: set[str]) -> tuple[float, dict[str, float]] | None:
-    from .. import measuring  # noqa: F401 - registers this machine's calibrations (host)
     from ..hardware import get_hardware, is_dynamic
 
     if is_dynamic(hw):  # a calibration: this machine's may not be the report's; use its records
