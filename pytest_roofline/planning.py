@@ -423,6 +423,7 @@ def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq
     pipeline bubble, which scales the stage's kernels (their times are linear in their
     counts), and the activations, so each count costs a footprint and no analysis."""
     from .models import Transformer, load
+    from .models.training import bubble
 
     transformer = load(model) if isinstance(model, str) else model
     if not isinstance(transformer, Transformer) or transformer.config.architecture != "decoder":
@@ -448,22 +449,23 @@ def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq
         for zero in (0, 1, 2, 3):
             for recompute in RECOMPUTES:
                 try:
-                    step = transformer.train_step(batch, seq, tp=tp, dp=dp, pp=pp, zero=zero,
-                                                  recompute=recompute, dtype=dtype, link=link)
+                    parts = transformer.train_parts(batch, seq, tp=tp, dp=dp, pp=pp,
+                                                    zero=zero, recompute=recompute,
+                                                    dtype=dtype, link=link)
                 except WorkloadError:
                     break
-                r = analyze(step, chip)
-                stage = sum(k.time for k in r.kernels
-                            if not k.name.startswith(("optimizer.", "dp.", "pp.")))
+                # the stage's kernels once (no bubble) and the once-a-step kernels, in one
+                # analysis: the stage's share is its kernels' times
+                r = analyze(Workload([*parts.stage, *parts.rest]), chip)
+                stage = sum(k.time for k in r.kernels[:len(parts.stage)])
                 rest = r.time - stage
-                first_bubble = float(pp)  # microbatches=1: 1 + (pp - 1)
                 for m in counts:
                     searched += 1
                     fp = transformer.train_footprint(batch, seq, tp=tp, dp=dp, pp=pp,
                                                      zero=zero, microbatches=m,
                                                      recompute=recompute, dtype=dtype)
                     memory = float(fp.total)
-                    seconds = stage / first_bubble * (1.0 + (pp - 1) / m) + rest
+                    seconds = stage * bubble(pp, m) / pp + rest
                     if memory > capacity or (target is not None
                                                          and seconds > target):
                         continue

@@ -192,3 +192,35 @@ def test_the_plan_command_for_training(capsys):
     assert "training on 8 x h100-sxm" in out and "zero=" in out
     assert main(["plan", "llama-3-8b", "--hw", "h100", "--chips", "8", "--train"]) == 2
     assert "needs --batch" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("renamed", [False, True], ids=["as-built", "kernels-renamed"])
+def test_training_plans_price_each_step_as_train_step_does(
+        renamed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each configuration's step time is the roofline time of ``train_step`` with the same
+    settings (microbatches included), to 1e-9: the planner rescales the stage's kernels by
+    the pipeline bubble and keeps the once-a-step kernels, which ``train_parts`` hands it.
+    Renaming the communication and optimizer kernels (a kernel's name is a label) changes
+    nothing: the planner reads no name."""
+    from pytest_roofline.models import training
+
+    if renamed:
+        data_parallel, pipeline = training.data_parallel, training.pipeline
+
+        def relabel(kernels):  # type: ignore[no-untyped-def]
+            import dataclasses
+
+            return [dataclasses.replace(k, name=f"step.{i}") for i, k in enumerate(kernels)]
+
+        monkeypatch.setattr(training, "data_parallel",
+                            lambda *a, **k: relabel(data_parallel(*a, **k)))
+        monkeypatch.setattr(training, "pipeline", lambda *a, **k: relabel(pipeline(*a, **k)))
+    llama = models.load("llama-3-8b")
+    found = plan_training(llama, "h100", chips=8, batch=16, seq=4096, max_microbatches=8)
+    configs = found.configs
+    assert configs and any(c.pp > 1 and c.microbatches > 1 for c in configs)
+    for c in configs[:: max(1, len(configs) // 12)] + tuple(
+            c for c in configs if c.pp > 1 and c.microbatches > 1)[:4]:
+        step = llama.train_step(16, 4096, tp=c.tp, dp=c.dp, pp=c.pp, zero=c.zero,
+                                microbatches=c.microbatches, recompute=c.recompute)
+        assert c.step_time == pytest.approx(analyze(step, "h100").time, rel=1e-9), c

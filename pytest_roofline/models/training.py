@@ -124,8 +124,8 @@ class Parallelism:
 
     @property
     def bubble(self) -> float:
-        """Schedule slots per slot of useful work: 1 + (pp - 1) / (v·m)."""
-        return 1.0 + (self.pp - 1) / (self.virtual_stages * self.microbatches)
+        """Schedule slots per slot of useful work (:func:`bubble`)."""
+        return bubble(self.pp, self.microbatches, self.virtual_stages)
 
     @property
     def sequence_shards(self) -> int:
@@ -162,6 +162,13 @@ class Parallelism:
         if self.tp > 1 and not self.sp:
             parts.append("sp=False")
         return ", ".join(parts)
+
+
+def bubble(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
+    """Schedule slots per slot of useful work of a pipeline of *pp* stages running
+    *microbatches* microbatches over *virtual_stages* interleaved chunks a stage (1F1B):
+    1 + (pp - 1) / (v·m)."""
+    return 1.0 + (pp - 1) / (virtual_stages * microbatches)
 
 
 def check_batch(batch: Number, p: Parallelism, where: str) -> None:

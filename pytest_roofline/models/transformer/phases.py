@@ -4,7 +4,7 @@ whose knob is the batch."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ... import dtypes
@@ -17,6 +17,17 @@ from ...workload import Kernel, Knob, Number, Workload, is_array
 from .footprint import Footprints
 from .graph import KernelGraph, Linear, materialize, rename, with_backward
 from .options import Group, PhaseOptions, Plan, expert_parallel_plan, plan_for
+
+
+@dataclass(frozen=True)
+class TrainParts:
+    """One training step in parts (see :meth:`Transformer.train_parts`)."""
+
+    stage: tuple[Kernel, ...]  # this stage's kernels, one pass (before the bubble)
+    rest: tuple[Kernel, ...]  # once a step: optimizer, data-parallel and pipeline traffic
+    stage_scale: float  # what the step scales the stage by: the bubble over pp
+    parallelism: Any  # the checked training.Parallelism
+    plan: Plan  # the model's kernel plan for these settings
 
 
 class Transformer(Footprints, KernelGraph):
@@ -185,45 +196,22 @@ class Transformer(Footprints, KernelGraph):
         footprint is :meth:`train_footprint`'s; ``Workload.hint`` names the knob when it
         does not fit.
         """
-        from .. import training as T
-
         b = sweep_size(batch, "train_step: batch")
         s = size(seq, "train_step: seq")
-        par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
-                               recompute=recompute, tp=tp, ep=ep, overlap=overlap,
-                               virtual_stages=virtual_stages, sp=sp)
-        T.check_links("train_step", link=link, dp_link=dp_link, pp_link=pp_link,
-                      link_count=link_count)
-        plan = self._train_plan(par, dtype, link, link_count)
-        T.check_batch(b, par, "train_step")
-        self._check_positions(s, "train_step: seq")
+        parts = self.train_parts(b, s, tp=tp, dtype=dtype, link=link, link_count=link_count,
+                                 dp=dp, zero=zero, pp=pp, microbatches=microbatches,
+                                 recompute=recompute, ep=ep, overlap=overlap,
+                                 dp_link=dp_link, pp_link=pp_link,
+                                 virtual_stages=virtual_stages, sp=sp)
+        par, plan = parts.parallelism, parts.plan
         sizes = f"batch={show(b)}, seq={s}"
         if par.label():
             sizes += f", {par.label()}"
         name = self._title("train_step", sizes, plan)
-        decoder = self.config.architecture == "decoder"
         local = b / par.dp  # sequences of this chip's replica
-        ops = self._ops(plan, [(local, s, s)], decoder, local * s if decoder else 0.0)
-        kernels: list[Kernel] = []
-        for op in ops:
-            kernels.extend(with_backward(op, plan))
-        if decoder:
-            kernels.append(softmax_kernel("loss", local * s, float(plan.vocab), plan.act))
-        kernels += self._sequence_parallel_wgrad(plan, local * s, decoder)
-        if par.recompute != "none":
-            kernels += self._recomputed(ops, plan, par.recompute)
-        stage = par.bubble / par.pp  # this stage's share, idle slots included
-        if stage != 1.0:
-            kernels = [k.scaled(stage) for k in kernels]
-        per_chip = self._params_per_chip(plan)
-        stage_params = per_chip / par.pp
-        shard = stage_params / (par.dp if par.zero >= 1 else 1)
-        kernels.append(Kernel("optimizer.adam", ADAM_FLOPS * shard,
-                              (24.0 + 2.0 * dtypes.ITEMSIZE[plan.act]) * shard, link_bytes=0.0,
-                              unit="vector", dtype="fp32"))
-        kernels += T.data_parallel(stage_params, par, plan.act, dp_link or link, link_count)
-        kernels += T.pipeline(local * s, self.config.hidden, par, plan.act, pp_link or link,
-                              link_count)
+        stage = parts.stage_scale
+        kernels = [k.scaled(stage) for k in parts.stage] if stage != 1.0 else list(parts.stage)
+        kernels += parts.rest
         footprint = self._train_footprint(plan, par, local, s)
         def build(x: int) -> Workload:
             return self.train_step(x, s, tp=tp, dtype=dtype, link=link, link_count=link_count,
@@ -239,6 +227,54 @@ class Transformer(Footprints, KernelGraph):
 
             workload = overlapped(workload)
         return workload
+
+    def train_parts(self, batch: object, seq: object, *, tp: object = 1,
+                    dtype: object = "bf16", link: str | None = None,
+                    link_count: int | None = None, dp: object = 1, zero: int = 0,
+                    pp: object = 1, microbatches: object = 1, recompute: str = "none",
+                    ep: object = 1, overlap: str = "none", dp_link: str | None = None,
+                    pp_link: str | None = None, virtual_stages: object = 1,
+                    sp: object = None) -> TrainParts:
+        """The parts :meth:`train_step` (same arguments) adds up: this pipeline stage's
+        forward, backward, recomputation and loss kernels for one pass of its share of the
+        batch (``stage``, which the step scales by ``stage_scale``, the pipeline bubble over
+        pp), and the once-a-step kernels (``rest``: the optimizer update, data-parallel and
+        pipeline communication). A planner varies the microbatch count by rescaling
+        ``stage`` alone, without reading kernel names."""
+        from .. import training as T
+
+        b = sweep_size(batch, "train_step: batch")
+        s = size(seq, "train_step: seq")
+        par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
+                               recompute=recompute, tp=tp, ep=ep, overlap=overlap,
+                               virtual_stages=virtual_stages, sp=sp)
+        T.check_links("train_step", link=link, dp_link=dp_link, pp_link=pp_link,
+                      link_count=link_count)
+        plan = self._train_plan(par, dtype, link, link_count)
+        T.check_batch(b, par, "train_step")
+        self._check_positions(s, "train_step: seq")
+        decoder = self.config.architecture == "decoder"
+        local = b / par.dp  # sequences of this chip's replica
+        ops = self._ops(plan, [(local, s, s)], decoder, local * s if decoder else 0.0)
+        stage: list[Kernel] = []
+        for op in ops:
+            stage.extend(with_backward(op, plan))
+        if decoder:
+            stage.append(softmax_kernel("loss", local * s, float(plan.vocab), plan.act))
+        stage += self._sequence_parallel_wgrad(plan, local * s, decoder)
+        if par.recompute != "none":
+            stage += self._recomputed(ops, plan, par.recompute)
+        per_chip = self._params_per_chip(plan)
+        stage_params = per_chip / par.pp
+        shard = stage_params / (par.dp if par.zero >= 1 else 1)
+        rest = [Kernel("optimizer.adam", ADAM_FLOPS * shard,
+                       (24.0 + 2.0 * dtypes.ITEMSIZE[plan.act]) * shard, link_bytes=0.0,
+                       unit="vector", dtype="fp32")]
+        rest += T.data_parallel(stage_params, par, plan.act, dp_link or link, link_count)
+        rest += T.pipeline(local * s, self.config.hidden, par, plan.act, pp_link or link,
+                           link_count)
+        return TrainParts(stage=tuple(stage), rest=tuple(rest),
+                          stage_scale=par.bubble / par.pp, parallelism=par, plan=plan)
 
     def train_footprint(self, batch: object, seq: object, *, tp: object = 1,
                         dtype: object = "bf16", dp: object = 1, zero: int = 0, pp: object = 1,
