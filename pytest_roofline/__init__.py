@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .version import __version__
+
 if TYPE_CHECKING:
     from . import fusion, models, ops
     from .analysis import KernelResult, Result, analyze
@@ -53,7 +55,6 @@ _WHERE = {
     "plan_training": "planning",
 }
 
-__version__ = "0.1.0"
 
 __all__ = [
     "BaselineError",

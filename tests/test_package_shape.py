@@ -152,3 +152,15 @@ print("ok")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=False)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_the_package_root_is_imported_by_no_module_of_its_own() -> None:
+    """The root imports every layer for its public names, so it sits on the top floor: a
+    module of the package that imported it (for ``__version__``, say) would put every layer
+    under that module. The version lives in a leaf, and agrees with pyproject.toml."""
+    graph = grimp.build_graph("pytest_roofline")
+    importers = graph.find_modules_that_directly_import("pytest_roofline")
+    assert not importers, f"modules importing the package root: {sorted(importers)}"
+    pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(r'^version = "([^"]+)"$', pyproject, re.M)
+    assert declared is not None and declared.group(1) == pytest_roofline.__version__

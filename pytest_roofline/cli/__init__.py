@@ -53,7 +53,7 @@ from .reports import cmd_baselines, cmd_compare, cmd_markdown, cmd_merge, cmd_pl
 
 def build_parser() -> argparse.ArgumentParser:
     common = common_options()
-    from .. import __version__
+    from ..version import __version__
 
     parser = Parser(
         prog=PROG, description="Roofline verdicts from the command line: chips, ops and "

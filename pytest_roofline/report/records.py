@@ -104,7 +104,7 @@ def key(record: Mapping[str, Any]) -> tuple[str, str, str]:
 
 def make_report(records: Iterable[Mapping[str, Any]],
                 settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    from .. import __version__
+    from ..version import __version__
 
     return {
         "format": FORMAT,
