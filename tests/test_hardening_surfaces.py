@@ -539,7 +539,7 @@ def test_cross_check_names_the_lm_head_of_a_hugging_face_model(tmp_path) -> None
     # last position (docs/trace.md); logits_to_keep=1 or all_logits=True aligns the two
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from pytest_roofline.tracing.crosscheck import compare, differing
+    from pytest_roofline.judging.crosscheck import compare, differing
 
     config = transformers.LlamaConfig(
         hidden_size=1024, intermediate_size=3584, num_attention_heads=16,

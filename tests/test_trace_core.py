@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 import pytest_roofline as rl
 from pytest_roofline import Kernel, Workload, ops
 from pytest_roofline.errors import RooflineError
+from pytest_roofline.judging.crosscheck import compare, disagreement, families
 from pytest_roofline.tracing import TraceError, Tracer, detect, require
-from pytest_roofline.tracing.crosscheck import compare, disagreement, families
 
 
 def test_a_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -333,7 +333,7 @@ class RooflineTest:
                                 f"roofline.trace(fn, *args)")
             parts = [w for w in (declared, body) if w is not None]  # trace=True adds
             return total(parts, name=" + ".join(w.name for w in parts)), []
-        from ..tracing.crosscheck import compare
+        from .crosscheck import compare
 
         if declared is None or not traced:
             missing = ("a declared workload (workload=, flops=/bytes= or roofline.add())"
