@@ -783,7 +783,7 @@ def test_unused_plugin_defers_its_session(pytester: pytest.Pytester) -> None:
                               "pytest_roofline.plugin.registries",
                               "pytest_roofline.plugin.runner",
                               "pytest_roofline.plugin.state", "pytest_roofline.report",
-                              "pytest_roofline.report.defaults"]
+                              "pytest_roofline.report.defaults", "pytest_roofline.version"]
     """)
     result = pytester.runpytest_subprocess(*plugin_args(), *ISOLATE, "-p", "no:xdist")
     result.assert_outcomes(passed=1)
