@@ -225,7 +225,7 @@ def price(module: Module, ins: Instruction) -> Workload | str:
     """The Workload of one execution of *ins* (one kernel, see the module docstring), or
     the reason it is not priced."""
     if ins.opcode in CONTROL:
-        return f"{ins.opcode}: its ops are timed as ops of their own"
+        return f"{ins.opcode}: its ops are rows of their own"
     if ins.opcode in FREE:
         return ZERO
     if ins.unknown_type:
