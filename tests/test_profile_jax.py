@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest_plugins = ("pytester",)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -302,3 +304,67 @@ def test_a_cut_or_flipped_real_trace_reads_or_fails_in_one_line(cut: int, byte: 
         assert "\n" not in str(exc)
         return
     assert all(math.isfinite(r.bound) and r.bound >= 0 for r in profile.rows)
+
+
+# -- in a test: min_kernel_efficiency and the guard -----------------------------------------------
+
+
+PLUGIN_TESTS = """
+import jax, jax.numpy as jnp, pytest
+
+def mlp(x, w1, w2):
+    return jnp.maximum(x @ w1, 0.0) @ w2
+
+def args():
+    return jnp.ones((64, 128)), jnp.ones((128, 256)), jnp.ones((256, 128))
+
+@pytest.mark.roofline(hw="fast.yaml", min_kernel_efficiency={"*dot_general*": 0.5})
+def test_below(roofline):
+    assert roofline.profile(jax.jit(mlp), *args()).rows
+
+@pytest.mark.roofline(hw="fast.yaml", min_kernel_efficiency={"*softmax*": 0.5})
+def test_no_kernel_matches(roofline):
+    roofline.profile(jax.jit(mlp), *args())
+
+@pytest.mark.roofline(hw="slow.yaml")
+def test_faster(roofline):
+    roofline.profile(jax.jit(mlp), *args())
+"""
+
+
+def test_min_kernel_efficiency_judges_jax_rows_as_torch_rows(
+        pytester: pytest.Pytester) -> None:
+    """The chips are made up: one a million times faster than anything real, one a million
+    times slower, so no verdict turns on noise."""
+    from importlib.metadata import entry_points
+
+    from wrapped import ours_too_wide, unwrap
+
+    chip = ("name: {name}\ndefault_dtype: fp32\nvector_fallback: matrix\n"
+            "sources: {{made-up: a chip for tests}}\n"
+            "memory: {{capacity: 80 GB, bandwidth: {bandwidth}, source: made-up}}\n"
+            "matrix: {{fp32: {peak}, source: made-up}}\n")
+    pytester.makefile(".yaml", fast=chip.format(name="fastchip", bandwidth="1 PB/s",
+                                                peak="1 EFLOP/s"),
+                      slow=chip.format(name="slowchip", bandwidth="1 MB/s",
+                                       peak="1 GFLOP/s"))
+    pytester.makepyfile(test_jax_kernels=PLUGIN_TESTS)
+    installed = any(ep.value == "pytest_roofline.plugin.hooks"
+                    for ep in entry_points(group="pytest11"))
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark",
+        "-p", "no:randomly", *([] if installed else ["-p", "pytest_roofline.plugin.hooks"]),
+        "--roofline-json=report.json")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 2 and outcomes.get("passed") == 1
+    assert not ours_too_wide(result.outlines)
+    text = "\n".join(unwrap(result.outlines))
+    assert re.search(r"roofline: kernel ynn_fusion[.\d]*\(64x\d+f32\) ran at \S+ of its "
+                     r"roof on fastchip, below 50%", text)
+    assert "roofline: faster than physics on slowchip: " in text
+    assert "Profiled kernels losing the most time" in text
+    report = json.loads((pytester.path / "report.json").read_text())
+    records = {r["nodeid"].split("::")[1]: r for r in report["results"]}
+    rows = records["test_below"]["profile"][0]["rows"]
+    assert {r["op"].split(".")[0] for r in rows} >= {"ynn_fusion"}
+    assert records["test_no_kernel_matches"]["outcome"] == "passed"
