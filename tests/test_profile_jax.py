@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest_plugins = ("pytester",)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +22,8 @@ from pytest_roofline.hardware import Hardware
 from pytest_roofline.profiling import ProfileError
 from pytest_roofline.profiling.hlo import parse_module
 from pytest_roofline.profiling.xplane import XPlaneError, parse_space, read_space
+
+pytest_plugins = ("pytester",)
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -144,6 +144,8 @@ def test_a_loop_counts_its_own_time_apart_from_its_body() -> None:
     assert body.count == 5 and body.flops == 5 * 2 * 256 * 256
     loops = [u for u in profile.unpriced if u.name.startswith("while")]
     assert loops and "rows of their own" in loops[0].reason
+    # the loop's span holds its body's five runs: counted whole it would hold more than them
+    assert loops[0].seconds < body.measured
     assert profile.total == pytest.approx(profile.priced + sum(
         u.seconds for u in profile.unpriced))
 
@@ -157,6 +159,99 @@ def test_a_jax_trace_is_kept_and_reads_back_the_same(tmp_path: Path) -> None:
         (r.op, r.flops * 5, r.bytes * 5) for r in live.rows}  # 5 repeats, read as one
     with pytest.raises(ProfileError, match="xplane.pb for a JAX call"):
         rl.Profiler(hw=ROOMY, trace_to=tmp_path / "t.json")(jax.jit(mlp), *args)
+
+
+# -- one executed op priced: a compiled program written here, field by field ---------------------
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _msg(*fields: tuple[int, Any]) -> bytes:
+    """A protocol buffer message: ints as varints, text and bytes length-delimited, lists
+    of ints packed."""
+    out = bytearray()
+    for number, value in fields:
+        if isinstance(value, int):
+            out += _varint(number << 3) + _varint(value)
+            continue
+        if isinstance(value, str):
+            value = value.encode()
+        elif isinstance(value, (list, tuple)):
+            value = b"".join(_varint(v) for v in value)
+        out += _varint(number << 3 | 2) + _varint(len(value)) + value
+    return bytes(out)
+
+
+F32, BF16, S8, TUPLE = 11, 16, 2, 13
+
+
+def _ins(uid: int, name: str, opcode: str, dims: tuple[int, ...], *extra: tuple[int, Any],
+         element: int = F32, operands: tuple[int, ...] = ()) -> bytes:
+    shape = _msg((2, element), (3, list(dims)))
+    return _msg((1, name), (2, opcode), (3, shape), (35, uid), (36, list(operands)), *extra)
+
+
+def _program() -> Any:
+    """fusion(x [64,128], w [128,256], b [256]) = logistic(x @ w + b), fp32; a GEMM custom
+    call with a 1 MiB workspace; a custom call of unknown target; an op of an element type
+    XLA numbers 99 (none this reader knows)."""
+    fused = _msg((1, "fused"), (5, 2), *((2, i) for i in (
+        _ins(20, "p0", "parameter", (64, 128)),
+        _ins(21, "p1", "parameter", (128, 256), (9, 1)),
+        _ins(22, "p2", "parameter", (256,), (9, 2)),
+        _ins(23, "dot", "dot", (64, 256), (30, _msg((1, [1]), (2, [0]))), operands=(20, 21)),
+        _ins(24, "bias", "broadcast", (64, 256), operands=(22,)),
+        _ins(25, "add", "add", (64, 256), operands=(23, 24)),
+        _ins(26, "sig", "logistic", (64, 256), operands=(25,)))))
+    gemm_shape = _msg((2, TUPLE), (4, _msg((2, BF16), (3, [512, 512]))),
+                      (4, _msg((2, S8), (3, [1 << 20]))))
+    gemm = _msg((1, "gemm"), (2, "custom-call"), (3, gemm_shape), (35, 14), (36, [15, 16]),
+                (28, "__cublas$gemm"), (43, json.dumps({"gemm_backend_config": {
+                    "dot_dimension_numbers": {"lhs_contracting_dimensions": ["1"],
+                                              "rhs_contracting_dimensions": ["0"]}}})))
+    entry = _msg((1, "main"), (5, 1), *((2, i) for i in (
+        _ins(10, "x", "parameter", (64, 128)),
+        _ins(11, "w", "parameter", (128, 256), (9, 1)),
+        _ins(12, "b", "parameter", (256,), (9, 2)),
+        _ins(13, "fusion", "fusion", (64, 256), (11, "kLoop"), (38, [2]),
+             operands=(10, 11, 12)),
+        _ins(15, "a16", "parameter", (512, 512), (9, 3), element=BF16),
+        _ins(16, "b16", "parameter", (512, 512), (9, 4), element=BF16),
+        gemm,
+        _ins(17, "mine", "custom-call", (64,), (28, "my_kernel"), operands=(10,)),
+        _ins(18, "odd", "negate", (64,), element=99, operands=(17,)))))
+    module = _msg((1, "jit_f"), (3, fused), (3, entry), (5, 7), (6, 1))
+    return parse_module(_msg((1, module)), "jit_f(7)")
+
+
+def test_a_fusion_is_one_kernel_its_matrix_and_vector_work_overlapped() -> None:
+    """Matrix 2·64·128·256 FLOPs, vector 64·256·(1 add + 4 logistic, the ops table), bytes
+    its three operands and its result; on a chip of 1 GFLOP/s matrix, 10 MFLOP/s vector and
+    1 TB/s its bound is the larger time (the vector one, 8.19 ms), never the sum."""
+    from pytest_roofline.profiling.hlo_pricing import price
+
+    module = _program()
+    fused = price(module, module.by_name["fusion"])
+    assert not isinstance(fused, str)
+    matrix, vector = 2 * 64 * 128 * 256, 64 * 256 * (1 + 4)
+    assert float(fused.flops) == matrix + vector
+    assert float(fused.bytes) == 4 * (64 * 128 + 128 * 256 + 256 + 64 * 256)
+    chip = Hardware(name="slow-vector", memory_bandwidth=1e12, memory_capacity=16e9,
+                    matrix={"fp32": 1e9}, vector={"fp32": 1e7}, default_dtype="fp32")
+    bound = float(rl.analyze(fused, chip).time)
+    assert bound == pytest.approx(max(matrix / 1e9, vector / 1e7), rel=1e-9)
+    gemm = price(module, module.by_name["gemm"])
+    assert not isinstance(gemm, str) and float(gemm.flops) == 2 * 512 ** 3
+    assert float(gemm.bytes) == 2 * 3 * 512 * 512  # the workspace is scratch
+    assert price(module, module.by_name["mine"]) == "no formula for custom call my_kernel"
+    assert "unknown width" in str(price(module, module.by_name["odd"]))
 
 
 # -- traces from files --------------------------------------------------------------------------
@@ -200,6 +295,9 @@ def test_a_public_gpu_trace_is_priced_on_the_chip_it_names() -> None:
         row = next(r for r in gemms if r.shapes.startswith(f"{m}x{n}bf16")
                    and r.flops == 3 * 2 * m * n * k)
         assert row.regime == "compute" and row.precision == "matrix:bf16"
+        # bf16 operands read and result written, three calls; hipBLASLt's s8 workspace
+        # (the custom call's second result) is scratch, not charged
+        assert call.tuple_shape and row.bytes == 3 * 2 * (m * k + k * n + m * n)
     assert not profile.faster
     best = max(gemms, key=lambda r: r.flops)  # 8192^3: hipBLASLt's best kernel
     assert best.efficiency is not None and 0.5 < best.efficiency <= 1
