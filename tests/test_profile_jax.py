@@ -124,12 +124,28 @@ def test_a_fusion_reading_a_slice_is_charged_the_slice() -> None:
 
 
 def test_an_op_without_a_formula_is_named_with_its_time() -> None:
-    img, kernel = np.ones((1, 8, 16, 16), np.float32), np.ones((4, 8, 3, 3), np.float32)
-    profile = rl.Profiler(hw=ROOMY)(
-        jax.jit(lambda a, b: jax.lax.conv(a, b, (1, 1), "SAME")), img, kernel)
-    unpriced = {u.name: u for u in profile.unpriced}
-    assert any("convolution" in u.reason and u.seconds > 0 for u in unpriced.values())
+    x = np.ones((64, 256), np.complex64)
+    profile = rl.Profiler(hw=ROOMY)(jax.jit(jnp.fft.fft), jnp.asarray(x))
+    assert any("no formula for fft" in u.reason and u.seconds > 0 for u in profile.unpriced)
     assert profile.priced_share < 1.0
+
+
+def test_a_convolution_is_priced_over_its_valid_taps_as_trace_counts_it() -> None:
+    """Stride 2 x 1, uneven padding, a dilated kernel, two feature groups (NHWC): the
+    executed convolution's FLOPs are the traced primitive's, which equal XLA's cost
+    analysis (docs/trace.md)."""
+    def conv(a: Any, b: Any) -> Any:
+        return jax.lax.conv_general_dilated(
+            a, b, (2, 1), ((1, 2), (0, 1)), rhs_dilation=(1, 2), feature_group_count=2,
+            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    a, b = _arrays((2, 17, 19, 8), (3, 3, 4, 6))
+    profile = rl.Profiler(hw=ROOMY)(jax.jit(conv), a, b)
+    assert not profile.unpriced
+    xla = jax.jit(conv).lower(a, b).compile().cost_analysis()
+    xla = xla[0] if isinstance(xla, list) else xla
+    flops = sum(r.flops for r in profile.rows)
+    assert flops == float(rl.trace(conv, a, b).flops) == pytest.approx(xla["flops"], rel=0.01)
 
 
 def test_a_loop_counts_its_own_time_apart_from_its_body() -> None:
@@ -301,6 +317,21 @@ def test_a_public_gpu_trace_is_priced_on_the_chip_it_names() -> None:
     assert not profile.faster
     best = max(gemms, key=lambda r: r.flops)  # 8192^3: hipBLASLt's best kernel
     assert best.efficiency is not None and 0.5 < best.efficiency <= 1
+
+
+def test_a_public_gpu_convolution_is_priced_over_its_valid_taps() -> None:
+    """TraceLens's MI300X trace of a 3-D convolution (MIOpen through XLA's cuDNN custom
+    call, ``__cudnn$convForward``): input 1 x 16 x 32 x 60 x 104 bf16, kernel 5120 x 16 x
+    1 x 2 x 2, strides 1, 2, 2, padding 1 on every side. With strides equal to the kernel's
+    extent every input element meets each kernel tap once and the padding adds only taps on
+    zeros, which are not counted: 2 · 16 · 5120 · (32 · 60 · 104) FLOPs a call."""
+    profile = rl.read_trace(DATA / "mi300x_tracelens_jax08_conv.xplane.pb")
+    assert profile.priced_share == pytest.approx(1.0) and not profile.faster
+    (conv,) = [r for r in profile.rows if r.op.endswith("cudnn-conv.1")]
+    assert conv.flops == conv.count * 2 * 16 * 5120 * (32 * 60 * 104)
+    # its bf16 input and kernel read, its output written; the 7 MB workspace not charged
+    assert conv.bytes == conv.count * 2 * (16 * 32 * 60 * 104 + 5120 * 16 * 4
+                                           + 5120 * 34 * 31 * 53)
 
 
 def test_the_cli_reads_a_jax_trace_directory_and_gates_on_it(

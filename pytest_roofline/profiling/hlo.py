@@ -13,7 +13,9 @@ trace's events carry (``hlo_op``). What is read of it:
   number (9), its
   ``dimensions`` (14: a sort's axis), ``custom_call_target`` (28), dot dimension numbers
   (30: contracting 1 and 2, batch 3 and 4), id (35), operand ids (36), called computation
-  ids (38), ``backend_config`` (43: a GEMM custom call's dot dimension numbers, JSON).
+  ids (38), ``backend_config`` (43: a GEMM custom call's dot dimension numbers, JSON);
+  a convolution's window (15: per spatial axis its size 1, stride 2, padding 3 and 4,
+  window dilation 5, base dilation 6), dimension numbers (16) and group counts (50, 58).
 
 Nothing here prices: :mod:`.hlo_pricing` does, with the JAX tracer's tables.
 """
@@ -77,6 +79,7 @@ class Instruction:
     backend: str  # backend_config
     op_name: str  # the jaxpr op it came from (metadata), jit(mlp)/dot_general
     parameter: int = 0  # a parameter's number
+    conv: dict[str, Any] | None = None  # a convolution's parameters, as jax names them
 
     @property
     def unknown_type(self) -> bool:
@@ -150,6 +153,41 @@ def _shape(data: bytes) -> tuple[tuple[Array, ...], bool]:
     return (Array(name, size, dims),), False
 
 
+def _convolution(parts: dict[int, list[Any]]) -> dict[str, Any] | None:
+    """A convolution's window (15) and dimension numbers (16), feature (50) and batch (58)
+    group counts, as ``lax.conv_general_dilated``'s parameters: the specs list the batch,
+    feature and spatial axes of the input, the output and input features and the spatial
+    axes of the kernel, and the batch, feature and spatial axes of the output."""
+    if not (parts.get(16) and isinstance(parts[16][0], bytes)):
+        return None
+    dn = message(parts[16][0])
+
+    def one(number: int) -> int:
+        value = dn.get(number, [0])[0]
+        return value if isinstance(value, int) else 0
+
+    def many(number: int) -> tuple[int, ...]:
+        return tuple(packed(dn.get(number, [])))
+
+    window = message(parts[15][0]) if parts.get(15) and isinstance(parts[15][0], bytes) \
+        else {}
+    dims = [message(d) for d in window.get(1, []) if isinstance(d, bytes)]
+
+    def field(number: int, default: int) -> tuple[int, ...]:
+        return tuple(signed(d.get(number, [default])[0]) for d in dims)
+
+    def count(number: int) -> int:
+        value = parts.get(number, [1])[0]
+        return value if isinstance(value, int) and value > 0 else 1
+
+    return {"dimension_numbers": ((one(7), one(8), *many(11)), (one(4), one(3), *many(6)),
+                                  (one(9), one(10), *many(12))),
+            "window_strides": field(2, 1),
+            "padding": tuple(zip(field(3, 0), field(4, 0), strict=True)),
+            "lhs_dilation": field(6, 1), "rhs_dilation": field(5, 1),
+            "feature_group_count": count(50), "batch_group_count": count(58)}
+
+
 def _instruction(data: bytes) -> tuple[int, Instruction]:
     parts = message(data)
     arrays, is_tuple = _shape(parts[3][0]) if parts.get(3) else ((), False)
@@ -166,7 +204,8 @@ def _instruction(data: bytes) -> tuple[int, Instruction]:
         called=tuple(signed(i) for i in packed(parts.get(38, []))),
         dimensions=tuple(packed(parts.get(14, []))), dot=dot, target=text(parts.get(28)),
         backend=text(parts.get(43)), op_name=op_name,
-        parameter=signed(parts.get(9, [0])[0]) if isinstance(parts.get(9, [0])[0], int) else 0)
+        parameter=signed(parts.get(9, [0])[0]) if isinstance(parts.get(9, [0])[0], int) else 0,
+        conv=_convolution(parts))
 
 
 def parse_module(raw: bytes, where: str = "<hlo>") -> Module:

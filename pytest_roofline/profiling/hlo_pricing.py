@@ -14,6 +14,9 @@ holds the ops it fused. An executed op is priced here as **one kernel**:
   inside reads through a slice, a dynamic slice or a gather is charged at most what those
   read (a bound must not charge the whole array for a part of it). The workspace a GEMM
   custom call returns beside its result (a tuple's later elements) is scratch: not charged;
+* a convolution (XLA's own, or a cuDNN/MIOpen custom call, forward or either gradient)
+  is priced by the tracer's convolution formula over its valid taps; its workspace, too,
+  is scratch;
 * matrix work (each dot) and vector work run in one kernel and overlap: the kernel's time
   is the larger of its matrix time, vector time and memory time (``epilogue_of``, as the
   fusion model times a fused epilogue).
@@ -144,6 +147,9 @@ class _Counter:
                           ins=ins_values[:2], outs=outs, nbytes=0.0, dtype=None)
             self.matrix.append(P.kernel(prim))
             return
+        if code == "convolution" or (code == "custom-call" and _conv_kind(ins)):
+            self._convolution(ins, operands)
+            return
         name, params = self._primitive(ins)
         if name is None:
             what = f"custom call {ins.target}" if code == "custom-call" else code
@@ -157,6 +163,32 @@ class _Counter:
         flops = float(formula(prim))
         dtype = K.vector_dtype(P.precision(outs[0]) if outs else None)
         self.vector[dtype] = self.vector.get(dtype, 0.0) + flops
+
+    def _convolution(self, ins: Instruction, operands: list[Instruction | None]) -> None:
+        """A convolution by the tracer's formula (valid taps, as XLA counts them). A
+        backward custom call keeps its forward convolution's window and dimension
+        numbers: its data gradient is the forward input, its filter gradient the kernel."""
+        arrays = [o.arrays[0] if o is not None and o.arrays else None for o in operands]
+        result = ins.arrays[0] if ins.arrays else None
+        kind = _conv_kind(ins) or "forward"
+        first, second = [*arrays, None, None][:2]
+        lhs, rhs, out = {"input": (result, second, first),
+                         "filter": (first, result, second)}.get(kind, (first, second, result))
+        if ins.conv is None or lhs is None or rhs is None or out is None:
+            self.missing.append(f"{ins.name}: a convolution without its window or operands")
+            return
+        prim = P.Prim(name="conv_general_dilated", label=self.label, params=ins.conv,
+                      ins=_values([lhs, rhs]), outs=_values([out]), nbytes=0.0, dtype=None)
+        try:
+            kernel = P.kernel(prim)
+        except (IndexError, KeyError, ValueError, ZeroDivisionError):
+            self.missing.append(f"{ins.name}: a convolution whose dimensions do not fit")
+            return
+        if kernel.unit == "matrix":
+            self.matrix.append(kernel)
+        else:  # depthwise: the vector units
+            dtype = str(kernel.dtype)
+            self.vector[dtype] = self.vector.get(dtype, 0.0) + float(kernel.flops)
 
     def _primitive(self, ins: Instruction) -> tuple[str | None, dict[str, Any]]:
         code = ins.opcode
@@ -179,6 +211,16 @@ class _Counter:
         return ""
 
 
+#: Convolution custom calls (cuDNN, MIOpen through XLA's cuDNN names) -> which gradient.
+CONV_TARGETS = {"convforward": "forward", "convbiasactivationforward": "forward",
+                "convbackwardinput": "input", "convbackwardfilter": "filter"}
+
+
+def _conv_kind(ins: Instruction) -> str | None:
+    target = ins.target.lower().rsplit("$", 1)[-1]
+    return CONV_TARGETS.get(target) if ins.conv is not None else None
+
+
 def _is_gemm(ins: Instruction) -> bool:
     target = ins.target.lower()
     return any(word in target for word in GEMM_TARGETS)
@@ -193,8 +235,8 @@ def boundary_bytes(module: Module, ins: Instruction) -> float:
             continue
         whole = sum(a.nbytes for a in operand.arrays)
         read += min(whole, partial.get(index, whole))
-    gemm = ins.opcode == "custom-call" and _is_gemm(ins)
-    written = ins.arrays[:1] if (gemm and ins.tuple_shape) else ins.arrays
+    scratch = ins.opcode == "custom-call" and (_is_gemm(ins) or _conv_kind(ins) is not None)
+    written = ins.arrays[:1] if (scratch and ins.tuple_shape) else ins.arrays
     if ins.opcode in SLICING and ins.arrays:
         read = min(read, sum(a.nbytes for a in ins.arrays) + sum(
             a.nbytes for o in module.operands(ins)[1:] if o is not None for a in o.arrays))
