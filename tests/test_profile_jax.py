@@ -123,6 +123,27 @@ def test_a_fusion_reading_a_slice_is_charged_the_slice() -> None:
     assert row.bytes == 2 * 8 * 1024 * 4 and row.flops == 8 * 1024
 
 
+def test_a_buffer_updated_in_place_moves_its_update_only() -> None:
+    """dynamic_update_slice(buf, u * 2, (i, 0)) of a 1024 x 1024 fp32 buffer and an 8-row
+    update: XLA copies the caller's buffer (read and written whole, a row of its own), then
+    writes the update into the copy in place: it reads u and i (4 bytes) and writes 8 rows,
+    never the whole buffer again."""
+    buf, update = jnp.zeros((1024, 1024)), jnp.ones((8, 1024))
+    profile = rl.Profiler(hw=ROOMY)(
+        jax.jit(lambda b, u, i: jax.lax.dynamic_update_slice(b, u * 2.0, (i, 0))),
+        buf, update, 3)
+    (dus,) = [r for r in profile.rows if "dynamic_update_slice" in r.kernels]
+    assert dus.bytes == 2 * 8 * 1024 * 4 + 4 and dus.flops >= 8 * 1024
+    assert sum(r.bytes for r in profile.rows) <= 2 * 1024 * 1024 * 4 + dus.bytes
+
+
+def test_a_call_that_donates_its_arguments_is_refused_in_one_line() -> None:
+    donating = jax.jit(lambda b: b * 2.0, donate_argnums=0)
+    with pytest.raises(ProfileError, match="donate_argnums") as info:
+        rl.Profiler(hw=ROOMY)(donating, jnp.zeros((64, 64)))
+    assert "\n" not in str(info.value)
+
+
 def test_an_op_without_a_formula_is_named_with_its_time() -> None:
     x = np.ones((64, 256), np.complex64)
     profile = rl.Profiler(hw=ROOMY)(jax.jit(jnp.fft.fft), jnp.asarray(x))

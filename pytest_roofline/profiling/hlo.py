@@ -7,7 +7,7 @@ trace's events carry (``hlo_op``). What is read of it:
 
 * the module (``HloProto.hlo_module = 1``): its name (1), computations (3), id (5), entry
   computation id (6);
-* each computation: name (1), instructions (2), id (5);
+* each computation: name (1), instructions (2), id (5), root instruction id (6);
 * each instruction: name (1), opcode (2), shape (3: element type 2, dimensions 3, tuple
   shapes 4), the jaxpr op it came from (metadata 7, ``op_name`` 2), a parameter's
   number (9), its
@@ -121,6 +121,7 @@ class Computation:
     name: str
     instructions: tuple[Instruction, ...]
     ids: tuple[int, ...]
+    root: int = 0  # the id of the instruction whose value it returns
 
 
 @dataclass(frozen=True)
@@ -232,8 +233,10 @@ def parse_module(raw: bytes, where: str = "<hlo>") -> Module:
                     ids.append(uid)
                     by_id[uid] = ins
                     by_name.setdefault(ins.name, ins)
+            root = comp.get(6, [0])[0]
             computations[signed(comp.get(5, [0])[0])] = Computation(
-                text(comp.get(1)), tuple(instructions), tuple(ids))
+                text(comp.get(1)), tuple(instructions), tuple(ids),
+                signed(root) if isinstance(root, int) else 0)
         name = text(body.get(1))
         program = signed(body.get(5, [0])[0]) if isinstance(body.get(5, [0])[0], int) else 0
     except (_Truncated, IndexError, UnicodeDecodeError) as exc:

@@ -10,10 +10,13 @@ holds the ops it fused. An executed op is priced here as **one kernel**:
   priced by that primitive's formula in the tracer's table, so a fused program and its
   traced primitives count the same FLOPs;
 * its **bytes** are those crossing its boundary: its operands read once and its results
-  written once; what stays inside a fusion is never charged. An operand that every op
-  inside reads through a slice, a dynamic slice or a gather is charged at most what those
-  read (a bound must not charge the whole array for a part of it). The workspace a GEMM
-  custom call returns beside its result (a tuple's later elements) is scratch: not charged;
+  written once (an operand passed twice read once); what stays inside a fusion is never
+  charged. An operand that every op inside reads through a slice, a dynamic slice or a
+  gather is charged at most what those read (a bound must not charge the whole array for a
+  part of it). A buffer updated in place (a ``dynamic-update-slice`` or ``scatter`` into an
+  operand, as a KV cache or a loop's carry is) moves its update only: it is not read, and
+  only the update is written. The workspace a GEMM custom call returns beside its result
+  (a tuple's later elements) is scratch: not charged;
 * a convolution (XLA's own, or a cuDNN/MIOpen custom call, forward or either gradient)
   is priced by the tracer's convolution formula over its valid taps; its workspace, too,
   is scratch;
@@ -228,19 +231,58 @@ def _is_gemm(ins: Instruction) -> bool:
 
 def boundary_bytes(module: Module, ins: Instruction) -> float:
     """Bytes crossing the boundary of *ins* (see the module docstring)."""
-    partial = _partial_reads(module, ins) if ins.opcode == "fusion" else {}
-    read = 0.0
-    for index, operand in enumerate(module.operands(ins)):
+    fused = ins.opcode == "fusion"
+    partial = _partial_reads(module, ins) if fused else {}
+    in_place = _in_place(module, ins)
+    reads: dict[int, float] = {}  # operand id -> bytes read of it (an operand read once)
+    for index, (uid, operand) in enumerate(zip(ins.operands, module.operands(ins),
+                                               strict=True)):
         if operand is None:
             continue
         whole = sum(a.nbytes for a in operand.arrays)
-        read += min(whole, partial.get(index, whole))
+        part = 0.0 if index in in_place else min(whole, partial.get(index, whole))
+        reads[uid] = min(whole, reads.get(uid, 0.0) + part)
+    read = sum(reads.values())
     scratch = ins.opcode == "custom-call" and (_is_gemm(ins) or _conv_kind(ins) is not None)
-    written = ins.arrays[:1] if (scratch and ins.tuple_shape) else ins.arrays
+    written = list(ins.arrays[:1] if (scratch and ins.tuple_shape) else ins.arrays)
     if ins.opcode in SLICING and ins.arrays:
         read = min(read, sum(a.nbytes for a in ins.arrays) + sum(
             a.nbytes for o in module.operands(ins)[1:] if o is not None for a in o.arrays))
-    return read + sum(a.nbytes for a in written)
+    return read + sum(in_place.get(-1 - i, a.nbytes) for i, a in enumerate(written))
+
+
+#: Ops that update their first operand in place (XLA reuses its buffer): only the update
+#: moves.
+IN_PLACE = {"dynamic-update-slice": 1, "scatter": 2}  # opcode -> the update's operand
+
+
+def _in_place(module: Module, ins: Instruction) -> dict[int, float]:
+    """What an in-place update moves: operand index -> 0 for the buffer updated in place
+    (not read), and -1 - output index -> the bytes written into it (the update's)."""
+    def update(op: Instruction) -> float:
+        operands = module.operands(op)
+        position = IN_PLACE[op.opcode]
+        source = operands[position] if len(operands) > position else None
+        return sum(a.nbytes for a in source.arrays) if source is not None else 0.0
+
+    if ins.opcode in IN_PLACE:
+        return {0: 0.0, -1: update(ins)}
+    comp = module.computations.get(ins.called[0]) if ins.opcode == "fusion" and ins.called \
+        else None
+    root = module.by_id.get(comp.root) if comp is not None else None
+    if root is None:
+        return {}
+    outputs = [module.by_id.get(i) for i in root.operands] if root.opcode == "tuple" \
+        else [root]
+    out: dict[int, float] = {}
+    for position, item in enumerate(outputs):
+        if item is None or item.opcode not in IN_PLACE or not item.operands:
+            continue
+        buffer = module.by_id.get(item.operands[0])
+        if buffer is not None and buffer.opcode == "parameter":
+            out[buffer.parameter] = 0.0
+            out[-1 - position] = update(item)
+    return out
 
 
 def _partial_reads(module: Module, fusion: Instruction) -> dict[int, float]:

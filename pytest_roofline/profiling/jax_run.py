@@ -130,21 +130,36 @@ def profile_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
     except ImportError:
         raise ProfileError(f"profiling a JAX call needs jax: {_JAX_HINT}") from None
     jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+
+    def call() -> None:
+        try:
+            jax.block_until_ready(jitted(*args, **kwargs))
+        except (ValueError, RuntimeError) as exc:
+            if "donated" not in str(exc):
+                raise
+            raise ProfileError(f"profile() calls {_name(fn)} {max(1, warmup) + repeats} "
+                               f"times on the same arguments, and it donates them "
+                               f"(donate_argnums), so the second call has none: profile "
+                               f"it without donation") from None
+
     for _ in range(max(1, warmup)):  # the first call compiles: never inside the trace
-        jax.block_until_ready(jitted(*args, **kwargs))
+        call()
     options = jax.profiler.ProfileOptions()
     options.host_tracer_level = 3  # XLA:CPU records its executed ops from level 3 only
     options.python_tracer_level = 0
     with tempfile.TemporaryDirectory() as folder:
         with jax.profiler.trace(folder, profiler_options=options):
             for _ in range(repeats):
-                jax.block_until_ready(jitted(*args, **kwargs))
+                call()
         path = jax_trace.find(folder)
         trace = jax_trace.read(path)
         if trace_to is not None:
             _keep(path, trace_to)
-    name = getattr(fn, "__name__", type(fn).__name__)
-    return jax_trace.build(trace, chip, source=f"profile({name})", repeats=repeats)
+    return jax_trace.build(trace, chip, source=f"profile({_name(fn)})", repeats=repeats)
+
+
+def _name(fn: Any) -> str:
+    return str(getattr(fn, "__name__", type(fn).__name__))
 
 
 def _keep(path: Path, target: Path) -> None:

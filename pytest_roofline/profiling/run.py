@@ -9,6 +9,10 @@
   ``cuda:N`` for one on a GPU, or one ``hw=`` names that this machine holds.
 * ``read_trace(path, hw=None)`` prices a trace recorded anywhere (a GPU cluster's job) on
   the chip its ``deviceProperties`` name, or on *hw*.
+
+A JAX call (a jitted function, JAX arrays among the arguments) and a ``jax.profiler`` trace
+(its directory or ``.xplane.pb``, told apart by content) take the same two ways in through
+:mod:`.jax_run`, to the same :class:`Profile`.
 """
 
 from __future__ import annotations
@@ -65,8 +69,8 @@ class Profiler:
     * ``warmup``: untimed calls first (compilation, allocator, caches); default 1.
     * ``repeats``: profiled calls (their figures averaged); default 5.
     * ``trace_to``: a path to keep the recorded trace at (``.json``, or ``.json.gz``
-      compressed), for ``pytest-roofline profile`` or another trace viewer later; default
-      None, the trace is read and dropped.
+      compressed; for a JAX call, ``.xplane.pb``), for ``pytest-roofline profile`` or
+      another trace viewer later; default None, the trace is read and dropped.
     """
 
     __slots__ = ("hw", "repeats", "trace_to", "warmup")
