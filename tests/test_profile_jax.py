@@ -407,6 +407,14 @@ def test_a_trace_without_executed_ops_or_programs_says_what_to_record() -> None:
     no_ops = jax_trace.collect([p for p in planes if p.name != "/host:CPU"], "no-ops")
     with pytest.raises(ProfileError, match="host_tracer_level = 3"):
         jax_trace.build(no_ops, ROOMY, source="no-ops")
+    # a GPU's kernels without their op's name: the host's launches are no kernel times
+    gpu = read_space(MI300X)
+    for plane in gpu:
+        if plane.name.startswith("/device:"):
+            for event in plane.events:
+                event.stats.pop("hlo_op", None)
+    with pytest.raises(ProfileError, match="device kernels name no HLO op"):
+        jax_trace.build(jax_trace.collect(gpu, "unnamed"), ROOMY, source="unnamed")
     # the executed ops without the compiled programs: the HLO protos cut out
     no_hlo = jax_trace.collect([p for p in planes if p.name != "/host:metadata"], "no-hlo")
     with pytest.raises(ProfileError, match="holds no compiled program"):
@@ -433,6 +441,17 @@ def test_any_bytes_read_as_planes_or_one_error(raw: bytes) -> None:
     except XPlaneError:
         return
     assert all(isinstance(p.name, str) for p in planes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_any_bytes_read_as_a_program_or_one_error(raw: bytes) -> None:
+    try:
+        module = parse_module(raw, "x")
+    except XPlaneError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert module.by_name
 
 
 _REAL = CPU_MLP.read_bytes()

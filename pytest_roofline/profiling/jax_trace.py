@@ -9,8 +9,9 @@ the op (``ynn_fusion.1``), prefixed by its program (``jit_mlp/ynn_fusion.1``) wh
 trace ran several.
 
 **Which events.** Where a device plane (``/device:GPU:N``, ``/device:TPU:N``) holds
-executed ops, the device's kernels are the times (``on_device``): an op's kernels' device
-time, its executions counted as the most often run of its kernels. Otherwise (XLA:CPU) the
+events, the device's kernels are the times (``on_device``; the host's events of the same
+ops are their launches): an op's kernels' device time, its executions counted as the most
+often run of its kernels. Otherwise (XLA:CPU) the
 ops recorded on the host's threads, each execution an event (recorded when the trace is
 taken at ``host_tracer_level`` 3: at the default level XLA:CPU records none). An op whose
 span holds other ops (a ``while`` running its body) counts its own time outside them.
@@ -109,9 +110,9 @@ def collect(planes: list[Plane], path: str) -> JaxTrace:
             if isinstance(raw, bytes) and match is not None:
                 programs[int(match["id"])] = raw
                 names[int(match["id"])] = match["name"]
-    devices = [p for p in planes if p.name.startswith("/device:") and _executed(p.events)]
-    device_stats = next((p.stats for p in planes if p.name.startswith("/device:")
-                         and p.stats), None)
+    # a device that ran kernels times them; the host's events of the same ops are launches
+    devices = [p for p in planes if p.name.startswith("/device:") and p.events]
+    device_stats = next((p.stats for p in devices if p.stats), None)
     chosen = devices or [p for p in planes if p.name.startswith("/host:")]
     ops: list[tuple[Event, float]] = []
     for plane in chosen:
@@ -184,6 +185,11 @@ def _primitives(module: Module, ins: Instruction) -> list[str]:
 
 
 def refuse_if_empty(trace: JaxTrace) -> None:
+    if not trace.ops and trace.on_device:
+        raise ProfileError(
+            f"jax.profiler trace {trace.path!r}: its device kernels name no HLO op (no "
+            f"hlo_op stat), so none can be joined to its compiled program: record it with "
+            f"jax.profiler.trace of a jax whose device events name their op")
     if not trace.ops:
         raise ProfileError(
             f"jax.profiler trace {trace.path!r} records no executed XLA op (no event with "
