@@ -114,6 +114,26 @@ def test_the_mlp_rows_hold_its_closed_form() -> None:
     assert sum(r.flops for r in profile.rows) == products + elementwise
 
 
+def test_a_flax_model_rows_name_its_modules() -> None:
+    """Each row carries the module path its ops ran in, so a pattern can pick a layer."""
+    nn = pytest.importorskip("flax.linen")
+    from pytest_roofline.profiling.rules import minimum_for
+
+    class MLP(nn.Module):  # type: ignore[misc]
+        @nn.compact
+        def __call__(self, x: Any) -> Any:
+            hidden = nn.relu(nn.Dense(512, name="up")(x))
+            return nn.Dense(128, name="down")(hidden)
+
+    model, (x,) = MLP(), _arrays((64, 256))
+    params = model.init(jax.random.key(0), x)
+    profile = rl.Profiler(hw=ROOMY)(jax.jit(model.apply), params, x)
+    (up,) = [r for r in profile.rows if "MLP/up/dot_general" in r.kernels]
+    assert up.flops == 2 * 64 * 256 * 512
+    assert minimum_for(up, {"*down*": 0.9, "*/up/*": 0.3}) == 0.3
+    assert sum(r.flops for r in profile.rows) == float(rl.trace(model.apply, params, x).flops)
+
+
 def test_a_fusion_reading_a_slice_is_charged_the_slice() -> None:
     """x[:8] * 2 of a 1024 x 1024 fp32 array fuses the slice into the multiply: it reads
     8 rows (32 KiB), never the 4 MiB array, and writes 8 rows."""
@@ -141,6 +161,13 @@ def test_a_call_that_donates_its_arguments_is_refused_in_one_line() -> None:
     donating = jax.jit(lambda b: b * 2.0, donate_argnums=0)
     with pytest.raises(ProfileError, match="donate_argnums") as info:
         rl.Profiler(hw=ROOMY)(donating, jnp.zeros((64, 64)))
+    assert "\n" not in str(info.value)
+
+
+def test_a_profile_inside_a_running_trace_is_refused_in_one_line(tmp_path: Path) -> None:
+    with jax.profiler.trace(str(tmp_path)), pytest.raises(ProfileError,
+                                                          match="jax.profiler") as info:
+        rl.Profiler(hw=ROOMY)(jax.jit(mlp), *_arrays(*MLP_ARGS))
     assert "\n" not in str(info.value)
 
 
@@ -338,6 +365,20 @@ def test_a_public_gpu_trace_is_priced_on_the_chip_it_names() -> None:
     assert not profile.faster
     best = max(gemms, key=lambda r: r.flops)  # 8192^3: hipBLASLt's best kernel
     assert best.efficiency is not None and 0.5 < best.efficiency <= 1
+
+
+def test_a_pool_is_priced_as_trace_prices_it() -> None:
+    """A 3 x 3 max pool, stride 2, over 2 x 32 x 32 x 16 (NHWC): 8 comparisons a window
+    (window - 1), 2 x 15 x 15 x 16 windows."""
+    def pool(a: Any) -> Any:
+        return jax.lax.reduce_window(a, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1),
+                                     "VALID")
+
+    (a,) = _arrays((2, 32, 32, 16))
+    profile = rl.Profiler(hw=ROOMY)(jax.jit(pool), a)
+    assert not profile.unpriced
+    flops = sum(r.flops for r in profile.rows)
+    assert flops == float(rl.trace(pool, a).flops) == 8 * 2 * 15 * 15 * 16
 
 
 def test_a_public_gpu_convolution_is_priced_over_its_valid_taps() -> None:

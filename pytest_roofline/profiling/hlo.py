@@ -80,6 +80,7 @@ class Instruction:
     op_name: str  # the jaxpr op it came from (metadata), jit(mlp)/dot_general
     parameter: int = 0  # a parameter's number
     conv: dict[str, Any] | None = None  # a convolution's parameters, as jax names them
+    window: tuple[int, ...] = ()  # a windowed op's window sizes (reduce-window, conv)
 
     @property
     def unknown_type(self) -> bool:
@@ -189,6 +190,14 @@ def _convolution(parts: dict[int, list[Any]]) -> dict[str, Any] | None:
             "feature_group_count": count(50), "batch_group_count": count(58)}
 
 
+def _window(parts: dict[int, list[Any]]) -> tuple[int, ...]:
+    """The window's size along each axis (Window 15: dimensions 1, each its size 1)."""
+    if not (parts.get(15) and isinstance(parts[15][0], bytes)):
+        return ()
+    dims = [message(d) for d in message(parts[15][0]).get(1, []) if isinstance(d, bytes)]
+    return tuple(signed(d.get(1, [1])[0]) for d in dims)
+
+
 def _instruction(data: bytes) -> tuple[int, Instruction]:
     parts = message(data)
     arrays, is_tuple = _shape(parts[3][0]) if parts.get(3) else ((), False)
@@ -206,7 +215,7 @@ def _instruction(data: bytes) -> tuple[int, Instruction]:
         dimensions=tuple(packed(parts.get(14, []))), dot=dot, target=text(parts.get(28)),
         backend=text(parts.get(43)), op_name=op_name,
         parameter=signed(parts.get(9, [0])[0]) if isinstance(parts.get(9, [0])[0], int) else 0,
-        conv=_convolution(parts))
+        conv=_convolution(parts), window=_window(parts))
 
 
 def parse_module(raw: bytes, where: str = "<hlo>") -> Module:

@@ -6,7 +6,8 @@ holds the ops it fused. An executed op is priced here as **one kernel**:
 
 * its **FLOPs** are those of the ops inside (a fusion's computation, and the fusions nested
   in it), each HLO opcode read as the primitive it lowers from (``dot`` as ``dot_general``,
-  ``multiply`` as ``mul``, ``exponential`` as ``exp``, ``reduce`` as a reduction, ...) and
+  ``multiply`` as ``mul``, ``exponential`` as ``exp``, ``reduce`` as a reduction,
+  ``reduce-window`` as a pool, ...) and
   priced by that primitive's formula in the tracer's table, so a fused program and its
   traced primitives count the same FLOPs;
 * its **bytes** are those crossing its boundary: its operands read once and its results
@@ -199,6 +200,9 @@ class _Counter:
             return ARITHMETIC[code], {}
         if code == "reduce":
             return "reduce_sum", {}
+        if code in ("reduce-window", "select-and-scatter") and ins.window:
+            name = "reduce_window" if code == "reduce-window" else "select_and_scatter_add"
+            return name, {"window_dimensions": ins.window}
         if code == "sort":
             return "sort", {"dimension": ins.dimensions[0] if ins.dimensions else -1}
         if code == "scatter":

@@ -148,9 +148,17 @@ def profile_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
     options.host_tracer_level = 3  # XLA:CPU records its executed ops from level 3 only
     options.python_tracer_level = 0
     with tempfile.TemporaryDirectory() as folder:
-        with jax.profiler.trace(folder, profiler_options=options):
+        try:
+            jax.profiler.start_trace(folder, profiler_options=options)
+        except RuntimeError as exc:
+            raise ProfileError(f"profile() runs the call under jax.profiler, which cannot "
+                               f"start here: {str(exc).splitlines()[0][:120]} (a trace "
+                               f"of your own still running?)") from None
+        try:
             for _ in range(repeats):
                 call()
+        finally:
+            jax.profiler.stop_trace()
         path = jax_trace.find(folder)
         trace = jax_trace.read(path)
         if trace_to is not None:

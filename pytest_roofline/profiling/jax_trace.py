@@ -169,14 +169,19 @@ def _program_of(event: Event, trace: JaxTrace) -> int | None:
 
 
 def _primitives(module: Module, ins: Instruction) -> list[str]:
-    """The jaxpr ops an executed op came from (its instructions' metadata), last names:
-    ``dot_general``, ``max``."""
+    """The jaxpr ops an executed op came from (its instructions' metadata): each by its
+    name (``dot_general``, ``max``) and, where it ran in named scopes (flax modules), by
+    its path too (``Dense_0/dot_general``), the ``jit(...)`` wrappers left out."""
     found: dict[str, None] = {}
     pending = [ins]
     while pending:
         item = pending.pop()
         if item.op_name:
-            found.setdefault(item.op_name.rsplit("/", 1)[-1])
+            parts = [p for p in item.op_name.split("/")
+                     if not p.startswith(("jit(", "pjit(", "jvp(", "transpose("))]
+            if parts:
+                found.setdefault(parts[-1])
+                found.setdefault("/".join(parts))
         for uid in item.called if item.opcode == "fusion" else ():
             comp = module.computations.get(uid)
             if comp is not None:
