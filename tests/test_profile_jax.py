@@ -578,3 +578,28 @@ def test_min_kernel_efficiency_judges_jax_rows_as_torch_rows(
     rows = records["test_below"]["profile"][0]["rows"]
     assert {r["op"].split(".")[0] for r in rows} >= {"ynn_fusion"}
     assert records["test_no_kernel_matches"]["outcome"] == "passed"
+
+
+_PROGRAM = next(stats["Hlo Proto"] for p in read_space(MI300X) for name, stats in
+                p.metadata.items() if name.startswith("jit_dot(") and "Hlo Proto" in stats)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, len(_PROGRAM) - 1), st.integers(0, 255))
+def test_a_flipped_program_prices_each_op_or_says_why(where: int, byte: int) -> None:
+    """Any byte of a real compiled program changed: every instruction is priced (finite
+    figures >= 0) or comes back with a reason; the reader fails only in one line."""
+    from pytest_roofline.profiling.hlo_pricing import price
+
+    raw = bytearray(_PROGRAM)
+    raw[where] = byte
+    try:
+        module = parse_module(bytes(raw), "flipped")
+    except XPlaneError as exc:
+        assert "\n" not in str(exc)
+        return
+    for ins in module.by_name.values():
+        priced = price(module, ins)
+        if not isinstance(priced, str):
+            assert math.isfinite(float(priced.flops)) and float(priced.flops) >= 0
+            assert math.isfinite(float(priced.bytes)) and float(priced.bytes) >= 0

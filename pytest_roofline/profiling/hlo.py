@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .xplane import XPlaneError, _Truncated, message, packed, signed, text
+from .xplane import XPlaneError, _Truncated, integer, message, packed, signed, text
 
 #: XLA's ``PrimitiveType`` numbers -> (the framework dtype name the tracer's tables read,
 #: bytes per element). A type not listed is not priced (its width is not guessed).
@@ -141,7 +141,7 @@ class Module:
 
 def _shape(data: bytes) -> tuple[tuple[Array, ...], bool]:
     parts = message(data)
-    kind = parts.get(2, [0])[0]
+    kind = integer(parts.get(2))
     if kind == TUPLE:
         arrays: list[Array] = []
         for sub in parts.get(4, ()):
@@ -152,6 +152,8 @@ def _shape(data: bytes) -> tuple[tuple[Array, ...], bool]:
         return (), False
     dims = tuple(signed(d) for d in packed(parts.get(3, [])))
     name, size = ELEMENT_TYPES.get(kind, ("", 0.0))
+    if any(d < 0 for d in dims) or math.prod(dims) > 2 ** 53:  # not a real array's
+        name, size = "", 0.0
     return (Array(name, size, dims),), False
 
 
@@ -165,8 +167,7 @@ def _convolution(parts: dict[int, list[Any]]) -> dict[str, Any] | None:
     dn = message(parts[16][0])
 
     def one(number: int) -> int:
-        value = dn.get(number, [0])[0]
-        return value if isinstance(value, int) else 0
+        return integer(dn.get(number))
 
     def many(number: int) -> tuple[int, ...]:
         return tuple(packed(dn.get(number, [])))
@@ -176,11 +177,10 @@ def _convolution(parts: dict[int, list[Any]]) -> dict[str, Any] | None:
     dims = [message(d) for d in window.get(1, []) if isinstance(d, bytes)]
 
     def field(number: int, default: int) -> tuple[int, ...]:
-        return tuple(signed(d.get(number, [default])[0]) for d in dims)
+        return tuple(integer(d.get(number), default) for d in dims)
 
     def count(number: int) -> int:
-        value = parts.get(number, [1])[0]
-        return value if isinstance(value, int) and value > 0 else 1
+        return max(1, integer(parts.get(number), 1))
 
     return {"dimension_numbers": ((one(7), one(8), *many(11)), (one(4), one(3), *many(6)),
                                   (one(9), one(10), *many(12))),
@@ -195,7 +195,7 @@ def _window(parts: dict[int, list[Any]]) -> tuple[int, ...]:
     if not (parts.get(15) and isinstance(parts[15][0], bytes)):
         return ()
     dims = [message(d) for d in message(parts[15][0]).get(1, []) if isinstance(d, bytes)]
-    return tuple(signed(d.get(1, [1])[0]) for d in dims)
+    return tuple(integer(d.get(1), 1) for d in dims)
 
 
 def _instruction(data: bytes) -> tuple[int, Instruction]:
@@ -207,14 +207,14 @@ def _instruction(data: bytes) -> tuple[int, Instruction]:
     if parts.get(30) and isinstance(parts[30][0], bytes):
         numbers = message(parts[30][0])
         dot = tuple(tuple(packed(numbers.get(k, []))) for k in (1, 2, 3, 4))
-    uid = signed(parts.get(35, [0])[0])
+    uid = integer(parts.get(35))
     return uid, Instruction(
         name=text(parts.get(1)), opcode=text(parts.get(2)), arrays=arrays,
         tuple_shape=is_tuple, operands=tuple(signed(i) for i in packed(parts.get(36, []))),
         called=tuple(signed(i) for i in packed(parts.get(38, []))),
         dimensions=tuple(packed(parts.get(14, []))), dot=dot, target=text(parts.get(28)),
         backend=text(parts.get(43)), op_name=op_name,
-        parameter=signed(parts.get(9, [0])[0]) if isinstance(parts.get(9, [0])[0], int) else 0,
+        parameter=integer(parts.get(9)),
         conv=_convolution(parts), window=_window(parts))
 
 
@@ -242,12 +242,10 @@ def parse_module(raw: bytes, where: str = "<hlo>") -> Module:
                     ids.append(uid)
                     by_id[uid] = ins
                     by_name.setdefault(ins.name, ins)
-            root = comp.get(6, [0])[0]
-            computations[signed(comp.get(5, [0])[0])] = Computation(
-                text(comp.get(1)), tuple(instructions), tuple(ids),
-                signed(root) if isinstance(root, int) else 0)
+            computations[integer(comp.get(5))] = Computation(
+                text(comp.get(1)), tuple(instructions), tuple(ids), integer(comp.get(6)))
         name = text(body.get(1))
-        program = signed(body.get(5, [0])[0]) if isinstance(body.get(5, [0])[0], int) else 0
+        program = integer(body.get(5))
     except (_Truncated, IndexError, UnicodeDecodeError) as exc:
         raise XPlaneError(f"the compiled program {where} in the trace cannot be read "
                           f"({type(exc).__name__}): a truncated or foreign HLO proto") from None

@@ -78,6 +78,10 @@ ZERO = "zero"  # the op moves no memory and computes nothing
 _COMBINE = frozenset({"add", "multiply", "maximum", "minimum"})
 
 
+#: What a formula raises on operands a corrupt program gives it (an axis out of range).
+_MISFIT = (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, OverflowError)
+
+
 class _Dtype:
     __slots__ = ("itemsize", "name")
 
@@ -149,7 +153,10 @@ class _Counter:
                                             (numbers[2], numbers[3]))}
             prim = P.Prim(name="dot_general", label=self.label, params=params,
                           ins=ins_values[:2], outs=outs, nbytes=0.0, dtype=None)
-            self.matrix.append(P.kernel(prim))
+            try:
+                self.matrix.append(P.kernel(prim))
+            except _MISFIT:
+                self.missing.append(f"{ins.name}: a product whose dimensions do not fit")
             return
         if code == "convolution" or (code == "custom-call" and _conv_kind(ins)):
             self._convolution(ins, operands)
@@ -164,7 +171,11 @@ class _Counter:
             return  # a primitive that moves data only
         prim = P.Prim(name=name, label=self.label, params=params, ins=ins_values, outs=outs,
                       nbytes=0.0, dtype=None)
-        flops = float(formula(prim))
+        try:
+            flops = float(formula(prim))
+        except _MISFIT:
+            self.missing.append(f"{ins.name}: {code} of operands that do not fit")
+            return
         dtype = K.vector_dtype(P.precision(outs[0]) if outs else None)
         self.vector[dtype] = self.vector.get(dtype, 0.0) + flops
 
@@ -185,7 +196,7 @@ class _Counter:
                       ins=_values([lhs, rhs]), outs=_values([out]), nbytes=0.0, dtype=None)
         try:
             kernel = P.kernel(prim)
-        except (IndexError, KeyError, ValueError, ZeroDivisionError):
+        except _MISFIT:
             self.missing.append(f"{ins.name}: a convolution whose dimensions do not fit")
             return
         if kernel.unit == "matrix":

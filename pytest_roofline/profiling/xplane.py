@@ -112,6 +112,13 @@ def signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+def integer(values: list[Any] | None, default: int = 0) -> int:
+    """The first value of an int64 field, or *default* where it is absent or of another
+    wire type (a corrupt message)."""
+    value = values[0] if values else None
+    return signed(value) if isinstance(value, int) else default
+
+
 def text(values: list[Any] | None) -> str:
     if not values or not isinstance(values[0], bytes):
         return ""
