@@ -318,6 +318,21 @@ def test_a_fusion_is_one_kernel_its_matrix_and_vector_work_overlapped() -> None:
     assert "unknown width" in str(price(module, module.by_name["odd"]))
 
 
+def test_a_program_with_fields_of_the_wrong_kind_prices_or_says_why() -> None:
+    """A computation id written as text, a dimension of -1 (a varint of 2^64 - 1) and one
+    of 2^60 elements: each read as what it can be, never a TypeError or a negative byte."""
+    from pytest_roofline.profiling.hlo_pricing import price
+
+    entry = _msg((1, "main"), (5, "one"), *((2, i) for i in (
+        _ins(10, "x", "parameter", (64,)),
+        _ins(11, "neg", "negate", ((1 << 64) - 1,), operands=(10,)),
+        _ins(12, "huge", "negate", (1 << 30, 1 << 30), operands=(10,)))))
+    module = parse_module(_msg((1, _msg((1, "m"), (3, entry), (5, "seven")))), "m")
+    assert module.program_id == 0 and 0 in module.computations
+    for name in ("neg", "huge"):
+        assert "unknown width" in str(price(module, module.by_name[name]))
+
+
 # -- traces from files --------------------------------------------------------------------------
 
 
