@@ -223,6 +223,9 @@ def test_a_jax_trace_is_kept_and_reads_back_the_same(tmp_path: Path) -> None:
         (r.op, r.flops * 5, r.bytes * 5) for r in live.rows}  # 5 repeats, read as one
     with pytest.raises(ProfileError, match="xplane.pb for a JAX call"):
         rl.Profiler(hw=ROOMY, trace_to=tmp_path / "t.json")(jax.jit(mlp), *args)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ProfileError, match="chrome trace"):
+        rl.Profiler(hw=ROOMY, trace_to=kept)(torch.relu, torch.ones(4))
 
 
 # -- one executed op priced: a compiled program written here, field by field ---------------------

@@ -104,6 +104,10 @@ class Profiler:
         except ImportError:
             raise ProfileError(f"profile() runs the call under torch.profiler: "
                                f"{_TORCH_HINT}") from None
+        if self.trace_to is not None and self.trace_to.name.endswith(".xplane.pb"):
+            raise ProfileError(f"Profiler: trace_to={str(self.trace_to)!r} is a JAX "
+                               f"XSpace's name; a torch call's trace is a chrome trace: "
+                               f".json or .json.gz")
         cuda = _on_cuda(torch, args, kwargs)
         chip = self._chip(cuda)
         from ..measuring.timing import synchronize
