@@ -194,6 +194,13 @@ def test_a_convolution_is_priced_over_its_valid_taps_as_trace_counts_it() -> Non
     xla = xla[0] if isinstance(xla, list) else xla
     flops = sum(r.flops for r in profile.rows)
     assert flops == float(rl.trace(conv, a, b).flops) == pytest.approx(xla["flops"], rel=0.01)
+    # its gradients: XLA runs them as convolutions of their own (base-dilated for the input's)
+    grad = jax.jit(jax.grad(lambda a, b: jnp.sum(conv(a, b) ** 2), argnums=(0, 1)))
+    profile = rl.Profiler(hw=ROOMY)(grad, a, b)
+    xla = grad.lower(a, b).compile().cost_analysis()
+    xla = xla[0] if isinstance(xla, list) else xla
+    assert not profile.unpriced
+    assert sum(r.flops for r in profile.rows) == pytest.approx(xla["flops"], rel=1e-6)
 
 
 def test_a_loop_counts_its_own_time_apart_from_its_body() -> None:
