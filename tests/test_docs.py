@@ -1267,3 +1267,25 @@ def _profile_python(block: Block, request: pytest.FixtureRequest) -> None:
     with _chdir(ROOT):
         scope = python(block)
     assert scope["profile"].hw == "a100-80gb-sxm"  # type: ignore[attr-defined]
+
+
+@check("docs/profile.md", "import jax")
+def _profile_jax_in_a_test(block: Block, request: pytest.FixtureRequest) -> None:
+    """Against this machine's (quick) calibration, as the torch block: only the guard may
+    fail it."""
+    pytest.importorskip("jax")
+    request.getfixturevalue("host_cache")
+    pytester = request.getfixturevalue("pytester")
+    pytester.makepyfile(test_block=block.text)
+    result = runpytest(pytester, "-rf", f"--roofline-json={pytester.path / 'r.json'}")
+    [record] = json.loads((pytester.path / "r.json").read_text())["results"]
+    profile = record["profile"][0]
+    assert profile["hw"] == "host" and profile["priced_share"] > 0.99
+    assert any("dot_general" in row["kernels"] for row in profile["rows"])
+    if result.parseoutcomes().get("failed"):
+        assert "faster than physics" in result.stdout.str()
+
+
+@check("docs/profile.md", "$ pytest-roofline profile tests/data/jax_traces/mi300x_tracelens_")
+def _profile_jax_cli(block: Block, request: pytest.FixtureRequest) -> None:
+    run_shown_commands(block, cwd=ROOT)

@@ -248,12 +248,6 @@ def test_profile_refuses_a_chip_this_machine_does_not_hold_and_bad_settings() ->
         rl.profile(3)
 
 
-def test_profile_of_a_jax_program_says_why_it_is_refused() -> None:
-    jnp = pytest.importorskip("jax.numpy")
-    with pytest.raises(ProfileError, match="JAX"):
-        rl.Profiler(hw=CPU)(lambda a: a + 1, jnp.ones(4))
-
-
 # -- pricing, rules, errors ---------------------------------------------------------------------
 
 

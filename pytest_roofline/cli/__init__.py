@@ -13,7 +13,7 @@ Subcommands::
     baselines                              the baselines saved in the storage folder
     calibrate [--device cpu|cuda[:N]] [-o FILE]   measure this machine's roofs (hw="host")
     plan MODEL --hw CHIP --chips N [--ttft T] [--tpot T]   serving configurations, best first
-    profile TRACE [--hw CHIP] [--top N]    a PyTorch profiler trace priced per kernel
+    profile TRACE [--hw CHIP] [--top N]    a PyTorch or JAX trace priced per kernel
 
 Several reports where REPORT... or NEW... is written (the reports of CI shards) are merged
 first, as ``merge`` does. Human output by default, ``--json`` for machines. Exit codes: 0

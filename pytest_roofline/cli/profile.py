@@ -1,4 +1,5 @@
-"""``profile TRACE``: a PyTorch profiler trace priced per kernel on the chip that ran it."""
+"""``profile TRACE``: a PyTorch or ``jax.profiler`` trace priced per kernel on the chip
+that ran it."""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``profile`` to the subcommands *sub* (an ``add_subparsers()`` result)."""
     parser = sub.add_parser(
         "profile", parents=[common],
-        help="price a PyTorch profiler trace per kernel: measured time against its bound",
+        help="price a PyTorch or jax.profiler trace per kernel: measured time against its "
+             "bound",
         description="Read a PyTorch profiler trace (prof.export_chrome_trace(), .json or "
         ".json.gz, recorded with record_shapes=True) from any machine; price each op from its "
         "recorded input shapes and dtypes with the tracer's op table; join every GPU kernel "
         "to the op that launched it; list the kernels that lose the most time against their "
         "roofline bound, and what could not be priced with its share of the time. The chip "
-        "is the trace's own (deviceProperties) unless --hw names one.")
-    parser.add_argument("trace", help="the trace file (.json or .json.gz)")
+        "is the trace's own (deviceProperties) unless --hw names one. A jax.profiler trace (the "
+        "directory jax.profiler.trace wrote, or its .xplane.pb) is priced per executed XLA "
+        "op or fusion, from the compiled HLO the trace holds, on the device it names.")
+    parser.add_argument("trace", help="the trace file (.json or .json.gz; a jax.profiler "
+                                      "directory or .xplane.pb)")
     parser.add_argument("--hw", help="the chip that ran it (default: from the trace)")
     parser.add_argument("--top", type=positive, default=10,
                         help="how many kernels and unpriced ops to list (default 10)")

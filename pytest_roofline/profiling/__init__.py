@@ -11,6 +11,11 @@ bound, efficiency (never above 1: a kernel faster than its bound is flagged inst
 regime and precision; what could not be priced, named with its time; the share priced.
 Modules: :mod:`.trace_file` reads the file, :mod:`.pricing` is the one adapter to the
 tracer, :mod:`.join` joins kernels to ops, :mod:`.run` profiles a call.
+
+JAX alike (a jitted call under ``jax.profiler``, or its ``.xplane.pb``): :mod:`.xplane`
+reads the XSpace, :mod:`.hlo` the compiled programs it holds, :mod:`.hlo_pricing` prices
+an executed fusion with the JAX tracer's table, :mod:`.jax_trace` joins the executed ops
+to their instructions, :mod:`.jax_run` profiles a call or reads a trace.
 """
 
 from __future__ import annotations

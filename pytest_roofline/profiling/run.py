@@ -9,6 +9,10 @@
   ``cuda:N`` for one on a GPU, or one ``hw=`` names that this machine holds.
 * ``read_trace(path, hw=None)`` prices a trace recorded anywhere (a GPU cluster's job) on
   the chip its ``deviceProperties`` name, or on *hw*.
+
+A JAX call (a jitted function, JAX arrays among the arguments) and a ``jax.profiler`` trace
+(its directory or ``.xplane.pb``, told apart by content) take the same two ways in through
+:mod:`.jax_run`, to the same :class:`Profile`.
 """
 
 from __future__ import annotations
@@ -26,10 +30,13 @@ _TORCH_HINT = "pip install 'pytest-roofline[torch]'"
 
 
 def read_trace(path: str | os.PathLike[str], hw: Any = None) -> Profile:
-    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``)."""
-    from . import trace_file
+    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``), or
+    of a ``jax.profiler`` trace (its directory or ``.xplane.pb``: :mod:`.jax_run`)."""
+    from . import jax_run, trace_file
     from .join import build
 
+    if jax_run.kind_of(path) != "json":
+        return jax_run.read_xplane(path, hw)
     trace = trace_file.read(path)
     if not trace.shapes:
         raise ProfileError(f"trace file {str(path)!r} has no input shapes: record it with "
@@ -62,8 +69,8 @@ class Profiler:
     * ``warmup``: untimed calls first (compilation, allocator, caches); default 1.
     * ``repeats``: profiled calls (their figures averaged); default 5.
     * ``trace_to``: a path to keep the recorded trace at (``.json``, or ``.json.gz``
-      compressed), for ``pytest-roofline profile`` or another trace viewer later; default
-      None, the trace is read and dropped.
+      compressed; for a JAX call, ``.xplane.pb``), for ``pytest-roofline profile`` or
+      another trace viewer later; default None, the trace is read and dropped.
     """
 
     __slots__ = ("hw", "repeats", "trace_to", "warmup")
@@ -74,11 +81,12 @@ class Profiler:
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ProfileError(f"Profiler: {name}={value!r} must be a whole number >= "
                                    f"{low}")
-        if trace_to is not None and not str(os.fspath(trace_to)).endswith((".json",
-                                                                          ".json.gz")):
+        if trace_to is not None and not str(os.fspath(trace_to)).endswith((
+                ".json", ".json.gz", ".xplane.pb")):
             raise ProfileError(f"Profiler: trace_to={os.fspath(trace_to)!r} must end in "
-                               f".json or .json.gz (the chrome trace format read back by "
-                               f"pytest-roofline profile)")
+                               f".json or .json.gz (a torch call's chrome trace), or "
+                               f".xplane.pb (a JAX call's XSpace), read back by "
+                               f"pytest-roofline profile")
         self.hw, self.warmup, self.repeats = hw, warmup, repeats
         self.trace_to = None if trace_to is None else Path(os.fspath(trace_to))
 
@@ -86,13 +94,20 @@ class Profiler:
         if not callable(fn):
             raise ProfileError(f"profile(fn, *args): fn must be callable, got "
                                f"{type(fn).__name__}")
+        from . import jax_run
+
+        if jax_run.is_jax_call(fn, args, kwargs):
+            return self._jax(fn, args, kwargs)
         try:
             import torch
             from torch.profiler import ProfilerActivity, profile
         except ImportError:
             raise ProfileError(f"profile() runs the call under torch.profiler: "
                                f"{_TORCH_HINT}") from None
-        _refuse_jax(fn, args, kwargs)
+        if self.trace_to is not None and self.trace_to.name.endswith(".xplane.pb"):
+            raise ProfileError(f"Profiler: trace_to={str(self.trace_to)!r} is a JAX "
+                               f"XSpace's name; a torch call's trace is a chrome trace: "
+                               f".json or .json.gz")
         cuda = _on_cuda(torch, args, kwargs)
         chip = self._chip(cuda)
         from ..measuring.timing import synchronize
@@ -122,6 +137,19 @@ class Profiler:
                 f"pytest-roofline profile TRACE")
         name = getattr(fn, "__name__", type(fn).__name__)
         return build(trace, chip, source=f"profile({name})", repeats=self.repeats)
+
+    def _jax(self, fn: Callable[..., Any], args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Profile:
+        """A JAX call, under jax.profiler (:mod:`.jax_run`), on this machine's CPU unless
+        *hw* names a chip this machine holds."""
+        from . import jax_run
+
+        if self.trace_to is not None and not self.trace_to.name.endswith(".xplane.pb"):
+            raise ProfileError(f"Profiler: trace_to={str(self.trace_to)!r} must end in "
+                               f".xplane.pb for a JAX call (jax.profiler writes an XSpace)")
+        return jax_run.profile_call(fn, args, kwargs, chip=self._chip(jax_run.gpu_index()),
+                                    warmup=self.warmup, repeats=self.repeats,
+                                    trace_to=self.trace_to)
 
     def _chip(self, cuda: int | None) -> Any:
         from ..hardware import Hardware, foreign_to_this_machine, get_hardware
@@ -160,17 +188,6 @@ def _on_cuda(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int |
     from ..measuring.cuda_timing import cuda_index
 
     return cuda_index(args, kwargs)
-
-
-def _refuse_jax(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """A JAX call is refused with the reason (docs/profile.md, JAX)."""
-    values = (fn, *args, *kwargs.values())
-    if any(type(v).__module__.split(".")[0] in ("jax", "jaxlib") for v in values):
-        raise ProfileError("profile() measures torch calls: a jitted JAX program runs as "
-                           "fused XLA kernels whose names do not map back to the traced "
-                           "primitives, so its per-op times cannot be joined to their "
-                           "bounds; time the whole call with roofline.measure(fn, *args) "
-                           "and analyze its traced workload (docs/profile.md)")
 
 
 _DEFAULT = Profiler()

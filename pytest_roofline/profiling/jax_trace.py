@@ -1,0 +1,316 @@
+"""A ``jax.profiler`` trace priced per executed HLO op: the JAX twin of :mod:`.join`.
+
+The trace (:mod:`.xplane`) holds the ops XLA executed, each an event naming its instruction
+(``hlo_op``) and program (``program_id``, ``hlo_module``), and the compiled programs
+themselves (:mod:`.hlo`). Each executed op is joined to its instruction by those two names
+and priced as one kernel (:mod:`.hlo_pricing`: the FLOPs of the ops it fused, the bytes
+crossing its boundary). Rows aggregate the executions of one op of one program, named by
+the op (``ynn_fusion.1``), prefixed by its program (``jit_mlp/ynn_fusion.1``) where the
+trace ran several.
+
+**Which events.** Where a device plane (``/device:GPU:N``, ``/device:TPU:N``) holds
+events, the device's kernels are the times (``on_device``; the host's events of the same
+ops are their launches): an op's kernels' device time, its executions counted as the most
+often run of its kernels. Otherwise (XLA:CPU) the
+ops recorded on the host's threads, each execution an event (recorded when the trace is
+taken at ``host_tracer_level`` 3: at the default level XLA:CPU records none). An op whose
+span holds other ops (a ``while`` running its body) counts its own time outside them.
+
+**What is not priced** is named with its time: an op of a program whose HLO the trace does
+not hold, an opcode without a formula, a loop's own time. A trace with no executed op, or
+no compiled program at all, is refused with what to record instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import hlo_pricing
+from .hlo import Instruction, Module, parse_module
+from .model import KernelRow, Profile, Unpriced, efficiency_of, rows_sorted
+from .rules import ProfileError
+from .xplane import Event, Plane, XPlaneError, read_space
+
+if TYPE_CHECKING:
+    from ..hardware import Hardware
+    from ..workload import Workload
+
+#: How to record a trace these readers can price (said where one falls short).
+RECORD = ("jax.profiler.trace(dir, profiler_options=opts) with opts = "
+          "jax.profiler.ProfileOptions() and opts.host_tracer_level = 3")
+_PROGRAM = re.compile(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")
+
+
+@dataclass
+class JaxTrace:
+    """A read XSpace: the executed ops, the compiled programs, the device."""
+
+    path: str
+    ops: list[tuple[Event, float]]  # each executed op and its own time (s)
+    programs: dict[int, bytes]  # program id -> serialized HloProto
+    names: dict[int, str]  # program id -> module name
+    on_device: bool
+    device: dict[str, Any] | None  # the first device plane's stats
+    modules: dict[int, Module | str] = field(default_factory=dict)
+
+    def module(self, program: int) -> Module | str:
+        """The compiled program *program*, or why it cannot be had."""
+        hit = self.modules.get(program)
+        if hit is None:
+            raw = self.programs.get(program)
+            if raw is None:
+                hit = (f"the trace holds no compiled HLO of program {program}: it was "
+                       f"compiled while no profiler ran, or in another process")
+            else:
+                try:
+                    hit = parse_module(raw, f"{self.names.get(program, '?')}({program})")
+                except XPlaneError as exc:
+                    hit = str(exc)
+            self.modules[program] = hit
+        return hit
+
+
+def find(path: str | os.PathLike[str]) -> Path:
+    """The ``.xplane.pb`` of *path*: the file itself, or the newest one under a directory
+    that ``jax.profiler.trace(dir)`` wrote."""
+    where = Path(path)
+    if where.is_dir():
+        found = sorted(where.rglob("*.xplane.pb"), key=lambda p: (p.stat().st_mtime, str(p)))
+        if not found:
+            raise ProfileError(f"directory {str(where)!r} holds no .xplane.pb: give the "
+                               f"directory jax.profiler.trace(dir) wrote, or its .xplane.pb")
+        return found[-1]
+    if not where.is_file():
+        raise ProfileError(f"trace {str(where)!r} does not exist; expected a jax.profiler "
+                           f"trace directory or its .xplane.pb, or a PyTorch profiler trace "
+                           f"(.json or .json.gz)")
+    return where
+
+
+def read(path: str | os.PathLike[str]) -> JaxTrace:
+    """Read the XSpace at *path* (a file or a trace directory)."""
+    where = find(path)
+    planes = read_space(where)
+    return collect(planes, str(where))
+
+
+def collect(planes: list[Plane], path: str) -> JaxTrace:
+    """A :class:`JaxTrace` of read planes (see the module docstring)."""
+    programs: dict[int, bytes] = {}
+    names: dict[int, str] = {}
+    for plane in planes:
+        for meta_name, stats in plane.metadata.items():
+            raw = stats.get("Hlo Proto")
+            match = _PROGRAM.match(meta_name)
+            if isinstance(raw, bytes) and match is not None:
+                programs[int(match["id"])] = raw
+                names[int(match["id"])] = match["name"]
+    # a device that ran kernels times them; the host's events of the same ops are launches
+    devices = [p for p in planes if p.name.startswith("/device:") and p.events]
+    device_stats = next((p.stats for p in devices if p.stats), None)
+    chosen = devices or [p for p in planes if p.name.startswith("/host:")]
+    ops: list[tuple[Event, float]] = []
+    for plane in chosen:
+        ops.extend(_own_times(_executed(plane.events)))
+    return JaxTrace(path, ops, programs, names, bool(devices),
+                    device_stats if devices else None)
+
+
+def _executed(events: tuple[Event, ...]) -> list[Event]:
+    return [e for e in events if "hlo_op" in e.stats and e.seconds >= 0]
+
+
+def _own_times(events: list[Event]) -> list[tuple[Event, float]]:
+    """Each event with its time outside the events its span holds on its line."""
+    out: list[tuple[Event, float]] = []
+    by_line: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    for event in events:
+        by_line[(event.plane, event.line)].append(event)
+    for line in by_line.values():
+        line.sort(key=lambda e: (e.start_ns, -e.seconds))
+        inner = [0.0] * len(line)
+        stack: list[int] = []
+        for i, event in enumerate(line):
+            while stack and event.start_ns >= _end(line[stack[-1]]):
+                stack.pop()
+            if stack:
+                inner[stack[-1]] += event.seconds
+            stack.append(i)
+        out.extend((e, max(0.0, e.seconds - inner[i])) for i, e in enumerate(line))
+    return out
+
+
+def _end(event: Event) -> float:
+    return event.start_ns + event.seconds * 1e9
+
+
+@dataclass
+class _Group:
+    op: str
+    shapes: str
+    workload: Workload | None
+    kernels: dict[str, None]
+    times: list[float] = field(default_factory=list)
+    launches: dict[str, int] = field(default_factory=dict)
+
+
+def _program_of(event: Event, trace: JaxTrace) -> int | None:
+    value = event.stats.get("program_id")
+    if isinstance(value, int):
+        return value
+    module = event.stats.get("hlo_module")
+    matches = [pid for pid, name in trace.names.items() if name == module]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _primitives(module: Module, ins: Instruction) -> list[str]:
+    """The jaxpr ops an executed op came from (its instructions' metadata): each by its
+    name (``dot_general``, ``max``) and, where it ran in named scopes (flax modules), by
+    its path too (``Dense_0/dot_general``), the ``jit(...)`` wrappers left out."""
+    found: dict[str, None] = {}
+    pending = [ins]
+    while pending:
+        item = pending.pop()
+        if item.op_name:
+            parts = [p for p in item.op_name.split("/")
+                     if not p.startswith(("jit(", "pjit(", "jvp(", "transpose("))]
+            if parts:
+                found.setdefault(parts[-1])
+                found.setdefault("/".join(parts))
+        for uid in item.called if item.opcode == "fusion" else ():
+            comp = module.computations.get(uid)
+            if comp is not None:
+                pending.extend(comp.instructions)
+    return sorted(found)
+
+
+def refuse_if_empty(trace: JaxTrace) -> None:
+    if not trace.ops and trace.on_device:
+        raise ProfileError(
+            f"jax.profiler trace {trace.path!r}: its device kernels name no HLO op (no "
+            f"hlo_op stat), so none can be joined to its compiled program: record it with "
+            f"jax.profiler.trace of a jax whose device events name their op")
+    if not trace.ops:
+        raise ProfileError(
+            f"jax.profiler trace {trace.path!r} records no executed XLA op (no event with "
+            f"an hlo_op): on XLA:CPU record it with {RECORD}, or set "
+            f"XLA_FLAGS=--xla_cpu_enable_xprof_traceme=true before jax starts")
+    if not trace.programs:
+        raise ProfileError(
+            f"jax.profiler trace {trace.path!r} holds no compiled program (no 'Hlo Proto' in "
+            f"its /host:metadata plane), so its ops cannot be priced: record it with "
+            f"jax.profiler.trace in the process that compiled the program (ProfileOptions."
+            f"enable_hlo_proto, on by default)")
+
+
+def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
+          notes: tuple[str, ...] = ()) -> Profile:
+    """The :class:`Profile` of *trace* on *chip*, per call of *repeats* runs."""
+    from ..analysis import analyze
+    from .join import _likely, _precision, _spread
+
+    refuse_if_empty(trace)
+    groups: dict[tuple[int, str], _Group] = {}
+    unpriced: dict[tuple[str, str], list[float]] = defaultdict(list)
+    several = len({_program_of(event, trace) for event, _ in trace.ops}) > 1
+    for event, seconds in trace.ops:
+        name = str(event.stats["hlo_op"])
+        program = _program_of(event, trace)
+        module = event.stats.get("hlo_module") or trace.names.get(program or 0, "?")
+        label = f"{module}/{name}" if several or program is None else name
+        if program is None:
+            unpriced[(label, "its program is not named in the trace")].append(seconds)
+            continue
+        group = groups.get((program, name))
+        if group is None:
+            group_or_reason = _group(trace, program, name, label)
+            if isinstance(group_or_reason, str):
+                unpriced[(label, group_or_reason)].append(seconds)
+                continue
+            group = groups[(program, name)] = group_or_reason
+        group.times.append(seconds)
+        if trace.on_device:
+            group.kernels.setdefault(event.name)
+            group.launches[event.name] = group.launches.get(event.name, 0) + 1
+    rows = []
+    for group in groups.values():
+        count = max(group.launches.values()) if group.launches else len(group.times)
+        measured = sum(group.times)
+        if group.workload is None:
+            bound, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "memory", "-"
+        else:
+            result = analyze(group.workload, chip)
+            bound = float(result.time) * count
+            flops, nbytes = float(result.flops) * count, float(result.bytes) * count
+            regime, precision = str(result.regime), _precision(result)
+        spread = _spread(group.times) if len(group.launches) <= 1 else 0.0
+        efficiency, faster = efficiency_of(bound, measured, count, spread, 0.0)
+        likely = _likely(regime, nbytes / count, chip, None) if faster else ""
+        rows.append(KernelRow(
+            op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
+            count=count / repeats, measured=measured / repeats, bound=bound / repeats,
+            flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
+            precision=precision, efficiency=efficiency, faster=faster, spread=spread,
+            likely=likely))
+    missing = sorted((Unpriced(name, sum(t) / repeats, len(t) / repeats, reason)
+                      for (name, reason), t in unpriced.items()),
+                     key=lambda u: (-u.seconds, u.name))
+    total = sum(seconds for _, seconds in trace.ops) / repeats
+    return Profile(hw=chip.name, source=source, on_device=trace.on_device, total=total,
+                   rows=rows_sorted(rows), unpriced=tuple(missing), repeats=repeats,
+                   notes=notes)
+
+
+def _group(trace: JaxTrace, program: int, name: str, label: str) -> _Group | str:
+    module = trace.module(program)
+    if isinstance(module, str):
+        return module
+    ins = module.by_name.get(name)
+    if ins is None:
+        return f"no instruction {name!r} in its compiled program"
+    priced = hlo_pricing.price(module, ins)
+    if isinstance(priced, str) and priced != hlo_pricing.ZERO:
+        return priced
+    shapes = ",".join(a.label for a in ins.arrays[:1 if ins.tuple_shape else None])
+    kernels = dict.fromkeys(_primitives(module, ins))
+    return _Group(label, shapes, None if isinstance(priced, str) else priced, kernels)
+
+
+#: (vendor, compute capability) -> built-in chips by memory size (GB, decimal): the device
+#: planes of a GPU trace carry these, not the product name.
+_CHIPS: dict[tuple[str, int, int], tuple[tuple[float, str], ...]] = {
+    ("amd", 9, 4): ((192, "mi300x"), (256, "mi325x")),
+    ("amd", 9, 0): ((128, "mi250x"),),
+    ("nvidia", 9, 0): ((80, "h100-sxm"), (96, "h20"), (141, "h200")),
+    ("nvidia", 8, 0): ((40, "a100-40gb"), (80, "a100-80gb-sxm")),
+    ("nvidia", 7, 0): ((16, "v100"), (32, "v100")),
+    ("nvidia", 7, 5): ((16, "t4"),),
+}
+
+
+def chip_of(stats: dict[str, Any] | None) -> Hardware:
+    """The built-in chip a device plane's stats describe (vendor, compute capability and
+    memory size), or a ProfileError that says to name it with ``--hw`` (``hw=``)."""
+    from ..hardware import get_hardware
+
+    if not stats:
+        raise ProfileError("the trace names no device (a trace of XLA:CPU): name the chip "
+                           "with --hw (hw=), e.g. a spec of the machine that recorded it")
+    vendor = str(stats.get("device_vendor") or "").lower()
+    vendor = "nvidia" if "nvidia" in vendor else "amd" if "amd" in vendor else vendor
+    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+    memory = float(stats.get("memory_size") or 0) / 1e9
+    what = (f"{stats.get('device_vendor') or 'unknown vendor'} device of compute capability "
+            f"{major}.{minor} with {memory:.0f} GB")
+    sizes = _CHIPS.get((vendor, major, minor), ()) if isinstance(major, int) and isinstance(
+        minor, int) else ()
+    near = [name for gb, name in sizes if memory and abs(memory - gb) / gb < 0.15]
+    if len(set(near)) != 1:
+        raise ProfileError(f"the trace's {what} is not one chip of the catalog: name it with "
+                           f"--hw (hw=)")
+    return get_hardware(near[0])
