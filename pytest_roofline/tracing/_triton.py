@@ -40,6 +40,8 @@ from typing import Any
 
 from ..workload import Kernel
 from . import _kernels as K
+from . import _triton_count as _C
+from . import _triton_source as _S
 from . import registry
 
 #: Triton's launch-metadata keys for FLOPs: ``flops`` or ``flops<bits>``.
@@ -73,7 +75,8 @@ class Launches:
         self._patched: list[tuple[type, Any]] = []
         self._metadata: Any = None
         self._knobs: Any = None
-        self._log: list[tuple[int, str | None]] = []  # per launch: first kernel, unknown name
+        # per launch: its first kernel, its name if unknown, the note of how it was counted
+        self._log: list[tuple[int, str | None, str | None]] = []
 
     def __enter__(self) -> Launches:
         classes = _classes()
@@ -134,60 +137,112 @@ class Launches:
         run._roofline_launch = True  # type: ignore[attr-defined]
         return run
 
+    def logged(self) -> int:
+        """Launches recorded so far (a mark for :meth:`forget` and :meth:`keep_last`)."""
+        return len(self._log)
+
     def keep_last(self, first: int) -> None:
         """Forget the launches recorded since launch number *first*, but the last."""
-        dropped = self._log[first:-1]
+        if len(self._log) - first < 2:
+            return
+        last = self._log[-1]
+        kept = self.recorder.kernels[last[0]:]
+        self.forget(first)
+        start = len(self.recorder.kernels)
+        self.recorder.kernels.extend(kept)
+        self._restore(last)
+        self._log.append((start, last[1], last[2]))
+        self.count += 1
+
+    def forget(self, first: int) -> None:
+        """Forget the launches recorded since launch number *first* (their kernels, their
+        unknown names and what was noted of how they were counted)."""
+        dropped = self._log[first:]
         if not dropped:
             return
         recorder = self.recorder
-        start, end = dropped[0][0], self._log[-1][0]
-        del recorder.kernels[start:end]
-        for _, name in dropped:
-            if name is not None:
-                recorder.unknown[name] -= 1
-                if not recorder.unknown[name]:
-                    del recorder.unknown[name]
-        self._log[first:] = [(start, self._log[-1][1])]
+        del recorder.kernels[dropped[0][0]:]
+        for _, name, note in dropped:
+            for table, key in ((recorder.unknown, name), (recorder.assumed, note)):
+                if key is not None and key in table:
+                    table[key] -= 1
+                    if not table[key]:
+                        del table[key]
+        del self._log[first:]
         self.count -= len(dropped)
+
+    def _restore(self, entry: tuple[int, str | None, str | None]) -> None:
+        recorder = self.recorder
+        for table, key in ((recorder.unknown, entry[1]), (recorder.assumed, entry[2])):
+            if key is not None:
+                table[key] = table.get(key, 0) + 1
 
     def launch(self, original: Any, kernel: Any, args: tuple[Any, ...],
                kwargs: dict[str, Any], grid: Any) -> Any:
-        """Run one launch with the recorder's view of its copies hidden, then record it."""
+        """Run one launch with the recorder's view of its copies hidden, then record it;
+        in the interpreter, counted as it runs when nothing else says its work."""
         recorder = self.recorder
         recording = recorder.recording
         self._metadata = None
+        count = _C.Count() if recording and _counts(kernel) else None
         recorder.hidden += 1
         try:
-            out = original(kernel, *args, grid=grid, warmup=False, **kwargs)
+            if count is None:
+                out = original(kernel, *args, grid=grid, warmup=False, **kwargs)
+            else:
+                with count:
+                    out = original(kernel, *args, grid=grid, warmup=False, **kwargs)
         finally:
             recorder.hidden -= 1
         if recording:
-            self.record(kernel, args, kwargs, grid)
+            self.record(kernel, args, kwargs, grid, count)
         return out
 
     def record(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-               grid: Any) -> None:
+               grid: Any, count: _C.Count | None = None) -> None:
+        """One launch's kernels: by its formula, else its launch_metadata, else as counted
+        in the interpreter, else unknown by name (see the module docstring)."""
         recorder = self.recorder
         name = kernel_name(kernel)
         self.count += 1
-        formula = registry.lookup(name)
-        self._log.append((len(recorder.kernels), None))
-        if formula is not None:
-            recorder._formula(name, formula, args, kwargs)
-            return
+        formula = registry.lookup(name, recorder.formulas)
+        start = len(recorder.kernels)
         bound = bind(kernel, args, kwargs)
-        nbytes, dtype = tensor_bytes(bound.values())
+
+        def implied() -> float:
+            if count is not None and not count.descriptors:
+                return count.nbytes()
+            return _S.tensor_bytes(kernel, bound)[0]
+
+        if formula is not None:
+            recorder._formula(name, formula, args, kwargs, nbytes=implied)
+            self._note(start, None, f"Triton {name}: by its formula")
+            return
+        nbytes, dtype = _S.tensor_bytes(kernel, bound)
         stated = self._stated(kernel, bound, grid, name)
         label = recorder._name(name)
-        if stated is None:
-            self._log[-1] = (self._log[-1][0], name)
-            recorder.unknown[name] = recorder.unknown.get(name, 0) + 1
-            recorder.kernels.append(K.vector(label, flops=0.0, nbytes=nbytes, dtype=dtype))
+        if stated is not None:
+            flops, width, stated_bytes = stated
+            recorder.kernels.append(Kernel(label, flops, stated_bytes if stated_bytes is not None
+                                           else implied(), unit="matrix",
+                                           dtype=recorder.dtype or width or dtype or "fp32"))
+            self._note(start, None, f"Triton {name}: by its launch_metadata")
             return
-        flops, width, stated_bytes = stated
-        recorder.kernels.append(Kernel(label, flops, stated_bytes if stated_bytes is not None
-                                       else nbytes, unit="matrix",
-                                       dtype=recorder.dtype or width or dtype or "fp32"))
+        if count is not None:
+            recorder.kernels.extend(counted(label, count, nbytes, dtype, recorder.dtype))
+            how = "counted in the interpreter" + (
+                " (descriptors: bytes of its arguments)" if count.descriptors else "")
+            self._note(start, None, f"Triton {name}: {how}")
+            return
+        recorder.kernels.append(K.vector(label, flops=0.0, nbytes=nbytes, dtype=dtype))
+        self._note(start, name, None)
+
+    def _note(self, start: int, unknown: str | None, note: str | None) -> None:
+        """Log one launch recorded from kernel *start* on: unknown by name, or counted as
+        *note* says (``Workload.assumed``)."""
+        entry = (start, unknown, note)
+        self._log.append(entry)
+        self._restore(entry)
 
     def _stated(self, kernel: Any, bound: dict[str, Any], grid: Any,
                 name: str) -> tuple[float, str | None, float | None] | None:
@@ -255,21 +310,26 @@ def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str
     return bound
 
 
-def tensor_bytes(values: Any) -> tuple[float, str | None]:
-    """Bytes of the tensors among *values*, each once, and the widest float precision."""
-    import torch
+def _counts(kernel: Any) -> bool:
+    """Whether a launch of *kernel* is counted as it runs: it runs in Triton's interpreter
+    and states no launch_metadata (a formula that gives FLOPs alone takes the bytes)."""
+    return type(kernel).__name__ == "InterpretedFunction" and launch_metadata_of(kernel) is None
 
-    seen: set[int] = set()
-    total = 0
-    dtype: str | None = None
-    for value in values:
-        tensor = getattr(value, "base", value) if not isinstance(value, torch.Tensor) else value
-        if not isinstance(tensor, torch.Tensor) or id(tensor) in seen:
-            continue
-        seen.add(id(tensor))
-        total += tensor.numel() * tensor.dtype.itemsize
-        dtype = K.wider(dtype, K.precision(tensor.dtype))
-    return float(total), dtype
+
+def counted(label: str, count: _C.Count, nbytes: float, dtype: str | None,
+            priced: str | None) -> list[Kernel]:
+    """The kernels of a launch counted in the interpreter: its ``tl.dot`` work on the matrix
+    units with every byte, its other arithmetic on the vector units (in the same launch:
+    timed in the matrix kernel's epilogue); a launch with no dot is one vector kernel."""
+    moved = nbytes if count.descriptors else count.nbytes()
+    if count.matrix:
+        matrix = Kernel(label, count.matrix, moved, unit="matrix",
+                        dtype=priced or dtype or "fp32")
+        if not count.vector:
+            return [matrix]
+        return [matrix, K.vector(f"{label}.vector", flops=count.vector, nbytes=0.0,
+                                 dtype=dtype).evolve(epilogue_of=label)]
+    return [K.vector(label, flops=count.vector, nbytes=moved, dtype=dtype)]
 
 
 class _Within:
@@ -304,7 +364,8 @@ def launches_in(recorder: Any, func: Any) -> _Within | None:
     if namespace in ("aten", "prim"):
         return None
     name = f"{namespace}::{func.overloadpacket.__name__}"
-    return _Within(recorder, launches, hide=registry.lookup(name) is not None)
+    return _Within(recorder, launches,
+                   hide=registry.lookup(name, recorder.formulas) is not None)
 
 
 def _hook_count() -> int:
