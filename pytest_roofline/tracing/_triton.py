@@ -184,6 +184,10 @@ class Launches:
         recorder = self.recorder
         recording = recorder.recording
         self._metadata = None
+        if _valueless(args, kwargs):  # meta or fake tensors: there is nothing to run
+            if recording:
+                self.record(kernel, args, kwargs, grid)
+            return None
         count = _C.Count() if recording and _counts(kernel) else None
         recorder.hidden += 1
         try:
@@ -308,6 +312,16 @@ def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str
     bound = dict(zip(names, args, strict=False))
     bound.update({k: v for k, v in kwargs.items() if not names or k in names})
     return bound
+
+
+def _valueless(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """True when a launch's tensors are on meta or fake (``wrap_triton`` traced by
+    ``torch.compile`` or export, a meta trace): no kernel can run on them."""
+    for value in (*args, *kwargs.values()):
+        tensor = getattr(value, "base", value)
+        if getattr(tensor, "is_meta", False) or type(tensor).__name__ == "FakeTensor":
+            return True
+    return False
 
 
 def _counts(kernel: Any) -> bool:
