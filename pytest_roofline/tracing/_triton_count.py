@@ -33,6 +33,7 @@ What is counted, summed over the grid:
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -76,10 +77,8 @@ def _valid(handle: Any) -> Any:
 def _mark(handle: Any, valid: Any) -> Any:
     """Note *valid* (a bool array, or None: every lane) on *handle*."""
     if valid is not None and hasattr(handle, "data"):
-        try:
+        with contextlib.suppress(ValueError, AttributeError):
             handle._rl_valid = np.broadcast_to(valid, np.shape(handle.data))
-        except (ValueError, AttributeError):
-            pass
     return handle
 
 
@@ -136,10 +135,10 @@ class Count:
                 setattr(builder, name, self._descriptor(getattr(builder, name)))
         for cls_name, per in (("ReduceOps", self._reduce), ("ScanOps", self._scan)):
             cls = getattr(module, cls_name, None)
-            original = getattr(cls, "apply_impl", None) if cls is not None else None
-            if original is not None:
+            original = getattr(cls, "apply_impl", None)
+            if isinstance(cls, type) and original is not None:
                 self._classes.append((cls, original))
-                cls.apply_impl = per(original)
+                setattr(cls, "apply_impl", per(original))  # noqa: B010
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -151,7 +150,7 @@ class Count:
                          "create_descriptor_scatter"]:
                 builder.__dict__.pop(name, None)
         for cls, original in reversed(self._classes):
-            cls.apply_impl = original
+            setattr(cls, "apply_impl", original)  # noqa: B010
         self._classes = []
 
     # -- the wrapped operations --------------------------------------------------------------
