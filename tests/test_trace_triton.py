@@ -388,3 +388,23 @@ def test_metadata_without_flops_from_the_hook_falls_back_to_the_kernels_own() ->
     assert launches._stated(kernel, {"n": 5}, (1,), "k") == (10.0, "bf16", 20.0)
     launches._metadata = None
     assert launches._stated(SimpleNamespace(fn=None), {"n": 5}, (1,), "k") is None
+
+
+def test_profile_in_the_interpreter_prices_the_launch_not_the_interpreter() -> None:
+    """A Triton launch is a row of its own, priced as counted; the interpreter's copies of
+    its arguments are inside it, never rows; an allocation is a row that is not judged."""
+    from pytest_roofline.hardware import Hardware
+
+    roomy = Hardware(name="roomy-cpu", memory_bandwidth=1e12, memory_capacity=16e9,
+                     matrix={"fp32": 1e13}, default_dtype="fp32", vector_fallback="matrix")
+    x, y = torch.randn(98432), torch.randn(98432)
+    profile = rl.Profiler(hw=roomy, repeats=2)(tk.add, x, y)  # type: ignore[attr-defined]
+    rows = {r.op: r for r in profile.rows}
+    launch = rows["triton::add_kernel"]
+    assert launch.shapes == "98432f32,98432f32,98432f32"
+    assert (launch.count, launch.flops, launch.bytes) == (1, 98432, 3 * 98432 * 4)
+    assert launch.efficiency is not None and 0 < launch.efficiency <= 1
+    assert "aten::copy_" not in rows and "aten::set_" not in {u.name for u in profile.unpriced}
+    allocation = rows["aten::empty_like"]  # the wrapper's output: no work, not a kernel
+    assert allocation.efficiency is None and not allocation.faster
+    assert not any("empty_like" in line for line in profile.check(0.99))
