@@ -944,7 +944,8 @@ def _whole_hf_model(block: Block, request: pytest.FixtureRequest) -> None:
     assert any(k.name.endswith("_grouped_mm") for k in w.kernels)  # type: ignore[attr-defined]
 
 
-@check("docs/trace.md", "# a Triton kernel: counted by running it in the interpreter")
+@check("docs/trace.md", "# a Triton kernel: counted by running it in the interpreter "
+                        "(TRITON_INTERPRET=1)")
 def _triton_kernel(block: Block, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
     triton = pytest.importorskip("triton")
