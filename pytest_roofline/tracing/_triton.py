@@ -10,21 +10,28 @@ work. So a launch is caught where Triton starts it, the ``run`` of the kernel ob
 ops it dispatches are hidden from the recorder. On a GPU Triton's public launch hook
 (``triton.knobs.runtime.launch_enter_hook``) hands over the launch metadata.
 
-What a launch is charged:
+What a launch is charged, by the first that applies (``Workload.assumed`` names which):
 
-* **FLOPs**: from ``register_op(<kernel function name>, formula)`` (called with the launch's
-  arguments as passed, it returns a Kernel or a Workload and is taken as it is), else from
-  the kernel's own ``launch_metadata`` (Triton's convention: ``"flops"``, ``"flops8"``,
-  ``"flops16"``, ``"flops32"``, ``"flops64"`` keys, summed, and ``"bytes"``). Neither: the
-  launch is listed in ``Workload.unknown`` under its name (0 FLOPs is never assumed without
-  a word) and strict tracing refuses it.
-* **Bytes**: each tensor argument once, whole (the blocks that cross the kernel's boundary,
-  as for a Pallas kernel), or the metadata's ``"bytes"`` when the kernel states them.
+* **A formula**: ``register_op(<kernel function name>, formula)`` or the tracer's own
+  (``Tracer(formulas=...)``), called with the launch's arguments as passed; it returns a
+  Kernel or a Workload, taken as it is, or a number, its FLOPs alone (the bytes then the
+  launch's, below).
+* **The kernel's ``launch_metadata``** (Triton's convention: ``"flops"``, ``"flops8"``,
+  ``"flops16"``, ``"flops32"``, ``"flops64"`` keys, summed, and ``"bytes"``).
+* **Counted as it runs** in Triton's interpreter (:mod:`._triton_count`): no annotation.
+* Otherwise (a GPU, meta tensors) the launch is listed in ``Workload.unknown`` under its
+  name (0 FLOPs is never assumed without a word) and strict tracing refuses it.
+* **Bytes**, where the interpreter does not count them: each tensor argument whole, once per
+  way the kernel's source moves it (read, written, or both: :mod:`._triton_source`).
 * **Autotuning**: the configurations ``triton.autotune`` benchmarks on a launch are not the
   program's work; the launch it makes with the chosen configuration is recorded.
-* **Unit**: Triton's metadata does not say whether the FLOPs ran on the matrix units; they
-  are priced at the matrix peak, the faster roof, so the time stays a lower bound
-  (``register_op`` with ``ops`` formulas splits matrix and vector work exactly).
+* **Unit**: a formula's number and Triton's metadata do not say whether the FLOPs ran on
+  the matrix units; they are priced at the matrix peak, the faster roof, so the time stays
+  a lower bound (a counted launch splits its ``tl.dot`` work from the rest).
+* **Meta and fake tensors** (``wrap_triton`` under ``torch.compile`` or export, a meta
+  trace): nothing can run; the launch is recorded as above without running.
+* **profile()**: :class:`Labelled` puts each launch in a profiler range of its own, priced
+  as a trace counts it.
 
 Nothing here imports triton: launches are watched only when the traced code has imported it.
 Triton's launch API used here (``KernelInterface.run(*args, grid, warmup, **kwargs)``,
