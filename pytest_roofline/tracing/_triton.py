@@ -410,6 +410,10 @@ class Labelled(Launches):
         super().__init__(Recorder({}, None))
         self.workloads: dict[str, Workload | str] = {}
 
+    def __enter__(self) -> Labelled:
+        super().__enter__()
+        return self
+
     def launch(self, original: Any, kernel: Any, args: tuple[Any, ...],
                kwargs: dict[str, Any], grid: Any) -> Any:
         from torch.profiler import record_function
@@ -446,7 +450,10 @@ def _shapes(bound: dict[str, Any]) -> str:
 
 
 class _Nothing:
-    workloads: dict[str, Workload | str] = {}
+    """No Triton imported: nothing to label."""
+
+    def __init__(self) -> None:
+        self.workloads: dict[str, Workload | str] = {}
 
     def __enter__(self) -> _Nothing:
         return self
