@@ -20,6 +20,8 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 pytest.importorskip("liger_kernel")
 
+import triton.language as tl  # noqa: E402
+
 import pytest_roofline as rl  # noqa: E402
 
 R, H, V = 4, 100, 100
@@ -177,3 +179,58 @@ def test_cross_entropy_computes_its_gradient_in_place() -> None:
     # in place, the target (int64) read and the row's loss written.
     _close(launch, "liger_cross_entropy_kernel", 13 * R * vocab,
            R * (2 * vocab * 4 + 8 + 4), rel=0.02)
+
+
+@pytest.fixture
+def _rsqrt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Liger's norms call libdevice's ``rsqrt``, whose functions are stubs in Triton 3.9's
+    interpreter; ``tl.math.rsqrt`` is the same one operation, and the interpreter runs it."""
+    import liger_kernel.ops.layer_norm as layer_norm
+    import liger_kernel.ops.rms_norm as rms_norm
+
+    monkeypatch.setattr(rms_norm, "rsqrt", _interpreted_rsqrt)
+    monkeypatch.setattr(layer_norm, "rsqrt", _interpreted_rsqrt)
+
+
+@triton.jit
+def _interpreted_rsqrt(x):  # type: ignore[no-untyped-def]
+    return tl.math.rsqrt(x)
+
+
+@pytest.mark.usefixtures("_rsqrt")
+def test_rms_norm_forward_and_in_place_backward() -> None:
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+    fwd, bwd = _launches(_backward(lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6)),
+                         _rows(), torch.randn(H, requires_grad=True))
+    # forward per row: x·x 100, sum 99, / n 1, + eps 1, rsqrt 1, x·rstd 100, offset + w
+    # 100, · 100 = 5·100 + 2; reads x and w (w once: every row re-reads it), writes y and
+    # one rstd a row
+    _close(fwd, "_rms_norm_forward_kernel", R * (5 * H + 2), 2 * N * 4 + H * 4 + R * 4)
+    # backward, one program on a CPU (Liger's program count is the SM count, 1 off CUDA):
+    # w + offset 100 once; per row m = dy·w, rstd·m, m·x, its sum 99, -(1/n)·rstd·rstd·sum
+    # (5 scalar operations), ·x, rstd·(...), +=, and dw's x·rstd, dy·(...), += : 10·100 + 4.
+    # dX is written over dY (in place): dY read and written, x, w, rstd read, dW written
+    _close(bwd, "_rms_norm_backward_kernel", 100 + R * (10 * H + 4),
+           N * 4 * 2 + N * 4 + H * 4 + R * 4 + H * 4)
+
+
+@pytest.mark.usefixtures("_rsqrt")
+def test_layer_norm_forward_and_backward() -> None:
+    from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+
+    def run(x: Any, w: Any, b: Any) -> None:
+        y = LigerLayerNormFunction.apply(x, w, b, 1e-6)
+        y.backward(torch.ones_like(y))
+
+    fwd, bwd = _launches(run, _rows(), torch.randn(H, requires_grad=True),
+                         torch.randn(H, requires_grad=True))
+    # forward per row: sum 99, / n 1, x - mean 100, square 100, sum 99, / n 1, + eps 1,
+    # rsqrt 1, ·rstd ·w +b 300 = 7·100 + 2; reads x, w, b, writes y, a mean and an rstd
+    _close(fwd, "_layer_norm_forward_kernel", R * (7 * H + 2),
+           2 * N * 4 + 2 * H * 4 + 2 * R * 4)
+    # backward (one program): per row 11 elementwise operations a column (x - mean, ·rstd,
+    # w·dy, x̂·wdy, x̂·c1, + c2, wdy - (...), ·rstd, dy·x̂, dW +=, dB +=), two sums 2·99,
+    # two / n: 13·100; reads x, dy, w, mean, rstd, writes dx, dW, dB
+    _close(bwd, "_layer_norm_backward_kernel", R * 13 * H,
+           3 * N * 4 + H * 4 + 2 * R * 4 + 2 * H * 4)
