@@ -234,3 +234,32 @@ def test_layer_norm_forward_and_backward() -> None:
     # two / n: 13·100; reads x, dy, w, mean, rstd, writes dx, dW, dB
     _close(bwd, "_layer_norm_backward_kernel", R * 13 * H,
            3 * N * 4 + H * 4 + 2 * R * 4 + 2 * H * 4)
+
+
+def test_a_trace_true_test_of_a_liger_op_needs_no_formula(pytester: pytest.Pytester) -> None:
+    """The same counts through the plugin: a strict ``trace=True`` test passes with no
+    formula, its workload the launches' (forward and backward) and the gradient seed."""
+    import json
+
+    from test_plugin import ISOLATE, plugin_args
+
+    pytester.makepyfile(test_liger="""
+import pytest
+import torch
+from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+
+@pytest.mark.roofline(hw="h100", trace=True, strict=True)
+def test_swiglu():
+    a = torch.randn(4, 100, requires_grad=True)
+    b = torch.randn(4, 100, requires_grad=True)
+    c = LigerSiLUMulFunction.apply(a, b)
+    c.backward(torch.ones_like(c))
+""")
+    result = pytester.runpytest_inprocess(*plugin_args(), *ISOLATE, "--roofline-json=r.json")
+    result.assert_outcomes(passed=1)
+    (record,) = json.loads((pytester.path / "r.json").read_text())["results"]
+    # the launches of test_swiglu_forward_and_in_place_backward: 7·N + 13·N FLOPs, 3·N·4 +
+    # 5·N·4 bytes; ones_like writes the seed (N·4 B); the randn fills are left out
+    assert record["flops"] == 20 * N
+    assert record["bytes"] == 3 * N * 4 + 5 * N * 4 + N * 4
+    assert not record.get("unknown")
