@@ -219,6 +219,8 @@ class _Dispatch(C.DispatchMode):  # type: ignore[misc]
         launched = _triton.launches_in(recorder, func)
         if launched is None:
             launches = recorder.launches
+            if launches is not None and not launches.watching:
+                launches = None  # triton not imported: no launch to watch for
             mark = launches.logged() if launches is not None else 0
             out = func(*args, **kwargs)
             if func.overloadpacket in _scalar_reads.ALL:

@@ -82,6 +82,7 @@ class Launches:
         self._patched: list[tuple[type, Any]] = []
         self._metadata: Any = None
         self._knobs: Any = None
+        self.watching = False  # True while entered with triton imported
         # per launch: its first kernel, its name if unknown, the note of how it was counted
         self._log: list[tuple[int, str | None, str | None]] = []
 
@@ -103,9 +104,11 @@ class Launches:
             hook.add(self._hook)
             self._knobs = hook
         _ACTIVE.append(self)
+        self.watching = True
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.watching = False
         for cls, original in reversed(self._patched):
             cls.run = original  # type: ignore[attr-defined]
         self._patched = []
