@@ -408,3 +408,13 @@ def test_profile_in_the_interpreter_prices_the_launch_not_the_interpreter() -> N
     allocation = rows["aten::empty_like"]  # the wrapper's output: no work, not a kernel
     assert allocation.efficiency is None and not allocation.faster
     assert not any("empty_like" in line for line in profile.check(0.99))
+
+
+def test_masked_lanes_follow_a_transpose_into_the_dot() -> None:
+    # C = A·Bᵀ of (40 x 50) by (30 x 50)ᵀ in 32 x 16 x 32 tiles: every tile overhangs in
+    # M, N or K; the padding is masked at the loads, B's mask transposed with B
+    a, b = torch.randn(40, 50), torch.randn(30, 50)
+    (k,) = rl.trace(tk.matmul_bt, a, b).kernels  # type: ignore[attr-defined]
+    assert k.flops == 2 * 40 * 30 * 50
+    assert k.bytes == (40 * 50 + 30 * 50 + 40 * 30) * 4
+    torch.testing.assert_close(tk.matmul_bt(a, b), a @ b.T, atol=1e-4, rtol=1e-4)  # type: ignore[attr-defined]

@@ -83,13 +83,17 @@ def _mark(handle: Any, valid: Any) -> Any:
 
 
 def _joined(args: tuple[Any, ...]) -> Any:
-    """The lanes valid in every operand (None: all of them)."""
+    """The lanes valid in every operand (None: all of them, or shapes that do not
+    broadcast, which the operation itself will refuse)."""
     found = None
     for arg in args:
         valid = _valid(arg)
         if valid is None:
             continue
-        found = valid if found is None else np.logical_and(found, valid)
+        try:
+            found = valid if found is None else np.logical_and(found, valid)
+        except ValueError:
+            return None
     return found
 
 
@@ -124,7 +128,8 @@ class Count:
                 setattr(builder, name, self._arith(getattr(builder, name), flops))
         for name in CARRY:
             if hasattr(builder, name):
-                setattr(builder, name, self._carry(getattr(builder, name), name in CASTS))
+                setattr(builder, name, self._carry(getattr(builder, name), name in CASTS,
+                                                   name == "create_trans"))
         builder.create_masked_load = self._load(builder.create_masked_load)
         builder.create_masked_store = self._store(builder.create_masked_store)
         builder.create_dot = self._dot(builder.create_dot)
@@ -164,15 +169,17 @@ class Count:
             return _mark(out, valid)
         return run
 
-    def _carry(self, method: Any, cast: bool) -> Any:
+    def _carry(self, method: Any, cast: bool, transpose: bool = False) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
             out = method(*args, **kwargs)
             work = getattr(args[0], "_rl_work", None) if cast and args else None
             if work is not None:
                 out._rl_work = work  # a dot's result cast: its products go with it
             valid = _joined(args)
+            if valid is not None and transpose and len(args) > 1:
+                valid = np.transpose(valid, args[1])  # the mask follows the data
             if valid is not None and np.shape(valid) != np.shape(out.data):
-                try:  # a reshape or a transpose: the mask follows the data
+                try:  # a reshape, an added axis, a broadcast
                     valid = np.reshape(valid, np.shape(out.data)) if np.size(valid) == np.size(
                         out.data) else np.broadcast_to(valid, np.shape(out.data))
                 except ValueError:
@@ -184,8 +191,9 @@ class Count:
         def run(a: Any, b: Any, d: Any, *rest: Any) -> Any:
             out = method(a, b, d, *rest)
             shape_a, shape_b = np.shape(a.data), np.shape(b.data)
-            va = _valid(a)
-            vb = _valid(b)
+            va, vb = _valid(a), _valid(b)
+            va = va if va is not None and np.shape(va) == shape_a else None
+            vb = vb if vb is not None and np.shape(vb) == shape_b else None
             ones_a = np.ones(shape_a, dtype=np.float32) if va is None else va.astype(np.float32)
             ones_b = np.ones(shape_b, dtype=np.float32) if vb is None else vb.astype(np.float32)
             work = 2.0 * np.matmul(ones_a, ones_b)  # per output lane: 2 per valid k
