@@ -265,6 +265,11 @@ def test_a_custom_op_that_launches_kernels_is_its_launches(ab) -> None:  # type:
     finally:
         rl.unregister_op("rltest::tri_mm")
     assert work.flops == MATMUL_FLOPS and len(work.kernels) == 1
+    assert work.kernels[0].name.startswith("rltest::tri_mm")
+    # a tracer's own formula for the op, the same way (a FLOPs-only one: the op's bytes)
+    work = rl.Tracer(strict=True, formulas={"rltest::tri_mm": lambda a, b: 1.0})(tri_mm, a, b)
+    assert [(k.name, k.flops) for k in work.kernels] == [("rltest::tri_mm", 1.0)]
+    assert work.bytes == MATMUL_BYTES
 
 
 def _matmul_formula_op(a, b):  # type: ignore[no-untyped-def]
