@@ -406,7 +406,8 @@ def test_profile_in_the_interpreter_prices_the_launch_not_the_interpreter() -> N
     profile = rl.Profiler(hw=roomy, repeats=2)(tk.add, x, y)  # type: ignore[attr-defined]
     rows = {r.op: r for r in profile.rows}
     launch = rows["triton::add_kernel"]
-    assert launch.shapes == "98432f32,98432f32,98432f32"
+    assert launch.shapes == "98432f32"  # its tensors' distinct shapes
+    assert launch.label == "add_kernel(98432f32)"
     assert (launch.count, launch.flops, launch.bytes) == (1, 98432, 3 * 98432 * 4)
     assert launch.efficiency is not None and 0 < launch.efficiency <= 1
     assert "aten::copy_" not in rows and "aten::set_" not in {u.name for u in profile.unpriced}

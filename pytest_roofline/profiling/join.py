@@ -205,8 +205,8 @@ class Joiner:
             group = self.groups.get((op.name,))
             if group is None:
                 kernel_name, _, shapes = op.name.partition("(")
-                group = self.groups[(op.name,)] = _Group(kernel_name, shapes.rstrip(")"),
-                                                         launch, None)
+                distinct = ",".join(dict.fromkeys(shapes.rstrip(")").split(",")))
+                group = self.groups[(op.name,)] = _Group(kernel_name, distinct, launch, None)
                 for kernel in launch.kernels:
                     group.kernels.setdefault(kernel.name)
             return group, ""
