@@ -187,3 +187,39 @@ def test_torch_scaled_mm_the_fp8_gemm_the_gpu_calibration_runs() -> None:
     one = torch.ones((), device="meta", dtype=torch.float32)
     out = fn(a, b, one, one, out_dtype=torch.bfloat16)
     assert tuple(out.shape) == (32, 64) and out.dtype == torch.bfloat16
+
+
+# -- triton -----------------------------------------------------------------------------------
+
+
+def test_triton_interpreter_the_launch_counter_relies_on() -> None:
+    """tracing/_triton_count.py wraps the interpreter's builder methods and its reduction and
+    scan implementations while a launch runs: when their names or arguments change, this
+    fails first (and a launch would be counted short)."""
+    import inspect
+
+    pytest.importorskip("triton")
+    from triton.runtime import interpreter
+
+    from pytest_roofline.tracing import _triton_count as C
+
+    builder = interpreter.interpreter_builder
+    missing = [name for name in [*C.FLOPS, *C.CARRY] if not hasattr(builder, name)]
+    assert not missing, missing
+
+    def params(name: str) -> list[str]:
+        return list(inspect.signature(getattr(builder, name)).parameters)
+
+    assert params("create_masked_load")[:2] == ["ptrs", "mask"]
+    assert params("create_masked_store")[:3] == ["ptrs", "value", "mask"]
+    assert params("create_dot")[:3] == ["a", "b", "d"]
+    assert params("create_atomic_rmw")[:4] == ["rmwOp", "ptr", "val", "mask"]
+    for cls in (interpreter.ReduceOps, interpreter.ScanOps):
+        assert list(inspect.signature(cls.apply_impl).parameters) == ["self", "input"], cls
+    assert "axis" in inspect.signature(interpreter.ReduceOps.__init__).parameters
+    import numpy as np
+    import triton.language as tl
+
+    handle = interpreter.TensorHandle(np.zeros(2, dtype=np.float32), tl.float32)
+    handle._rl_valid = None  # the counter notes valid lanes on the interpreter's values
+    assert hasattr(handle, "data") and hasattr(interpreter.TensorHandle, "get_element_ty")

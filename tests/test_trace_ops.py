@@ -200,11 +200,24 @@ def test_a_custom_op_is_unknown_until_registered_then_counted_by_its_formula() -
 
 def test_a_formula_that_returns_the_wrong_thing_is_named() -> None:
     try:
-        rl.register_op("rooflinetest::fancy", lambda x, w: 42)
-        with pytest.raises(rl.TraceError, match="rooflinetest::fancy.*returned int"):
+        rl.register_op("rooflinetest::fancy", lambda x, w: "42")
+        with pytest.raises(rl.TraceError, match="rooflinetest::fancy.*returned str.*or a "
+                                                "number"):
             rl.trace(fancy, _empty(4, 8), _empty(8, 2))
     finally:
         rl.unregister_op("rooflinetest::fancy")
+    with pytest.raises(rl.TraceError, match="fancy.*returned nan FLOPs.*finite"):
+        rl.Tracer(formulas={"rooflinetest::fancy": lambda x, w: float("nan")})(
+            fancy, _empty(4, 8), _empty(8, 2))
+
+
+def test_a_formula_may_give_flops_alone_the_bytes_are_the_ops() -> None:
+    # a number is the op's FLOPs; its bytes are those the call implies: its tensors read
+    # and its output written, bf16: (4·8 + 8·2 + 4·2) · 2 B = 112 B
+    work = rl.Tracer(strict=True, formulas={"rooflinetest::fancy": lambda x, w: 2 * 4 * 2 * 8})(
+        fancy, _empty(4, 8), _empty(8, 2))
+    (k,) = work.kernels
+    assert (k.flops, k.bytes) == (128, (4 * 8 + 8 * 2 + 4 * 2) * 2)
     with pytest.raises(rl.TraceError, match="formula must be callable"):
         rl.register_op("rooflinetest::fancy", 3)  # type: ignore[call-overload]
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -113,8 +114,10 @@ _SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf1
 class Joiner:
     """Walks a :class:`TraceFile` into groups of priced calls and unpriced time."""
 
-    def __init__(self, trace: TraceFile, chip: Hardware) -> None:
+    def __init__(self, trace: TraceFile, chip: Hardware,
+                 launches: Mapping[str, Workload | str] | None = None) -> None:
         self.trace = trace
+        self.launches = launches or {}  # Triton launches' ranges -> their work
         self.chip = chip
         self.groups: dict[tuple[Any, ...], _Group] = {}
         self.copies: dict[tuple[Any, ...], _Copy] = {}
@@ -195,6 +198,18 @@ class Joiner:
     def _group(self, op: Op, kernels: list[str]) -> tuple[_Group | None, str]:
         """The group of *op*'s calls with its inputs (priced once), or the reason it has
         none."""
+        launch = self.launches.get(op.name)
+        if launch is not None:  # a Triton launch's range: it owns the ops inside
+            if isinstance(launch, str):
+                return None, launch
+            group = self.groups.get((op.name,))
+            if group is None:
+                kernel_name, _, shapes = op.name.partition("(")
+                distinct = ",".join(dict.fromkeys(shapes.rstrip(")").split(",")))
+                group = self.groups[(op.name,)] = _Group(kernel_name, distinct, launch, None)
+                for kernel in launch.kernels:
+                    group.kernels.setdefault(kernel.name)
+            return group, ""
         if not op.name.startswith("aten::"):
             return None, "not an aten op"
         tf32 = runs_tf32(kernels)
@@ -221,12 +236,14 @@ class Joiner:
 
 
 def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
-          notes: tuple[str, ...] = ()) -> Profile:
+          notes: tuple[str, ...] = (),
+          launches: Mapping[str, Workload | str] | None = None) -> Profile:
     """The :class:`Profile` of *trace* on *chip*: every call of *repeats* runs divided by
-    *repeats* (the figures of one run)."""
+    *repeats* (the figures of one run). *launches*: the work of the Triton launches'
+    profiler ranges (``triton::<kernel>(<shapes>)``), or why a launch has none."""
     from ..analysis import analyze
 
-    joiner = Joiner(trace, chip)
+    joiner = Joiner(trace, chip, launches)
     joiner.run()
     tick = 1e-6 if trace.integer_times else 0.0
     rows = []
@@ -249,6 +266,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
             precision = _precision(result)
         spread = _spread(group.times)
         efficiency, faster = efficiency_of(bound, measured, count, spread, tick)
+        if group.workload is None:  # a view or an allocation: no work, no kernel to judge
+            efficiency, faster = None, False
         likely = _likely(regime, nbytes / count, chip, group.precision_dtype) if faster else ""
         rows.append(KernelRow(
             op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),

@@ -53,7 +53,8 @@ class KernelRow:
 
     @property
     def label(self) -> str:
-        return f"{self.op.removeprefix('aten::')}({self.shapes})" if self.shapes else self.op
+        op = self.op.removeprefix("aten::").removeprefix("triton::")
+        return f"{op}({self.shapes})" if self.shapes else self.op
 
     @property
     def intensity(self) -> float | None:

@@ -5,6 +5,9 @@
   ``record_shapes=True`` (CPU ops; on a GPU the CUDA kernels too, their own device times),
   exports the trace and reads it back through the same path as a file from anywhere, so
   the two can never disagree. Figures are per call (the repeats' totals over *repeats*).
+  A Triton launch is a row of its own, ``triton::<kernel>(<shapes>)``, priced as a trace
+  counts it (in Triton's interpreter: as it runs); the interpreter's copies of its
+  arguments are inside it, never rows.
   The chip is this machine's: ``host`` (the calibrated CPU) for a call on CPU tensors,
   ``cuda:N`` for one on a GPU, or one ``hw=`` names that this machine holds.
 * ``read_trace(path, hw=None)`` prices a trace recorded anywhere (a GPU cluster's job) on
@@ -115,7 +118,10 @@ class Profiler:
         for _ in range(self.warmup):
             synchronize(fn(*args, **kwargs))
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda is not None else [])
-        with profile(activities=activities, record_shapes=True) as prof:
+        from ..tracing._triton import labelled
+
+        with labelled() as launches, profile(activities=activities,
+                                             record_shapes=True) as prof:
             for _ in range(self.repeats):
                 synchronize(fn(*args, **kwargs))
         with tempfile.TemporaryDirectory() as folder:
@@ -136,7 +142,8 @@ class Profiler:
                 f"process where torch.profiler shows kernels and read it with "
                 f"pytest-roofline profile TRACE")
         name = getattr(fn, "__name__", type(fn).__name__)
-        return build(trace, chip, source=f"profile({name})", repeats=self.repeats)
+        return build(trace, chip, source=f"profile({name})", repeats=self.repeats,
+                     launches=launches.workloads)
 
     def _jax(self, fn: Callable[..., Any], args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Profile:

@@ -31,7 +31,7 @@ def _count(value: Any) -> str:
 
 
 def _label(row: Mapping[str, Any]) -> str:
-    op = str(row.get("op", "?")).removeprefix("aten::")
+    op = str(row.get("op", "?")).removeprefix("aten::").removeprefix("triton::")
     shapes = str(row.get("shapes") or "")
     return f"{op}({shapes})" if shapes else op
 

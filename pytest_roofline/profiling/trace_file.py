@@ -8,6 +8,8 @@ The file is the Chrome trace format PyTorch's profiler (Kineto) writes, ``.json`
   type (a dtype name such as ``float``, or ``Scalar``, ``ScalarList``, ``TensorList``) and,
   in traces of torch 2.1 on, the concrete value of each scalar input. Per host thread the
   ops nest by their time spans into a tree (an ``aten::linear`` holds its ``aten::addmm``).
+* **Triton launches**: the ranges ``profile()`` records around each (category
+  ``user_annotation``, named ``triton::<kernel>(<shapes>)``), read as ops.
 * **Launches** (category ``cuda_runtime``/``cuda_driver``, ``cudaLaunchKernel`` and the
   like) are attributed to the innermost CPU op whose span holds them, on their thread.
 * **Device work** (categories ``kernel``, ``gpu_memcpy``, ``gpu_memset``) is joined to its
@@ -37,6 +39,8 @@ LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "Driver
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy",
                                "Memset"})
 _US = 1e-6
+#: The prefix of the profiler ranges ``profile()`` puts around a Triton launch (read as ops).
+LAUNCH_RANGE = "triton::"
 
 
 class TraceFileError(RooflineError, ValueError):
@@ -182,7 +186,8 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
         if type(start) not in _NUMBERS or type(dur) not in _NUMBERS or dur < 0:
             continue
         args = event.get("args") or {}
-        if cat in OP_CATEGORIES:
+        if cat in OP_CATEGORIES or (cat == "user_annotation" and str(
+                event.get("name", "")).startswith(LAUNCH_RANGE)):
             shapes = shapes or "Input Dims" in args
             op = Op(str(event.get("name", "?")), start * _US, dur * _US, args)
             threads.setdefault((event.get("pid"), event.get("tid")), []).append(

@@ -226,6 +226,9 @@ def classify(base: str, *, pointwise: bool, is_view: bool) -> str:
 # -- bytes -------------------------------------------------------------------------------------
 
 
+#: Factories shaped after a template tensor (``zeros_like(x)``): they write their output only.
+LIKE = frozenset({"zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+                  "randint_like"})
 #: In-place ops that write their first operand without reading it.
 _OVERWRITE = frozenset({"copy_", "fill_", "zero_", "normal_", "uniform_", "random_",
                         "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_"})
@@ -235,8 +238,8 @@ def moved(op: str, base: str, inputs: list[torch.Tensor],
            outputs: list[torch.Tensor]) -> float:
     """Bytes a vector, index or copy op moves (``_torch_args.nbytes``: the general rule):
     a gather reads the rows it selects, each at most once, an in-place scatter writes where
-    its values go, a
-    fill or an overwrite does not read its destination."""
+    its values go, a fill or an overwrite does not read its destination, a ``*_like``
+    factory does not read its template."""
     if base in GATHER and inputs and outputs:
         source, rest = inputs[0], inputs[1:]
         # the gathered elements, read; each element of the source at most once (a row two
@@ -248,6 +251,8 @@ def moved(op: str, base: str, inputs: list[torch.Tensor],
         return T.nbytes(inputs[1:], ()) + float(values.numel() * values.dtype.itemsize)
     if op in _OVERWRITE and inputs:
         return T.nbytes(inputs[1:], outputs)
+    if base in LIKE:  # the template gives a shape and a dtype: its values are not read
+        return T.nbytes((), outputs)
     return T.nbytes(inputs, outputs)
 
 

@@ -2,8 +2,12 @@
 the formula, never a traceback from inside the tracer (or torch's dispatch) and never a
 workload with infinite or negative figures.
 
+A formula returns a Kernel, a Workload, or (where the tracer knows the bytes the op moves:
+a torch op, a custom op, a Triton launch) a number, its FLOPs alone.
+
 What is refused: a formula that raises (anything, a RecursionError included), that returns
-something other than a Kernel or a Workload (None, a number, a string, a list), or whose
+something other than a Kernel or a Workload (None, a string, a list; a number where no bytes
+are known, or one that is not finite and >= 0), or whose
 kernels add up past the largest float (``flops``, ``bytes`` or ``link_bytes`` times their
 ``count``, each and summed): a Kernel already refuses NaN, negative and infinite figures.
 """
@@ -54,8 +58,9 @@ def _figures(kernels: list[Kernel]) -> str | None:
 
 
 def call(name: str, formula: Callable[..., Any], args: Iterable[Any],
-         kwargs: dict[str, Any]) -> Kernel | Workload:
-    """``formula(*args, **kwargs)``, checked (see the module docstring)."""
+         kwargs: dict[str, Any], *, numbers: bool = False) -> Kernel | Workload | float:
+    """``formula(*args, **kwargs)``, checked (see the module docstring); with *numbers*, a
+    number it returns is its FLOPs (a float)."""
     label = _label(name, formula)
     try:
         result = formula(*args, **kwargs)
@@ -66,12 +71,18 @@ def call(name: str, formula: Callable[..., Any], args: Iterable[Any],
         text = " ".join(str(exc).split())
         text = text if len(text) <= 200 else text[:197] + "..."
         raise FormulaError(f"{label} failed: {type(exc).__name__}: {text}") from None
+    if numbers and isinstance(result, (int, float)) and not isinstance(result, bool):
+        if not 0 <= result < math.inf:
+            raise FormulaError(f"{label} returned {result!r} FLOPs; a number of FLOPs must be "
+                               f"finite and >= 0")
+        return float(result)
     kernels = [result] if isinstance(result, Kernel) else (
         list(result.kernels) if isinstance(result, Workload) else None)
     if kernels is None:
         what = "None" if result is None else f"{type(result).__name__} {brief(result)}"
+        also = " or a number (its FLOPs)" if numbers else ""
         raise FormulaError(f"{label} returned {what}; it must return a Kernel or a Workload "
-                           f"(pytest_roofline.ops builds both)")
+                           f"(pytest_roofline.ops builds both){also}")
     bad = _figures(kernels)
     if bad is not None:
         raise FormulaError(f"{label} returned what cannot be priced: {bad}")

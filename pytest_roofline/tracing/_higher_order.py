@@ -14,7 +14,8 @@ torch's own ``FlopCounterMode`` does:
   recorded once and the Workload says so.
 * **triton_kernel_wrapper_mutation / _functional** (``wrap_triton(kernel)[grid](...)``): the
   kernel is launched as the HOP's own implementation does; the launch is recorded by the
-  Triton watcher (:mod:`._triton`), one kernel named after the kernel function.
+  Triton watcher (:mod:`._triton`), one kernel named after the kernel function (on meta
+  tensors recorded without running).
 * **flex_attention**: one attention kernel over the (query, key) pairs its block mask makes it
   compute: every pair of each block it visits (partial blocks, where ``mask_mod`` is applied,
   and full ones), cut at the sequence ends; Q·Kᵀ and P·V at 2 FLOPs a multiply-accumulate on

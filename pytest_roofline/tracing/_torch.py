@@ -123,7 +123,7 @@ class Recorder:
             return
         formula = registry.lookup(f"aten::{op}", self.formulas)
         if formula is not None:
-            self._formula(f"aten::{op}", formula, args, kwargs)
+            self._formula(f"aten::{op}", formula, args, kwargs, out)
             return
         base = op.rstrip("_") if not op.startswith("__") else op.strip("_")
         cls = A.classify(base, pointwise=torch.Tag.pointwise in func.tags,
@@ -155,7 +155,7 @@ class Recorder:
         """A ``torch.library`` op: counted by its registered formula, else unknown."""
         formula = registry.lookup(name, self.formulas)
         if formula is not None:
-            self._formula(name, formula, args, kwargs)
+            self._formula(name, formula, args, kwargs, out)
             return
         self.unknown[name] = self.unknown.get(name, 0) + 1
         inputs = T.operands(args, kwargs)
@@ -165,9 +165,20 @@ class Recorder:
                                      dtype=T.precision(outputs[0]) if outputs else None))
 
     def _formula(self, name: str, formula: registry.Formula, args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> None:
+                 kwargs: dict[str, Any], out: object = None,
+                 nbytes: Callable[[], float] | None = None) -> None:
+        """The kernels of *formula* for one call; a formula may give FLOPs alone, the bytes
+        then those the call implies (*nbytes*, or its tensors in and *out*)."""
         where = self.path[-1] if self.path else ""
-        kernels, unknown = registry.apply(name, formula, where, args, kwargs)
+        if nbytes is None:
+            def nbytes() -> float:
+                return T.nbytes(T.operands(args, kwargs), T.tensors(out))
+        outputs = list(T.tensors(out))
+        inputs = T.operands(args, kwargs)
+        dtype = self.dtype or (T.precision(outputs[0]) if outputs else (
+            T.precision(inputs[0]) if inputs else None))
+        kernels, unknown = registry.apply(name, formula, where, args, kwargs, nbytes=nbytes,
+                                          dtype=dtype)
         self.kernels.extend(kernels)
         for op, calls in unknown.items():
             self.unknown[op] = self.unknown.get(op, 0) + calls
@@ -214,9 +225,18 @@ class _Dispatch(C.DispatchMode):  # type: ignore[misc]
             return recorder.reads.answer(recorder, func, args)  # .item() of meta: the policy
         launched = _triton.launches_in(recorder, func)
         if launched is None:
+            launches = recorder.launches
+            if launches is not None and not launches.watching:
+                launches = None  # triton not imported: no launch to watch for
+            mark = launches.logged() if launches is not None else 0
             out = func(*args, **kwargs)
             if func.overloadpacket in _scalar_reads.ALL:
                 recorder.reads.note(func, out)
+            if launches is not None and launches.logged() != mark:
+                # an aten op overridden in Python that launched Triton kernels: one count
+                if not _counts_itself(recorder, func):
+                    return out  # an op the tracer cannot count: its launches are its work
+                launches.forget(mark)  # the op's formula covers the kernels it launched
         else:  # a custom op that may launch Triton kernels: they are its kernels
             with launched:
                 out = func(*args, **kwargs)
@@ -236,6 +256,17 @@ class _Dispatch(C.DispatchMode):  # type: ignore[misc]
             else:
                 recorder.op(func, args, kwargs, out)
         return out
+
+
+def _counts_itself(recorder: Recorder, func: Any) -> bool:
+    """Whether the tracer counts the aten op *func* by a formula of its own (a built-in
+    one, register_op's or the tracer's), not only by its bytes."""
+    op = func.overloadpacket.__name__
+    if registry.lookup(f"aten::{op}", recorder.formulas) is not None:
+        return True
+    base = op.rstrip("_") if not op.startswith("__") else op.strip("_")
+    return A.classify(base, pointwise=torch.Tag.pointwise in func.tags,
+                      is_view=func.is_view) != "unknown"
 
 
 def _in_testing() -> bool:

@@ -10,21 +10,28 @@ work. So a launch is caught where Triton starts it, the ``run`` of the kernel ob
 ops it dispatches are hidden from the recorder. On a GPU Triton's public launch hook
 (``triton.knobs.runtime.launch_enter_hook``) hands over the launch metadata.
 
-What a launch is charged:
+What a launch is charged, by the first that applies (``Workload.assumed`` names which):
 
-* **FLOPs**: from ``register_op(<kernel function name>, formula)`` (called with the launch's
-  arguments as passed, it returns a Kernel or a Workload and is taken as it is), else from
-  the kernel's own ``launch_metadata`` (Triton's convention: ``"flops"``, ``"flops8"``,
-  ``"flops16"``, ``"flops32"``, ``"flops64"`` keys, summed, and ``"bytes"``). Neither: the
-  launch is listed in ``Workload.unknown`` under its name (0 FLOPs is never assumed without
-  a word) and strict tracing refuses it.
-* **Bytes**: each tensor argument once, whole (the blocks that cross the kernel's boundary,
-  as for a Pallas kernel), or the metadata's ``"bytes"`` when the kernel states them.
+* **A formula**: ``register_op(<kernel function name>, formula)`` or the tracer's own
+  (``Tracer(formulas=...)``), called with the launch's arguments as passed; it returns a
+  Kernel or a Workload, taken as it is, or a number, its FLOPs alone (the bytes then the
+  launch's, below).
+* **The kernel's ``launch_metadata``** (Triton's convention: ``"flops"``, ``"flops8"``,
+  ``"flops16"``, ``"flops32"``, ``"flops64"`` keys, summed, and ``"bytes"``).
+* **Counted as it runs** in Triton's interpreter (:mod:`._triton_count`): no annotation.
+* Otherwise (a GPU, meta tensors) the launch is listed in ``Workload.unknown`` under its
+  name (0 FLOPs is never assumed without a word) and strict tracing refuses it.
+* **Bytes**, where the interpreter does not count them: each tensor argument whole, once per
+  way the kernel's source moves it (read, written, or both: :mod:`._triton_source`).
 * **Autotuning**: the configurations ``triton.autotune`` benchmarks on a launch are not the
   program's work; the launch it makes with the chosen configuration is recorded.
-* **Unit**: Triton's metadata does not say whether the FLOPs ran on the matrix units; they
-  are priced at the matrix peak, the faster roof, so the time stays a lower bound
-  (``register_op`` with ``ops`` formulas splits matrix and vector work exactly).
+* **Unit**: a formula's number and Triton's metadata do not say whether the FLOPs ran on
+  the matrix units; they are priced at the matrix peak, the faster roof, so the time stays
+  a lower bound (a counted launch splits its ``tl.dot`` work from the rest).
+* **Meta and fake tensors** (``wrap_triton`` under ``torch.compile`` or export, a meta
+  trace): nothing can run; the launch is recorded as above without running.
+* **profile()**: :class:`Labelled` puts each launch in a profiler range of its own, priced
+  as a trace counts it.
 
 Nothing here imports triton: launches are watched only when the traced code has imported it.
 Triton's launch API used here (``KernelInterface.run(*args, grid, warmup, **kwargs)``,
@@ -38,8 +45,10 @@ import sys
 import types
 from typing import Any
 
-from ..workload import Kernel
+from ..workload import Kernel, Workload
 from . import _kernels as K
+from . import _triton_count as _C
+from . import _triton_source as _S
 from . import registry
 
 #: Triton's launch-metadata keys for FLOPs: ``flops`` or ``flops<bits>``.
@@ -73,7 +82,9 @@ class Launches:
         self._patched: list[tuple[type, Any]] = []
         self._metadata: Any = None
         self._knobs: Any = None
-        self._log: list[tuple[int, str | None]] = []  # per launch: first kernel, unknown name
+        self.watching = False  # True while entered with triton imported
+        # per launch: its first kernel, its name if unknown, the note of how it was counted
+        self._log: list[tuple[int, str | None, str | None]] = []
 
     def __enter__(self) -> Launches:
         classes = _classes()
@@ -93,9 +104,11 @@ class Launches:
             hook.add(self._hook)
             self._knobs = hook
         _ACTIVE.append(self)
+        self.watching = True
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.watching = False
         for cls, original in reversed(self._patched):
             cls.run = original  # type: ignore[attr-defined]
         self._patched = []
@@ -134,60 +147,116 @@ class Launches:
         run._roofline_launch = True  # type: ignore[attr-defined]
         return run
 
+    def logged(self) -> int:
+        """Launches recorded so far (a mark for :meth:`forget` and :meth:`keep_last`)."""
+        return len(self._log)
+
     def keep_last(self, first: int) -> None:
         """Forget the launches recorded since launch number *first*, but the last."""
-        dropped = self._log[first:-1]
+        if len(self._log) - first < 2:
+            return
+        last = self._log[-1]
+        kept = self.recorder.kernels[last[0]:]
+        self.forget(first)
+        start = len(self.recorder.kernels)
+        self.recorder.kernels.extend(kept)
+        self._restore(last)
+        self._log.append((start, last[1], last[2]))
+        self.count += 1
+
+    def forget(self, first: int) -> None:
+        """Forget the launches recorded since launch number *first* (their kernels, their
+        unknown names and what was noted of how they were counted)."""
+        dropped = self._log[first:]
         if not dropped:
             return
         recorder = self.recorder
-        start, end = dropped[0][0], self._log[-1][0]
-        del recorder.kernels[start:end]
-        for _, name in dropped:
-            if name is not None:
-                recorder.unknown[name] -= 1
-                if not recorder.unknown[name]:
-                    del recorder.unknown[name]
-        self._log[first:] = [(start, self._log[-1][1])]
+        del recorder.kernels[dropped[0][0]:]
+        for _, name, note in dropped:
+            for table, key in ((recorder.unknown, name), (recorder.assumed, note)):
+                if key is not None and key in table:
+                    table[key] -= 1
+                    if not table[key]:
+                        del table[key]
+        del self._log[first:]
         self.count -= len(dropped)
+
+    def _restore(self, entry: tuple[int, str | None, str | None]) -> None:
+        recorder = self.recorder
+        for table, key in ((recorder.unknown, entry[1]), (recorder.assumed, entry[2])):
+            if key is not None:
+                table[key] = table.get(key, 0) + 1
 
     def launch(self, original: Any, kernel: Any, args: tuple[Any, ...],
                kwargs: dict[str, Any], grid: Any) -> Any:
-        """Run one launch with the recorder's view of its copies hidden, then record it."""
+        """Run one launch with the recorder's view of its copies hidden, then record it;
+        in the interpreter, counted as it runs when nothing else says its work."""
         recorder = self.recorder
         recording = recorder.recording
         self._metadata = None
+        if _valueless(args, kwargs):  # meta or fake tensors: there is nothing to run
+            if recording:
+                self.record(kernel, args, kwargs, grid)
+            return None
+        count = _C.Count() if recording and _counts(kernel) else None
         recorder.hidden += 1
         try:
-            out = original(kernel, *args, grid=grid, warmup=False, **kwargs)
+            if count is None:
+                out = original(kernel, *args, grid=grid, warmup=False, **kwargs)
+            else:
+                with count:
+                    out = original(kernel, *args, grid=grid, warmup=False, **kwargs)
         finally:
             recorder.hidden -= 1
         if recording:
-            self.record(kernel, args, kwargs, grid)
+            self.record(kernel, args, kwargs, grid, count)
         return out
 
     def record(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-               grid: Any) -> None:
+               grid: Any, count: _C.Count | None = None) -> None:
+        """One launch's kernels: by its formula, else its launch_metadata, else as counted
+        in the interpreter, else unknown by name (see the module docstring)."""
         recorder = self.recorder
         name = kernel_name(kernel)
         self.count += 1
-        formula = registry.lookup(name)
-        self._log.append((len(recorder.kernels), None))
-        if formula is not None:
-            recorder._formula(name, formula, args, kwargs)
-            return
+        formula = registry.lookup(name, recorder.formulas)
+        start = len(recorder.kernels)
         bound = bind(kernel, args, kwargs)
-        nbytes, dtype = tensor_bytes(bound.values())
+
+        def implied() -> float:
+            if count is not None and not count.descriptors:
+                return count.nbytes()
+            return _S.tensor_bytes(kernel, bound)[0]
+
+        if formula is not None:
+            recorder._formula(name, formula, args, kwargs, nbytes=implied)
+            self._note(start, None, f"Triton {name}: by its formula")
+            return
+        nbytes, dtype = _S.tensor_bytes(kernel, bound)
         stated = self._stated(kernel, bound, grid, name)
         label = recorder._name(name)
-        if stated is None:
-            self._log[-1] = (self._log[-1][0], name)
-            recorder.unknown[name] = recorder.unknown.get(name, 0) + 1
-            recorder.kernels.append(K.vector(label, flops=0.0, nbytes=nbytes, dtype=dtype))
+        if stated is not None:
+            flops, width, stated_bytes = stated
+            recorder.kernels.append(Kernel(label, flops, stated_bytes if stated_bytes is not None
+                                           else implied(), unit="matrix",
+                                           dtype=recorder.dtype or width or dtype or "fp32"))
+            self._note(start, None, f"Triton {name}: by its launch_metadata")
             return
-        flops, width, stated_bytes = stated
-        recorder.kernels.append(Kernel(label, flops, stated_bytes if stated_bytes is not None
-                                       else nbytes, unit="matrix",
-                                       dtype=recorder.dtype or width or dtype or "fp32"))
+        if count is not None:
+            recorder.kernels.extend(counted(label, count, nbytes, dtype, recorder.dtype))
+            how = "counted in the interpreter" + (
+                " (descriptors: bytes of its arguments)" if count.descriptors else "")
+            self._note(start, None, f"Triton {name}: {how}")
+            return
+        recorder.kernels.append(K.vector(label, flops=0.0, nbytes=nbytes, dtype=dtype))
+        self._note(start, name, None)
+
+    def _note(self, start: int, unknown: str | None, note: str | None) -> None:
+        """Log one launch recorded from kernel *start* on: unknown by name, or counted as
+        *note* says (``Workload.assumed``)."""
+        entry = (start, unknown, note)
+        self._log.append(entry)
+        self._restore(entry)
 
     def _stated(self, kernel: Any, bound: dict[str, Any], grid: Any,
                 name: str) -> tuple[float, str | None, float | None] | None:
@@ -255,21 +324,36 @@ def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str
     return bound
 
 
-def tensor_bytes(values: Any) -> tuple[float, str | None]:
-    """Bytes of the tensors among *values*, each once, and the widest float precision."""
-    import torch
+def _valueless(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """True when a launch's tensors are on meta or fake (``wrap_triton`` traced by
+    ``torch.compile`` or export, a meta trace): no kernel can run on them."""
+    for value in (*args, *kwargs.values()):
+        tensor = getattr(value, "base", value)
+        if getattr(tensor, "is_meta", False) or type(tensor).__name__ == "FakeTensor":
+            return True
+    return False
 
-    seen: set[int] = set()
-    total = 0
-    dtype: str | None = None
-    for value in values:
-        tensor = getattr(value, "base", value) if not isinstance(value, torch.Tensor) else value
-        if not isinstance(tensor, torch.Tensor) or id(tensor) in seen:
-            continue
-        seen.add(id(tensor))
-        total += tensor.numel() * tensor.dtype.itemsize
-        dtype = K.wider(dtype, K.precision(tensor.dtype))
-    return float(total), dtype
+
+def _counts(kernel: Any) -> bool:
+    """Whether a launch of *kernel* is counted as it runs: it runs in Triton's interpreter
+    and states no launch_metadata (a formula that gives FLOPs alone takes the bytes)."""
+    return type(kernel).__name__ == "InterpretedFunction" and launch_metadata_of(kernel) is None
+
+
+def counted(label: str, count: _C.Count, nbytes: float, dtype: str | None,
+            priced: str | None) -> list[Kernel]:
+    """The kernels of a launch counted in the interpreter: its ``tl.dot`` work on the matrix
+    units with every byte, its other arithmetic on the vector units (in the same launch:
+    timed in the matrix kernel's epilogue); a launch with no dot is one vector kernel."""
+    moved = nbytes if count.descriptors else count.nbytes()
+    if count.matrix:
+        matrix = Kernel(label, count.matrix, moved, unit="matrix",
+                        dtype=priced or dtype or "fp32")
+        if not count.vector:
+            return [matrix]
+        return [matrix, K.vector(f"{label}.vector", flops=count.vector, nbytes=0.0,
+                                 dtype=dtype).evolve(epilogue_of=label)]
+    return [K.vector(label, flops=count.vector, nbytes=moved, dtype=dtype)]
 
 
 class _Within:
@@ -304,7 +388,8 @@ def launches_in(recorder: Any, func: Any) -> _Within | None:
     if namespace in ("aten", "prim"):
         return None
     name = f"{namespace}::{func.overloadpacket.__name__}"
-    return _Within(recorder, launches, hide=registry.lookup(name) is not None)
+    return _Within(recorder, launches,
+                   hide=registry.lookup(name, recorder.formulas) is not None)
 
 
 def _hook_count() -> int:
@@ -313,3 +398,73 @@ def _hook_count() -> int:
     hook = getattr(getattr(knobs, "runtime", None), "launch_enter_hook", None)
     calls = getattr(hook, "calls", ())
     return sum(1 for call in calls if getattr(call, "__self__", None).__class__ is Launches)
+
+
+class Labelled(Launches):
+    """Triton launches while ``profile()`` records: each runs inside a profiler range named
+    after it, ``triton::<kernel>(<tensor shapes>)``, and is counted as a trace counts it
+    (in the interpreter: as it runs); :attr:`workloads` maps each range's name to the
+    launch's Workload, or to why it has none. The interpreter's own copies of the arguments
+    fall inside the range: they are the launch's, not rows of their own."""
+
+    def __init__(self) -> None:
+        from ._torch import Recorder
+
+        super().__init__(Recorder({}, None))
+        self.workloads: dict[str, Workload | str] = {}
+
+    def __enter__(self) -> Labelled:
+        super().__enter__()
+        return self
+
+    def launch(self, original: Any, kernel: Any, args: tuple[Any, ...],
+               kwargs: dict[str, Any], grid: Any) -> Any:
+        from torch.profiler import record_function
+
+        name = kernel_name(kernel)
+        label = f"triton::{name}({_shapes(bind(kernel, args, kwargs))})"
+        recorder = self.recorder
+        start = len(recorder.kernels)
+        with record_function(label):
+            out = super().launch(original, kernel, args, kwargs, grid)
+        if label not in self.workloads:
+            kernels = recorder.kernels[start:]
+            self.workloads[label] = (
+                f"Triton kernel {name} without a formula or launch_metadata"
+                if recorder.unknown.get(name) else Workload(kernels, name=label))
+        return out
+
+
+_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
+          "int64": "i64", "int32": "i32", "int8": "i8", "uint8": "u8", "bool": "b"}
+
+
+def _shapes(bound: dict[str, Any]) -> str:
+    """``98432f32,98432f32``: the launch's tensor arguments' shapes and dtypes."""
+    parts = []
+    for value in bound.values():
+        tensor = getattr(value, "base", value)
+        shape = getattr(tensor, "shape", None)
+        dtype = getattr(tensor, "dtype", None)
+        if shape is not None and dtype is not None and hasattr(tensor, "data_ptr"):
+            kind = str(dtype).removeprefix("torch.")
+            parts.append("x".join(str(d) for d in shape) + _SHORT.get(kind, kind))
+    return ",".join(parts)
+
+
+class _Nothing:
+    """No Triton imported: nothing to label."""
+
+    def __init__(self) -> None:
+        self.workloads: dict[str, Workload | str] = {}
+
+    def __enter__(self) -> _Nothing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def labelled() -> Labelled | _Nothing:
+    """A :class:`Labelled` watcher when triton is imported; else one that does nothing."""
+    return Labelled() if _classes() else _Nothing()

@@ -207,13 +207,19 @@ def lookup(name: str, own: Formulas | None = None) -> Formula | None:
 
 
 def apply(name: str, formula: Formula, where: str, args: Iterable[Any],
-          kwargs: dict[str, Any]) -> tuple[list[Kernel], dict[str, int]]:
+          kwargs: dict[str, Any], *, nbytes: Callable[[], float] | None = None,
+          dtype: str | None = None) -> tuple[list[Kernel], dict[str, int]]:
     """The kernels *formula* gives for one call of *name*, named ``where.name[:kernel]``, and
-    the unknown ops of a Workload it returns."""
+    the unknown ops of a Workload it returns. With *nbytes* (the bytes the call moves, as the
+    tracer knows them), the formula may return a number: its FLOPs alone, one kernel priced
+    at the matrix peak (the faster roof: the time stays a lower bound)."""
     from ._formula_check import call
 
-    result = call(name, formula, args, kwargs)  # a Kernel or a Workload, or a FormulaError
+    result = call(name, formula, args, kwargs, numbers=nbytes is not None)
     label = f"{where}.{name}" if where else name
+    if isinstance(result, float):
+        assert nbytes is not None
+        return [Kernel(label, result, nbytes(), unit="matrix", dtype=dtype or "fp32")], {}
     if isinstance(result, Kernel):
         return [_named(result, label)], {}
     return [_named(k, label) for k in result.kernels], dict(result.unknown)

@@ -115,3 +115,46 @@ def _matmul_metadata(grid: object, kernel: object, args: dict[str, object]) -> d
 
 stated_matmul_kernel = triton.jit(matmul_kernel.fn, launch_metadata=_matmul_metadata)
 
+
+
+@triton.jit
+def scale_kernel(x_ptr, n_elements, factor, BLOCK_SIZE: tl.constexpr):
+    """x *= factor, in place: the tensor is read and written."""
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(x_ptr + offsets, x * factor, mask=mask)
+
+
+def scale_(x: torch.Tensor, factor: int = 2) -> torch.Tensor:
+    n = x.numel()
+    scale_kernel[(triton.cdiv(n, 1024),)](x, n, factor, BLOCK_SIZE=1024)
+    return x
+
+
+@triton.jit
+def matmul_bt_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """C = A·Bᵀ, B stored (N, K) row-major and transposed in registers (``tl.trans``)."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        offs_k = k * BLOCK_K + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + offs_m[:, None] * K + offs_k[None, :],
+                    mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + offs_n[:, None] * K + offs_k[None, :],
+                    mask=(offs_n[:, None] < N) & (offs_k[None, :] < K), other=0.0)
+        acc = tl.dot(a, tl.trans(b), acc)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def matmul_bt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    M, K = a.shape
+    N = b.shape[0]
+    c = torch.empty((M, N), dtype=torch.float32)
+    matmul_bt_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 16))](
+        a, b, c, M, N, K, BLOCK_M=32, BLOCK_N=16, BLOCK_K=32)
+    return c
