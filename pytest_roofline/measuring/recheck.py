@@ -185,8 +185,9 @@ def refreshed(result: Any, chip: Any, measured: Any) -> tuple[Any, str] | None:
     if why is None:
         return None
     checked = _checked(result, chip)
-    if checked is None or not checked.moved:
-        return None
+    if checked is None or not checked.moved or checked.key in (
+            chip.provenance.get("rechecked") or {}):
+        return None  # held, or already raised on this chip
     unit = "B/s" if checked.key.startswith("memory") else "FLOP/s"
     return raised(chip, checked), (
         f"the calibrated {checked.words} was stale ({why}): re-measured at "

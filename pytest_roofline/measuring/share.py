@@ -41,13 +41,19 @@ def starved(result: Any, chip: Any, measured: Any) -> tuple[Any, str] | None:
         return None
     # the larger of the two: the lower bound
     share = max(float(cpu_time) / float(measured.time), float(parallelism))
-    if not 0 < share < STARVED:
+    if not 0 < share < STARVED or "starved" in (chip.provenance or {}):
+        return None
+    # never below the share at which the call would meet the roof: a call faster than its
+    # bound on a core says the roof is stale (measuring.recheck), not that it got more time
+    share = max(share, float(result.time) / float(measured.time))
+    if share >= 1:
         return None
     cores = int((getattr(chip, "provenance", None) or {}).get("cores") or probe.cores())
     if float(others) + share < cores - CALM:
         return None  # cores were free: the call waited on something else
     by_threads = {**chip.memory_by_threads, 1: chip.memory_by_threads[1] * share}
-    return chip.replace(memory_by_threads=by_threads), (
+    provenance = {**(chip.provenance or {}), "starved": round(share, 3)}
+    return chip.replace(memory_by_threads=by_threads, provenance=provenance), (
         f"timed on a saturated machine (other processes kept {float(others):.1f} of {cores} "
         f"cores busy): the call was on a core {share:.0%} of its wall time, so it is set "
         f"against {share:.2f} x the 1-thread memory roof")
