@@ -20,6 +20,10 @@ says the roof held. If it moved up, the measurement is judged against the roof m
 mode of the cached calibration: quick or full) and the new spec cached where it may replace
 the old one (a calibration taken under load never replaces a quiet one). Each roof is
 re-checked once per process; later measurements against it use what that found.
+
+Against a GPU calibration (``cuda:N``) a compute-bound call that ran above the calibrated
+GEMM peak of its precision raises that peak to the rate it reached, for its judgement and
+in the cached calibration, and says so: a roof is the highest rate the chip reaches.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import units
+from ..errors import RooflineError
 
 #: A re-measured roof this much above the calibration's has moved (a calibration repeats
 #: within 5% on a quiet machine; twice that leaves room for a busy one).
@@ -177,7 +182,11 @@ def refreshed(result: Any, chip: Any, measured: Any) -> tuple[Any, str] | None:
     than the calibration's (see the module docstring) and the roof moved; else None."""
     from .diagnose import is_faster
 
-    if _cpu_calibration(chip) is None or getattr(measured, "here", False) is not True:
+    if getattr(measured, "here", False) is not True:
+        return None
+    if _gpu_calibration(chip):
+        return _raised_peak(result, chip)
+    if _cpu_calibration(chip) is None:
         return None
     why = ("the measurement beat its bound"
            if is_faster(result, float(getattr(measured, "spread", 0.0))) else
@@ -193,6 +202,58 @@ def refreshed(result: Any, chip: Any, measured: Any) -> tuple[Any, str] | None:
         f"the calibrated {checked.words} was stale ({why}): re-measured at "
         f"{units.si(checked.now, unit)} against {units.si(checked.before, unit)} in the "
         f"calibration, and this measurement is judged against the figure measured now")
+
+
+def _gpu_calibration(chip: Any) -> bool:
+    provenance = getattr(chip, "provenance", None) or {}
+    return str(provenance.get("device") or "").startswith("cuda")
+
+
+def _raised_peak(result: Any, chip: Any) -> tuple[Any, str] | None:
+    """A GPU calibration whose GEMM peak a compute-bound call beat: the peak raised to the
+    rate the call reached, in the cached calibration too, and the sentence saying so. A
+    roof is the highest rate the chip reaches, and this run reached more than the
+    calibration's samples (another GEMM shape or layout, a higher clock). Memory-bound calls
+    are left alone: a warm cache, not a higher roof, explains a copy faster than DRAM."""
+    label = str(result.peak_label)
+    dtype = label.split(":", 1)[1] if label.startswith("matrix:") else ""
+    measured = float(result.measured or 0)
+    if str(result.regime) != "compute" or dtype not in chip.matrix or not measured > 0:
+        return None
+    before = float(chip.matrix[dtype])
+    now = before * float(result.time) / measured
+    if not now > before:
+        return None
+    key = f"matrix.{dtype}"
+    checked = Rechecked(key, f"{dtype} GEMM peak", before, now, "")
+    cached = _store_peak(str(chip.provenance.get("device")), key, now)
+    return raised(chip, checked), (
+        f"this call ran above {chip.name}'s calibrated {dtype} GEMM peak, at "
+        f"{units.si(now, 'FLOP/s')} against {units.si(before, 'FLOP/s')}: a roof is the "
+        f"highest rate the chip reaches, so the peak is raised to it for this judgement"
+        f"{cached}")
+
+
+def _store_peak(device: str, key: str, now: float) -> str:
+    """Raise *key* to *now* in *device*'s cached calibration; the words saying where."""
+    from ..specfiles import load_yaml
+    from . import calibration
+
+    path = calibration.cache_path(device)
+    try:
+        with calibration.locked(path):
+            spec = load_yaml(path)
+            section, name = key.split(".", 1)
+            table = spec.get(section)
+            if not isinstance(table, dict) or not isinstance(table.get(name), str):
+                return ""
+            table[name] = f"{now:.6g} FLOP/s"
+            provenance = spec.setdefault("provenance", {})
+            provenance.setdefault("raised", {})[key] = float(f"{now:.6g}")
+            calibration.save(path, spec)
+    except (OSError, RooflineError):
+        return " (the cached calibration could not be updated)"
+    return f" and in the cached calibration ({path})"
 
 
 def _recalibrate(provenance: Any) -> str:
