@@ -11,15 +11,19 @@ efficiency then says how well the call used the time it was given rather than ho
 the machine was.
 
 This applies only when the machine was saturated: the cores other processes kept busy
-(``Measurement.other_cores``) and the call's own add up to every core, less
-:data:`~.cpu.CALM`. A call that waits on a lock, a file or a sleep on a quiet machine gets
-a low parallelism too, and is judged against the whole roof.
+(``Measurement.other_cores``) and the call's own add up to every core, less :data:`SLACK`
+(half a core: the busy time is read in ticks of the OS's clock, and a runnable thread is
+given a free core, so a call short of a core by more than that waited on something
+else). A call that waits on a lock, a file or a sleep on a quiet machine gets a low
+parallelism too, and is judged against the whole roof.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+#: Cores short of saturation a machine may be while a starved call counts as crowded out.
+SLACK = 0.5
 #: A share of a core below this counts as starved (the parallelism of a thread that ran
 #: the whole time reads about 1, less timer rounding).
 STARVED = 0.9
@@ -30,7 +34,6 @@ def starved(result: Any, chip: Any, measured: Any) -> tuple[Any, str] | None:
     and the sentence saying so, when *result* was set against that roof on a saturated
     machine (see the module docstring); else None."""
     from . import probe
-    from .cpu import CALM
 
     cpu_time = getattr(measured, "cpu_time", None)
     parallelism = getattr(measured, "parallelism", None)
@@ -49,7 +52,7 @@ def starved(result: Any, chip: Any, measured: Any) -> tuple[Any, str] | None:
     if share >= 1:
         return None
     cores = int((getattr(chip, "provenance", None) or {}).get("cores") or probe.cores())
-    if float(others) + share < cores - CALM:
+    if float(others) + share < cores - SLACK:
         return None  # cores were free: the call waited on something else
     by_threads = {**chip.memory_by_threads, 1: chip.memory_by_threads[1] * share}
     provenance = {**(chip.provenance or {}), "starved": round(share, 3)}
