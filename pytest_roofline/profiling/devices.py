@@ -43,7 +43,8 @@ def chip_of(device: dict[str, Any] | None) -> Hardware:
     """The built-in chip of a trace's first ``deviceProperties`` entry (one die of a chip
     whose devices are dies), or an UnknownHardwareError that says to name it (``--hw``,
     ``hw=``)."""
-    if not device or not (device.get("name") or _compute_units(device)):
+    if not device or not (device.get("name") or _compute_units(device)
+                          or device.get("totalGlobalMem")):
         raise UnknownHardwareError("the trace names no GPU (no deviceProperties: a CPU "
                                    "trace, or an old profiler): name the chip with --hw "
                                    "(or hw=), e.g. --hw a100")
