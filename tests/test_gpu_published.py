@@ -304,3 +304,12 @@ def test_an_edited_cell_fails(edit: tuple[str, str], monkeypatch: pytest.MonkeyP
     with pytest.raises(AssertionError):
         test_every_cell_of_the_calibration_table_is_the_runs()
         test_every_cell_of_the_efficiency_table_is_the_runs()
+
+
+def test_the_acceptance_script_renders_the_of_columns_as_the_page_does() -> None:
+    pytest.importorskip("torch")
+    from test_gpu_acceptance import _script
+
+    text = _script().markdown({"sections": {"efficiency": RUN["efficiency"]}, "errors": {}})
+    for row in RUN["efficiency"]["rows"]:
+        assert f"| {_of(row, 'spec')} |" in text and f"| {_of(row, 'calibrated')} |" in text
