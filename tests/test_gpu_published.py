@@ -313,3 +313,14 @@ def test_the_acceptance_script_renders_the_of_columns_as_the_page_does() -> None
     text = _script().markdown({"sections": {"efficiency": RUN["efficiency"]}, "errors": {}})
     for row in RUN["efficiency"]["rows"]:
         assert f"| {_of(row, 'spec')} |" in text and f"| {_of(row, 'calibrated')} |" in text
+
+
+def test_the_page_says_the_run_used_other_versions_than_the_pins() -> None:
+    device = RUN["device"]
+    readme = (ROOT / "README.md").read_text()
+    torch_pin = re.search(r"torch==([\d.]+)", readme).group(1)  # type: ignore[union-attr]
+    triton_pin = re.search(r"triton==([\d.]+)", readme).group(1)  # type: ignore[union-attr]
+    assert not device["torch"].startswith(torch_pin)
+    assert f"torch {device['torch']}, CUDA {device['cuda']}" in PROSE
+    assert (f"not the versions the test command pins (torch {torch_pin}, triton "
+            f"{triton_pin})") in PROSE
