@@ -267,3 +267,20 @@ def test_the_examples_threshold_sits_below_the_efficiencies_the_page_reports() -
                             text.replace("\n ", "\n")) or re.findall(
             r'regime="memory", min_efficiency=(\d\.\d+)\) def test_add', text)
         assert float(gate) <= low - 0.25, (gate, low)  # room for a shared memory bus
+
+
+@pytest.mark.parametrize(("layout", "a_strides", "b_strides"), [
+    ("nn", (48, 1), (32, 1)), ("nt", (48, 1), (1, 48)), ("tn", (1, 16), (32, 1))])
+def test_each_gemm_layout_stores_its_operands_so(layout: str, a_strides: tuple[int, int],
+                                                 b_strides: tuple[int, int]) -> None:
+    """A 16 x 48 by 48 x 32 product, each operand row-major (n) or a column-major view (t),
+    run here on the CPU with the code the GPU calibration runs."""
+    torch = pytest.importorskip("torch")
+    from pytest_roofline.measuring import gpu
+
+    call = gpu._matmul(torch, "cpu", torch.float32, 16, 48, 32, layout)
+    assert call is not None
+    out = call()
+    assert tuple(out.shape) == (16, 32)
+    a, b = call.__closure__[0].cell_contents, call.__closure__[1].cell_contents  # type: ignore[index]
+    assert (tuple(a.stride()), tuple(b.stride())) == (a_strides, b_strides)
