@@ -324,3 +324,15 @@ def test_the_page_says_the_run_used_other_versions_than_the_pins() -> None:
     assert f"torch {device['torch']}, CUDA {device['cuda']}" in PROSE
     assert (f"not the versions the test command pins (torch {torch_pin}, triton "
             f"{triton_pin})") in PROSE
+
+
+def test_the_acceptance_script_lists_the_kernels_above_the_roof() -> None:
+    """On the published run's calibrated prefill profile: the four GEMMs (bound / measured
+    1.02-1.06), the rows a calibration that no kernel beats would leave empty."""
+    pytest.importorskip("torch")
+    from test_gpu_acceptance import _script
+
+    above = _script().above_roof(RUN["profile"]["prefill"]["profile"])
+    assert [r["op"] for r in above] == ["aten::mm"] * 4
+    assert all(1.0 < r["bound_over_measured"] < 1.07 for r in above)
+    assert _script().above_roof(RUN["profile"]["decode"]["profile"]) == []
