@@ -156,3 +156,20 @@ def test_an_mtia_trace_is_refused_as_an_accelerator_not_read_as_a_cpu_trace(
     assert "an MTIA accelerator trace, not a CPU trace" in str(info.value)
     with pytest.raises(ProfileError):  # a chip given does not make its host ops its time
         rl.read_trace(path, hw="h100")
+
+
+# The L2 of each GPU as its cited source gives it (decimal MB as the vendors print it; the
+# H200's as the device reports it): NVIDIA's A100, H100, Ada (RTX 4090 72 MB, AD102 96 MB,
+# AD104 48 MB), Volta (V100 6 MB), Turing (TU104 4 MB) and Blackwell RTX (RTX 5090 96 MB)
+# whitepapers, the H20 brief (60 MB), Chips and Cheese's B200 measurement (126 MB), AMD's
+# CDNA 2 white paper (8 MB per GCD) and ROCm's MI300/MI350 pages (4 MB per XCD, 8 XCDs).
+L2 = {"a100-40gb": 40e6, "a100-80gb-sxm": 40e6, "h100-sxm": 50e6, "h100-pcie": 50e6,
+      "h200": 60 * 2 ** 20, "h20": 60e6, "l4": 48e6, "l40s": 96e6, "rtx-4090": 72e6,
+      "rtx-5090": 96e6, "t4": 4e6, "v100": 6e6, "b200": 126e6, "mi210": 8e6, "mi250x": 16e6,
+      "mi250x-gcd": 8e6, "mi300x": 32e6, "mi325x": 32e6, "mi350x": 32e6, "mi355x": 32e6}
+
+
+@pytest.mark.parametrize("name", sorted(L2))
+def test_each_gpus_l2_is_its_sources(name: str) -> None:
+    [l2] = [lv for lv in hardware.get_hardware(name).onchip if lv.name == "l2"]
+    assert l2.capacity == pytest.approx(L2[name])
