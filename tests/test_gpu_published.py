@@ -336,3 +336,16 @@ def test_the_acceptance_script_lists_the_kernels_above_the_roof() -> None:
     assert [r["op"] for r in above] == ["aten::mm"] * 4
     assert all(1.0 < r["bound_over_measured"] < 1.07 for r in above)
     assert _script().above_roof(RUN["profile"]["decode"]["profile"]) == []
+
+
+def test_the_gemm_rates_against_the_calibrated_peak_are_the_runs() -> None:
+    """755 TFLOP/s calibrated; the 8192^3 matmul's median and the profiled GEMMs' rates
+    (FLOPs over measured time, every profile of the run) span the "764-803" the page gives."""
+    calibrated = next(r for r in RUN["calibration"]["rows"] if r["figure"] == "matrix.bf16")
+    matmul = _row("matmul bf16 8192^3")
+    rates = [2 * 8192 ** 3 / matmul["measured"]] + [
+        r["flops"] / r["measured_s"] for phase in ("prefill", "decode", "mixed")
+        for r in RUN["profile"][phase]["profile"]["rows"]
+        if r["op"] == "aten::mm" and r["regime"] == "compute"]
+    assert (f"(the run below: {calibrated['run1'] / 1e12:.0f} TFLOP/s calibrated, its GEMMs "
+            f"{min(rates) / 1e12:.0f}-{max(rates) / 1e12:.0f})") in PROSE
