@@ -173,3 +173,9 @@ L2 = {"a100-40gb": 40e6, "a100-80gb-sxm": 40e6, "h100-sxm": 50e6, "h100-pcie": 5
 def test_each_gpus_l2_is_its_sources(name: str) -> None:
     [l2] = [lv for lv in hardware.get_hardware(name).onchip if lv.name == "l2"]
     assert l2.capacity == pytest.approx(L2[name])
+
+
+def test_hw_show_json_says_what_a_device_is() -> None:
+    assert hardware.get_hardware("mi250x").summary()["device"] == {
+        "compute_units": 220, "is": "die", "die": "mi250x-gcd"}
+    assert "device" not in hardware.get_hardware("tpu-v5e").summary()

@@ -351,6 +351,9 @@ class Hardware:
                        for lv in self.onchip],
             **({"memory_by_threads_Bps": {str(k): v for k, v in self.memory_by_threads.items()}}
                if self.memory_by_threads else {}),
+            **({"device": {"compute_units": self.compute_units, "is": self.device_is,
+                           **({"die": self.die} if self.die else {})}}
+               if self.compute_units is not None or self.die else {}),
             "sources": dict(self.sources), "origin": self.origin,
             **({"provenance": dict(self.provenance)} if self.provenance else {}),
         }
