@@ -19,6 +19,9 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 #: A measurement keeping this many cores busy, or fewer, uses the roof of that thread count
 #: (see :meth:`Hardware.memory_roof`): slack for threads that idle part of the time.
 THREAD_SLACK = 0.1
+#: What one device in a profiler trace (and to the driver) is: the whole module, or one of
+#: its dies (an MI250X's two GCDs are two devices)
+DEVICE_KINDS = ("module", "die")
 #: Collective algorithms any fabric runs (software on the chips), and every one a spec may list.
 SOFTWARE_ALGORITHMS = ("ring", "tree", "one_shot")
 LINK_ALGORITHMS = (*SOFTWARE_ALGORITHMS, "nvls", "sharp")
@@ -111,9 +114,26 @@ class Hardware:
     provenance: Mapping[str, Any] = field(default_factory=dict)  # how a calibration was made
     #: Measured memory bandwidth (B/s) a kernel on N threads reaches, by N (calibrations only)
     memory_by_threads: Mapping[int, float] = field(default_factory=dict)
+    #: What software sees as one device of this chip: SMs (NVIDIA) or CUs (AMD) on it, and
+    #: whether it is the whole module or one of its dies (then ``die`` names the die's spec)
+    compute_units: int | None = None
+    device_is: str = "module"
+    die: str | None = None
 
     def __post_init__(self) -> None:
         where = f"hardware {self.name!r}"
+        if self.device_is not in DEVICE_KINDS:
+            raise SpecError(f"{where}: device.is must be one of {', '.join(DEVICE_KINDS)}, got "
+                            f"{self.device_is!r}")
+        if (self.device_is == "die") != (self.die is not None):
+            raise SpecError(f"{where}: device.die names the spec of one die, and is given "
+                            f"exactly when device.is is 'die' (got is={self.device_is!r}, "
+                            f"die={self.die!r})")
+        if self.compute_units is not None and (
+                isinstance(self.compute_units, bool) or not isinstance(self.compute_units, int)
+                or self.compute_units < 1):
+            raise SpecError(f"{where}: device.compute_units must be a whole number >= 1, got "
+                            f"{self.compute_units!r}")
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise SpecError(f"{where}: name must be lowercase letters, digits, '.', '-' or '_'")
         for attr in ("memory_bandwidth", "memory_capacity"):
@@ -331,6 +351,9 @@ class Hardware:
                        for lv in self.onchip],
             **({"memory_by_threads_Bps": {str(k): v for k, v in self.memory_by_threads.items()}}
                if self.memory_by_threads else {}),
+            **({"device": {"compute_units": self.compute_units, "is": self.device_is,
+                           **({"die": self.die} if self.die else {})}}
+               if self.compute_units is not None or self.die else {}),
             "sources": dict(self.sources), "origin": self.origin,
             **({"provenance": dict(self.provenance)} if self.provenance else {}),
         }

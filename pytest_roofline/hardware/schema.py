@@ -16,13 +16,23 @@ from typing import Any
 from .. import dtypes, units
 from ..errors import SpecError, UnsupportedPrecisionError, brief, did_you_mean
 from ..specfiles import check_shape
-from .chip import _NAME, LINK_ALGORITHMS, SOFTWARE_ALGORITHMS, Hardware, Link, MemoryLevel
+from .chip import (
+    _NAME,
+    DEVICE_KINDS,
+    LINK_ALGORITHMS,
+    SOFTWARE_ALGORITHMS,
+    Hardware,
+    Link,
+    MemoryLevel,
+)
 
 _TOP_KEYS = frozenset({
     "name", "aliases", "vendor", "description", "default_dtype", "sources", "memory", "matrix",
     "matrix_sparse", "vector", "links", "onchip", "clock", "notes", "extends", "vector_fallback",
     "default_link", "note", "vector_matmul", "mixed_matmul", "provenance", "mesh_axes",
+    "device",
 })
+_DEVICE_KEYS = frozenset({"compute_units", "is", "die", "source", "note", "notes"})
 _MIXED_KEYS = frozenset({"paths", "source", "note", "notes"})
 _VECTOR_MATMUL_KEYS = frozenset({"precisions", "source", "note", "notes"})
 _MEMORY_KEYS = frozenset({"capacity", "bandwidth", "by_threads", "kind", "source", "note",
@@ -128,6 +138,7 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
         raise reader.error("aliases", aliases, "a list of names")
     matrix = reader.peaks("matrix", required=True)
     default_dtype = _default_dtype(reader, matrix)
+    compute_units, device_is, die = _device(reader)
     try:
         return Hardware(
             name=name.lower(),
@@ -153,6 +164,9 @@ def from_dict(data: Mapping[str, Any], origin: str = "<dict>") -> Hardware:
             origin=origin,
             provenance=_provenance(reader, data.get("provenance")),
             memory_by_threads=by_threads,
+            compute_units=compute_units,
+            device_is=device_is,
+            die=die,
         )
     except SpecError as exc:
         if str(exc).startswith(f"{origin}: "):
@@ -273,6 +287,31 @@ def _clock(reader: _Reader) -> float | None:
     reader.keys("clock", clock_raw, _CLOCK_KEYS)
     boost = clock_raw.get("boost", clock_raw.get("value"))
     return reader.quantity("clock.boost", boost, "frequency", clock_raw.get("source"))
+
+
+def _device(reader: _Reader) -> tuple[int | None, str, str | None]:
+    """``device``: compute units (SMs or CUs) of one device, whether a device is the module
+    or one die, and the spec of one die."""
+    raw = reader.section("device")
+    if not raw:
+        return None, "module", None
+    reader.keys("device", raw, _DEVICE_KEYS)
+    reader.cite("device", raw.get("source"))
+    units_raw = raw.get("compute_units")
+    if units_raw is not None and (isinstance(units_raw, bool) or not isinstance(units_raw, int)
+                                  or units_raw < 1):
+        raise reader.error("device.compute_units", units_raw, "a whole number >= 1")
+    kind = str(raw.get("is", "module"))
+    if kind not in DEVICE_KINDS:
+        raise reader.error("device.is", raw.get("is"), " or ".join(DEVICE_KINDS))
+    die = raw.get("die")
+    if kind == "die" and (not isinstance(die, str) or not _NAME.match(die.lower())):
+        raise reader.error("device.die", die, "the name of the spec of one die (device.is: "
+                                              "die)")
+    if kind == "module" and die is not None:
+        raise reader.error("device.die", die, "nothing: a device of this chip is the module "
+                                              "(device.is: module)")
+    return units_raw, kind, die.lower() if isinstance(die, str) else None
 
 
 def _vector_matmul(reader: _Reader) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import fields as F
 from .. import units
@@ -29,6 +29,9 @@ from ..report.records import record_fields
 from ..sweeps import knob_hint
 from ..workload import Workload, describe_unknown, holds_arrays
 from .marker import Expectation
+
+if TYPE_CHECKING:
+    from ..hardware import Hardware
 
 
 @dataclass(frozen=True)
@@ -236,8 +239,37 @@ def analyze_each(expectation: Expectation, workload: Workload, *, flops_per_mac:
                                     f"arrays") from None
             results.append(f"cannot analyze {workload.name!r} on {chip.name}: {exc}")
             continue
+        if measured is not None and not isinstance(measured, (int, float)):
+            result = _against_fresh_roof(workload, chip, expectation, result, measured,
+                                         flops_per_mac=flops_per_mac, derate=derate)
         results.append(result)
     return results
+
+
+def _against_fresh_roof(workload: Workload, chip: Hardware, expectation: Expectation,
+                        result: Result, measured: Timed, *, flops_per_mac: int,
+                        derate: float) -> Result:
+    """*result*, or the measurement judged against the roof it ran with, a note saying so:
+    where it shows *chip*'s calibrated roof to be stale (it beat the bound, or ran on a
+    machine quieter than the calibration's), the roof measured again now
+    (``measuring.recheck``); where a single-threaded call got only part of a core on a
+    saturated machine, that share of the 1-thread roof (``measuring.share``)."""
+    from ..measuring.recheck import refreshed
+    from ..measuring.share import starved
+
+    notes: list[str] = []
+    # each roof the result leans on in turn (a fresher GEMM peak may make it memory-bound),
+    # then a starved call's share of a core
+    for adjust in (refreshed, refreshed, starved):
+        changed = adjust(result, chip, measured)
+        if changed is None:
+            continue
+        chip, note = changed
+        notes.append(note)
+        again = analyze(workload, chip, expectation.dtype, flops_per_mac=flops_per_mac,
+                        derate=derate, sparse=expectation.sparse, measured=measured)
+        result = again._replace(hw=result.hw, notes=(*again.notes, *notes))
+    return result
 
 
 def evaluate(expectation: Expectation, workload: Workload, results: Sequence[Result], *,

@@ -79,6 +79,17 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def blas_threads() -> int:
+    """The threads a BLAS call runs on: the allowed cores, or fewer where
+    ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` or ``OMP_NUM_THREADS`` says so."""
+    limit = cores()
+    for variable in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        text = os.environ.get(variable, "").strip()
+        if text.isdigit() and int(text) >= 1:
+            return min(limit, int(text))
+    return limit
+
+
 def clock() -> float | None:
     """The highest clock the OS reports for cpu0, in Hz (cpufreq, else /proc/cpuinfo)."""
     khz = _read(_SYS_CPU / "cpu0" / "cpufreq" / "cpuinfo_max_freq")

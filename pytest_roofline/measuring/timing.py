@@ -47,6 +47,7 @@ class Measurement:
     parallelism: float | None = None  # cores kept busy (CPU time / wall time); None: unknown
     here: bool = False  # timed on this machine (by a Timer), not built from given figures
     other_cores: float | None = None  # cores other processes kept busy meanwhile (Linux)
+    cpu_time: float | None = None  # median process CPU seconds of a call; None: unknown
     method: str | None = None  # how a GPU call was timed (cuda-events, cuda-graph; .cuda_timing)
     notes: tuple[str, ...] = ()  # what the figures should be read with (a throttled GPU, ...)
     clocks: dict[str, Any] | None = field(default=None, compare=False, repr=False)
@@ -72,10 +73,11 @@ class Measurement:
                      cpu: Sequence[float] | None = None) -> Measurement:
         """Median, IQR/median and best of *samples* (seconds); *cpu*, the process CPU
         seconds of each sample (same order), gives the parallelism."""
-        parallelism = None
+        parallelism = cpu_time = None
         if cpu is not None and len(cpu) == len(samples):
             ratios = sorted(c / s for c, s in zip(cpu, samples, strict=True) if s > 0)
             parallelism = round(quantile(ratios, 0.5), 3) if ratios else None
+            cpu_time = quantile(sorted(float(c) for c in cpu), 0.5) if cpu else None
         values = sorted(float(s) for s in samples)
         if not values:
             raise MeasureError("no samples to summarize")
@@ -85,13 +87,15 @@ class Measurement:
                                f"time a larger piece of work")
         spread = (quantile(values, 0.75) - quantile(values, 0.25)) / median
         return cls(time=median, spread=spread, best=values[0], samples=tuple(values),
-                   warmup=warmup, parallelism=parallelism)
+                   warmup=warmup, parallelism=parallelism,
+                   cpu_time=cpu_time if cpu_time is not None and cpu_time > 0 else None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"time_s": self.time, "spread": self.spread, "best_s": self.best,
                 "repeats": self.repeats,
                 **({} if self.parallelism is None else {"parallelism": self.parallelism}),
                 **({} if self.other_cores is None else {"other_cores": self.other_cores}),
+                **({} if self.cpu_time is None else {"cpu_time_s": self.cpu_time}),
                 **({} if self.method is None else {"method": self.method}),
                 **({"notes": list(self.notes)} if self.notes else {}),
                 **({"clocks": self.clocks} if self.clocks else {})}
@@ -114,7 +118,9 @@ def combined(measurements: Sequence[Measurement]) -> Measurement:
                        other_cores=max((m.other_cores for m in measurements
                                         if m.other_cores is not None), default=None),
                        parallelism=None if None in known else max(
-                           p for p in known if p is not None))
+                           p for p in known if p is not None),
+                       cpu_time=None if any(m.cpu_time is None for m in measurements)
+                       else sum(m.cpu_time or 0.0 for m in measurements))
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:

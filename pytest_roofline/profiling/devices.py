@@ -6,6 +6,12 @@ memory in bytes. The name's model word (``a100``, ``v100``, ``h100``) with its f
 (``sxm``, ``pcie``) and memory size picks a built-in chip. Chips of one model share their
 peaks and, where the catalog has one spec for several memory sizes (the V100's 16 and 32
 GB), their bandwidth: the bounds do not depend on the capacity.
+
+ROCm traces may name the device ``AMD Radeon Graphics`` or nothing at all: such a device is
+identified by its compute units (``numSms``, CUs on AMD) and memory size against the
+catalog's specs (``device.compute_units``, ``memory.capacity``), or refused in one line
+naming ``--hw``. A chip whose devices are its dies (``device.is: die``, an MI250X's GCDs)
+is priced as one die, the spec ``device.die`` names.
 """
 
 from __future__ import annotations
@@ -29,16 +35,66 @@ def runs_tf32(kernel_names: list[str]) -> bool:
     return any(TF32.search(name) for name in kernel_names)
 
 
-def chip_of(device: dict[str, Any] | None) -> Hardware:
-    """The built-in chip of a trace's first ``deviceProperties`` entry, or an
-    UnknownHardwareError that says to name it (``--hw``, ``hw=``)."""
-    from ..hardware import get_hardware
+#: Device names that say no model: ROCm's generic name, and none.
+GENERIC = re.compile(r"^\s*(amd\s+)?(radeon(\s+graphics)?|instinct)?\s*$", re.IGNORECASE)
 
-    if not device or not device.get("name"):
+
+def chip_of(device: dict[str, Any] | None) -> Hardware:
+    """The built-in chip of a trace's first ``deviceProperties`` entry (one die of a chip
+    whose devices are dies), or an UnknownHardwareError that says to name it (``--hw``,
+    ``hw=``)."""
+    if not device or not (device.get("name") or _compute_units(device)
+                          or device.get("totalGlobalMem")):
         raise UnknownHardwareError("the trace names no GPU (no deviceProperties: a CPU "
                                    "trace, or an old profiler): name the chip with --hw "
                                    "(or hw=), e.g. --hw a100")
-    name = str(device["name"])
+    name = str(device.get("name") or "")
+    chip = _by_units(device) if GENERIC.match(name) else _by_name(name, device)
+    return as_device(chip)
+
+
+def as_device(chip: Hardware) -> Hardware:
+    """The chip one device of *chip* is: the chip itself, or the spec of one of its dies."""
+    from ..hardware import get_hardware
+
+    return get_hardware(chip.die) if chip.device_is == "die" and chip.die else chip
+
+
+def _compute_units(device: dict[str, Any]) -> int | None:
+    value = device.get("numSms", device.get("multiProcessorCount"))
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
+def _by_units(device: dict[str, Any]) -> Hardware:
+    """The one built-in chip (a device of it) with the trace device's compute units and a
+    memory within 12% of its size, or a one-line error naming ``--hw``."""
+    from ..hardware import get_hardware, list_hardware
+
+    units = _compute_units(device)
+    memory = float(device.get("totalGlobalMem") or 0)
+    shown = (f"the trace's device {str(device.get('name') or '')!r} "
+             f"({units or 'unknown'} compute units, {memory / 2**30:.0f} GiB)")
+    if units is None or memory <= 0:
+        raise UnknownHardwareError(f"{shown} names no model, and its compute units and memory "
+                                   f"are not both recorded: name the chip with --hw (hw=)")
+    found = []
+    for name in list_hardware():
+        chip = get_hardware(name)
+        if chip.device_is == "module" and chip.compute_units == units and \
+                abs(chip.memory_capacity - memory) / chip.memory_capacity < 0.12:
+            found.append(chip)
+    if len(found) != 1:
+        which = (f"it fits {', '.join(c.name for c in found)}" if found else
+                 "no built-in chip has them")
+        raise UnknownHardwareError(f"{shown} names no model and {which}: name the chip with "
+                                   f"--hw (hw=)")
+    return found[0]
+
+
+def _by_name(name: str, device: dict[str, Any]) -> Hardware:
+    from ..hardware import get_hardware
+
     lowered = name.lower().replace("nvidia ", "").replace("tesla ", "")
     model = re.search(r"\b([a-z]+\d+[a-z]*)\b", lowered)
     if model is None:
@@ -46,7 +102,7 @@ def chip_of(device: dict[str, Any] | None) -> Hardware:
                                    f"catalog knows: name it with --hw (hw=)")
     word = model.group(1)
     memory = float(device.get("totalGlobalMem") or 0) / 1e9
-    size = next((gb for gb in (16, 24, 32, 40, 48, 80, 94, 141, 180, 192)
+    size = next((gb for gb in (16, 24, 32, 40, 48, 64, 80, 94, 128, 141, 180, 192)
                  if memory and abs(memory - gb) / gb < 0.12), None)
     form = "pcie" if "pcie" in lowered else "sxm"
     tries = [f"{word}-{size}gb-{form}", f"{word}-{size}gb", f"{word}-{form}", word] if size \

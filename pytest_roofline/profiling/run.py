@@ -56,6 +56,12 @@ def _chip(hw: Any, trace: Any) -> Any:
     from ..hardware import Hardware, get_hardware
     from .devices import chip_of
 
+    if not trace.on_device and trace.accelerator:
+        # priced as a CPU trace, its host ops' times would stand for the device's work
+        raise ProfileError(f"an {trace.accelerator} accelerator trace, not a CPU trace: the "
+                           f"catalog has no {trace.accelerator} spec and this reader does not "
+                           f"join {trace.accelerator} device work to its ops, so it cannot be "
+                           f"priced")
     if hw is None:
         if not trace.on_device:
             raise ProfileError("a CPU trace names no chip: give hw= (--hw), e.g. a spec of the "

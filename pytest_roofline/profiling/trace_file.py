@@ -123,6 +123,7 @@ class TraceFile:
     events: int
     shapes: bool  # ops carry input dims (recorded with record_shapes=True)
     integer_times: bool  # every device duration a whole number of us (older traces)
+    accelerator: str | None = None  # a device the reader cannot price (MTIA), by name
 
     def total_seconds(self) -> float:
         """The measured time the profile shares out: the device time of every kernel (GPU),
@@ -228,7 +229,29 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     on_device = bool(orphans) or _any_launched(roots)
     return TraceFile(path=path, roots=roots, orphans=orphans, device=device,
                      on_device=on_device, events=len(events), shapes=shapes,
-                     integer_times=integer and on_device)
+                     integer_times=integer and on_device,
+                     accelerator=None if on_device else _accelerator(events, device))
+
+
+#: Event categories of accelerators whose device work this reader does not join to ops:
+#: Kineto writes Meta's MTIA activity as ``mtia_runtime`` and ``mtia_ccp_events``.
+_ACCELERATORS = {"mtia": "MTIA"}
+
+
+def _accelerator(events: list[Any], device: dict[str, Any] | None) -> str | None:
+    """The accelerator a trace with no CUDA/HIP device work ran on, when its device name or
+    its event categories say (MTIA); None for a CPU trace."""
+    name = str((device or {}).get("name") or "").lower()
+    for key, label in _ACCELERATORS.items():
+        if key in name:
+            return label
+    for event in events:
+        category = event.get("cat") if isinstance(event, dict) else None
+        if isinstance(category, str):
+            for key, label in _ACCELERATORS.items():
+                if category.lower().startswith(key):
+                    return label
+    return None
 
 
 def _any_launched(roots: list[Op]) -> bool:
