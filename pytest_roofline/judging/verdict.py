@@ -239,8 +239,8 @@ def analyze_each(expectation: Expectation, workload: Workload, *, flops_per_mac:
                                     f"arrays") from None
             results.append(f"cannot analyze {workload.name!r} on {chip.name}: {exc}")
             continue
-        if measured is not None and not isinstance(measured, (int, float)):
-            result = _against_fresh_roof(workload, chip, expectation, result, measured,
+        if timed is not None and not isinstance(timed, (int, float)):
+            result = _against_fresh_roof(workload, chip, expectation, result, timed,
                                          flops_per_mac=flops_per_mac, derate=derate)
         results.append(result)
     return results
