@@ -57,6 +57,13 @@ GELU_FLOPS = ELEMENT_FLOPS["gelu"]
 SOFTMAX_BACKWARD_FLOPS = 4.0
 #: dS = P·(dP - rowsum) in attention's backward, per scored pair.
 ATTENTION_GRAD_FLOPS = 3.0
+#: Attention's backward, one decision for every path (``ops.attention.backward_kernels``):
+#: the kernel is handed Q, K, V, O, dO and the log-sum-exp, never the scores (storing them
+#: would cost a q_len x kv_len round trip), so it **recomputes** P = softmax(Q·Kᵀ) and runs
+#: dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q: five products over the scored pairs
+#: (FlashAttention-2, Dao 2023, §3.2: 2.5x the forward's FLOPs when value heads are as wide
+#: as the query heads), and on the vector units the recomputed softmax and dS = P·(dP - D).
+ATTENTION_BACKWARD_VECTOR_FLOPS = SOFTMAX_FLOPS + ATTENTION_GRAD_FLOPS
 #: Eval-mode batch norm: a per-channel scale and shift (multiply, add) per element.
 EVAL_BATCH_NORM_FLOPS = 2.0
 #: Backward of a layer, group, batch or RMS norm, per element of the input gradient:
@@ -75,6 +82,24 @@ def norm_flops(kind: str, elements: float, *, weight: bool, bias: bool) -> float
     if kind == "rmsnorm":
         return elements * (RMSNORM_FLOPS - (0.0 if weight else 1.0))
     return elements * (LAYERNORM_FLOPS - (0.0 if weight else 1.0) - (0.0 if bias else 1.0))
+
+
+def attention_forward_macs(pairs: float, head_dim: int, value_dim: int) -> float:
+    """Multiply-accumulates of attention's two products, Q·Kᵀ and P·V, over *pairs*."""
+    return pairs * (head_dim + value_dim)
+
+
+def attention_backward_macs(pairs: float, head_dim: int, value_dim: int) -> float:
+    """Multiply-accumulates of attention's backward over *pairs* (see
+    :data:`ATTENTION_BACKWARD_VECTOR_FLOPS`): Q·Kᵀ, dQ and dK over head_dim, dV and dP over
+    value_dim."""
+    return pairs * (3 * head_dim + 2 * value_dim)
+
+
+def attention_backward_bytes(*, q: float, k: float, v: float, o: float, lse: float) -> float:
+    """Bytes of attention's backward, given the forward's tensors' sizes: Q, K, V, O, dO (O's
+    size) and the log-sum-exp read, dQ, dK, dV written, each once."""
+    return 2.0 * (q + k + v + o) + lse
 
 
 def element_flops(name: str, elements: float) -> float:

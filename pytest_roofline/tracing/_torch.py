@@ -179,7 +179,8 @@ class Recorder:
                   causal: bool, nbytes: float) -> None:
         call = A.Call(op=op, base=op, func=None, args=(), kwargs={}, inputs=[], outputs=[],
                       name=self._name(op), dtype=self.dtype)
-        self.kernels.extend(A.attention(call, q, k, v, causal=causal, nbytes=nbytes))
+        pairs = A.scored(op, q, k, {"is_causal": causal})
+        self.kernels.extend(A.attention(call, q, k, v, pairs=pairs, nbytes=nbytes))
 
 
 class _Dispatch(C.DispatchMode):  # type: ignore[misc]
