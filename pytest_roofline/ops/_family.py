@@ -84,6 +84,13 @@ def norm_flops(kind: str, elements: float, *, weight: bool, bias: bool) -> float
     return elements * (LAYERNORM_FLOPS - (0.0 if weight else 1.0) - (0.0 if bias else 1.0))
 
 
+def dot_flops(n: float) -> float:
+    """A dot product of two length-n vectors: n multiplies, n - 1 adds. A product with a
+    vector operand (a dot, a matrix times a vector) runs on the vector units: each element of
+    the larger operand is used once, no tile a matrix unit could reuse."""
+    return 2.0 * n - 1.0
+
+
 def attention_forward_macs(pairs: float, head_dim: int, value_dim: int) -> float:
     """Multiply-accumulates of attention's two products, Q·Kᵀ and P·V, over *pairs*."""
     return pairs * (head_dim + value_dim)

@@ -15,6 +15,9 @@ What is rebuilt, and what is assumed where the trace does not say:
   the schema's default where it has one, else the value that asks least of the op (``0``
   for an int, ``[]`` for a list of ints: the whole-tensor reduction, the smallest output),
   so a guess can only lower the bound, never raise it;
+* an input recorded without a type is ``None`` for an optional tensor, and an empty tensor
+  (no bytes) for one the schema does not let be ``None`` (an undefined tensor, as flash
+  attention's backward is handed for sequences that are not packed);
 * a list of tensors takes the dtype of the op's tensor inputs, when it has some; where it
   has none, the element size a GPU kernel of the op states in its name (PyTorch's copy
   kernels name ``OpaqueType<2u>``: 2-byte elements) gives a float dtype of that size
@@ -43,7 +46,10 @@ DTYPES = {
     "short int": "int16", "short": "int16", "signed char": "int8",
     "unsigned char": "uint8", "bool": "bool", "c10::complex<float>": "complex64",
     "c10::complex<double>": "complex128", "c10::Float8_e4m3fn": "float8_e4m3fn",
-    "c10::Float8_e5m2": "float8_e5m2",
+    "c10::Float8_e5m2": "float8_e5m2", "c10::Float8_e4m3fnuz": "float8_e4m3fnuz",
+    "c10::Float8_e5m2fnuz": "float8_e5m2fnuz", "long unsigned int": "uint64",
+    "unsigned long": "uint64", "unsigned int": "uint32", "short unsigned int": "uint16",
+    "unsigned short": "uint16",
 }
 #: A float dtype (profiler type name) of each element size, for a list of tensors whose
 #: dtype only a kernel's name states.
@@ -110,8 +116,10 @@ def _trace(op: Any, args: list[Any], kwargs: dict[str, Any], name: str,
     """The op's Workload under the public Tracer (the only call into tracing)."""
     from ..tracing import TraceError, Tracer
 
+    call = _PUBLIC.get(name)
+    run = op if call is None else _public(call)
     try:
-        traced = Tracer(dtype=dtype, name=name)(lambda: op(*args, **kwargs))
+        traced = Tracer(dtype=dtype, name=name)(lambda: run(*args, **kwargs))
     except TraceError as exc:
         if "ran no op that reads or writes memory" in str(exc):
             return ZERO
@@ -121,6 +129,24 @@ def _trace(op: Any, args: list[Any], kwargs: dict[str, Any], name: str,
     if traced.unknown:
         return f"no formula for {', '.join(sorted(traced.unknown))}"
     return traced
+
+
+#: Recorded ops the tracer prices as the public function that runs them (its arguments by
+#: the op's schema names): ``aten::scaled_dot_product_attention`` is the fused op, priced as
+#: ``trace()`` prices ``F.scaled_dot_product_attention``, never as the math its meta kernel
+#: decomposes into (two products, a mask and a softmax over every pair); RMS norm likewise
+#: is one kernel (``ops.rmsnorm``), not its fp32 steps.
+_PUBLIC = {"aten::scaled_dot_product_attention":
+           "torch.nn.functional.scaled_dot_product_attention",
+           "aten::rms_norm": "torch.nn.functional.rms_norm",
+           "aten::_fused_rms_norm": "torch.nn.functional.rms_norm"}
+
+
+def _public(path: str) -> Any:
+    import importlib
+
+    module, _, attr = path.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
 
 
 def _inputs(torch: Any, dims: list[Any], types: tuple[str, ...],
@@ -188,7 +214,9 @@ def _bind(schema_arguments: list[Any], inputs: list[Any]
         inner = kind[len("Optional["):-1] if optional else kind
         is_tensor = hasattr(value, "shape") and hasattr(value, "dtype")
         if inner == "Tensor":
-            if not (is_tensor or (value is None and optional)):
+            if value is None and not optional:
+                value = _undefined()  # an undefined tensor (recorded without a type)
+            elif not (is_tensor or (value is None and optional)):
                 return None
         elif is_tensor or (inner.startswith("List[") and "Tensor" in inner and not (
                 isinstance(value, list) or (value is None and optional))):
@@ -215,6 +243,15 @@ def _bind(schema_arguments: list[Any], inputs: list[Any]
                 "Optional["):
             return None
     return args, kwargs
+
+
+def _undefined() -> Any:
+    """An undefined tensor a schema takes as a ``Tensor`` (flash attention's backward is
+    handed undefined cumulative lengths when its sequences are not packed): an empty one,
+    no bytes."""
+    import torch
+
+    return torch.empty(0, device="meta")
 
 
 def _placeholder(kind: str) -> Any:

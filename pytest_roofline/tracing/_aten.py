@@ -350,8 +350,8 @@ def _matrix_vector(c: Call) -> float:
 
 @VECTOR_FLOPS.rows({"dot", "vdot"})
 def _dot(c: Call) -> float:
-    """As ``ops.dot``: n multiplies, n - 1 adds."""
-    return 2.0 * c.n_in - 1.0
+    """As ``ops.dot`` (``ops._family.dot_flops``)."""
+    return R.dot_flops(c.n_in)
 
 
 @VECTOR_FLOPS.rows(REDUCE_ONE)
@@ -528,10 +528,12 @@ BSHD = frozenset({"_flash_attention_forward", "_efficient_attention_forward",
 
 
 def _causal(bound: dict[str, Any]) -> bool:
-    """Causal with no explicit mask (a mask given is scored in full); xformers' mask types
-    1 and 2 are causal from the top-left and from the bottom-right corner."""
+    """Causal with no explicit mask (a mask given is scored in full; an empty one is an
+    undefined tensor, as a trace records cuDNN's absent bias); xformers' mask types 1 and 2
+    are causal from the top-left and from the bottom-right corner."""
     causal = bool(bound.get("is_causal", False)) or bound.get("custom_mask_type") in (1, 2)
-    return causal and bound.get("attn_mask", bound.get("attn_bias", bound.get("bias"))) is None
+    mask = bound.get("attn_mask", bound.get("attn_bias", bound.get("bias")))
+    return causal and (mask is None or (isinstance(mask, torch.Tensor) and mask.numel() == 0))
 
 
 def _window(bound: dict[str, Any]) -> tuple[int | None, int | None]:

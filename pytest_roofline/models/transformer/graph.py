@@ -9,8 +9,8 @@ from typing import Any
 
 from ... import dtypes
 from ... import fusion as _fusion
-from ...ops._family import GELU_FLOPS, GLU_FLOPS
 from ...ops import _family
+from ...ops._family import GELU_FLOPS, GLU_FLOPS
 from ...ops.attention import attention_kernels, backward_kernels
 from ...ops.collectives import collective_kernel
 from ...ops.matmul import matmul_kernel
