@@ -84,6 +84,13 @@ def norm_flops(kind: str, elements: float, *, weight: bool, bias: bool) -> float
     return elements * (LAYERNORM_FLOPS - (0.0 if weight else 1.0) - (0.0 if bias else 1.0))
 
 
+def conv_unit(groups: int, in_per_group: int) -> str:
+    """The unit a convolution runs on: a depthwise one (one input channel a group, more than
+    one group) has no reduction over channels to feed a matrix unit, so the vector units;
+    any other the matrix units."""
+    return "vector" if groups > 1 and in_per_group == 1 else "matrix"
+
+
 def dot_flops(n: float) -> float:
     """A dot product of two length-n vectors: n multiplies, n - 1 adds. A product with a
     vector operand (a dot, a matrix times a vector) runs on the vector units: each element of

@@ -499,8 +499,8 @@ def _conv(c: Call) -> list[Kernel]:
     macs = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
     dtype, nbytes = _wider(c, x, w), T.nbytes(c.inputs, c.outputs)
     groups = c.arg(8) if generic else None
-    if not transposed and isinstance(groups, int) and groups > 1 and w.shape[1] == 1:
-        # depthwise: no reduction over channels to feed a matrix unit (as ops.conv2d)
+    if not transposed and isinstance(groups, int) and R.conv_unit(groups, w.shape[1]) == \
+            "vector":  # depthwise (ops._family.conv_unit, as ops.conv2d)
         return [K.vector(c.name, flops=2.0 * macs, nbytes=nbytes, dtype=dtype)]
     return [K.matrix(c.name, macs=macs, nbytes=nbytes, dtype=dtype)]
 

@@ -166,8 +166,8 @@ def _dot_general(p: Prim) -> Kernel:
 def _conv(p: Prim) -> Kernel:
     macs = conv_macs(p)
     rhs_spec = p.params["dimension_numbers"][1]
-    if p.params["feature_group_count"] > 1 and p.ins[1].aval.shape[rhs_spec[1]] == 1:
-        # depthwise: no reduction over channels for a matrix unit (as ops.conv2d)
+    if R.conv_unit(p.params["feature_group_count"], p.ins[1].aval.shape[rhs_spec[1]]) == \
+            "vector":  # depthwise (ops._family.conv_unit, as ops.conv2d)
         return K.vector(p.label, flops=2.0 * macs, nbytes=p.nbytes, dtype=p.wider())
     return K.matrix(p.label, macs=macs, nbytes=p.nbytes, dtype=p.wider())
 
