@@ -11,10 +11,11 @@ itself (its kernels outside any child, or on a CPU its own time outside its chil
 named with the reason. Kernels launched outside any op are named by their own names.
 
 On a GPU trace the op that launched a kernel owns it. A backend op that cannot be rebuilt on
-meta tensors (``aten::_cudnn_attention_forward``, ``aten::_flash_attention_forward``: no meta
-kernel) is priced by its nearest ancestor that launched nothing else and can be
-(``aten::scaled_dot_product_attention``): the public op whose formula the tracer applies
-to the same call. A list of tensors whose dtype the trace omits (``aten::cat``) takes the
+meta tensors (``aten::_cudnn_attention_forward``, ``aten::cudnn_convolution``: no meta
+kernel) is priced by its nearest ancestor that can be (``aten::_convolution``): the public
+op whose formula the tracer applies to the same call, which then owns every kernel under it,
+the small epilogue kernels of its other children included (a convolution's bias add: one op,
+one bound), unless some of them are priced already. A list of tensors whose dtype the trace omits (``aten::cat``) takes the
 element size its kernel's name states (:mod:`.pricing`).
 
 On a GPU trace the measured time of an op is the device time of its kernels (copies and
@@ -119,6 +120,9 @@ class Joiner:
         self.groups: dict[tuple[Any, ...], _Group] = {}
         self.copies: dict[tuple[Any, ...], _Copy] = {}
         self.unpriced: dict[tuple[str, str], list[float]] = defaultdict(list)
+        #: Kernels already set against a bound (ids): an ancestor priced for an op that could
+        #: not be owns its later children's kernels too.
+        self.claimed: set[int] = set()
 
     def run(self) -> None:
         for root in self.trace.roots:
@@ -166,7 +170,8 @@ class Joiner:
         """A GPU trace: each op that launched kernels itself owns them (the innermost op
         around a launch), priced by its own recorded inputs, else by the nearest ancestor
         that launched nothing else (see the module docstring)."""
-        launched = [d for d in op.launched if not copies.is_host_copy(d)]
+        launched = [d for d in op.launched
+                    if not copies.is_host_copy(d) and id(d) not in self.claimed]
         for device in op.launched:
             if copies.is_host_copy(device):
                 self._host_copy(device, op)
@@ -174,12 +179,18 @@ class Joiner:
             names = [d.name for d in launched]
             group, reason = self._group(op, names)
             for ancestor in reversed(ancestors) if group is None else ():
-                if sum(1 for d in ancestor.devices() if not copies.is_host_copy(d)) \
-                        != len(launched):
-                    break  # it launched more than this op did: its bound is not theirs
-                group, _ = self._group(ancestor, names)
+                under = [d for d in ancestor.devices() if not copies.is_host_copy(d)]
+                if any(id(d) in self.claimed for d in under):
+                    break  # part of its work is priced already: its bound is not theirs
+                group, _ = self._group(ancestor, [d.name for d in under])
                 if group is not None:
+                    # the ancestor's bound is all it does (a convolution and its bias add):
+                    # it owns every kernel under it, those of ops not walked yet included
+                    launched = under
+                    names = [d.name for d in under]
                     break
+            if group is not None:
+                self.claimed.update(id(d) for d in launched)
             seconds = sum(d.seconds for d in launched)
             if group is not None:
                 group.times.append(seconds)
