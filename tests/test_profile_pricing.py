@@ -121,3 +121,101 @@ def test_flash_backward_as_torch_2_13_records_it_is_priced() -> None:
     assert not isinstance(result, str), result
     matrix = sum(k.flops for k in result.kernels if k.unit == "matrix")
     assert matrix == 2 * (b * h * s * s) * (3 * d + 2 * d)
+
+
+# -- traces of older torch: what they leave out, assumed for the lowest bound ----------------
+
+
+def _trace(tmp_path, events):
+    import gzip
+    import json
+
+    path = tmp_path / "old.json.gz"
+    with gzip.open(path, "wt") as handle:
+        json.dump({"traceEvents": events, "deviceProperties": [
+            {"name": "Tesla V100-SXM2-16GB", "totalGlobalMem": 16945512448}]}, handle)
+    return path
+
+
+def _op(name, ts, dur, dims, types):
+    # torch before 2.1: no "Concrete Inputs", int lists typed ""
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts,
+            "dur": dur, "args": {"Input Dims": dims, "Input type": types}}
+
+
+def _launch(ts, corr):
+    return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+            "ts": ts, "dur": 1, "args": {"correlation": corr}}
+
+
+def _kernel(name, ts, dur, corr):
+    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts,
+            "dur": dur, "args": {"correlation": corr}}
+
+
+STEM = [[32, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], [], [], [], [], [], [], []]
+STEM_TYPES = ["float", "float", "", "", "", "", "", "", "Scalar", "", "Scalar", "Scalar",
+              "Scalar", "Scalar"]
+
+
+def test_an_unrecorded_stride_never_raises_a_convolutions_bound(tmp_path) -> None:
+    # ResNet-50's stem in a trace before torch 2.1: stride 2 and padding 3 are not recorded.
+    # Taking the schema's stride 1 and padding 0 priced 2·32·64·147·218² = 28.6 GFLOP, more
+    # than the 7.55 it does (2·32·64·147·112²), a false "faster than physics"; the lowest
+    # bound is one output position an image: 2·32·64·(3·7·7) FLOPs, and the notes say so
+    path = _trace(tmp_path, [
+        _op("aten::_convolution", 0, 3000, STEM, STEM_TYPES[:13]), _launch(10, 1),
+        _kernel("void implicit_convolve_sgemm<float, float>(int)", 100, 2000, 1)])
+    profile = rl.read_trace(path, hw="v100")
+    (r,) = profile.rows
+    assert r.flops == 2 * 32 * 64 * (3 * 7 * 7)
+    assert r.flops < 7.55e9 and not r.faster
+    assert any("strides and padding are not recorded" in note for note in profile.notes)
+
+
+def test_torch_1_10_convolution_backward_names_are_priced(tmp_path) -> None:
+    # torch 1.10: cudnn_convolution_backward(self, grad_output, weight, ...) runs its input
+    # and weight gradients as child ops; a 3x3 convolution 64 -> 64 channels, 56x56, batch
+    # 32: each gradient 2 · 32 · (64·64·9) · 56·56 FLOPs
+    x, grad, w = [32, 64, 56, 56], [32, 64, 56, 56], [64, 64, 3, 3]
+    path = _trace(tmp_path, [
+        _op("aten::cudnn_convolution_backward", 0, 5000, [x, grad, w] + [[]] * 8,
+            ["float"] * 3 + [""] * 3 + ["Scalar"] * 4 + [""]),
+        _op("aten::cudnn_convolution_backward_input", 10, 2000, [[], grad, w] + [[]] * 7,
+            ["", "float", "float"] + [""] * 3 + ["Scalar"] * 4),
+        _launch(20, 1),
+        _op("aten::cudnn_convolution_backward_weight", 2100, 2000, [[], grad, x] + [[]] * 7,
+            ["", "float", "float"] + [""] * 3 + ["Scalar"] * 4),
+        _launch(2110, 2),
+        _kernel("void cudnn::detail::dgrad_engine<float>(int)", 100, 1500, 1),
+        _kernel("void cudnn::detail::wgrad_alg0_engine<float>(int)", 1700, 1500, 2)])
+    profile = rl.read_trace(path, hw="v100")
+    (r,) = profile.rows
+    assert r.op == "aten::cudnn_convolution_backward" and r.count == 1
+    assert r.flops == 2 * (2 * 32 * (64 * 64 * 9) * 56 * 56)
+    assert r.measured == pytest.approx(3000e-6)  # both gradients' kernels
+    assert not profile.unpriced and not r.faster
+
+
+def test_a_winograd_kernel_is_bounded_by_its_memory_alone(tmp_path) -> None:
+    # cuDNN's Winograd 3x3 convolution does 2.25x-4x fewer multiplies than the direct one
+    # the formula counts: its bound is its bytes (x, weight and y once), never "overcounts"
+    x, w = [32, 64, 56, 56], [64, 64, 3, 3]
+    dims = [x, w] + [[]] * 11
+    path = _trace(tmp_path, [
+        {**_op("aten::_convolution", 0, 300, dims, []),
+         "args": {"Input Dims": dims, "Input type": [
+             "float", "float", "", "ScalarList", "ScalarList", "ScalarList", "Scalar",
+             "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"],
+             "Concrete Inputs": ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]",
+                                 "1", "False", "False", "True", "True"]}},
+        _launch(10, 1),
+        # 100 us: above the bytes' 57 us at the V100's 900 GB/s, below the direct count's
+        # 2·32·64·576·56² = 7.4 GFLOP at its 15.7 TFLOP/s (473 us)
+        _kernel("void cudnn::winograd_nonfused::winogradForwardData4x4<float>(int)", 100, 100,
+                1)])
+    profile = rl.read_trace(path, hw="v100")
+    (r,) = profile.rows
+    assert r.flops == 0 and r.bytes == (2 * 32 * 64 * 56 * 56 + 64 * 64 * 9) * 4
+    assert not r.faster
+    assert any("Winograd" in note for note in profile.notes)

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from pytest_roofline.profiling import read_trace  # noqa: E402
+from pytest_roofline.profiling import read_trace
 
 TRACES = Path(__file__).parent / "data" / "traces"
 

@@ -15,8 +15,12 @@ meta tensors (``aten::_cudnn_attention_forward``, ``aten::cudnn_convolution``: n
 kernel) is priced by its nearest ancestor that can be (``aten::_convolution``): the public
 op whose formula the tracer applies to the same call, which then owns every kernel under it,
 the small epilogue kernels of its other children included (a convolution's bias add: one op,
-one bound), unless some of them are priced already. A list of tensors whose dtype the trace omits (``aten::cat``) takes the
-element size its kernel's name states (:mod:`.pricing`).
+one bound), unless some of them are priced already. A list of tensors whose dtype the trace
+omits (``aten::cat``) takes the element size its kernel's name states (:mod:`.pricing`).
+Where the trace leaves out what a bound needs (a convolution's stride before torch 2.1, the
+gradients an old backward op computed), or a kernel's name says it runs an algorithm with
+fewer multiplies (Winograd, FFT: its memory alone bounds it), the lowest bound is taken and
+the profile's notes say so.
 
 On a GPU trace the measured time of an op is the device time of its kernels (copies and
 memsets included), never the host's launch time; ops that launched nothing are skipped. A
@@ -123,6 +127,8 @@ class Joiner:
         #: Kernels already set against a bound (ids): an ancestor priced for an op that could
         #: not be owns its later children's kernels too.
         self.claimed: set[int] = set()
+        #: What was assumed where the trace left out what a bound needs (said in its notes).
+        self.assumed: set[str] = set()
 
     def run(self) -> None:
         for root in self.trace.roots:
@@ -215,13 +221,24 @@ class Joiner:
         if group is not None:
             return group, ""
         sized = element_dtype(kernels)
-        result = pricing.price(op.name, op.dims, op.types, op.concrete, None, strides, sized)
+        base = op.name.removeprefix("aten::")
+        gradients = _gradients(op) if base in pricing.LEGACY_CONV_BACKWARD else None
+        result = pricing.price(op.name, op.dims, op.types, op.concrete, None, strides, sized,
+                               gradients)
         if tf32 and not isinstance(result, str) and any(
                 k.unit == "matrix" and k.dtype == "fp32" for k in result.kernels):
             result = pricing.price(op.name, op.dims, op.types, op.concrete, "tf32", strides,
-                                   sized)
+                                   sized, gradients)
         if isinstance(result, str) and result != pricing.ZERO:
             return None, result
+        if not isinstance(result, str):
+            if base in pricing.CONVOLUTIONS and op.concrete is None:
+                self.assumed.add(pricing.UNRECORDED_CONV)
+            if base in pricing.LEGACY_CONV_BACKWARD and gradients is None:
+                self.assumed.add(pricing.ONE_GRADIENT)
+            if any(_REDUCED.search(k) for k in kernels):
+                result = pricing.memory_only(result)
+                self.assumed.add(REDUCED_NOTE)
         group = _Group(op.name, shapes_of(op), None if isinstance(result, str) else result,
                        "tf32" if tf32 else None)
         if not isinstance(result, str):  # the traced kernels' names (mm, addmm, ...)
@@ -229,6 +246,22 @@ class Joiner:
                 group.kernels.setdefault(kernel.name)
         self.groups[key] = group
         return group, ""
+
+
+#: Kernels whose names say they run an algorithm with fewer multiplies than the direct one.
+_REDUCED = re.compile(r"winograd|fft", re.IGNORECASE)
+REDUCED_NOTE = ("kernels named for a reduced-arithmetic algorithm (Winograd, FFT) are "
+                "bounded by their memory alone")
+
+
+def _gradients(op: Op) -> tuple[bool, bool] | None:
+    """The (input, weight) gradients an old convolution backward op computed, as its child
+    ops name them (``cudnn_convolution_backward_input``, ``..._weight``); None where none
+    does."""
+    names = [child.name for child in op.children]
+    asked = (any(n.endswith("_backward_input") for n in names),
+             any(n.endswith("_backward_weight") for n in names))
+    return asked if any(asked) else None
 
 
 def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
@@ -273,7 +306,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
                       key=lambda u: (-u.seconds, u.name))
     return Profile(hw=chip.name, source=source, on_device=trace.on_device,
                    total=trace.total_seconds() / repeats, rows=rows_sorted(rows),
-                   unpriced=tuple(unpriced), repeats=repeats, notes=notes)
+                   unpriced=tuple(unpriced), repeats=repeats,
+                   notes=(*notes, *sorted(joiner.assumed)))
 
 
 def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:
