@@ -37,6 +37,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..workload import Number
+
 # -- per element --------------------------------------------------------------------------------
 
 SOFTMAX_FLOPS = 5.0
@@ -72,7 +74,7 @@ EVAL_BATCH_NORM_FLOPS = 2.0
 NORM_BACKWARD_FLOPS = 11.0
 
 
-def softmax_flops(elements: float) -> float:
+def softmax_flops(elements: Number) -> Number:
     return SOFTMAX_FLOPS * elements
 
 
@@ -98,19 +100,20 @@ def dot_flops(n: float) -> float:
     return 2.0 * n - 1.0
 
 
-def attention_forward_macs(pairs: float, head_dim: int, value_dim: int) -> float:
+def attention_forward_macs(pairs: Number, head_dim: int, value_dim: int) -> Number:
     """Multiply-accumulates of attention's two products, Q·Kᵀ and P·V, over *pairs*."""
     return pairs * (head_dim + value_dim)
 
 
-def attention_backward_macs(pairs: float, head_dim: int, value_dim: int) -> float:
+def attention_backward_macs(pairs: Number, head_dim: int, value_dim: int) -> Number:
     """Multiply-accumulates of attention's backward over *pairs* (see
     :data:`ATTENTION_BACKWARD_VECTOR_FLOPS`): Q·Kᵀ, dQ and dK over head_dim, dV and dP over
     value_dim."""
     return pairs * (3 * head_dim + 2 * value_dim)
 
 
-def attention_backward_bytes(*, q: float, k: float, v: float, o: float, lse: float) -> float:
+def attention_backward_bytes(*, q: Number, k: Number, v: Number, o: Number,
+                             lse: Number) -> Number:
     """Bytes of attention's backward, given the forward's tensors' sizes: Q, K, V, O, dO (O's
     size) and the log-sum-exp read, dQ, dK, dV written, each once."""
     return 2.0 * (q + k + v + o) + lse

@@ -296,7 +296,7 @@ MATRIX_KERNELS: registry.Registry[MatrixFormula] = registry.Registry("the aten m
 
 @VECTOR_FLOPS.rows(SOFTMAX)
 def _softmax(c: Call) -> float:
-    return R.softmax_flops(c.n_in)
+    return float(R.softmax_flops(c.n_in))
 
 
 @VECTOR_FLOPS.rows(SOFTMAX_BACKWARD)
