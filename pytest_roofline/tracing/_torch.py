@@ -30,6 +30,7 @@ from torch.overrides import TorchFunctionMode
 from ..ops import _family as R
 from ..workload import Kernel
 from . import _aten as A
+from . import _attention as AT
 from . import _compiled, _higher_order, _scalar_reads, _torch_mesh, _triton, registry
 from . import _kernels as K
 from . import _torch_args as T
@@ -193,8 +194,8 @@ class Recorder:
                   causal: bool, nbytes: float) -> None:
         call = A.Call(op=op, base=op, func=None, args=(), kwargs={}, inputs=[], outputs=[],
                       name=self._name(op), dtype=self.dtype)
-        pairs = A.scored(op, q, k, {"is_causal": causal})
-        self.kernels.extend(A.attention(call, q, k, v, pairs=pairs, nbytes=nbytes))
+        pairs = AT.scored(op, q, k, {"is_causal": causal})
+        self.kernels.extend(AT.attention(call, q, k, v, pairs=pairs, nbytes=nbytes))
 
 
 class _Dispatch(C.DispatchMode):  # type: ignore[misc]
