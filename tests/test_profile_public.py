@@ -147,3 +147,22 @@ def test_old_and_small_traces_price_their_products() -> None:
     v100 = row("v100_hta_trace_diff_test.json.gz", "v100", "aten::addmm",
                "96f32,1024x512f32,512x96f32")
     assert per_call(v100) == 2 * 1024 * 512 * 96
+
+
+def test_a_2021_trace_of_torch_1_8_is_priced_for_the_lowest_bound() -> None:
+    # PyTorch Kineto's ResNet-50 sample (batch 32, fp32): no dtypes recorded (taken from the
+    # kernels' names), no strides, torch 1.8's convolution backward names. The stem's
+    # backward asks the weight's gradient only (its child ops say so): 2 · 32 · (64·3·7·7) ·
+    # 112·112 = 7.55 GFLOP
+    name, hw = "kineto_resnet50_v100_2021.json.gz", "v100"
+    stem = row(name, hw, "aten::cudnn_convolution_backward",
+               "32x3x224x224f32,32x64x112x112f32,64x3x7x7f32")
+    assert per_call(stem) == 2 * 32 * (64 * 3 * 7 * 7) * 112 * 112
+    fc = row(name, hw, "aten::addmm", "1000f32,32x2048f32,2048x1000f32")
+    assert per_call(fc) == 2 * 32 * 2048 * 1000
+    notes = " ".join(profile(name, hw).notes)
+    assert "dtypes are not recorded" in notes and "strides and padding" in notes
+    # no convolution or product is faster than its bound (its kernels of 0 us, a timer of
+    # whole microseconds, are the guard's to allow)
+    assert not [r for r in profile(name, hw).rows
+                if r.faster and ("conv" in r.op or "mm" in r.op)]

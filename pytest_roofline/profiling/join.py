@@ -92,10 +92,11 @@ def short_kernel(name: str) -> str:
     return text[:cut].rsplit("::", 1)[-1] or text[:60]
 
 
-def shapes_of(op: Op) -> str:
-    """``64x256f32,256x512f32``: the tensor inputs as recorded; a list of tensors in
-    brackets (``[16x64,16x64]``, its dtype unrecorded)."""
-    dims, types = op.dims or [], op.types or ()
+def shapes_of(op: Op, types: tuple[str, ...] | None = None) -> str:
+    """``64x256f32,256x512f32``: the tensor inputs as recorded (of *types* where the trace
+    records none); a list of tensors in brackets (``[16x64,16x64]``, its dtype
+    unrecorded)."""
+    dims, types = op.dims or [], types or op.types or ()
     parts = []
     for i, kind in enumerate(types):
         shape = dims[i] if i < len(dims) else None
@@ -223,11 +224,16 @@ class Joiner:
         sized = element_dtype(kernels)
         base = op.name.removeprefix("aten::")
         gradients = _gradients(op) if base in pricing.LEGACY_CONV_BACKWARD else None
-        result = pricing.price(op.name, op.dims, op.types, op.concrete, None, strides, sized,
+        types = op.types
+        if not types and op.dims:  # torch 1.8 records no dtypes: its kernels' names may
+            types = _types_named(op.dims, kernels)
+            if types:
+                self.assumed.add(NAMED_DTYPE_NOTE)
+        result = pricing.price(op.name, op.dims, types, op.concrete, None, strides, sized,
                                gradients)
         if tf32 and not isinstance(result, str) and any(
                 k.unit == "matrix" and k.dtype == "fp32" for k in result.kernels):
-            result = pricing.price(op.name, op.dims, op.types, op.concrete, "tf32", strides,
+            result = pricing.price(op.name, op.dims, types, op.concrete, "tf32", strides,
                                    sized, gradients)
         if isinstance(result, str) and result != pricing.ZERO:
             return None, result
@@ -239,7 +245,8 @@ class Joiner:
             if any(_REDUCED.search(k) for k in kernels):
                 result = pricing.memory_only(result)
                 self.assumed.add(REDUCED_NOTE)
-        group = _Group(op.name, shapes_of(op), None if isinstance(result, str) else result,
+        group = _Group(op.name, shapes_of(op, types),
+                       None if isinstance(result, str) else result,
                        "tf32" if tf32 else None)
         if not isinstance(result, str):  # the traced kernels' names (mm, addmm, ...)
             for kernel in result.kernels:
@@ -252,6 +259,27 @@ class Joiner:
 _REDUCED = re.compile(r"winograd|fft", re.IGNORECASE)
 REDUCED_NOTE = ("kernels named for a reduced-arithmetic algorithm (Winograd, FFT) are "
                 "bounded by their memory alone")
+
+
+#: C++ element types in kernels' template arguments -> the profiler's dtype names.
+_NAMED_TYPES = {"float": "float", "double": "double", "__half": "c10::Half",
+                "half": "c10::Half", "__nv_bfloat16": "c10::BFloat16"}
+_TEMPLATE_TYPE = re.compile(r"[<,]\s*(float|double|__half|half|__nv_bfloat16)\s*[,>]")
+NAMED_DTYPE_NOTE = ("ops' dtypes are not recorded (torch 1.8): taken from the element type "
+                    "their kernels' names state")
+
+
+def _types_named(dims: list[Any], kernels: list[str]) -> tuple[str, ...] | None:
+    """Input types for an op whose trace records none: every tensor (a non-empty shape) of
+    the one element type its kernels' template arguments name (``implicit_convolve_sgemm<
+    float, float, ...>``), the rest unknown; None where the names say none or disagree."""
+    named = {_NAMED_TYPES[m.group(1)] for name in kernels
+             for m in _TEMPLATE_TYPE.finditer(name)}
+    if len(named) != 1:
+        return None
+    dtype = named.pop()
+    return tuple(dtype if isinstance(d, list) and d and all(isinstance(v, int) for v in d)
+                 else "" for d in dims)
 
 
 def _gradients(op: Op) -> tuple[bool, bool] | None:

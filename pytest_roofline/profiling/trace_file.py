@@ -78,7 +78,7 @@ class Op:
 
     @property
     def dims(self) -> list[Any] | None:
-        value = self.args.get("Input Dims")
+        value = self.args.get("Input Dims", self.args.get("Input dims"))  # torch 1.8: "dims"
         return value if isinstance(value, list) else None
 
     @property
@@ -183,7 +183,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             continue
         args = event.get("args") or {}
         if cat in OP_CATEGORIES:
-            shapes = shapes or "Input Dims" in args
+            shapes = shapes or "Input Dims" in args or "Input dims" in args
             op = Op(str(event.get("name", "?")), start * _US, dur * _US, args)
             threads.setdefault((event.get("pid"), event.get("tid")), []).append(
                 (op.start, 0, -op.seconds, op))
