@@ -219,3 +219,34 @@ def test_a_winograd_kernel_is_bounded_by_its_memory_alone(tmp_path) -> None:
     assert r.flops == 0 and r.bytes == (2 * 32 * 64 * 56 * 56 + 64 * 64 * 9) * 4
     assert not r.faster
     assert any("Winograd" in note for note in profile.notes)
+
+
+# -- whatever a trace records, a price or a reason ------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_KINDS = st.sampled_from(["float", "c10::BFloat16", "long unsigned int", "int", "", "Scalar",
+                          "ScalarList", "TensorList", "weird"])
+_DIMS = st.one_of(st.lists(st.integers(0, 6), max_size=4), st.just([]), st.none(),
+                  st.integers(-3, 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(["aten::_flash_attention_forward", "aten::convolution",
+                             "aten::cudnn_convolution_backward", "aten::_fused_rms_norm",
+                             "aten::scaled_dot_product_attention", "aten::conv2d",
+                             "aten::_scaled_dot_product_flash_attention_backward"]),
+       dims=st.lists(_DIMS, max_size=12), types=st.lists(_KINDS, max_size=12),
+       concrete=st.one_of(st.none(), st.lists(st.sampled_from(
+           ["", "1", "[1, 1]", "True", "0.", "[-1]", "x"]), max_size=12)),
+       gradients=st.one_of(st.none(), st.tuples(st.booleans(), st.booleans())))
+def test_any_recorded_inputs_give_a_price_or_a_reason(name, dims, types, concrete,
+                                                      gradients) -> None:
+    result = pricing.price(name, dims, tuple(types),
+                           None if concrete is None else tuple(concrete),
+                           gradients=gradients)
+    if isinstance(result, str):
+        assert result
+    else:
+        assert result.flops >= 0 and result.bytes >= 0
