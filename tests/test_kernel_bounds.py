@@ -71,7 +71,7 @@ def test_fused_attention_is_timed_as_the_larger_of_its_units() -> None:
     step = models.load("llama-3-8b").train_step(8, 2048)
     hosts = {k.name: k.epilogue_of for k in step.kernels if k.epilogue_of}
     assert hosts["attention.softmax"] == "attention"
-    assert hosts["attention.softmax.bwd"] == "attention.bwd"
+    assert hosts["attention.bwd.softmax"] == "attention.bwd"  # as every path names it
 
 
 # -- distinct rows -------------------------------------------------------------------------

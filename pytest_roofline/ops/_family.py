@@ -37,6 +37,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..workload import Number
+
 # -- per element --------------------------------------------------------------------------------
 
 SOFTMAX_FLOPS = 5.0
@@ -57,6 +59,13 @@ GELU_FLOPS = ELEMENT_FLOPS["gelu"]
 SOFTMAX_BACKWARD_FLOPS = 4.0
 #: dS = P·(dP - rowsum) in attention's backward, per scored pair.
 ATTENTION_GRAD_FLOPS = 3.0
+#: Attention's backward, one decision for every path (``ops.attention.backward_kernels``):
+#: the kernel is handed Q, K, V, O, dO and the log-sum-exp, never the scores (storing them
+#: would cost a q_len x kv_len round trip), so it **recomputes** P = softmax(Q·Kᵀ) and runs
+#: dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q: five products over the scored pairs
+#: (FlashAttention-2, Dao 2023, §3.2: 2.5x the forward's FLOPs when value heads are as wide
+#: as the query heads), and on the vector units the recomputed softmax and dS = P·(dP - D).
+ATTENTION_BACKWARD_VECTOR_FLOPS = SOFTMAX_FLOPS + ATTENTION_GRAD_FLOPS
 #: Eval-mode batch norm: a per-channel scale and shift (multiply, add) per element.
 EVAL_BATCH_NORM_FLOPS = 2.0
 #: Backward of a layer, group, batch or RMS norm, per element of the input gradient:
@@ -65,7 +74,7 @@ EVAL_BATCH_NORM_FLOPS = 2.0
 NORM_BACKWARD_FLOPS = 11.0
 
 
-def softmax_flops(elements: float) -> float:
+def softmax_flops(elements: Number) -> Number:
     return SOFTMAX_FLOPS * elements
 
 
@@ -75,6 +84,39 @@ def norm_flops(kind: str, elements: float, *, weight: bool, bias: bool) -> float
     if kind == "rmsnorm":
         return elements * (RMSNORM_FLOPS - (0.0 if weight else 1.0))
     return elements * (LAYERNORM_FLOPS - (0.0 if weight else 1.0) - (0.0 if bias else 1.0))
+
+
+def conv_unit(groups: int, in_per_group: int) -> str:
+    """The unit a convolution runs on: a depthwise one (one input channel a group, more than
+    one group) has no reduction over channels to feed a matrix unit, so the vector units;
+    any other the matrix units."""
+    return "vector" if groups > 1 and in_per_group == 1 else "matrix"
+
+
+def dot_flops(n: float) -> float:
+    """A dot product of two length-n vectors: n multiplies, n - 1 adds. A product with a
+    vector operand (a dot, a matrix times a vector) runs on the vector units: each element of
+    the larger operand is used once, no tile a matrix unit could reuse."""
+    return 2.0 * n - 1.0
+
+
+def attention_forward_macs(pairs: Number, head_dim: int, value_dim: int) -> Number:
+    """Multiply-accumulates of attention's two products, Q·Kᵀ and P·V, over *pairs*."""
+    return pairs * (head_dim + value_dim)
+
+
+def attention_backward_macs(pairs: Number, head_dim: int, value_dim: int) -> Number:
+    """Multiply-accumulates of attention's backward over *pairs* (see
+    :data:`ATTENTION_BACKWARD_VECTOR_FLOPS`): Q·Kᵀ, dQ and dK over head_dim, dV and dP over
+    value_dim."""
+    return pairs * (3 * head_dim + 2 * value_dim)
+
+
+def attention_backward_bytes(*, q: Number, k: Number, v: Number, o: Number,
+                             lse: Number) -> Number:
+    """Bytes of attention's backward, given the forward's tensors' sizes: Q, K, V, O, dO (O's
+    size) and the log-sum-exp read, dQ, dK, dV written, each once."""
+    return 2.0 * (q + k + v + o) + lse
 
 
 def element_flops(name: str, elements: float) -> float:

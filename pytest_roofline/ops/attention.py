@@ -98,12 +98,9 @@ def attention_kernels(prefix: str, batch: Number, q_len: int, kv_len: int, heads
     v_bytes = 0.0 if shared_kv else batch * read * kv_heads * dv * kv_item
     if fused:
         pairs = batch * heads * scored_pairs(q_len, kv_len, causal, window)
-        return [
-            Kernel(prefix, 2.0 * pairs * (head_dim + dv), q_bytes + o_bytes + k_bytes + v_bytes,
-                   unit="matrix", dtype=work, count=count, out_bytes=o_bytes),
-            Kernel(f"{prefix}.softmax", SOFTMAX_FLOPS * pairs, 0.0, unit="vector", dtype=dtype,
-                   count=count, epilogue_of=prefix),
-        ]
+        return fused_kernels(prefix, pairs=pairs, head_dim=head_dim, value_dim=dv,
+                             nbytes=q_bytes + o_bytes + k_bytes + v_bytes, dtype=work,
+                             softmax_dtype=dtype, count=count, out_bytes=o_bytes)
     scores = batch * heads * q_len * kv_len
     score_bytes = scores * item
     if shared_kv:  # unfused, the second product reads V (a slice of K) on its own
@@ -115,6 +112,40 @@ def attention_kernels(prefix: str, batch: Number, q_len: int, kv_len: int, heads
                dtype=dtype, count=count),
         Kernel(f"{prefix}.pv", 2.0 * scores * dv, score_bytes + v_bytes + o_bytes,
                unit="matrix", dtype=work, count=count),
+    ]
+
+
+def fused_kernels(name: str, *, pairs: Number, head_dim: int, value_dim: int,
+                  nbytes: Number, dtype: str, softmax_dtype: str, count: Number = 1.0,
+                  out_bytes: Number = 0.0) -> list[Kernel]:
+    """Fused attention over *pairs* scored (query, key) pairs, every sequence and head
+    together: the two products on the matrix units in *dtype* with all *nbytes* off-chip
+    bytes, and the softmax (5 FLOPs a pair) on the vector units in *softmax_dtype*, no bytes,
+    in the products' epilogue (see the module docstring). Every path builds it here: the
+    model builders, the torch tracer, flash-attn's ops and recorded traces."""
+    return [
+        Kernel(name, 2.0 * _family.attention_forward_macs(pairs, head_dim, value_dim), nbytes,
+               unit="matrix", dtype=dtype, count=count, out_bytes=out_bytes),
+        Kernel(f"{name}.softmax", SOFTMAX_FLOPS * pairs, 0.0, unit="vector",
+               dtype=softmax_dtype, count=count, epilogue_of=name),
+    ]
+
+
+def backward_kernels(name: str, *, pairs: Number, head_dim: int, value_dim: int,
+                     nbytes: Number, dtype: str, softmax_dtype: str,
+                     count: Number = 1.0) -> list[Kernel]:
+    """Fused attention's backward over *pairs* scored pairs (``ops._family``'s one decision:
+    the scores recomputed, five products, 2.5x the forward's matrix FLOPs when the value
+    heads are as wide as the query heads; the recomputed softmax and dS, 8 FLOPs a pair, in
+    the products' epilogue). *nbytes*: :func:`~pytest_roofline.ops._family.
+    attention_backward_bytes` of the forward's tensors, or the recorded tensors' own bytes.
+    Every path builds it here: the model's training step, the torch tracer's SDPA backward
+    ops, flash-attn's backward ops and recorded traces."""
+    return [
+        Kernel(name, 2.0 * _family.attention_backward_macs(pairs, head_dim, value_dim), nbytes,
+               unit="matrix", dtype=dtype, count=count),
+        Kernel(f"{name}.softmax", _family.ATTENTION_BACKWARD_VECTOR_FLOPS * pairs, 0.0,
+               unit="vector", dtype=softmax_dtype, count=count, epilogue_of=name),
     ]
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Knob, Number, Workload
+from . import _family
 from ._common import (
     array_precision,
     choice,
@@ -72,7 +73,7 @@ def conv_kernel(name: str, batch: Number, cin: int, cout: int, hw: tuple[int, in
     w_item = item if weight_dtype is None else dtypes.ITEMSIZE[weight_dtype]
     written = batch * cout * ho * wo * item
     nbytes = batch * cin * hw[0] * hw[1] * item + written + weights * w_item
-    unit = "vector" if per_group == 1 and groups > 1 else "matrix"
+    unit = _family.conv_unit(groups, per_group)
     return Kernel(name, flops, nbytes, unit=unit, dtype=compute or dtype, count=count,
                   out_bytes=written), (ho, wo)
 

@@ -24,6 +24,7 @@ import operator
 from .. import dtypes
 from ..errors import WorkloadError, brief
 from ..workload import Kernel, Number, Workload, is_array
+from . import _family
 from ._common import (
     array_precision,
     flag,
@@ -33,7 +34,6 @@ from ._common import (
     size,
     sized_precision,
 )
-from ._family import LAYERNORM_FLOPS, RMSNORM_FLOPS, SOFTMAX_FLOPS
 
 # -- kernels (no checks; shared with the model builders) -------------------------------------
 
@@ -51,10 +51,8 @@ def norm_kernel(name: str, kind: str, rows: Number, hidden: int, dtype: str, *,
                 affine: bool = True, residual: bool = False, count: Number = 1.0,
                 compute: str | None = None) -> Kernel:
     """A layernorm or rmsnorm of rows x hidden (see the module table)."""
-    if kind == "layernorm":
-        per, params = (LAYERNORM_FLOPS, 2.0) if affine else (LAYERNORM_FLOPS - 2.0, 0.0)
-    else:
-        per, params = (RMSNORM_FLOPS, 1.0) if affine else (RMSNORM_FLOPS - 1.0, 0.0)
+    per = _family.norm_flops(kind, 1.0, weight=affine, bias=affine)
+    params = (2.0 if kind == "layernorm" else 1.0) if affine else 0.0
     streams = 2.0
     if residual:
         per += 1.0
@@ -69,7 +67,7 @@ def softmax_kernel(name: str, rows: Number, cols: Number, dtype: str,
                    count: Number = 1.0, *, compute: str | None = None) -> Kernel:
     elements = rows * cols
     item = dtypes.ITEMSIZE[dtype]
-    return Kernel(name, elements * SOFTMAX_FLOPS, 2.0 * elements * item, unit="vector",
+    return Kernel(name, _family.softmax_flops(elements), 2.0 * elements * item, unit="vector",
                   dtype=compute or dtype, count=count, out_bytes=elements * item)
 
 
@@ -148,7 +146,8 @@ def dot(n: object, y: object = None, *, dtype: object = None) -> Workload:
     else:
         (p, compute, label), length = _sized(dtype), size(n, "dot: n")
     item = dtypes.ITEMSIZE[p]
-    kernel = Kernel(f"dot({length}, {label})", 2.0 * length - 1.0, (2.0 * length + 1.0) * item,
+    kernel = Kernel(f"dot({length}, {label})", _family.dot_flops(length),
+                    (2.0 * length + 1.0) * item,
                     unit="vector", dtype=compute)
     return _one(kernel, kernel.bytes)
 
@@ -194,7 +193,8 @@ def reduction(n: object, *, outputs: int = 1, axis: object = None,
         total, outs = size(n, "reduction: n"), size(outputs, "reduction: outputs")
         if total % outs:
             raise WorkloadError(f"reduction: outputs={outs} does not divide n={total}")
-    kernel = Kernel(f"reduction({total} -> {outs}, {label})", float(total - outs),
+    kernel = Kernel(f"reduction({total} -> {outs}, {label})",
+                    _family.reduce_flops(float(total), float(outs)),
                     float(total + outs) * dtypes.ITEMSIZE[p], unit="vector", dtype=compute)
     return _one(kernel, kernel.bytes)
 

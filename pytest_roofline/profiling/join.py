@@ -11,11 +11,16 @@ itself (its kernels outside any child, or on a CPU its own time outside its chil
 named with the reason. Kernels launched outside any op are named by their own names.
 
 On a GPU trace the op that launched a kernel owns it. A backend op that cannot be rebuilt on
-meta tensors (``aten::_cudnn_attention_forward``, ``aten::_flash_attention_forward``: no meta
-kernel) is priced by its nearest ancestor that launched nothing else and can be
-(``aten::scaled_dot_product_attention``): the public op whose formula the tracer applies
-to the same call. A list of tensors whose dtype the trace omits (``aten::cat``) takes the
-element size its kernel's name states (:mod:`.pricing`).
+meta tensors (``aten::_cudnn_attention_forward``, ``aten::cudnn_convolution``: no meta
+kernel) is priced by its nearest ancestor that can be (``aten::_convolution``): the public
+op whose formula the tracer applies to the same call, which then owns every kernel under it,
+the small epilogue kernels of its other children included (a convolution's bias add: one op,
+one bound), unless some of them are priced already. A list of tensors whose dtype the trace
+omits (``aten::cat``) takes the element size its kernel's name states (:mod:`.pricing`).
+Where the trace leaves out what a bound needs (a convolution's stride before torch 2.1, the
+gradients an old backward op computed), or a kernel's name says it runs an algorithm with
+fewer multiplies (Winograd, FFT: its memory alone bounds it), the lowest bound is taken and
+the profile's notes say so.
 
 On a GPU trace the measured time of an op is the device time of its kernels (copies and
 memsets included), never the host's launch time; ops that launched nothing are skipped. A
@@ -88,10 +93,11 @@ def short_kernel(name: str) -> str:
     return text[:cut].rsplit("::", 1)[-1] or text[:60]
 
 
-def shapes_of(op: Op) -> str:
-    """``64x256f32,256x512f32``: the tensor inputs as recorded; a list of tensors in
-    brackets (``[16x64,16x64]``, its dtype unrecorded)."""
-    dims, types = op.dims or [], op.types or ()
+def shapes_of(op: Op, types: tuple[str, ...] | None = None) -> str:
+    """``64x256f32,256x512f32``: the tensor inputs as recorded (of *types* where the trace
+    records none); a list of tensors in brackets (``[16x64,16x64]``, its dtype
+    unrecorded)."""
+    dims, types = op.dims or [], types or op.types or ()
     parts = []
     for i, kind in enumerate(types):
         shape = dims[i] if i < len(dims) else None
@@ -122,6 +128,11 @@ class Joiner:
         self.groups: dict[tuple[Any, ...], _Group] = {}
         self.copies: dict[tuple[Any, ...], _Copy] = {}
         self.unpriced: dict[tuple[str, str], list[float]] = defaultdict(list)
+        #: Kernels already set against a bound (ids): an ancestor priced for an op that could
+        #: not be owns its later children's kernels too.
+        self.claimed: set[int] = set()
+        #: What was assumed where the trace left out what a bound needs (said in its notes).
+        self.assumed: set[str] = set()
 
     def run(self) -> None:
         for root in self.trace.roots:
@@ -169,7 +180,8 @@ class Joiner:
         """A GPU trace: each op that launched kernels itself owns them (the innermost op
         around a launch), priced by its own recorded inputs, else by the nearest ancestor
         that launched nothing else (see the module docstring)."""
-        launched = [d for d in op.launched if not copies.is_host_copy(d)]
+        launched = [d for d in op.launched
+                    if not copies.is_host_copy(d) and id(d) not in self.claimed]
         for device in op.launched:
             if copies.is_host_copy(device):
                 self._host_copy(device, op)
@@ -177,12 +189,18 @@ class Joiner:
             names = [d.name for d in launched]
             group, reason = self._group(op, names)
             for ancestor in reversed(ancestors) if group is None else ():
-                if sum(1 for d in ancestor.devices() if not copies.is_host_copy(d)) \
-                        != len(launched):
-                    break  # it launched more than this op did: its bound is not theirs
-                group, _ = self._group(ancestor, names)
+                under = [d for d in ancestor.devices() if not copies.is_host_copy(d)]
+                if any(id(d) in self.claimed for d in under):
+                    break  # part of its work is priced already: its bound is not theirs
+                group, _ = self._group(ancestor, [d.name for d in under])
                 if group is not None:
+                    # the ancestor's bound is all it does (a convolution and its bias add):
+                    # it owns every kernel under it, those of ops not walked yet included
+                    launched = under
+                    names = [d.name for d in under]
                     break
+            if group is not None:
+                self.claimed.update(id(d) for d in launched)
             seconds = sum(d.seconds for d in launched)
             if group is not None:
                 group.times.append(seconds)
@@ -219,20 +237,74 @@ class Joiner:
         if group is not None:
             return group, ""
         sized = element_dtype(kernels)
-        result = pricing.price(op.name, op.dims, op.types, op.concrete, None, strides, sized)
+        base = op.name.removeprefix("aten::")
+        gradients = _gradients(op) if base in pricing.LEGACY_CONV_BACKWARD else None
+        types = op.types
+        if not types and op.dims:  # torch 1.8 records no dtypes: its kernels' names may
+            types = _types_named(op.dims, kernels)
+            if types:
+                self.assumed.add(NAMED_DTYPE_NOTE)
+        result = pricing.price(op.name, op.dims, types, op.concrete, None, strides, sized,
+                               gradients)
         if tf32 and not isinstance(result, str) and any(
                 k.unit == "matrix" and k.dtype == "fp32" for k in result.kernels):
-            result = pricing.price(op.name, op.dims, op.types, op.concrete, "tf32", strides,
-                                   sized)
+            result = pricing.price(op.name, op.dims, types, op.concrete, "tf32", strides,
+                                   sized, gradients)
         if isinstance(result, str) and result != pricing.ZERO:
             return None, result
-        group = _Group(op.name, shapes_of(op), None if isinstance(result, str) else result,
+        if not isinstance(result, str):
+            if base in pricing.CONVOLUTIONS and op.concrete is None:
+                self.assumed.add(pricing.UNRECORDED_CONV)
+            if base in pricing.LEGACY_CONV_BACKWARD and gradients is None:
+                self.assumed.add(pricing.ONE_GRADIENT)
+            if any(_REDUCED.search(k) for k in kernels):
+                result = pricing.memory_only(result)
+                self.assumed.add(REDUCED_NOTE)
+        group = _Group(op.name, shapes_of(op, types),
+                       None if isinstance(result, str) else result,
                        "tf32" if tf32 else None)
         if not isinstance(result, str):  # the traced kernels' names (mm, addmm, ...)
             for kernel in result.kernels:
                 group.kernels.setdefault(kernel.name)
         self.groups[key] = group
         return group, ""
+
+
+#: Kernels whose names say they run an algorithm with fewer multiplies than the direct one.
+_REDUCED = re.compile(r"winograd|fft", re.IGNORECASE)
+REDUCED_NOTE = ("kernels named for a reduced-arithmetic algorithm (Winograd, FFT) are "
+                "bounded by their memory alone")
+
+
+#: C++ element types in kernels' template arguments -> the profiler's dtype names.
+_NAMED_TYPES = {"float": "float", "double": "double", "__half": "c10::Half",
+                "half": "c10::Half", "__nv_bfloat16": "c10::BFloat16"}
+_TEMPLATE_TYPE = re.compile(r"[<,]\s*(float|double|__half|half|__nv_bfloat16)\s*[,>]")
+NAMED_DTYPE_NOTE = ("ops' dtypes are not recorded (torch 1.8): taken from the element type "
+                    "their kernels' names state")
+
+
+def _types_named(dims: list[Any], kernels: list[str]) -> tuple[str, ...] | None:
+    """Input types for an op whose trace records none: every tensor (a non-empty shape) of
+    the one element type its kernels' template arguments name (``implicit_convolve_sgemm<
+    float, float, ...>``), the rest unknown; None where the names say none or disagree."""
+    named = {_NAMED_TYPES[m.group(1)] for name in kernels
+             for m in _TEMPLATE_TYPE.finditer(name)}
+    if len(named) != 1:
+        return None
+    dtype = named.pop()
+    return tuple(dtype if isinstance(d, list) and d and all(isinstance(v, int) for v in d)
+                 else "" for d in dims)
+
+
+def _gradients(op: Op) -> tuple[bool, bool] | None:
+    """The (input, weight) gradients an old convolution backward op computed, as its child
+    ops name them (``cudnn_convolution_backward_input``, ``..._weight``); None where none
+    does."""
+    names = [child.name for child in op.children]
+    asked = (any(n.endswith("_backward_input") for n in names),
+             any(n.endswith("_backward_weight") for n in names))
+    return asked if any(asked) else None
 
 
 def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
@@ -281,7 +353,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
                       key=lambda u: (-u.seconds, u.name))
     return Profile(hw=chip.name, source=source, on_device=trace.on_device,
                    total=trace.total_seconds() / repeats, rows=rows_sorted(rows),
-                   unpriced=tuple(unpriced), repeats=repeats, notes=notes)
+                   unpriced=tuple(unpriced), repeats=repeats,
+                   notes=(*notes, *sorted(joiner.assumed)))
 
 
 def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:

@@ -14,7 +14,14 @@ What is rebuilt, and what is assumed where the trace does not say:
 * a scalar with a recorded value takes it; one without (a trace from before torch 2.1) takes
   the schema's default where it has one, else the value that asks least of the op (``0``
   for an int, ``[]`` for a list of ints: the whole-tensor reduction, the smallest output),
-  so a guess can only lower the bound, never raise it;
+  so a guess can only lower the bound, never raise it; a convolution's stride, padding and
+  dilation are chosen so (a stride as long as the input: one output position an image,
+  :data:`UNRECORDED_CONV`), never the schema's stride 1 and padding 0, which would raise it;
+* a convolution backward op of torch 1.10 and before (:data:`LEGACY_CONV_BACKWARD`) is
+  priced as ``convolution_backward`` of its tensors;
+* an input recorded without a type is ``None`` for an optional tensor, and an empty tensor
+  (no bytes) for one the schema does not let be ``None`` (an undefined tensor, as flash
+  attention's backward is handed for sequences that are not packed);
 * a list of tensors takes the dtype of the op's tensor inputs, when it has some; where it
   has none, the element size a GPU kernel of the op states in its name (PyTorch's copy
   kernels name ``OpaqueType<2u>``: 2-byte elements) gives a float dtype of that size
@@ -43,7 +50,10 @@ DTYPES = {
     "short int": "int16", "short": "int16", "signed char": "int8",
     "unsigned char": "uint8", "bool": "bool", "c10::complex<float>": "complex64",
     "c10::complex<double>": "complex128", "c10::Float8_e4m3fn": "float8_e4m3fn",
-    "c10::Float8_e5m2": "float8_e5m2",
+    "c10::Float8_e5m2": "float8_e5m2", "c10::Float8_e4m3fnuz": "float8_e4m3fnuz",
+    "c10::Float8_e5m2fnuz": "float8_e5m2fnuz", "long unsigned int": "uint64",
+    "unsigned long": "uint64", "unsigned int": "uint32", "short unsigned int": "uint16",
+    "unsigned short": "uint16",
 }
 #: A float dtype (profiler type name) of each element size, for a list of tensors whose
 #: dtype only a kernel's name states.
@@ -56,19 +66,79 @@ _CACHE: dict[tuple[Any, ...], Workload | str] = {}
 
 def price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
           concrete: tuple[str, ...] | None, dtype: str | None = None,
-          strides: list[Any] | None = None, list_dtype: str | None = None
-          ) -> Workload | str:
+          strides: list[Any] | None = None, list_dtype: str | None = None,
+          gradients: tuple[bool, bool] | None = None) -> Workload | str:
     """The Workload of one call of the recorded op *name* (``aten::addmm``), priced in
     *dtype* for its matrix work where given (``"tf32"``), else in its operands' own; or a
     short reason why it cannot be priced (:data:`ZERO` when it does no work).
     *list_dtype* (a profiler type name, ``"c10::BFloat16"``) is the element dtype of a list
-    of tensors when the op has no other tensor input to take it from."""
-    key = (name, repr(dims), types, concrete, dtype, repr(strides), list_dtype)
+    of tensors when the op has no other tensor input to take it from. *gradients*: the
+    (input, weight) gradients an old convolution backward op computed, where its child ops
+    say (:data:`LEGACY_CONV_BACKWARD`)."""
+    key = (name, repr(dims), types, concrete, dtype, repr(strides), list_dtype, gradients)
     hit = _CACHE.get(key)
     if hit is None:
-        hit = _price(name, dims, types, concrete, dtype, strides, list_dtype)
+        legacy = LEGACY_CONV_BACKWARD.get(name.removeprefix("aten::"))
+        if legacy is not None and dims is not None and types is not None:
+            hit = _legacy_conv_backward(legacy, dims, types, dtype, gradients)
+        else:
+            hit = _price(name, dims, types, concrete, dtype, strides, list_dtype)
         _CACHE[key] = hit
     return hit
+
+
+#: Convolution backward ops of torch 1.10 and before, one op since (``convolution_backward``):
+#: the positions of grad_output, input and weight among their inputs, and whether the
+#: convolution is transposed. Each is priced as ``convolution_backward`` of those tensors.
+LEGACY_CONV_BACKWARD: dict[str, tuple[int, int, int, bool]] = {
+    **dict.fromkeys(("cudnn_convolution_backward", "miopen_convolution_backward",
+                     "miopen_depthwise_convolution_backward", "mkldnn_convolution_backward"),
+                    (1, 0, 2, False)),
+    **dict.fromkeys(("cudnn_convolution_transpose_backward",
+                     "miopen_convolution_transpose_backward"), (1, 0, 2, True)),
+    **dict.fromkeys(("thnn_conv2d_backward", "slow_conv2d_backward", "thnn_conv3d_backward",
+                     "slow_conv3d_backward", "thnn_conv_depthwise2d_backward",
+                     "slow_conv_dilated2d_backward", "slow_conv_dilated3d_backward"),
+                    (0, 1, 2, False)),
+    **dict.fromkeys(("slow_conv_transpose2d_backward", "slow_conv_transpose3d_backward",
+                     "thnn_conv_transpose2d_backward"), (0, 1, 2, True)),
+}
+#: What is assumed for an old convolution backward whose gradients no child op names.
+ONE_GRADIENT = ("the gradients an old convolution backward op computed are not recorded: "
+                "one counted (the lowest bound)")
+
+
+def memory_only(workload: Workload) -> Workload:
+    """*workload* bounded by its memory alone: its bytes, no FLOPs (a kernel that runs an
+    algorithm with fewer multiplies than the formula counts, Winograd or FFT)."""
+    from ..workload import Kernel
+
+    kernels = [Kernel(k.name, 0.0, k.bytes, unit="vector", dtype=k.dtype, count=k.count)
+               for k in workload.kernels]
+    return Workload(kernels, name=workload.name)
+
+
+def _legacy_conv_backward(where: tuple[int, int, int, bool], dims: list[Any],
+                          types: tuple[str, ...], dtype: str | None,
+                          gradients: tuple[bool, bool] | None) -> Workload | str:
+    g, i, w, transposed = where
+    if max(g, i, w) >= min(len(dims), len(types)):
+        return "its input shapes were not recorded (record_shapes=True)"
+    grad, x, weight = dims[g], dims[i], dims[w]
+    if not all(_is_shape(t) and len(t) >= 3 for t in (grad, x, weight)):
+        return "its input shapes were not recorded (record_shapes=True)"
+    rank = len(x) - 2
+    per_group = weight[1]
+    channels = grad[1] if transposed else x[1]
+    groups = max(channels // per_group, 1) if per_group else 1
+    asked = gradients or (False, True)
+    ones, zeros = str([1] * rank), str([0] * rank)
+    concrete = ("", "", "", "", ones, zeros, ones, str(transposed), zeros, str(groups),
+                str([asked[0], asked[1], False]))
+    kinds = (types[g], types[i], types[w], "", "ScalarList", "ScalarList", "ScalarList",
+             "Scalar", "ScalarList", "Scalar", "ScalarList")
+    return _price("aten::convolution_backward", [grad, x, weight] + [[]] * 8, kinds,
+                  concrete, dtype, None)
 
 
 def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
@@ -91,10 +161,11 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
         return inputs
     from ..tracing._torch_compat import arguments
 
+    fill = _unrecorded_conv(base, dims) if concrete is None else {}
     failure = "no overload takes its inputs"
     for overload in packet.overloads():
         op = getattr(packet, overload)
-        call = _bind(arguments(op), inputs)
+        call = _bind(arguments(op), inputs, fill)
         if call is None:
             continue
         args, kwargs = call
@@ -110,8 +181,10 @@ def _trace(op: Any, args: list[Any], kwargs: dict[str, Any], name: str,
     """The op's Workload under the public Tracer (the only call into tracing)."""
     from ..tracing import TraceError, Tracer
 
+    call = _PUBLIC.get(name)
+    run = op if call is None else _public(call)
     try:
-        traced = Tracer(dtype=dtype, name=name)(lambda: op(*args, **kwargs))
+        traced = Tracer(dtype=dtype, name=name)(lambda: run(*args, **kwargs))
     except TraceError as exc:
         if "ran no op that reads or writes memory" in str(exc):
             return ZERO
@@ -121,6 +194,24 @@ def _trace(op: Any, args: list[Any], kwargs: dict[str, Any], name: str,
     if traced.unknown:
         return f"no formula for {', '.join(sorted(traced.unknown))}"
     return traced
+
+
+#: Recorded ops the tracer prices as the public function that runs them (its arguments by
+#: the op's schema names): ``aten::scaled_dot_product_attention`` is the fused op, priced as
+#: ``trace()`` prices ``F.scaled_dot_product_attention``, never as the math its meta kernel
+#: decomposes into (two products, a mask and a softmax over every pair); RMS norm likewise
+#: is one kernel (``ops.rmsnorm``), not its fp32 steps.
+_PUBLIC = {"aten::scaled_dot_product_attention":
+           "torch.nn.functional.scaled_dot_product_attention",
+           "aten::rms_norm": "torch.nn.functional.rms_norm",
+           "aten::_fused_rms_norm": "torch.nn.functional.rms_norm"}
+
+
+def _public(path: str) -> Any:
+    import importlib
+
+    module, _, attr = path.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
 
 
 def _inputs(torch: Any, dims: list[Any], types: tuple[str, ...],
@@ -158,6 +249,32 @@ def _inputs(torch: Any, dims: list[Any], types: tuple[str, ...],
     return out
 
 
+#: Convolution ops whose stride, padding and dilation a trace before torch 2.1 leaves out.
+CONVOLUTIONS = frozenset({"conv1d", "conv2d", "conv3d", "convolution", "_convolution",
+                          "cudnn_convolution", "miopen_convolution", "mkldnn_convolution",
+                          "miopen_depthwise_convolution", "_convolution_mode",
+                          "thnn_conv2d", "_slow_conv2d_forward", "slow_conv3d",
+                          "slow_conv_dilated2d", "slow_conv_dilated3d",
+                          "_conv_depthwise2d"})
+#: What is assumed for such a convolution (see :func:`_unrecorded_conv`).
+UNRECORDED_CONV = ("convolutions' strides and padding are not recorded (torch before 2.1): "
+                   "each priced at one output position an image, the lowest bound")
+
+
+def _unrecorded_conv(base: str, dims: list[Any]) -> dict[str, Any]:
+    """The scalars of a convolution a trace did not record, chosen for the lowest bound: a
+    stride as long as the input (one output position an image), no padding, no dilation, not
+    transposed; the groups its input and weight channels imply."""
+    if base not in CONVOLUTIONS or len(dims) < 2 or not (
+            _is_shape(dims[0]) and _is_shape(dims[1]) and len(dims[0]) == len(dims[1]) >= 3):
+        return {}
+    x, w = dims[0], dims[1]
+    rank = len(x) - 2
+    return {"stride": [max(int(d), 1) for d in x[2:]], "padding": [0] * rank,
+            "dilation": [1] * rank, "output_padding": [0] * rank, "transposed": False,
+            "groups": max(x[1] // w[1], 1) if w[1] else 1}
+
+
 def _is_shape(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(d, int) and d >= 0 for d in value)
 
@@ -171,8 +288,8 @@ def _literal(text: str) -> Any:
         return _MISSING
 
 
-def _bind(schema_arguments: list[Any], inputs: list[Any]
-          ) -> tuple[list[Any], dict[str, Any]] | None:
+def _bind(schema_arguments: list[Any], inputs: list[Any],
+          fill: dict[str, Any] | None = None) -> tuple[list[Any], dict[str, Any]] | None:
     """Positional and keyword arguments for *schema* from the recorded *inputs* (by
     position), missing scalars filled (see the module docstring); None when they cannot
     fit. Schema types read as torch prints them (``Tensor``, ``Optional[Tensor]``,
@@ -188,13 +305,17 @@ def _bind(schema_arguments: list[Any], inputs: list[Any]
         inner = kind[len("Optional["):-1] if optional else kind
         is_tensor = hasattr(value, "shape") and hasattr(value, "dtype")
         if inner == "Tensor":
-            if not (is_tensor or (value is None and optional)):
+            if value is None and not optional:
+                value = _undefined()  # an undefined tensor (recorded without a type)
+            elif not (is_tensor or (value is None and optional)):
                 return None
         elif is_tensor or (inner.startswith("List[") and "Tensor" in inner and not (
                 isinstance(value, list) or (value is None and optional))):
             return None
-        if value is None and not optional and argument.has_default_value():
-            value = _MISSING  # a value the profiler could not write (a string): the default
+        if value is None and not optional:
+            value = _MISSING  # a value the profiler did not write (a string, an int list)
+        if value is _MISSING and fill and argument.name in fill:
+            value = fill[argument.name]  # unrecorded, chosen for the lowest bound
         if value is _MISSING:
             if argument.has_default_value():
                 if argument.kwarg_only:
@@ -215,6 +336,15 @@ def _bind(schema_arguments: list[Any], inputs: list[Any]
                 "Optional["):
             return None
     return args, kwargs
+
+
+def _undefined() -> Any:
+    """An undefined tensor a schema takes as a ``Tensor`` (flash attention's backward is
+    handed undefined cumulative lengths when its sequences are not packed): an empty one,
+    no bytes."""
+    import torch
+
+    return torch.empty(0, device="meta")
 
 
 def _placeholder(kind: str) -> Any:

@@ -82,7 +82,7 @@ class Op:
 
     @property
     def dims(self) -> list[Any] | None:
-        value = self.args.get("Input Dims")
+        value = self.args.get("Input Dims", self.args.get("Input dims"))  # torch 1.8: "dims"
         return value if isinstance(value, list) else None
 
     @property
@@ -189,7 +189,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
         args = event.get("args") or {}
         if cat in OP_CATEGORIES or (cat == "user_annotation" and str(
                 event.get("name", "")).startswith(LAUNCH_RANGE)):
-            shapes = shapes or "Input Dims" in args
+            shapes = shapes or "Input Dims" in args or "Input dims" in args
             op = Op(str(event.get("name", "?")), start * _US, dur * _US, args)
             threads.setdefault((event.get("pid"), event.get("tid")), []).append(
                 (op.start, 0, -op.seconds, op))

@@ -62,6 +62,7 @@ SDPA = frozenset({"_scaled_dot_product_flash_attention",
                   "_scaled_dot_product_flash_attention_for_cpu",
                   "_scaled_dot_product_fused_attention_overrideable",
                   "_flash_attention_forward", "_efficient_attention_forward",
+                  "_cudnn_attention_forward",
                   "_scaled_dot_product_attention_math_for_mps"})
 #: Their backward ops: (grad_out, query, key, value, ...) or (grad_out, query, ...).
 SDPA_BACKWARD = frozenset({"_scaled_dot_product_flash_attention_backward",
@@ -69,7 +70,8 @@ SDPA_BACKWARD = frozenset({"_scaled_dot_product_flash_attention_backward",
                            "_scaled_dot_product_cudnn_attention_backward",
                            "_scaled_dot_product_flash_attention_for_cpu_backward",
                            "_scaled_dot_product_fused_attention_overrideable_backward",
-                           "_flash_attention_backward", "_efficient_attention_backward"})
+                           "_flash_attention_backward", "_efficient_attention_backward",
+                           "_cudnn_attention_backward"})
 
 SOFTMAX = frozenset({"_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax"})
 #: Softmax backward: dx = y·(dy - sum(dy·y)): multiply, reduce, subtract, multiply (4/elem);
@@ -299,7 +301,7 @@ MATRIX_KERNELS: registry.Registry[MatrixFormula] = registry.Registry("the aten m
 
 @VECTOR_FLOPS.rows(SOFTMAX)
 def _softmax(c: Call) -> float:
-    return R.softmax_flops(c.n_in)
+    return float(R.softmax_flops(c.n_in))
 
 
 @VECTOR_FLOPS.rows(SOFTMAX_BACKWARD)
@@ -353,8 +355,8 @@ def _matrix_vector(c: Call) -> float:
 
 @VECTOR_FLOPS.rows({"dot", "vdot"})
 def _dot(c: Call) -> float:
-    """As ``ops.dot``: n multiplies, n - 1 adds."""
-    return 2.0 * c.n_in - 1.0
+    """As ``ops.dot`` (``ops._family.dot_flops``)."""
+    return R.dot_flops(c.n_in)
 
 
 @VECTOR_FLOPS.rows(REDUCE_ONE)
@@ -502,8 +504,8 @@ def _conv(c: Call) -> list[Kernel]:
     macs = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
     dtype, nbytes = _wider(c, x, w), T.nbytes(c.inputs, c.outputs)
     groups = c.arg(8) if generic else None
-    if not transposed and isinstance(groups, int) and groups > 1 and w.shape[1] == 1:
-        # depthwise: no reduction over channels to feed a matrix unit (as ops.conv2d)
+    if not transposed and isinstance(groups, int) and R.conv_unit(groups, w.shape[1]) == \
+            "vector":  # depthwise (ops._family.conv_unit, as ops.conv2d)
         return [K.vector(c.name, flops=2.0 * macs, nbytes=nbytes, dtype=dtype)]
     return [K.matrix(c.name, macs=macs, nbytes=nbytes, dtype=dtype)]
 
@@ -513,52 +515,11 @@ def _conv_backward(c: Call) -> list[Kernel]:
     """``convolution_backward(grad_out, input, weight, ..., output_mask)``: each gradient
     asked for (input's, weight's) costs the forward's multiply-accumulates, as torch's
     counter counts them; the bias gradient is a reduction of grad_out."""
-    grad, x, w = c.args[0], c.args[1], c.args[2]
-    spatial = x.shape[2:] if bool(c.arg(6)) else grad.shape[2:]
+    bound = c.bind()  # by name: argument 6 is dilation, 7 transposed, 10 output_mask
+    grad, x, w = bound["grad_output"], bound["input"], bound["weight"]
+    spatial = x.shape[2:] if bool(bound.get("transposed", False)) else grad.shape[2:]
     forward = float(x.shape[0] * math.prod(w.shape) * math.prod(spatial))
-    mask = c.arg(10) or (True, True, False)
+    mask = bound.get("output_mask") or (True, True, False)
     macs = forward * (int(bool(mask[0])) + int(bool(mask[1])))
     return [K.matrix(c.name, macs=macs, nbytes=T.nbytes(c.inputs, c.outputs),
                      dtype=_wider(c, x, w))]
-
-
-def _causal(bound: dict[str, Any]) -> bool:
-    """Causal with no explicit mask (a mask given is scored in full)."""
-    causal = bool(bound.get("is_causal", False)) or bound.get("custom_mask_type") == 1
-    return causal and bound.get("attn_mask", bound.get("attn_bias", bound.get("bias"))) is None
-
-
-def attention(c: Call, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
-              nbytes: float) -> list[Kernel]:
-    """Fused attention (torch's ``is_causal`` aligns top-left)."""
-    pairs = R.scored_pairs(q.shape[-2], k.shape[-2], causal=causal, align="top_left")
-    return K.attention(c.name, heads=float(math.prod(q.shape[:-2])), pairs=pairs,
-                       head_dim=q.shape[-1], value_dim=v.shape[-1], nbytes=nbytes,
-                       dtype=c.dtype or T.precision(q), softmax_dtype=T.precision(q))
-
-
-@MATRIX_KERNELS.rows(SDPA)
-def _sdpa(c: Call) -> list[Kernel]:
-    bound = c.bind()
-    args = c.args
-    return attention(c, bound.get("query", args[0]), bound.get("key", args[1]),
-                     bound.get("value", args[2]), causal=_causal(bound),
-                     nbytes=T.nbytes(c.inputs, c.outputs[:1]))
-
-
-@MATRIX_KERNELS.rows(SDPA_BACKWARD)
-def _sdpa_backward(c: Call) -> list[Kernel]:
-    """Attention's backward: dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q over the scored
-    pairs, twice the forward's products (as torch's counter counts them; a kernel that
-    recomputes P adds Q·Kᵀ on top); dS = P·(dP - rowsum) is 3 FLOPs a pair on the vector
-    units."""
-    bound = c.bind()
-    q, k, v = bound.get("query"), bound.get("key"), bound.get("value")
-    if q is None or k is None or v is None:
-        q, k, v = c.args[1], c.args[2], c.args[3]
-    pairs = R.scored_pairs(q.shape[-2], k.shape[-2], causal=_causal(bound), align="top_left")
-    scored = float(math.prod(q.shape[:-2])) * pairs
-    return [K.matrix(c.name, macs=2.0 * scored * (q.shape[-1] + v.shape[-1]),
-                     nbytes=T.nbytes(c.inputs, c.outputs), dtype=c.dtype or T.precision(q)),
-            K.vector(f"{c.name}.softmax", flops=R.ATTENTION_GRAD_FLOPS * scored, nbytes=0.0,
-                     dtype=T.precision(q)).evolve(epilogue_of=c.name)]

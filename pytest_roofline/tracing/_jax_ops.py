@@ -149,9 +149,16 @@ def _pool(p: Prim) -> float:
 
 @MATRIX_KERNELS.rows({"dot_general"})
 def _dot_general(p: Prim) -> Kernel:
-    (contract, _), _ = p.params["dimension_numbers"]
-    lhs = p.ins[0].aval
-    macs = float(math.prod(p.outs[0].aval.shape) * math.prod(lhs.shape[i] for i in contract))
+    (contract, rhs_contract), (batch, rhs_batch) = p.params["dimension_numbers"]
+    lhs, rhs = p.ins[0].aval, p.ins[1].aval
+    n = math.prod(lhs.shape[i] for i in contract)
+    macs = float(math.prod(p.outs[0].aval.shape) * n)
+    if len(lhs.shape) == len(contract) + len(batch) and \
+            len(rhs.shape) == len(rhs_contract) + len(rhs_batch):
+        # a dot of vectors: the vector units, as ops.dot and torch's dot (ops._family)
+        outputs = float(math.prod(p.outs[0].aval.shape))
+        return K.vector(p.label, flops=outputs * R.dot_flops(n), nbytes=p.nbytes,
+                        dtype=p.wider())
     return K.matrix(p.label, macs=macs, nbytes=p.nbytes, dtype=p.wider())
 
 
@@ -159,8 +166,8 @@ def _dot_general(p: Prim) -> Kernel:
 def _conv(p: Prim) -> Kernel:
     macs = conv_macs(p)
     rhs_spec = p.params["dimension_numbers"][1]
-    if p.params["feature_group_count"] > 1 and p.ins[1].aval.shape[rhs_spec[1]] == 1:
-        # depthwise: no reduction over channels for a matrix unit (as ops.conv2d)
+    if R.conv_unit(p.params["feature_group_count"], p.ins[1].aval.shape[rhs_spec[1]]) == \
+            "vector":  # depthwise (ops._family.conv_unit, as ops.conv2d)
         return K.vector(p.label, flops=2.0 * macs, nbytes=p.nbytes, dtype=p.wider())
     return K.matrix(p.label, macs=macs, nbytes=p.nbytes, dtype=p.wider())
 

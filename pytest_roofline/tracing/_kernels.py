@@ -6,9 +6,9 @@ per-element FLOPs, reductions, scored pairs, collectives, live in ``ops._family`
 
 * **Matrix family** (matmul, batched matmul, convolution, attention's two products): a
   multiply-accumulate counts 2 FLOPs, as ``ops.matmul`` and torch's flop registry count them.
-* **Attention** (fused, as ``ops.attention``): one matrix kernel for Q·Kᵀ and P·V over the
-  *scored* (query, key) pairs only, carrying all the off-chip bytes, plus its softmax as a
-  vector kernel of 5 FLOPs per scored pair and no bytes.
+* **Attention** (fused): ``ops.attention``'s builders, forward and backward, called as they
+  are (one matrix kernel over the *scored* (query, key) pairs carrying all the off-chip
+  bytes, and the softmax as a vector kernel in its epilogue).
 * **Vector ops**: FLOPs per element as ``ops.vector`` counts them: softmax 5, layernorm 7 (5
   without the affine pair), rmsnorm 4 (3 without weight); silu and sigmoid 4 (negate, exp,
   add, divide), gelu 8 (as ``models``); any other arithmetic op 1 per output element;
@@ -24,7 +24,7 @@ FP32 one; the bound stays a lower bound); its bytes are the integer widths.
 from __future__ import annotations
 
 from .. import dtypes
-from ..ops._family import SOFTMAX_FLOPS
+from ..ops.attention import backward_kernels, fused_kernels
 from ..workload import Kernel
 
 #: Pricing precision of integer and bool arithmetic (see the module docstring).
@@ -89,14 +89,17 @@ def vector(name: str, *, flops: float, nbytes: float, dtype: str | None) -> Kern
 
 def attention(name: str, *, heads: float, pairs: float, head_dim: int, value_dim: int,
               nbytes: float, dtype: str | None, softmax_dtype: str | None) -> list[Kernel]:
-    """Fused attention over *pairs* scored pairs per (sequence, head), *heads* of them in all.
+    """Fused attention over *pairs* scored pairs per (sequence, head), *heads* of them in all:
+    ``ops.attention.fused_kernels``, the one builder every path calls (a dtype override
+    prices the products only; integer operands at the fp32 peaks)."""
+    return fused_kernels(name, pairs=heads * pairs, head_dim=head_dim, value_dim=value_dim,
+                         nbytes=nbytes, dtype=dtype or INTEGER_PRICING,
+                         softmax_dtype=vector_dtype(softmax_dtype))
 
-    Matrix FLOPs 2·pairs·head_dim (Q·Kᵀ) + 2·pairs·value_dim (P·V), all the bytes; the
-    softmax (5 FLOPs a pair) is a vector kernel with no off-chip bytes in the products'
-    epilogue (timed beside them, as ``ops.attention`` documents), priced in *softmax_dtype*
-    (the operands' precision: a dtype override prices the products only).
-    """
-    scored = heads * pairs
-    return [matrix(name, macs=scored * (head_dim + value_dim), nbytes=nbytes, dtype=dtype),
-            vector(f"{name}.softmax", flops=SOFTMAX_FLOPS * scored, nbytes=0.0,
-                   dtype=softmax_dtype).evolve(epilogue_of=name)]
+
+def attention_backward(name: str, *, heads: float, pairs: float, head_dim: int,
+                       value_dim: int, nbytes: float, dtype: str | None) -> list[Kernel]:
+    """Fused attention's backward (``ops.attention.backward_kernels``: the one decision)."""
+    return backward_kernels(name, pairs=heads * pairs, head_dim=head_dim,
+                            value_dim=value_dim, nbytes=nbytes,
+                            dtype=dtype or INTEGER_PRICING, softmax_dtype=vector_dtype(dtype))

@@ -26,8 +26,10 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from ..ops import _family as R
 from ..workload import Kernel
 from . import _aten as A
+from . import _attention as AT
 from . import _compiled, _higher_order, _scalar_reads, _torch_mesh, _triton, registry
 from . import _kernels as K
 from . import _torch_args as T
@@ -193,11 +195,25 @@ class Recorder:
         self.attention("scaled_dot_product_attention", q, k, v, causal=causal,
                        nbytes=T.nbytes(inputs, T.tensors(out)))
 
+    def rmsnorm(self, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
+        """``F.rms_norm(input, normalized_shape, weight, eps)``: one fused kernel, as
+        ``ops.rmsnorm`` prices it (torch decomposes it into fp32 steps on meta and CPU)."""
+        bound = dict(zip(("input", "normalized_shape", "weight", "eps"), args,
+                         strict=False)) | kwargs
+        x, weight = bound["input"], bound.get("weight")
+        inputs = [t for t in (x, weight) if isinstance(t, torch.Tensor)]
+        flops = R.norm_flops("rmsnorm", float(x.numel()), weight=weight is not None,
+                             bias=False)
+        self.kernels.append(K.vector(self._name(F.rms_norm.__name__), flops=flops,
+                                     nbytes=T.nbytes(inputs, T.tensors(out)),
+                                     dtype=T.precision(x)))
+
     def attention(self, op: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                   causal: bool, nbytes: float) -> None:
         call = A.Call(op=op, base=op, func=None, args=(), kwargs={}, inputs=[], outputs=[],
                       name=self._name(op), dtype=self.dtype)
-        self.kernels.extend(A.attention(call, q, k, v, causal=causal, nbytes=nbytes))
+        pairs = AT.scored(op, q, k, {"is_causal": causal})
+        self.kernels.extend(AT.attention(call, q, k, v, pairs=pairs, nbytes=nbytes))
 
 
 class _Dispatch(C.DispatchMode):  # type: ignore[misc]
@@ -288,6 +304,11 @@ _REDISPATCH = getattr(torch.overrides, "redispatch_function", None)
 #: method, which dispatches again: they are left alone.
 _NESTING = frozenset({"torch.nn.functional", "torch.functional"})
 
+#: Torch functions priced at their call as one fused op (the recorder's method of that
+#: name), not as the steps they decompose into on meta: SDPA (``is_causal`` is read there)
+#: and RMS norm.
+_FUSED = {F.scaled_dot_product_attention: "sdpa", F.rms_norm: "rmsnorm"}
+
 #: Comparisons a ``trace=True`` body makes to check a result (not the kernel under test).
 _COMPARISONS = ("allclose", "isclose", "equal")
 
@@ -316,7 +337,8 @@ class _Functions(TorchFunctionMode):  # type: ignore[misc]
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         recorder = self.recorder
-        if func is F.scaled_dot_product_attention and not recorder.hidden:
+        fused = _FUSED.get(func)
+        if fused is not None and not recorder.hidden:
             recording = recorder.recording
             recorder.hidden += 1
             try:
@@ -324,7 +346,7 @@ class _Functions(TorchFunctionMode):  # type: ignore[misc]
             finally:
                 recorder.hidden -= 1
             if recording or func in self.targets:
-                recorder.sdpa(args, kwargs, out)
+                getattr(recorder, fused)(args, kwargs, out)
             return out
         if func in self.comparisons:
             recorder.leave_out("comparison")

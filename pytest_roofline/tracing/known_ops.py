@@ -12,11 +12,10 @@ are named ``flash_attn::...`` in 2.6-2.7 and ``flashattn::...`` later, both serv
   units with all the bytes (Q, K, V read; O and the fp32 log-sum-exp written), and the
   softmax, 5 FLOPs a pair, on the vector units.
 * ``_flash_attn_backward(dout, q, k, v, out, softmax_lse, dq, dk, dv, dropout_p,
-  softmax_scale, causal, window_size_left, window_size_right, ...)``: the kernel recomputes
-  P = softmax(Q·Kᵀ) and runs dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q: five products
-  over the scored pairs (FlashAttention-2, Dao 2023, §3.2: "2.5x the forward FLOPs"), plus
-  the recomputed softmax and dS = P·(dP - D), 5 + 3 FLOPs a pair; bytes: dO, Q, K, V, O,
-  the log-sum-exp read, dQ, dK, dV written.
+  softmax_scale, causal, window_size_left, window_size_right, ...)``: attention's backward
+  as every path prices it (``ops._family.ATTENTION_BACKWARD_VECTOR_FLOPS``: P recomputed,
+  five products over the scored pairs, the recomputed softmax and dS = P·(dP - D), 5 + 3
+  FLOPs a pair); bytes: dO, Q, K, V, O, the log-sum-exp read, dQ, dK, dV written.
 * ``_flash_attn_varlen_forward`` / ``_flash_attn_varlen_backward``: packed sequences
   (``total, heads, head_dim``) split by ``cu_seqlens_q``/``cu_seqlens_k``; their lengths
   are read when the tensors hold values, else (meta or fake tensors) the sequences are
@@ -68,11 +67,10 @@ def _attention(name: str, scored: float, q: Any, v: Any, nbytes: float) -> Workl
 
 
 def _backward(name: str, scored: float, q: Any, v: Any, nbytes: float) -> Workload:
-    d, dv = int(q.shape[-1]), int(v.shape[-1])
-    products = K.matrix(name, macs=scored * (3 * d + 2 * dv), nbytes=nbytes, dtype=T.precision(q))
-    softmax = K.vector(f"{name}.softmax", flops=(R.SOFTMAX_FLOPS + R.ATTENTION_GRAD_FLOPS) * scored,
-                       nbytes=0.0, dtype=T.precision(q)).evolve(epilogue_of=name)
-    return Workload([products, softmax], name=name)
+    kernels = K.attention_backward(name, heads=1.0, pairs=scored, head_dim=int(q.shape[-1]),
+                                   value_dim=int(v.shape[-1]), nbytes=nbytes,
+                                   dtype=T.precision(q))
+    return Workload(kernels, name=name)
 
 
 def _window(args: tuple[Any, ...], at: int) -> tuple[int, int]:

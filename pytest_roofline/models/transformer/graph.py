@@ -9,8 +9,9 @@ from typing import Any
 
 from ... import dtypes
 from ... import fusion as _fusion
+from ...ops import _family
 from ...ops._family import GELU_FLOPS, GLU_FLOPS
-from ...ops.attention import attention_kernels
+from ...ops.attention import attention_kernels, backward_kernels
 from ...ops.collectives import collective_kernel
 from ...ops.matmul import matmul_kernel
 from ...ops.vector import distinct_rows, elementwise_kernel, norm_kernel, softmax_kernel
@@ -256,6 +257,16 @@ class KernelGraph(ParameterCounts):
         return ops
 
 
+def attention_dims(config: Any, plan: Plan) -> tuple[int, int]:
+    """The query/key and value head sizes fused attention runs with (multi-head latent
+    attention absorbed: one head of kv_lora_rank + qk_rope_head_dim, V its first
+    kv_lora_rank columns)."""
+    if config.is_mla and plan.absorb:
+        kvl = config.kv_lora_rank or 0
+        return kvl + config.qk_rope_head_dim, kvl
+    return config.head_dim or 0, config.v_head_dim or 0
+
+
 def materialize(op: Linear, plan: Plan) -> Kernel:
     weight = plan.weight if op.quantized else plan.act
     compute = plan.compute if op.quantized else plan.act
@@ -263,8 +274,12 @@ def materialize(op: Linear, plan: Plan) -> Kernel:
                          plan.act, compute, op.count)
 
 
-def with_backward(op: Kernel | Linear, plan: Plan) -> list[Kernel]:
-    """A forward kernel and its backward kernels (see Transformer.train_step)."""
+def with_backward(op: Kernel | Linear, plan: Plan, head_dims: tuple[int, int]
+                  ) -> list[Kernel]:
+    """A forward kernel and its backward kernels (see Transformer.train_step). Fused
+    attention's backward is ``ops.attention.backward_kernels`` (the one rule every path
+    prices it by), over the pairs its forward scored (*head_dims*: its query and value
+    heads' sizes); its softmax's backward runs inside it."""
     act = plan.act
     if isinstance(op, Linear):
         return [
@@ -275,12 +290,20 @@ def with_backward(op: Kernel | Linear, plan: Plan) -> list[Kernel]:
     if positive(op.link_bytes):
         return [op, rename(op, f"{op.name}.bwd")]
     if op.unit == "matrix":  # fused attention
-        return [op, Kernel(f"{op.name}.bwd", op.flops * 2.5, op.bytes * 2.0, unit="matrix",
-                           dtype=op.dtype, count=op.count)]
-    # the softmax inside fused attention stays inside its backward (timed beside its products)
-    inside = f"{op.epilogue_of}.bwd" if op.name == f"{op.epilogue_of}.softmax" else None
+        d, dv = head_dims
+        pairs = op.flops / (2.0 * _family.attention_forward_macs(1.0, d, dv))
+        # the log-sum-exp: fp32, one a query and head (O holds dv of act's a query and head)
+        lse = op.out_bytes / (dv * dtypes.ITEMSIZE[act]) * 4.0
+        # the forward's bytes are Q, K, V (here together) and O, each once
+        nbytes = _family.attention_backward_bytes(q=op.bytes - op.out_bytes, k=0.0, v=0.0,
+                                                  o=op.out_bytes, lse=lse)
+        return [op, *backward_kernels(f"{op.name}.bwd", pairs=pairs, head_dim=d,
+                                      value_dim=dv, nbytes=nbytes, dtype=op.dtype or act,
+                                      softmax_dtype=act, count=op.count)]
+    if op.name == f"{op.epilogue_of}.softmax":  # its backward is in the products' backward
+        return [op]
     return [op, Kernel(f"{op.name}.bwd", op.flops * 2.0, op.bytes * 2.0, unit="vector",
-                       dtype=op.dtype, count=op.count, epilogue_of=inside)]
+                       dtype=op.dtype, count=op.count)]
 
 
 def positive(value: Any) -> bool:

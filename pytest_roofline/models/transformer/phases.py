@@ -15,7 +15,7 @@ from ...ops._family import ADAM_FLOPS
 from ...ops.vector import softmax_kernel
 from ...workload import Kernel, Knob, Number, Workload, is_array
 from .footprint import Footprints
-from .graph import KernelGraph, Linear, materialize, rename, with_backward
+from .graph import KernelGraph, Linear, attention_dims, materialize, rename, with_backward
 from .options import Group, PhaseOptions, Plan, expert_parallel_plan, plan_for
 
 
@@ -257,8 +257,9 @@ class Transformer(Footprints, KernelGraph):
         local = b / par.dp  # sequences of this chip's replica
         ops = self._ops(plan, [(local, s, s)], decoder, local * s if decoder else 0.0)
         stage: list[Kernel] = []
+        dims = attention_dims(self.config, plan)
         for op in ops:
-            stage.extend(with_backward(op, plan))
+            stage.extend(with_backward(op, plan, dims))
         if decoder:
             stage.append(softmax_kernel("loss", local * s, float(plan.vocab), plan.act))
         stage += self._sequence_parallel_wgrad(plan, local * s, decoder)

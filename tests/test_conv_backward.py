@@ -1,0 +1,84 @@
+"""A convolution's backward read by its schema's argument names, checked against torch's
+``FlopCounterMode`` over strides, dilations, groups and transposed convolutions, in
+``trace()`` and in a recorded trace priced by the profile."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import pytest_roofline as rl
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from pytest_roofline.profiling import pricing  # noqa: E402
+
+
+def _case(stride: int, dilation: int, groups: int, transposed: bool):
+    x = torch.randn(2, 8, 17, 17, requires_grad=True)
+    w = torch.randn(8, 8 // groups, 3, 3, requires_grad=True)
+    conv = F.conv_transpose2d if transposed else F.conv2d
+
+    def forward() -> torch.Tensor:
+        return conv(x, w, stride=stride, dilation=dilation, groups=groups, padding=1)
+
+    return x, w, forward
+
+
+def _counted(forward, inputs, grad) -> float:
+    out = forward()  # the backward alone is counted
+    with FlopCounterMode(display=False) as counter:
+        torch.autograd.grad(out, inputs, grad)
+    return float(counter.get_total_flops())
+
+
+def _traced(forward, inputs, grad) -> float:
+    workload = rl.trace(lambda: torch.autograd.grad(forward(), inputs, grad))
+    return sum(float(k.flops) for k in workload.kernels if "convolution_backward" in k.name)
+
+
+@pytest.mark.parametrize(("stride", "dilation", "transposed"),
+                         list(itertools.product((1, 2), (1, 2), (False, True))))
+def test_backward_matches_torchs_counter(stride, dilation, transposed) -> None:
+    # FlopCounterMode's conv_backward_flop: each gradient asked for costs the forward's
+    # multiply-accumulates (input's: a transposed convolution of grad_out; weight's: a
+    # convolution of the input by grad_out), 2 FLOPs each
+    x, w, forward = _case(stride, dilation, 1, transposed)
+    grad = torch.randn_like(forward())
+    assert _traced(forward, (x, w), grad) == _counted(forward, (x, w), grad)
+
+
+@pytest.mark.parametrize(("stride", "transposed"), [(1, False), (2, False), (2, True)])
+def test_grouped_backward_matches_the_counter_where_it_counts_groups(stride,
+                                                                     transposed) -> None:
+    # torch's counter prices the input gradient of a grouped convolution by its weight
+    # (groups counted), but the weight gradient as an ungrouped convolution (x groups): so
+    # the input gradient alone is checked against it, and the weight gradient against the
+    # forward's count, 2 · batch · prod(weight) · prod(output spatial) (input spatial when
+    # transposed)
+    groups = 4
+    x, w, forward = _case(stride, 1, groups, transposed)
+    out = forward()
+    grad = torch.randn_like(out)
+    assert _traced(forward, (x,), grad) == _counted(forward, (x,), grad)
+    spatial = x.shape[2:] if transposed else out.shape[2:]
+    one = 2.0 * x.shape[0] * w.numel() * spatial[0] * spatial[1]
+    assert _traced(forward, (w,), grad) == one
+    assert _traced(forward, (x, w), grad) == 2 * one
+
+
+def test_a_recorded_strided_backward_is_priced_on_its_output() -> None:
+    # ResNet's stride-2 3x3 convolution 256 -> 512 channels, 14x14 -> 7x7, batch 10 (as an
+    # MI300X trace records it): both gradients, 2 · 2 · 10 · (512·256·9) · 7·7 FLOPs; reading
+    # argument 6 (dilation) as `transposed` priced it on the 14x14 input, 4x too high
+    dims = [[10, 512, 7, 7], [10, 256, 14, 14], [512, 256, 3, 3]] + [[]] * 8
+    types = ("c10::BFloat16",) * 3 + ("", "ScalarList", "ScalarList", "ScalarList", "Scalar",
+                                      "ScalarList", "Scalar", "ScalarList")
+    concrete = ("", "", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1",
+                "[True, True, False]")
+    result = pricing.price("aten::convolution_backward", dims, types, concrete)
+    assert not isinstance(result, str), result
+    assert result.flops == 2 * 2 * 10 * (512 * 256 * 9) * 7 * 7

@@ -1,0 +1,239 @@
+"""The same op, the same answer by every path: ``ops``, the torch tracer's table, the JAX
+tracer's table, the shipped flash-attn formulas (``known_ops``), a recorded trace's op priced
+by the profile (``profiling.pricing``) and the model graph. Each test prices one set of
+shapes through every path that can take it and compares the OUTPUTS (FLOPs, bytes, unit),
+so that a rule copied and changed in any one place fails here; each also checks the count
+against a closed form written in the test."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import pytest_roofline as rl
+from pytest_roofline import ops
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from pytest_roofline.profiling import pricing  # noqa: E402
+from pytest_roofline.tracing import known_ops  # noqa: E402
+
+BF = "c10::BFloat16"
+
+
+def meta(*shape: int, dtype: object = None) -> object:
+    return torch.empty(*shape, dtype=dtype or torch.bfloat16, device="meta")
+
+
+def totals(workload: object, unit: str | None = None) -> tuple[float, float]:
+    """(FLOPs, bytes) of a workload's kernels (on *unit* only, where given)."""
+    kernels = [k for k in workload.kernels if unit is None or k.unit == unit]
+    return (sum(float(k.flops) * float(k.count) for k in kernels),
+            sum(float(k.bytes) * float(k.count) for k in kernels))
+
+
+def recorded(name: str, tensors: list[list[int]], rest: list[tuple[str, str]],
+             dtype: str = BF) -> object:
+    """A recorded op priced by the profile: tensors of *dtype*, then (type, value) scalars."""
+    dims = [*tensors, *([[]] * len(rest))]
+    types = (*([dtype] * len(tensors)), *(t for t, _ in rest))
+    concrete = (*([""] * len(tensors)), *(v for _, v in rest))
+    result = pricing.price(name, dims, types, concrete)
+    assert not isinstance(result, str), (name, result)
+    return result
+
+
+# -- attention, forward and backward --------------------------------------------------------
+
+B, H, S, D = 2, 8, 512, 64
+PAIRS = B * H * S * (S + 1) // 2  # causal, every sequence and head
+FORWARD = 4 * PAIRS * D  # Q·Kᵀ and P·V: 2·pairs·d each
+BACKWARD = 2 * PAIRS * (3 * D + 2 * D)  # the scores recomputed, then dV, dP, dQ, dK
+QKV = B * S * H * D * 2  # bytes of one of Q, K, V, O in bf16
+LSE = B * H * S * 4  # the fp32 log-sum-exp
+
+
+def _attention_forward_paths() -> dict[str, object]:
+    # distinct tensors: one read each (a tensor passed twice is read once)
+    q, k, v = (meta(B, H, S, D) for _ in range(3))
+    qs, ks, vs = (meta(B, S, H, D) for _ in range(3))
+    return {
+        "ops": ops.attention(B, S, S, H, H, D, causal=True, dtype="bf16"),
+        "torch sdpa": rl.trace(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+        "torch flash op": rl.trace(lambda: torch.ops.aten._flash_attention_forward(
+            qs, ks, vs, None, None, S, S, 0.0, True, False)),
+        "known_ops flash-attn": known_ops.flash_forward(qs, ks, vs, causal=True),
+        "profile sdpa": recorded("aten::scaled_dot_product_attention", [[B, H, S, D]] * 3, [
+            ("", ""), ("Scalar", "0."), ("Scalar", "True"), ("", ""), ("Scalar", "False")]),
+        "profile flash op": recorded("aten::_flash_attention_forward", [[B, S, H, D]] * 3, [
+            ("", ""), ("", ""), ("Scalar", str(S)), ("Scalar", str(S)), ("Scalar", "0."),
+            ("Scalar", "True"), ("Scalar", "False")]),
+    }
+
+
+def test_attention_forward_is_one_answer_on_every_path() -> None:
+    paths = _attention_forward_paths()
+    for name, workload in paths.items():
+        flops, _ = totals(workload, "matrix")
+        softmax, _ = totals(workload, "vector")
+        assert flops == FORWARD, name
+        assert softmax == 5 * PAIRS, name  # 5 FLOPs a scored pair
+    # bytes: Q, K, V read and O written, each once (flash-attn's formula adds its fp32
+    # log-sum-exp, which it documents writing)
+    for name in ("ops", "torch sdpa", "torch flash op", "profile sdpa", "profile flash op"):
+        assert totals(paths[name])[1] == 4 * QKV, name
+    assert totals(paths["known_ops flash-attn"])[1] == 4 * QKV + LSE
+
+
+def test_the_model_graph_prices_attention_as_ops_does() -> None:
+    # Llama-3-8B: 32 query heads of 128, 8 KV heads; one sequence of 1,024, causal
+    heads, kv_heads, d, seq = 32, 8, 128, 1024
+    step = rl.models.load("llama-3-8b").train_step(1, seq)
+    by_name = {k.name: k for k in step.kernels}
+    forward = ops.attention(1, seq, seq, heads, kv_heads, d, causal=True, dtype="bf16")
+    pairs = heads * seq * (seq + 1) // 2
+    (products,) = [k for k in forward.kernels if k.unit == "matrix"]
+    assert float(by_name["attention"].flops) == float(products.flops) == 4 * pairs * d
+    assert float(by_name["attention"].bytes) == float(products.bytes)
+    # its backward: the one rule, as the torch tracer prices SDPA's backward op
+    grad, q, out = (meta(1, heads, seq, d) for _ in range(3))
+    k, v = meta(1, kv_heads, seq, d), meta(1, kv_heads, seq, d)
+    lse = meta(1, heads, seq, dtype=torch.float32)
+    traced = rl.trace(lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        grad, q, k, v, out, lse, 0.0, True))
+    assert float(by_name["attention.bwd"].flops) == totals(traced, "matrix")[0] == (
+        2 * pairs * (3 * d + 2 * d))
+    assert float(by_name["attention.bwd.softmax"].flops) == totals(traced, "vector")[0] == (
+        8 * pairs)  # the recomputed softmax (5) and dS = P·(dP - D) (3)
+
+
+def _attention_backward_paths() -> dict[str, object]:
+    bhsd = [meta(B, H, S, D) for _ in range(5)]  # dO, Q, K, V, O
+    bshd = [meta(B, S, H, D) for _ in range(5)]
+    lse = meta(B, H, S, dtype=torch.float32)
+    seed = torch.empty(2, dtype=torch.uint64, device="meta")
+    return {
+        "torch sdpa cpu op": rl.trace(
+            lambda: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+                *bhsd, lse, 0.0, True)),
+        "torch flash op": rl.trace(lambda: torch.ops.aten._flash_attention_backward(
+            *bshd, lse, meta(0), meta(0), S, S, 0.0, True, seed, meta(0))),
+        "known_ops flash-attn": known_ops.flash_backward(*bshd, lse, causal=True),
+        # as torch 2.13's profiler records it: undefined cumulative lengths (no type), a
+        # uint64 rng state
+        "profile sdpa flash op": pricing.price(
+            "aten::_scaled_dot_product_flash_attention_backward",
+            [[B, H, S, D]] * 5 + [[B, H, S], [], [], [], [], [], [], [2], [], []],
+            (BF,) * 5 + ("float", "", "", "Scalar", "Scalar", "Scalar", "Scalar",
+                        "long unsigned int", "long unsigned int", "Scalar"),
+            ("",) * 8 + (str(S), str(S), "0.", "True", "", "", "")),
+    }
+
+
+def test_attention_backward_is_one_answer_on_every_path() -> None:
+    paths = _attention_backward_paths()
+    for name, workload in paths.items():
+        assert not isinstance(workload, str), (name, workload)
+        assert totals(workload, "matrix")[0] == BACKWARD, name
+        assert totals(workload, "vector")[0] == 8 * PAIRS, name
+        # 2.5x the forward's products (FlashAttention-2, Dao 2023, §3.2)
+        assert totals(workload, "matrix")[0] / FORWARD == 2.5
+        # dO, Q, K, V, O and the log-sum-exp read; dQ, dK, dV written (+ the rng state's
+        # 16 + 8 bytes where the op takes it)
+        nbytes = totals(workload)[1]
+        assert 8 * QKV + LSE <= nbytes <= 8 * QKV + LSE + 24, name
+
+
+# -- norms, reductions, dot, depthwise convolution ------------------------------------------
+
+
+def test_rms_norm_is_one_fused_kernel_on_every_path() -> None:
+    rows, hidden = 64, 1024
+    expected = (4 * rows * hidden, (2 * rows * hidden + hidden) * 2)  # x read, y written, w
+    x, w = meta(rows, hidden), meta(hidden)
+    graph = rl.ops.vector.norm_kernel("n", "rmsnorm", rows, hidden, "bf16")
+    paths = {
+        "ops": totals(ops.rmsnorm(rows, hidden, dtype="bf16")),
+        "model graph": (float(graph.flops), float(graph.bytes)),
+        "torch": totals(rl.trace(lambda: F.rms_norm(x, [hidden], w, 1e-6))),
+        "profile _fused_rms_norm": totals(pricing.price(
+            "aten::_fused_rms_norm", [[rows, hidden], [], [hidden], []],
+            (BF, "ScalarList", BF, "Scalar"), ("", f"[{hidden}]", "", "1e-06"))),
+    }
+    for name, got in paths.items():
+        assert got == expected, name
+
+
+def test_layer_norm_flops_agree_on_every_path() -> None:
+    rows, hidden = 64, 1024
+    x, w = meta(rows, hidden), meta(hidden)
+    graph = rl.ops.vector.norm_kernel("n", "layernorm", rows, hidden, "bf16")
+    got = {
+        "ops": totals(ops.layernorm(rows, hidden, dtype="bf16"))[0],
+        "model graph": float(graph.flops),
+        "torch": totals(rl.trace(lambda: F.layer_norm(x, [hidden], w, w)))[0],
+        "profile": totals(pricing.price(
+            "aten::layer_norm", [[rows, hidden], [], [hidden], [hidden], [], []],
+            (BF, "ScalarList", BF, BF, "Scalar", "Scalar"),
+            ("", f"[{hidden}]", "", "", "1e-05", "True")))[0],
+    }
+    assert set(got.values()) == {7 * rows * hidden}, got  # mean, var, normalize, affine
+
+
+def test_reduction_dot_and_depthwise_agree_on_every_path() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    n, rows = 4096, 16
+    # a row sum in fp32 (jnp.sum of bf16 upcasts first, a step of its own): n - 1 adds a
+    # row; bytes: the input read and the sums written
+    x = meta(rows, n, dtype=torch.float32)
+    sums = {
+        "ops": totals(ops.reduction(rows * n, outputs=rows, dtype="fp32")),
+        "torch": totals(rl.trace(lambda: x.sum(dim=-1))),
+        "jax": totals(rl.trace(lambda a: jnp.sum(a, axis=-1),
+                               jax.ShapeDtypeStruct((rows, n), jnp.float32))),
+        "profile": totals(recorded("aten::sum", [[rows, n]], [
+            ("ScalarList", "[-1]"), ("Scalar", "False"), ("", "")], dtype="float")),
+    }
+    assert set(sums.values()) == {(rows * (n - 1), (rows * n + rows) * 4)}, sums
+    # a dot of two vectors: n multiplies and n - 1 adds, on the vector units
+    u, v = meta(n), meta(n)
+    dots = {
+        "ops": ops.dot(n, dtype="bf16"),
+        "torch": rl.trace(lambda: torch.dot(u, v)),
+        "jax": rl.trace(lambda a, b: jnp.dot(a, b), jax.ShapeDtypeStruct((n,), jnp.bfloat16),
+                        jax.ShapeDtypeStruct((n,), jnp.bfloat16)),
+        "profile": recorded("aten::dot", [[n], [n]], []),
+    }
+    for name, workload in dots.items():
+        flops, nbytes = totals(workload, "vector")
+        assert flops == 2 * n - 1, name
+        # both vectors read, the result written; the JAX tracer counts no bytes for a rank-0
+        # value (it rides in the kernel's arguments), its one policy for scalars
+        assert nbytes == (2 * n + (0 if name == "jax" else 1)) * 2, name
+        assert totals(workload, "matrix") == (0, 0), name
+    # a depthwise 3x3 convolution, stride 1, padding 1: 2·9 FLOPs an output element, on the
+    # vector units (no reduction over channels for a matrix unit)
+    c, size = 32, 28
+    expected = 2 * 9 * c * size * size
+    image, weight = meta(1, c, size, size), meta(c, 1, 3, 3)
+    convs = {
+        "ops": ops.conv2d(1, c, c, size, 3, padding=1, groups=c, dtype="bf16"),
+        "torch": rl.trace(lambda: F.conv2d(image, weight, padding=1, groups=c)),
+        "jax": rl.trace(lambda a, b: jax.lax.conv_general_dilated(
+            a, b, (1, 1), ((1, 1), (1, 1)), feature_group_count=c),
+            jax.ShapeDtypeStruct((1, c, size, size), jnp.bfloat16),
+            jax.ShapeDtypeStruct((c, 1, 3, 3), jnp.bfloat16)),
+        "profile": recorded("aten::convolution", [[1, c, size, size], [c, 1, 3, 3]], [
+            ("", ""), ("ScalarList", "[1, 1]"), ("ScalarList", "[1, 1]"),
+            ("ScalarList", "[1, 1]"), ("Scalar", "False"), ("ScalarList", "[0, 0]"),
+            ("Scalar", str(c))]),
+    }
+    for name, workload in convs.items():
+        flops = totals(workload, "vector")[0]
+        # XLA counts valid taps only (the padded border's fewer): within the border's share
+        assert flops == expected or (name == "jax" and math.isclose(
+            flops, expected, rel_tol=4 / size)), (name, flops)
+        assert totals(workload, "matrix") == (0, 0), name
