@@ -49,7 +49,8 @@ def test_no_public_trace_has_a_row_faster_than_its_bound(name, hw) -> None:
     p = profile(name, hw)
     assert p.rows
     assert not [(r.op, r.shapes) for r in p.rows if r.faster]
-    assert all(0.0 <= r.efficiency <= 1.0 for r in p.rows)
+    # rows doing no work (views, allocations) have no efficiency to judge
+    assert all(r.efficiency is None or 0.0 <= r.efficiency <= 1.0 for r in p.rows)
 
 
 def attention(b: int, h: int, sq: int, sk: int, d: int, *, causal: bool = False) -> float:
