@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..efficiency import quantile
+from ..efficiency import spread as spread_of
 from ..errors import RooflineError
 from .probe import OtherUse
 
@@ -83,7 +85,7 @@ class Measurement:
         if not (median > 0):
             raise MeasureError(f"the call took no measurable time (median {median!r} s); "
                                f"time a larger piece of work")
-        spread = (quantile(values, 0.75) - quantile(values, 0.25)) / median
+        spread = spread_of(values)
         return cls(time=median, spread=spread, best=values[0], samples=tuple(values),
                    warmup=warmup, parallelism=parallelism)
 
@@ -115,15 +117,6 @@ def combined(measurements: Sequence[Measurement]) -> Measurement:
                                         if m.other_cores is not None), default=None),
                        parallelism=None if None in known else max(
                            p for p in known if p is not None))
-
-
-def quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolated quantile of already sorted values."""
-    n = len(sorted_values)
-    pos = q * (n - 1)
-    lo = int(pos)
-    hi = min(lo + 1, n - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 def synchronize(result: Any = None) -> None:

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import copies, pricing
 from .devices import runs_tf32
-from .model import KernelRow, Profile, Unpriced, efficiency_of, rows_sorted
+from ..efficiency import spread as spread_of
+from .model import KernelRow, Profile, Unpriced, judge_calls, rows_sorted
 from .trace_file import Device, Op, TraceFile
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class _Group:
     workload: Workload | None  # None: zero work
     precision_dtype: str | None
     times: list[float] = field(default_factory=list)
+    timed: list[int] = field(default_factory=list)  # the kernels each call timed
     kernels: dict[str, None] = field(default_factory=dict)
 
 
@@ -155,6 +157,7 @@ class Joiner:
         group, reason = self._group(op, [])
         if group is not None:
             group.times.append(op.seconds)
+            group.timed.append(1)
             return
         for child in op.children:
             self._walk(child)
@@ -183,6 +186,7 @@ class Joiner:
             seconds = sum(d.seconds for d in launched)
             if group is not None:
                 group.times.append(seconds)
+                group.timed.append(len(launched))
                 for name in names:
                     group.kernels.setdefault(short_kernel(name))
             else:
@@ -228,7 +232,7 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
 
     joiner = Joiner(trace, chip)
     joiner.run()
-    tick = 1e-6 if trace.integer_times else 0.0
+    tick = trace.tick
     rows = []
     analyzed: dict[int, Any] = {}
     for group in joiner.groups.values():
@@ -237,25 +241,29 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
         count = len(group.times)
         measured = sum(group.times)
         if group.workload is None:
-            bound, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "memory", "-"
+            call, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "memory", "-"
         else:
             result = analyzed.get(id(group.workload))
             if result is None:
                 result = analyze(group.workload, chip)
                 analyzed[id(group.workload)] = result
-            bound = float(result.time) * count
+            call = float(result.time)
             flops, nbytes = float(result.flops) * count, float(result.bytes) * count
             regime = str(result.regime)
             precision = _precision(result)
-        spread = _spread(group.times)
-        efficiency, faster = efficiency_of(bound, measured, count, spread, tick)
-        likely = _likely(regime, nbytes / count, chip, group.precision_dtype) if faster else ""
+        spread = spread_of(group.times, 4)
+        verdict, allowance = judge_calls(call, list(zip(group.times, group.timed,
+                                                        strict=True)),
+                                         tick=tick, spread=spread)
+        likely = (_likely(regime, nbytes / count, chip, group.precision_dtype)
+                  if verdict.faster else "")
         rows.append(KernelRow(
             op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
-            count=count / repeats, measured=measured / repeats, bound=bound / repeats,
+            count=count / repeats, measured=measured / repeats, bound=call * count / repeats,
             flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
-            precision=precision, efficiency=efficiency, faster=faster, spread=spread,
-            likely=likely))
+            precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
+            spread=spread, likely=likely, fastest=verdict.fastest,
+            faster_calls=verdict.faster_calls, allowance=allowance / repeats))
     rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)
                        for (name, reason), times in joiner.unpriced.items()),
@@ -266,19 +274,23 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
 
 
 def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:
-    """The row of a group of host copies: bytes over the PCIe link (:mod:`.copies`)."""
+    """The row of a group of host copies: bytes over the PCIe link (:mod:`.copies`), each
+    copy judged on its own."""
     count = len(group.times)
-    measured, bound = sum(group.times), group.bound * count
-    spread = _spread(group.times)
-    efficiency, faster = efficiency_of(bound, measured, count, spread, tick)
+    measured = sum(group.times)
+    spread = spread_of(group.times, 4)
+    verdict, allowance = judge_calls(group.bound, [(t, 1) for t in group.times], tick=tick,
+                                     spread=spread)
     likely = ("its bytes as recorded cross the link faster than its spec'd bandwidth: check "
-              "the pcie link in the chip's spec") if faster else ""
+              "the pcie link in the chip's spec") if verdict.faster else ""
     return KernelRow(
         op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
-        count=count / repeats, measured=measured / repeats, bound=bound / repeats,
+        count=count / repeats, measured=measured / repeats,
+        bound=group.bound * count / repeats,
         flops=0.0, bytes=group.nbytes * count / repeats, regime="network",
-        precision=f"link:{copies.LINK}", efficiency=efficiency, faster=faster,
-        spread=spread, likely=likely)
+        precision=f"link:{copies.LINK}", efficiency=verdict.efficiency,
+        faster=verdict.faster, spread=spread, likely=likely, fastest=verdict.fastest,
+        faster_calls=verdict.faster_calls, allowance=allowance / repeats)
 
 
 def _likely(regime: str, nbytes: float, chip: Any, precision: str | None) -> str:
@@ -311,14 +323,3 @@ def _precision(result: Any) -> str:
     main = max(kernels, key=lambda k: float(k.time))
     return str(main.peak_label)
 
-
-def _spread(times: list[float]) -> float:
-    if len(times) < 4:
-        return 0.0
-    from ..measuring.timing import quantile
-
-    values = sorted(times)
-    median = quantile(values, 0.5)
-    if median <= 0:
-        return 0.0
-    return (quantile(values, 0.75) - quantile(values, 0.25)) / median

@@ -10,19 +10,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..efficiency import AT_BOUND, FASTER, NO_WORK
+from ..efficiency import percent as percent_of
 from ..text_table import render
 from ..units import format_time
 
 
 def percent(row: Mapping[str, Any]) -> str:
-    """``68%`` of the roof; ``faster!`` (never a number above 100%) for a row that beat its
-    bound."""
-    if row.get("note") == "faster-than-bound":
-        return "faster!"
+    """``68%`` of the roof; a row above its bound with its figure, never as 100%: ``160%!``
+    faster than it (``faster!`` where the time read 0), ``103%~`` at it within the
+    measurement's allowance; ``no work`` for a row whose bound is 0."""
+    note = row.get("note")
+    ratio = row.get("ratio")
+    figure = percent_of(float(ratio)) if isinstance(ratio, (int, float)) else None
+    if note == FASTER:
+        return "faster!" if figure is None else figure + "!"
+    if note == AT_BOUND:
+        return (figure or "0 s") + "~"
+    if note == NO_WORK:
+        return "no work"
     value = row.get("efficiency")
     if not isinstance(value, (int, float)):
         return "-"
-    return f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
+    return percent_of(float(value))
 
 
 def _count(value: Any) -> str:
@@ -63,6 +73,14 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
         lines.append(f"FASTER THAN THE BOUND ({len(faster)}): {', '.join(faster[:3])}"
                      f"{' ...' if len(faster) > 3 else ''}: counts too high, data kept in a "
                      f"cache, or a lower precision than priced")
+    marks = {r.get("note") for r in list(profile.get("rows") or [])[:top]}
+    if FASTER in marks or AT_BOUND in marks:
+        lines.append("% roof: ! a call beat its bound (its figure), ~ above the bound within "
+                     "the timer's noise")
+    idle = float(profile.get("idle_s") or 0)
+    if idle > 0 and total > 0:
+        lines.append(f"doing no work (views, empty, 0-size): {format_time(idle)}, "
+                     f"{idle / total:.1%} of the time, never judged")
     unpriced = list(profile.get("unpriced") or [])
     if unpriced:
         lines.append(f"not priced ({1 - share:.1%} of the time):")

@@ -119,6 +119,7 @@ class TraceFile:
     events: int
     shapes: bool  # ops carry input dims (recorded with record_shapes=True)
     integer_times: bool  # every device duration a whole number of us (older traces)
+    tick: float = 1e-6  # the resolution of the timer of its measured times (s): timer_tick()
 
     def total_seconds(self) -> float:
         """The measured time the profile shares out: the device time of every kernel (GPU),
@@ -173,6 +174,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     orphans: list[Device] = []
     shapes = False
     integer = True
+    durations: dict[bool, list[float]] = {True: [], False: []}  # device, host: a sample
     for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
@@ -184,6 +186,8 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
         args = event.get("args") or {}
         if cat in OP_CATEGORIES:
             shapes = shapes or "Input Dims" in args
+            if len(durations[False]) < _SAMPLE:
+                durations[False].append(dur)
             op = Op(str(event.get("name", "?")), start * _US, dur * _US, args)
             threads.setdefault((event.get("pid"), event.get("tid")), []).append(
                 (op.start, 0, -op.seconds, op))
@@ -194,6 +198,8 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
                     (start * _US, 1, 0.0, correlation))
         elif cat in DEVICE_CATEGORIES:
             integer = integer and float(dur).is_integer()
+            if len(durations[True]) < _SAMPLE:
+                durations[True].append(dur)
             work = Device(str(event.get("name", "?")), dur * _US, str(cat),
                           args if isinstance(args, dict) else {})
             correlation = args.get("correlation")
@@ -223,7 +229,32 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     on_device = bool(orphans) or _any_launched(roots)
     return TraceFile(path=path, roots=roots, orphans=orphans, device=device,
                      on_device=on_device, events=len(events), shapes=shapes,
-                     integer_times=integer and on_device)
+                     integer_times=integer and on_device,
+                     tick=timer_tick(durations[on_device]))
+
+
+#: Durations read to find a trace's timer tick.
+_SAMPLE = 4096
+#: Candidate ticks (ns), largest first: whole microseconds (older Kineto), the 32 ns of an
+#: NVIDIA GPU's global timer, and the like.
+_TICKS = (1000, 500, 250, 200, 128, 100, 64, 50, 32, 25, 20, 16)
+
+
+def timer_tick(durations: list[float]) -> float:
+    """The resolution (s) of the timer that measured *durations* (us, as the trace writes
+    them): the largest candidate tick that at least 95% of the durations are whole multiples
+    of (within 1 ns: a duration is the difference of two timestamps, each rounded to the ns
+    when written), at most 1 us (the format's unit), 1 ns when none fits. With no duration to
+    read, 1 us: the coarsest a trace's clock can be."""
+    nanos = [round(d * 1000) for d in durations]
+    if not any(nanos):
+        return 1e-6
+    need = 0.95 * len(nanos)
+    for tick in _TICKS:
+        fits = sum(1 for n in nanos if min(n % tick, tick - n % tick) <= 1)
+        if fits >= need:
+            return tick / 1e9
+    return 1e-9
 
 
 def _any_launched(roots: list[Op]) -> bool:
