@@ -131,12 +131,10 @@ class Efficiency:
         if self.no_work:
             return "time spent doing no work"
         ratio = self.ratio
-        figure = (f"{percent(ratio)} of it" if ratio is not None else
-                  "measured 0, beyond one timer tick")
         if self.faster:
-            return f"faster than the bound: {figure}"
+            return f"faster than the bound: {figure(ratio)}"
         if self.at_bound:
-            return f"at the bound within noise: {figure}"
+            return f"at the bound within noise: {figure(ratio)}"
         return f"{percent(ratio or 0.0)} of the roof"
 
 
@@ -150,8 +148,18 @@ def efficiency(bound: float, measured: float, *, spread: float = 0.0, tick: floa
 
 
 def percent(ratio: float) -> str:
-    """``68%``; ``0.5%`` under 1%; ``2.3e-04%`` under 0.1%; ``3.1e+05%`` for a ratio over
-    1000x."""
-    if ratio >= 1000 or (0 < ratio < 0.001):
+    """A ratio as a short figure: ``68%``; ``0.5%`` under 1%; ``2.3e-04%`` under 0.1%;
+    ``25x``, ``9e+04x`` from 10 times on (a table cell stays narrow)."""
+    if ratio >= 10:
+        return f"{ratio:.0f}x" if ratio < 1000 else f"{ratio:.0e}x"
+    if 0 < ratio < 0.001:
         return f"{ratio * 100:.1e}%"
     return f"{ratio:.0%}" if ratio >= 0.01 or ratio == 0 else f"{ratio:.1%}"
+
+
+def figure(ratio: float | None) -> str:
+    """A ratio above 1 in words: ``160% of it``, ``3,068 times it``; ``measured 0, beyond
+    one timer tick`` for None."""
+    if ratio is None:
+        return "measured 0, beyond one timer tick"
+    return f"{percent(ratio)} of it" if ratio < 10 else f"{ratio:,.0f} times it"

@@ -23,7 +23,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..efficiency import AT_BOUND, FASTER, NO_WORK, TOLERANCE, Efficiency, efficiency, percent
+from ..efficiency import (
+    AT_BOUND,
+    FASTER,
+    NO_WORK,
+    TOLERANCE,
+    Efficiency,
+    efficiency,
+    figure,
+    percent,
+)
 from .rules import ProfileError, minimum_for
 
 __all__ = ["AT_BOUND", "FASTER", "NO_WORK", "TOLERANCE", "KernelRow", "Profile", "Unpriced",
@@ -103,9 +112,8 @@ class KernelRow:
         """Why a row beat its bound, most likely first."""
         calls = (f"{self.faster_calls} of {_count(self.count)} call(s) " if self.faster_calls
                  and self.faster_calls != self.count else "")
-        figure = ("measured 0, beyond one timer tick" if self.fastest is None
-                  else f"{percent(self.fastest)} of it")
-        return (f"{self.label} ran {calls}faster than its bound ({figure}): measured "
+        return (f"{self.label} ran {calls}faster than its bound "
+                f"({figure(self.fastest)}): measured "
                 f"{_us(self.measured)} for a bound of {_us(self.bound)} ({self.regime}-bound, "
                 f"{self.precision}); a lower bound cannot be beaten by honest counts: "
                 + (self.likely or "its formula overcounts its FLOPs or bytes, or its data "
