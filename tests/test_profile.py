@@ -333,7 +333,9 @@ def test_cli_profile_prints_the_kernels_losing_most_time(
     assert all(len(line) <= 80 for line in out.splitlines())
     assert main(["profile", str(V100), "--json", "--top", "2"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["hw"] == "v100" and len(data["rows"]) == 2 and data["failures"] == []
+    # --top shapes the text only: the JSON document holds every row
+    assert data["hw"] == "v100" and data["failures"] == []
+    assert len(data["rows"]) == data["rows_total"] > 2
     assert data["max_efficiency"] <= 1
     assert main(["profile", str(V100), "--min-kernel-efficiency", "0.99"]) == 1
     assert "FAIL: kernel" in capsys.readouterr().out

@@ -187,3 +187,54 @@ def test_rows_doing_no_work_are_named_and_never_judged() -> None:
     assert profile.idle == pytest.approx(sum(r.measured for r in idle))
     assert "doing no work" in profile.table(top=40)
     assert profile.to_dict()["idle_s"] == pytest.approx(profile.idle)
+
+
+# -- the command line: every row in --json, and exit codes -----------------------------------
+
+
+def test_cli_exit_codes_are_decided_by_the_gates_asked_for(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_roofline.cli import main
+
+    path, shapes = _halved_gemm(tmp_path)  # one call faster than its bound
+    # no gate: a report, exit 0, the faster kernel shown with its figure
+    assert main(["profile", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "FASTER THAN THE BOUND (1)" in out and "FAIL" not in out
+    # --fail-faster: exit 1 on it; --allow-faster lifts it
+    assert main(["profile", str(path), "--fail-faster"]) == 1
+    assert "FAIL: faster than physics on h200: mm(" in capsys.readouterr().out
+    assert main(["profile", str(path), "--fail-faster", "--allow-faster"]) == 0
+    capsys.readouterr()
+    # an efficiency gate fails on a faster kernel too, and on one below it
+    assert main(["profile", str(path), "--min-kernel-efficiency", "0.001"]) == 1
+    capsys.readouterr()
+    assert main(["profile", str(path), "--min-kernel-efficiency", "0.001",
+                 "--allow-faster"]) == 0
+    capsys.readouterr()
+    assert main(["profile", str(PREFILL), "--min-kernel-efficiency", "0.5"]) == 1
+    assert "FAIL: kernel" in capsys.readouterr().out
+    # the unchanged trace passes a gate every kernel meets (the rsqrt reads 0.7%)
+    assert main(["profile", str(PREFILL), "--min-kernel-efficiency", "0.001",
+                 "--fail-faster"]) == 0
+    capsys.readouterr()
+    assert main(["profile", str(tmp_path / "missing.json")]) == 2
+    capsys.readouterr()
+
+
+def test_cli_json_holds_every_row_and_the_help_states_the_exit_codes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_roofline.cli import main
+
+    path, shapes = _halved_gemm(tmp_path)
+    assert main(["profile", str(path), "--json", "--top", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["rows"]) == data["rows_total"] == len(rl.read_trace(path).rows) > 1
+    [row] = [r for r in data["rows"] if r.get("note") == "faster-than-bound"]
+    assert row["shapes"] == shapes and row["efficiency"] is None and row["ratio"] > 1.4
+    assert row["faster_calls"] == 1
+    with pytest.raises(SystemExit):
+        main(["profile", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit codes: 0 priced, and no gate asked for failed" in text
+    assert "1 a gate failed" in text and "2 usage error" in text
