@@ -238,3 +238,54 @@ def test_cli_json_holds_every_row_and_the_help_states_the_exit_codes(
     text = " ".join(capsys.readouterr().out.split())
     assert "exit codes: 0 priced, and no gate asked for failed" in text
     assert "1 a gate failed" in text and "2 usage error" in text
+
+
+# -- unpriced time by cause -------------------------------------------------------------------
+
+
+def test_unpriced_time_is_split_by_cause_each_with_its_share(tmp_path: Path) -> None:
+    # 1000 us of kernel time: a GEMM priced (100 us); a kernel whose launch is not in the
+    # trace (it began before the window, 200 us); a graph replay's two nodes (300 + 100 us,
+    # launched by cudaGraphLaunch outside any op); a kernel launched outside any op (50 us);
+    # a custom op's kernel (250 us): not an aten op.
+    def launch(name: str, ts: float, corr: int) -> dict[str, Any]:
+        return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": 1,
+                "ts": ts, "dur": 1, "args": {"correlation": corr}}
+
+    def kernel(name: str, ts: float, dur: float, corr: int) -> dict[str, Any]:
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts,
+                "dur": dur, "args": {"correlation": corr}}
+
+    events = [*_mm_calls([[100]]),
+              kernel("early_kernel", 5000, 200, 900),
+              launch("cudaGraphLaunch", 20_000, 901),
+              kernel("graph_node_a", 20_100, 300, 901), kernel("graph_node_b", 20_500, 100, 901),
+              launch("cudaLaunchKernel", 21_000, 902), kernel("lonely", 21_100, 50, 902),
+              {"ph": "X", "cat": "cpu_op", "name": "my::custom", "pid": 1, "tid": 1,
+               "ts": 30_000, "dur": 50, "args": {"Input Dims": [[4]], "Input type": ["float"]}},
+              launch("cudaLaunchKernel", 30_010, 903), kernel("custom_k", 30_100, 250, 903)]
+    profile = rl.read_trace(_write(tmp_path, events), hw=GPU)
+    assert profile.total == pytest.approx(1000e-6)
+    causes = profile.by_cause()
+    assert list(causes) == ["no launch in the trace", "graph replay", "outside any op",
+                            "not an aten op"]
+    assert [round(s * 1e6) for s in causes.values()] == [200, 400, 50, 250]
+    reasons = {u.name: u.reason for u in profile.unpriced}
+    assert reasons["early_kernel"] == "no launch in the trace"
+    assert reasons["graph_node_a"] == reasons["graph_node_b"] == "graph replay"
+    assert reasons["lonely"] == "launched outside any op"
+    text = profile.table()
+    assert ("by cause: no launch in the trace 20.0%, graph replay 40.0%, outside any op "
+            "5.0%,") in text and "not an aten op 25.0%" in text
+    assert profile.to_dict()["unpriced_by_cause"]["graph replay"] == pytest.approx(400e-6)
+
+
+def test_a_graph_replayed_under_an_op_is_named_a_graph_replay(tmp_path: Path) -> None:
+    # torch.compile's CUDA graphs replay under CompiledFunction: the nodes carry no shapes,
+    # so they are graph replay time, not time of the op around the launch
+    profile = rl.read_trace(DATA / "a100_hta_negative_queue_rank0.json.gz")
+    replays = [u for u in profile.unpriced if u.reason == "graph replay"]
+    assert replays and all(u.name.startswith("CompiledFunction") for u in replays)
+    causes = profile.by_cause()
+    assert sum(causes.values()) == pytest.approx(sum(u.seconds for u in profile.unpriced))
+    assert causes["graph replay"] > 0 and causes["no launch in the trace"] > 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import units
-from ..efficiency import FASTER, TOLERANCE, efficiency
+from ..efficiency import FASTER, TOLERANCE, efficiency, figure, fraction
 
 __all__ = ["FASTER", "TOLERANCE", "efficiency_failure", "explain_faster", "is_faster",
            "judged", "roof_threads_note"]
@@ -70,8 +70,8 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
             f"{fmt(float(result.time))} on {result.hw} ({result.dtype}"
             f"{roof_threads_note(result).replace(' (', ', ').rstrip(')')}) by "
             f"{1 - float(result.measured) / float(result.time):.0%} of the bound "
-            f"({_figure(result, spread)}), beyond its allowance for noise, so no efficiency "
-            f"is given. A lower bound "
+            f"({_figure(result)}), beyond its allowance for noise "
+            f"({fraction(spread):.0%}), so no efficiency is given. A lower bound "
             f"cannot be beaten by honest counts: "
             f"either the workload overcounts its FLOPs ({si(float(result.flops), 'FLOP')}) "
             f"or bytes ({si(float(result.bytes), 'B')}), or its data stayed in a cache whose "
@@ -82,9 +82,9 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
                if getattr(chip, "provenance", None) else ""))
 
 
-def _figure(result: Any, spread: float) -> str:
-    verdict = judged(result, spread)
-    return verdict.describe() if verdict is not None else "not measured"
+def _figure(result: Any) -> str:
+    measured = float(result.measured)
+    return figure(float(result.time) / measured if measured > 0 else None)
 
 
 def roof_threads_note(result: Any) -> str:

@@ -112,6 +112,21 @@ _SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf1
           "float8_e5m2": "f8"}
 
 
+#: Why device work no op prices was not priced, by cause (the rest: the op's own reason).
+NO_LAUNCH = "no launch in the trace"
+GRAPH_REPLAY = "graph replay"
+OUTSIDE = "launched outside any op"
+
+
+def orphan_reason(device: Device) -> str:
+    """Why a kernel no op launched is unpriced: its launch is not in the trace (it began
+    before the trace's window), it is a node of a CUDA/HIP graph replay, or it was launched
+    outside any op."""
+    if device.launch is None:
+        return NO_LAUNCH
+    return GRAPH_REPLAY if device.graph else OUTSIDE
+
+
 class Joiner:
     """Walks a :class:`TraceFile` into groups of priced calls and unpriced time."""
 
@@ -129,7 +144,7 @@ class Joiner:
             if copies.is_host_copy(device):
                 self._host_copy(device, None)
             else:
-                self.unpriced[(short_kernel(device.name), "launched outside any op")
+                self.unpriced[(short_kernel(device.name), orphan_reason(device))
                               ].append(device.seconds)
 
     def _host_copy(self, device: Device, op: Op | None) -> None:
@@ -169,9 +184,12 @@ class Joiner:
         """A GPU trace: each op that launched kernels itself owns them (the innermost op
         around a launch), priced by its own recorded inputs, else by the nearest ancestor
         that launched nothing else (see the module docstring)."""
-        launched = [d for d in op.launched if not copies.is_host_copy(d)]
+        launched = [d for d in op.launched if not copies.is_host_copy(d) and not d.graph]
         for device in op.launched:
-            if copies.is_host_copy(device):
+            if device.graph:  # a graph replay's node: no op of it recorded, named by cause
+                self.unpriced[(f"{op.name} [{short_kernel(device.name)}]", GRAPH_REPLAY)
+                              ].append(device.seconds)
+            elif copies.is_host_copy(device):
                 self._host_copy(device, op)
         if launched:
             names = [d.name for d in launched]

@@ -35,8 +35,8 @@ from ..efficiency import (
 )
 from .rules import ProfileError, minimum_for
 
-__all__ = ["AT_BOUND", "FASTER", "NO_WORK", "TOLERANCE", "KernelRow", "Profile", "Unpriced",
-           "judge_calls", "rows_sorted"]
+__all__ = ["AT_BOUND", "CAUSES", "FASTER", "NO_WORK", "TOLERANCE", "KernelRow", "Profile",
+           "Unpriced", "cause_of", "judge_calls", "rows_sorted"]
 
 
 @dataclass(frozen=True)
@@ -142,9 +142,38 @@ class Unpriced:
     count: float
     reason: str
 
+    @property
+    def cause(self) -> str:
+        """The cause class of its reason (:data:`CAUSES`)."""
+        return cause_of(self.reason)
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "measured_s": self.seconds, "count": self.count,
-                "reason": self.reason}
+                "reason": self.reason, "cause": self.cause}
+
+
+#: The causes unpriced time is split by, in the order they are listed: kernels whose launch
+#: is not in the trace's window, CUDA/HIP graph replays, kernels launched outside any op, ops
+#: that are not aten ops (compiled regions, custom ops, collectives), aten ops without a
+#: formula, and ops whose recorded inputs do not rebuild a call (or a host copy that cannot
+#: be priced on its link).
+CAUSES = ("no launch in the trace", "graph replay", "outside any op", "not an aten op",
+          "no formula", "inputs not priceable")
+
+
+def cause_of(reason: str) -> str:
+    """The cause (:data:`CAUSES`) a reason of :mod:`.join` or :mod:`.pricing` belongs to."""
+    if reason == "no launch in the trace":
+        return CAUSES[0]
+    if reason == "graph replay":
+        return CAUSES[1]
+    if reason == "launched outside any op":
+        return CAUSES[2]
+    if reason.endswith("not an aten op") or reason.startswith("torch has no op"):
+        return CAUSES[3]
+    if reason.startswith("no formula"):
+        return CAUSES[4]
+    return CAUSES[5]
 
 
 @dataclass(frozen=True)
@@ -182,6 +211,13 @@ class Profile:
             return None
         ratio = sum(r.bound for r in self.rows) / self.priced
         return ratio if 0 < ratio <= 1 else None
+
+    def by_cause(self) -> dict[str, float]:
+        """Unpriced seconds by cause (:data:`CAUSES` order; causes with none left out)."""
+        sums = dict.fromkeys(CAUSES, 0.0)
+        for item in self.unpriced:
+            sums[item.cause] += item.seconds
+        return {cause: seconds for cause, seconds in sums.items() if seconds > 0}
 
     @property
     def idle(self) -> float:
@@ -232,6 +268,7 @@ class Profile:
                 "faster": [r.label for r in self.faster], "idle_s": self.idle,
                 "rows": [r.to_dict() for r in rows], "rows_total": len(self.rows),
                 "unpriced": [u.to_dict() for u in self.unpriced],
+                "unpriced_by_cause": self.by_cause(),
                 **({"notes": list(self.notes)} if self.notes else {})}
 
     def table(self, top: int = 10, width: int = 80) -> str:

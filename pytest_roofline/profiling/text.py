@@ -35,6 +35,13 @@ def percent(row: Mapping[str, Any]) -> str:
     return percent_of(float(value))
 
 
+def wrap_words(text: str, width: int) -> list[str]:
+    """*text* in lines of at most *width* columns, continuations indented."""
+    import textwrap
+
+    return textwrap.wrap(text, width=width, subsequent_indent="    ") or [""]
+
+
 def _count(value: Any) -> str:
     number = float(value)
     return str(int(number)) if number == int(number) else f"{number:.3g}"
@@ -84,6 +91,11 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
     unpriced = list(profile.get("unpriced") or [])
     if unpriced:
         lines.append(f"not priced ({1 - share:.1%} of the time):")
+        causes = dict(profile.get("unpriced_by_cause") or {})
+        if causes and total > 0:
+            lines += wrap_words("by cause: " + ", ".join(
+                f"{cause} {float(seconds) / total:.1%}" for cause, seconds in causes.items()),
+                width)
         body = [[str(u["name"]), _count(u["count"]), format_time(float(u["measured_s"])),
                  f"{float(u['measured_s']) / total:.1%}" if total > 0 else "-",
                  str(u["reason"])] for u in unpriced[:top]]

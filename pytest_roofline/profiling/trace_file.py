@@ -25,7 +25,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,15 @@ class Device:
     seconds: float
     category: str
     args: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: the host call that launched it, where the cause of an unpriced kernel turns on it
+    #: (a graph launch, ``cudaGraphLaunch``; a launch outside any op); None where the trace
+    #: holds no launch of it (it began before the trace's window) or it was not needed
+    launch: str | None = None
+
+    @property
+    def graph(self) -> bool:
+        """A node of a CUDA/HIP graph replay (``cudaGraphLaunch``, ``hipGraphLaunch``)."""
+        return self.launch is not None and "GraphLaunch" in self.launch
 
 
 class Op:
@@ -195,7 +204,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             correlation = args.get("correlation")
             if correlation is not None:
                 threads.setdefault((event.get("pid"), event.get("tid")), []).append(
-                    (start * _US, 1, 0.0, correlation))
+                    (start * _US, 1, 0.0, (correlation, event.get("name"))))
         elif cat in DEVICE_CATEGORIES:
             integer = integer and float(dur).is_integer()
             if len(durations[True]) < _SAMPLE:
@@ -208,6 +217,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             else:  # one launch may run several pieces (a CUDA graph's nodes): keep each
                 devices.setdefault(correlation, []).append(work)
     roots: list[Op] = []
+    outside: dict[Any, str] = {}  # correlation -> the launch's name, for one under no op
     for items in threads.values():
         # at one instant ops come before launches, and an outer (longer) op before its child
         items.sort(key=_order)
@@ -218,10 +228,20 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             if kind == 0:
                 (stack[-1].children if stack else roots).append(what)
                 stack.append(what)
-            elif stack and what in devices:
-                stack[-1].launched.extend(devices.pop(what))
-    for rest in devices.values():  # launched under no op, or the launch was not recorded
-        orphans.extend(rest)
+                continue
+            correlation, name = what
+            if correlation not in devices:
+                continue
+            if not stack:  # launched under no op: kept, with its launch, as an orphan
+                outside[correlation] = str(name)
+            elif "GraphLaunch" in str(name):  # a graph's nodes: named by their launch
+                stack[-1].launched.extend(replace(d, launch=str(name))
+                                          for d in devices.pop(correlation))
+            else:
+                stack[-1].launched.extend(devices.pop(correlation))
+    for correlation, rest in devices.items():  # launched under no op, or not in the trace
+        name = outside.get(correlation)
+        orphans.extend(rest if name is None else (replace(d, launch=name) for d in rest))
     roots.sort(key=lambda op: op.start)
     properties = data.get("deviceProperties")
     device = properties[0] if isinstance(properties, list) and properties and isinstance(
