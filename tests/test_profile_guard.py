@@ -289,3 +289,19 @@ def test_a_graph_replayed_under_an_op_is_named_a_graph_replay(tmp_path: Path) ->
     causes = profile.by_cause()
     assert sum(causes.values()) == pytest.approx(sum(u.seconds for u in profile.unpriced))
     assert causes["graph replay"] > 0 and causes["no launch in the trace"] > 0
+
+
+def test_serving_step_annotations_are_read_where_present(tmp_path: Path) -> None:
+    # vLLM and SGLang annotate each engine step on the host: step[DECODE bs=64 ...]
+    def step(name: str, ts: float) -> dict[str, Any]:
+        return {"ph": "X", "cat": "user_annotation", "name": name, "pid": 1, "tid": 1,
+                "ts": ts, "dur": 5}
+
+    events = [*_mm_calls([[300]]), step("execute_model step[DECODE bs=64 tokens=64]", 50_000),
+              step("step[DECODE bs=64]", 60_000), step("step[PREFILL bs=2 tokens=4096]", 70_000),
+              step("ProfilerStep#3", 80_000)]
+    path = _write(tmp_path, events)
+    assert trace_file.read(path).steps == {"DECODE bs=64": 2, "PREFILL bs=2": 1}
+    profile = rl.read_trace(path, hw=GPU)
+    assert "serving steps annotated: 2 x DECODE bs=64, 1 x PREFILL bs=2" in profile.notes
+    assert "note: serving steps annotated" in profile.table()

@@ -39,6 +39,10 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None) -> Profile:
     notes: tuple[str, ...] = ()
     if hw is None and trace.device:
         notes = (f"chip {chip.name} from the trace's device {trace.device.get('name')!r}",)
+    if trace.steps:
+        notes += ("serving steps annotated: " + ", ".join(
+            f"{count} x {label}" for label, count in sorted(
+                trace.steps.items(), key=lambda item: (-item[1], item[0]))[:6]),)
     return build(trace, chip, source=Path(path).name, notes=notes)
 
 

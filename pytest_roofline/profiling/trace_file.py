@@ -25,6 +25,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,10 @@ LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "Driver
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy",
                                "Memset"})
 _US = 1e-6
+#: Host annotations (``record_function``) where serving engines name their steps.
+ANNOTATION_CATEGORIES = frozenset({"user_annotation"})
+#: A serving step's annotation: vLLM's and SGLang's ``step[DECODE bs=64 ...]``.
+_STEP = re.compile(r"step\[\s*([A-Za-z_]+)(?:[^\]]*?\bbs\s*=\s*(\d+))?", re.IGNORECASE)
 
 
 class TraceFileError(RooflineError, ValueError):
@@ -129,6 +134,9 @@ class TraceFile:
     shapes: bool  # ops carry input dims (recorded with record_shapes=True)
     integer_times: bool  # every device duration a whole number of us (older traces)
     tick: float = 1e-6  # the resolution of the timer of its measured times (s): timer_tick()
+    #: serving steps annotated on the host (``step[DECODE bs=64 ...]``): how many of each
+    #: kind and batch size (``DECODE bs=64``)
+    steps: dict[str, int] = field(default_factory=dict)
 
     def total_seconds(self) -> float:
         """The measured time the profile shares out: the device time of every kernel (GPU),
@@ -184,6 +192,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     shapes = False
     integer = True
     durations: dict[bool, list[float]] = {True: [], False: []}  # device, host: a sample
+    steps: dict[str, int] = {}
     for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
@@ -205,6 +214,12 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             if correlation is not None:
                 threads.setdefault((event.get("pid"), event.get("tid")), []).append(
                     (start * _US, 1, 0.0, (correlation, event.get("name"))))
+        elif cat in ANNOTATION_CATEGORIES:
+            found = _STEP.search(str(event.get("name", "")))
+            if found is not None:
+                label = found.group(1).upper() + (f" bs={found.group(2)}" if found.group(2)
+                                                  else "")
+                steps[label] = steps.get(label, 0) + 1
         elif cat in DEVICE_CATEGORIES:
             integer = integer and float(dur).is_integer()
             if len(durations[True]) < _SAMPLE:
@@ -250,7 +265,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     return TraceFile(path=path, roots=roots, orphans=orphans, device=device,
                      on_device=on_device, events=len(events), shapes=shapes,
                      integer_times=integer and on_device,
-                     tick=timer_tick(durations[on_device]))
+                     tick=timer_tick(durations[on_device]), steps=steps)
 
 
 #: Durations read to find a trace's timer tick.
