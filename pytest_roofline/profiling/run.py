@@ -43,7 +43,8 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None) -> Profile:
         notes += ("serving steps annotated: " + ", ".join(
             f"{count} x {label}" for label, count in sorted(
                 trace.steps.items(), key=lambda item: (-item[1], item[0]))[:6]),)
-    return build(trace, chip, source=Path(path).name, notes=notes)
+    with trace_file.paused_gc():
+        return build(trace, chip, source=Path(path).name, notes=notes)
 
 
 def _chip(hw: Any, trace: Any) -> Any:
@@ -125,7 +126,8 @@ class Profiler:
                 f"process where torch.profiler shows kernels and read it with "
                 f"pytest-roofline profile TRACE")
         name = getattr(fn, "__name__", type(fn).__name__)
-        return build(trace, chip, source=f"profile({name})", repeats=self.repeats)
+        with trace_file.paused_gc():
+            return build(trace, chip, source=f"profile({name})", repeats=self.repeats)
 
     def _chip(self, cuda: int | None) -> Any:
         from ..hardware import Hardware, foreign_to_this_machine, get_hardware
