@@ -196,7 +196,7 @@ def test_cli_exit_codes_are_decided_by_the_gates_asked_for(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from pytest_roofline.cli import main
 
-    path, shapes = _halved_gemm(tmp_path)  # one call faster than its bound
+    path, _ = _halved_gemm(tmp_path)  # one call faster than its bound
     # no gate: a report, exit 0, the faster kernel shown with its figure
     assert main(["profile", str(path)]) == 0
     out = capsys.readouterr().out

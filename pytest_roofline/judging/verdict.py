@@ -153,9 +153,9 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             if notes:
                 fields[F.MEASURED_NOTES] = list(notes)
             verdict = judged_by(check.result, spread)
-            note = None if verdict is None else verdict.note
-            if note is not None:  # faster than the bound, at it within noise, or no work
-                fields[F.MEASURED_NOTE] = note
+            measured_note = None if verdict is None else verdict.note
+            if measured_note is not None:  # faster than the bound, at it, or no work
+                fields[F.MEASURED_NOTE] = measured_note
         judged.append((hw, fields))
     # the precision the other chips priced it in
     return _unpriced(expectation, workload, unpriced, results[0].dtype, checks=checks,

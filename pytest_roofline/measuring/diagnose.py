@@ -1,9 +1,9 @@
 """A measured time against a roofline: efficiency, and a measurement faster than the bound.
 
 A roofline time is a lower bound: no honest run of the same work on the same chip is faster.
-A measurement faster than the bound by more than its allowance (:mod:`pytest_roofline.efficiency`:
-the larger of its timer's tick and a small fraction, widened by its spread up to a cap)
-therefore means one of two things, and the message names
+A measurement faster than the bound by more than its allowance
+(:mod:`pytest_roofline.efficiency`: the larger of its timer's tick and a small fraction,
+widened by its spread up to a cap) therefore means one of two things, and the message names
 both: the declared workload overcounts (FLOPs or bytes), or its data stayed in a cache whose
 roof the analysis did not use (the bound prices every byte at the memory roof). The working
 set is set against the chip's cache sizes to tell which is likely. Against a calibrated chip
@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from .. import units
-from ..efficiency import FASTER, TOLERANCE, efficiency, figure, fraction
+from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency, figure, fraction
 
 __all__ = ["FASTER", "TOLERANCE", "efficiency_failure", "explain_faster", "is_faster",
            "judged", "roof_threads_note"]
 
 
-def judged(result: Any, spread: float = 0.0) -> Any:
+def judged(result: Any, spread: float = 0.0) -> Efficiency | None:
     """*result*'s measurement against its bound (an :class:`~pytest_roofline.efficiency.
     Efficiency`), or None when it holds no measurement."""
     measured = getattr(result, "measured", None)

@@ -33,9 +33,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..efficiency import spread as spread_of
 from . import copies, pricing
 from .devices import runs_tf32
-from ..efficiency import spread as spread_of
 from .model import KernelRow, Profile, Unpriced, judge_calls, rows_sorted
 from .trace_file import Device, Op, TraceFile
 
