@@ -330,3 +330,15 @@ def test_a_trace_is_read_with_the_cyclic_collector_paused_then_restored(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_calls_faster_than_their_bound_are_counted_per_run(tmp_path: Path) -> None:
+    # profile(..., repeats=3) of a call running the GEMM twice: six calls in the trace, two
+    # a run. One of the two is 10x faster than its bound in every run: "1 of 2 call(s)".
+    from pytest_roofline.profiling import join
+
+    fast, slow = GEMM_BOUND / 10 * 1e6, GEMM_BOUND * 2 * 1e6
+    trace = trace_file.read(_write(tmp_path, _mm_calls([[fast], [slow]] * 3)))
+    [row] = join.build(trace, GPU, source="t", repeats=3).rows
+    assert row.count == 2 and row.faster_calls == 1
+    assert "ran 1 of 2 call(s) faster than its bound (10 times it)" in row.cause()

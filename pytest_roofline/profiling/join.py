@@ -281,7 +281,7 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
             flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
             precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
             spread=spread, likely=likely, fastest=verdict.fastest,
-            faster_calls=verdict.faster_calls, allowance=allowance / repeats))
+            faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats))
     rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)
                        for (name, reason), times in joiner.unpriced.items()),
@@ -308,7 +308,7 @@ def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:
         flops=0.0, bytes=group.nbytes * count / repeats, regime="network",
         precision=f"link:{copies.LINK}", efficiency=verdict.efficiency,
         faster=verdict.faster, spread=spread, likely=likely, fastest=verdict.fastest,
-        faster_calls=verdict.faster_calls, allowance=allowance / repeats)
+        faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats)
 
 
 def _likely(regime: str, nbytes: float, chip: Any, precision: str | None) -> str:

@@ -59,7 +59,7 @@ class KernelRow:
     likely: str = ""  # for a row faster than its bound: the likely cause
     #: bound / measured of the fastest call against its own bound (None: timed at 0)
     fastest: float | None = None
-    faster_calls: int = 0  # the calls faster than their bound beyond their allowance
+    faster_calls: float = 0.0  # calls faster than their bound beyond their allowance (a run)
     allowance: float = 0.0  # s, the row's total allowance for noise
 
     @property
@@ -110,8 +110,8 @@ class KernelRow:
 
     def cause(self) -> str:
         """Why a row beat its bound, most likely first."""
-        calls = (f"{self.faster_calls} of {_count(self.count)} call(s) " if self.faster_calls
-                 and self.faster_calls != self.count else "")
+        calls = (f"{_count(self.faster_calls)} of {_count(self.count)} call(s) "
+                 if self.faster_calls and self.faster_calls != self.count else "")
         return (f"{self.label} ran {calls}faster than its bound "
                 f"({figure(self.fastest)}): measured "
                 f"{_us(self.measured)} for a bound of {_us(self.bound)} ({self.regime}-bound, "
