@@ -342,3 +342,76 @@ def test_calls_faster_than_their_bound_are_counted_per_run(tmp_path: Path) -> No
     [row] = join.build(trace, GPU, source="t", repeats=3).rows
     assert row.count == 2 and row.faster_calls == 1
     assert "ran 1 of 2 call(s) faster than its bound (10 times it)" in row.cause()
+
+
+# -- graph replays priced from their capture --------------------------------------------------
+
+
+def _capture_trace(tmp_path: Path, name: str, sizes: list[int]) -> Path:
+    """A capture: one aten::mm (n x 1024 x 1024, fp32) per size, each launching a kernel
+    that ran nothing (no kernel event: captured, not executed)."""
+    events: list[dict[str, Any]] = []
+    for i, n in enumerate(sizes):
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                       "ts": i * 100, "dur": 50,
+                       "args": {"Input Dims": [[n, N], [N, N]],
+                                "Input type": ["float", "float"]}})
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                       "pid": 1, "tid": 1, "ts": i * 100 + 10, "dur": 2,
+                       "args": {"correlation": 500 + i}})
+    return _write(tmp_path, events, name)
+
+
+def _replay_trace(tmp_path: Path, replays: list[list[float]]) -> Path:
+    """cudaGraphLaunch replays outside any op, each running kernels of these durations (and
+    an op recorded with its shapes, launching nothing)."""
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 1,
+         "dur": 1, "args": {"Input Dims": [[]], "Input type": ["ScalarList"]}}]
+    for i, kernels in enumerate(replays):
+        corr = 7000 + i
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1,
+                       "tid": 1, "ts": i * 10_000, "dur": 5, "args": {"correlation": corr}})
+        events += [{"ph": "X", "cat": "kernel", "name": f"sgemm_{j}", "pid": 0, "tid": 7,
+                    "ts": i * 10_000 + 100 + 400 * j, "dur": dur,
+                    "args": {"correlation": corr}} for j, dur in enumerate(kernels)]
+    return _write(tmp_path, events, "replay.json.gz")
+
+
+def test_graph_replays_are_priced_from_their_capture(tmp_path: Path) -> None:
+    # The capture: two 1024^3 fp32 GEMMs, 214.7 us each on the round GPU (10 TFLOP/s), so a
+    # replay of its two kernels is bounded by 429.5 us. Three replays at 300 + 300 us: 72%.
+    from pytest_roofline.cli import main
+
+    cap = _capture_trace(tmp_path, "capture_bs1024.json.gz", [N, N])
+    replay = _replay_trace(tmp_path, [[300, 300]] * 3)
+    unpriced = rl.read_trace(replay, hw=GPU)
+    assert unpriced.by_cause() == {"graph replay": pytest.approx(1800e-6)}
+    profile = rl.read_trace(replay, hw=GPU, capture=cap)
+    [row] = profile.rows
+    assert row.op == "graph replay" and row.count == 3 and not profile.unpriced
+    assert row.bound == pytest.approx(3 * 2 * GEMM_BOUND, rel=1e-6)
+    assert row.efficiency == pytest.approx(2 * GEMM_BOUND / 600e-6, rel=1e-6)
+    assert row.shapes == "2 kernels, as capture_bs1024.json.gz"
+    assert any(n.startswith("graph captures: capture_bs1024.json.gz (2 kernels)")
+               for n in profile.notes)
+    assert main(["profile", str(replay), "--hw", "h100", "--capture", str(tmp_path / "x")]) == 2
+
+
+def test_a_replay_matching_several_captures_takes_the_lowest_bound(tmp_path: Path) -> None:
+    # Two captures of two kernels each (a model captured at two batch sizes: 1024 and 512
+    # rows): the replay's bound is the 512-row capture's, the lower one, and the row says so.
+    # A replay of three kernels matches no capture: named, unpriced.
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    _capture_trace(folder, "bs1024.json.gz", [N, N])
+    _capture_trace(folder, "bs512.json.gz", [512, 512])
+    replay = _replay_trace(tmp_path, [[300, 300], [100, 100, 100]])
+    profile = rl.read_trace(replay, hw=GPU, capture=folder)
+    [row] = profile.rows
+    assert row.bound == pytest.approx(2 * 2 * 512 * N * N / 1e13, rel=1e-6)
+    assert row.shapes == "2 kernels, as bs512.json.gz, lowest of 2"
+    assert profile.by_cause() == {"graph replay": pytest.approx(300e-6)}
+    # a replay faster than its capture's bound is flagged like any kernel
+    fast = rl.read_trace(_replay_trace(tmp_path, [[10, 10]]), hw=GPU, capture=folder)
+    assert fast.rows[0].faster and "lowest bound of them" in fast.rows[0].cause()

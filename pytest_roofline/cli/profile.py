@@ -34,6 +34,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--hw names one.", epilog=EXIT_CODES)
     parser.add_argument("trace", help="the trace file (.json or .json.gz)")
     parser.add_argument("--hw", help="the chip that ran it (default: from the trace)")
+    parser.add_argument("--capture", metavar="TRACE",
+                        help="a trace of the capture of the CUDA/HIP graphs the trace "
+                             "replays (or a folder of them): each replay is priced by the "
+                             "capture with its number of kernels")
     parser.add_argument("--top", type=positive, default=10,
                         help="how many kernels and unpriced ops the text lists (default 10; "
                              "--json holds every row)")
@@ -54,7 +58,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     minimum = None if args.min_kernel_efficiency is None else parse_minimum(
         args.min_kernel_efficiency, "--min-kernel-efficiency")
-    result = read_trace(args.trace, hw=args.hw)
+    result = read_trace(args.trace, hw=args.hw, capture=args.capture)
     gated = minimum is not None or args.fail_faster
     failures = result.check(minimum if minimum is not None else {},
                             allow_faster=args.allow_faster) if gated else []

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..efficiency import spread as spread_of
-from . import copies, pricing
+from . import capture, copies, pricing
+from .capture import Captured
 from .devices import runs_tf32
 from .model import KernelRow, Profile, Unpriced, judge_calls, rows_sorted
 from .trace_file import Device, Op, TraceFile
@@ -136,6 +137,8 @@ class Joiner:
         self.groups: dict[tuple[Any, ...], _Group] = {}
         self.copies: dict[tuple[Any, ...], _Copy] = {}
         self.unpriced: dict[tuple[str, str], list[float]] = defaultdict(list)
+        #: each graph replay's nodes (by its launch's correlation), with their unpriced names
+        self.replays: dict[Any, list[tuple[str, Device]]] = {}
 
     def run(self) -> None:
         for root in self.trace.roots:
@@ -143,9 +146,15 @@ class Joiner:
         for device in self.trace.orphans:
             if copies.is_host_copy(device):
                 self._host_copy(device, None)
+            elif device.graph:
+                self._replay(short_kernel(device.name), device)
             else:
                 self.unpriced[(short_kernel(device.name), orphan_reason(device))
                               ].append(device.seconds)
+
+    def _replay(self, label: str, device: Device) -> None:
+        """A node of a graph replay: kept with its replay, priced from a capture or named."""
+        self.replays.setdefault(device.args.get("correlation"), []).append((label, device))
 
     def _host_copy(self, device: Device, op: Op | None) -> None:
         """A copy across the host link, priced on it (or named with why it is not)."""
@@ -186,9 +195,8 @@ class Joiner:
         that launched nothing else (see the module docstring)."""
         launched = [d for d in op.launched if not copies.is_host_copy(d) and not d.graph]
         for device in op.launched:
-            if device.graph:  # a graph replay's node: no op of it recorded, named by cause
-                self.unpriced[(f"{op.name} [{short_kernel(device.name)}]", GRAPH_REPLAY)
-                              ].append(device.seconds)
+            if device.graph:  # a graph replay's node: no op of it recorded
+                self._replay(f"{op.name} [{short_kernel(device.name)}]", device)
             elif copies.is_host_copy(device):
                 self._host_copy(device, op)
         if launched:
@@ -243,13 +251,15 @@ class Joiner:
 
 
 def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
-          notes: tuple[str, ...] = ()) -> Profile:
+          notes: tuple[str, ...] = (), captures: tuple[Captured, ...] = ()) -> Profile:
     """The :class:`Profile` of *trace* on *chip*: every call of *repeats* runs divided by
-    *repeats* (the figures of one run)."""
+    *repeats* (the figures of one run); graph replays priced by *captures*
+    (:mod:`.capture`) where one matches."""
     from ..analysis import analyze
 
     joiner = Joiner(trace, chip)
     joiner.run()
+    replayed = _replays(joiner, captures)
     tick = trace.tick
     rows = []
     analyzed: dict[int, Any] = {}
@@ -283,6 +293,7 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
             spread=spread, likely=likely, fastest=verdict.fastest,
             faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats))
     rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
+    rows += [_replay_row(r, tick, repeats) for r in replayed.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)
                        for (name, reason), times in joiner.unpriced.items()),
                       key=lambda u: (-u.seconds, u.name))
@@ -309,6 +320,60 @@ def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:
         precision=f"link:{copies.LINK}", efficiency=verdict.efficiency,
         faster=verdict.faster, spread=spread, likely=likely, fastest=verdict.fastest,
         faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats)
+
+
+@dataclass
+class _Replay:
+    """The replays of one graph priced by one capture."""
+
+    capture: Captured
+    matched: int  # captures with its count of kernels: the lowest bound of them is used
+    times: list[float] = field(default_factory=list)
+    timed: list[int] = field(default_factory=list)
+    kernels: dict[str, None] = field(default_factory=dict)
+
+
+def _replays(joiner: Joiner, captures: tuple[Captured, ...]) -> dict[str, _Replay]:
+    """Each graph replay priced by its capture (:func:`.capture.match`), by capture; the
+    rest named unpriced (``graph replay``)."""
+    out: dict[str, _Replay] = {}
+    for nodes in joiner.replays.values():
+        found = capture.match(len(nodes), captures) if captures else None
+        if found is None:
+            for label, device in nodes:
+                joiner.unpriced[(label, GRAPH_REPLAY)].append(device.seconds)
+            continue
+        group = out.setdefault(found[0].source, _Replay(found[0], found[1]))
+        group.times.append(sum(device.seconds for _, device in nodes))
+        group.timed.append(len(nodes))
+        for _, device in nodes:
+            group.kernels.setdefault(short_kernel(device.name))
+    return out
+
+
+def _replay_row(group: _Replay, tick: float, repeats: int) -> KernelRow:
+    """The row of a graph's replays: each replay against its capture's bound."""
+    count = len(group.times)
+    spread = spread_of(group.times, 4)
+    cap = group.capture
+    verdict, allowance = judge_calls(cap.bound, list(zip(group.times, group.timed,
+                                                         strict=True)),
+                                     tick=tick, spread=spread)
+    likely = ((f"{group.matched} captures have its {cap.launches} kernels and the lowest "
+               f"bound of them was used: " if group.matched > 1 else "")
+              + "its capture's ops overcount it, or its data stayed on chip") \
+        if verdict.faster else ""
+    shapes = (f"{cap.launches} kernels, as {cap.source}"
+              + (f", lowest of {group.matched}" if group.matched > 1 else "")
+              + (f", {len(cap.unpriced)} ops unpriced" if cap.unpriced else ""))
+    return KernelRow(
+        op="graph replay", shapes=shapes, kernels=tuple(group.kernels),
+        count=count / repeats, measured=sum(group.times) / repeats,
+        bound=cap.bound * count / repeats, flops=cap.flops * count / repeats,
+        bytes=cap.bytes * count / repeats, regime=cap.regime, precision=cap.precision,
+        efficiency=verdict.efficiency, faster=verdict.faster, spread=spread, likely=likely,
+        fastest=verdict.fastest, faster_calls=verdict.faster_calls / repeats,
+        allowance=allowance / repeats)
 
 
 def _likely(regime: str, nbytes: float, chip: Any, precision: str | None) -> str:

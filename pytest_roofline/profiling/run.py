@@ -7,8 +7,9 @@
   the two can never disagree. Figures are per call (the repeats' totals over *repeats*).
   The chip is this machine's: ``host`` (the calibrated CPU) for a call on CPU tensors,
   ``cuda:N`` for one on a GPU, or one ``hw=`` names that this machine holds.
-* ``read_trace(path, hw=None)`` prices a trace recorded anywhere (a GPU cluster's job) on
-  the chip its ``deviceProperties`` name, or on *hw*.
+* ``read_trace(path, hw=None, capture=None)`` prices a trace recorded anywhere (a GPU
+  cluster's job) on the chip its ``deviceProperties`` name, or on *hw*; its graph replays
+  from the traces of their capture, where *capture* names them (:mod:`.capture`).
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ from .rules import ProfileError
 _TORCH_HINT = "pip install 'pytest-roofline[torch]'"
 
 
-def read_trace(path: str | os.PathLike[str], hw: Any = None) -> Profile:
-    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``)."""
+def read_trace(path: str | os.PathLike[str], hw: Any = None,
+               capture: str | os.PathLike[str] | None = None) -> Profile:
+    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``); its
+    CUDA/HIP graph replays priced from the traces of their *capture* (a file or a folder of
+    them, :mod:`.capture`) where given."""
     from . import trace_file
     from .join import build
 
     trace = trace_file.read(path)
-    if not trace.shapes:
+    if not trace.shapes and capture is None:  # the shapes of replays are in the capture
         raise ProfileError(f"trace file {str(path)!r} has no input shapes: record it with "
                            f"torch.profiler.profile(record_shapes=True) so its ops can be "
                            f"priced")
@@ -43,8 +47,14 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None) -> Profile:
         notes += ("serving steps annotated: " + ", ".join(
             f"{count} x {label}" for label, count in sorted(
                 trace.steps.items(), key=lambda item: (-item[1], item[0]))[:6]),)
+    captures: tuple[Any, ...] = ()
+    if capture is not None:
+        from .capture import note_of, read_captures
+
+        captures = read_captures(capture, chip)
+        notes += (note_of(captures),)
     with trace_file.paused_gc():
-        return build(trace, chip, source=Path(path).name, notes=notes)
+        return build(trace, chip, source=Path(path).name, notes=notes, captures=captures)
 
 
 def _chip(hw: Any, trace: Any) -> Any:

@@ -41,6 +41,8 @@ LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "Driver
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy",
                                "Memset"})
 _US = 1e-6
+#: A host call that puts device work on a stream (a graph's replay is not one of them).
+_LAUNCH = re.compile(r"LaunchKernel|Memcpy|Memset|cuLaunch|hipExtModuleLaunch")
 #: Host annotations (``record_function``) where serving engines name their steps.
 ANNOTATION_CATEGORIES = frozenset({"user_annotation"})
 #: A serving step's annotation: vLLM's and SGLang's ``step[DECODE bs=64 ...]``.
@@ -140,6 +142,9 @@ class TraceFile:
     #: serving steps annotated on the host (``step[DECODE bs=64 ...]``): how many of each
     #: kind and batch size (``DECODE bs=64``)
     steps: dict[str, int] = field(default_factory=dict)
+    #: the host's launches of device work (kernels, copies, memsets): in a trace of a CUDA
+    #: graph's capture, whose launches ran nothing, the graph's nodes
+    launches: int = 0
 
     def total_seconds(self) -> float:
         """The measured time the profile shares out: the device time of every kernel (GPU),
@@ -212,6 +217,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     integer = True
     durations: dict[bool, list[float]] = {True: [], False: []}  # device, host: a sample
     steps: dict[str, int] = {}
+    launches = 0
     for event in events:
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
@@ -229,6 +235,8 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             threads.setdefault((event.get("pid"), event.get("tid")), []).append(
                 (op.start, 0, -op.seconds, op))
         elif cat in LAUNCH_CATEGORIES:
+            if _LAUNCH.search(str(event.get("name", ""))):
+                launches += 1
             correlation = args.get("correlation")
             if correlation is not None:
                 threads.setdefault((event.get("pid"), event.get("tid")), []).append(
@@ -284,7 +292,8 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     return TraceFile(path=path, roots=roots, orphans=orphans, device=device,
                      on_device=on_device, events=len(events), shapes=shapes,
                      integer_times=integer and on_device,
-                     tick=timer_tick(durations[on_device]), steps=steps)
+                     tick=timer_tick(durations[on_device]), steps=steps,
+                     launches=launches)
 
 
 #: Durations read to find a trace's timer tick.
