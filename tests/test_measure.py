@@ -277,11 +277,15 @@ def test_summary_shows_measured_columns_only_with_measurements() -> None:
     lines = table.summary(measured, extra_columns=table.MEASURED_COLUMNS)
     assert "% roof" in lines[0] and "50%" in lines[1] + lines[2]
     assert table.has_measured(measured) and not table.has_measured([_record("x", None, None)])
-    fast = _record("t::f", 0.001, 10.0, measured_note="faster-than-bound")
-    # never a number above 100%: that would read as an efficiency (an old report's 2.1 too)
-    assert table.percent_of_roof(fast) == "faster!"
-    assert table.percent_of_roof({**fast, "efficiency": None}) == "faster!"
+    # a run above its bound with its figure (bound 10 ms / measured 1 ms), marked, never an
+    # efficiency and never 100%; an old report's efficiency of 2.1 reads "faster!"
+    fast = _record("t::f", 0.001, None, measured_note="faster-than-bound")
+    assert table.percent_of_roof(fast) == "10x!"
+    near = _record("t::n", 0.0097, None, measured_note="at-bound")
+    assert table.percent_of_roof(near) == "103%~"
     assert table.percent_of_roof({"efficiency": 2.1}) == "faster!"
+    assert table.percent_of_roof({"efficiency": None, "measured_note": "faster-than-bound"}
+                                 ) == "faster!"
 
 
 def test_markdown_shows_measured_and_percent_of_roof() -> None:
