@@ -82,8 +82,7 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
                      f"cache, or a lower precision than priced")
     marks = {r.get("note") for r in list(profile.get("rows") or [])[:top]}
     if FASTER in marks or AT_BOUND in marks:
-        lines.append("% roof: ! a call beat its bound (its figure), ~ above the bound within "
-                     "the timer's noise")
+        lines.append("% roof: ! a call beat its bound (its figure); ~ above it within noise")
     idle = float(profile.get("idle_s") or 0)
     if idle > 0 and total > 0:
         lines.append(f"doing no work (views, empty, 0-size): {format_time(idle)}, "
