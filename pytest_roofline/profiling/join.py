@@ -269,7 +269,7 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
         count = len(group.times)
         measured = sum(group.times)
         if group.workload is None:
-            call, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "memory", "-"
+            call, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "-", "-"
         else:
             result = analyzed.get(id(group.workload))
             if result is None:
@@ -277,8 +277,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
                 analyzed[id(group.workload)] = result
             call = float(result.time)
             flops, nbytes = float(result.flops) * count, float(result.bytes) * count
-            regime = str(result.regime)
-            precision = _precision(result)
+            regime = str(result.regime) if call > 0 else "-"  # no work: no roof
+            precision = _precision(result) if call > 0 else "-"
         spread = spread_of(group.times, 4)
         verdict, allowance = judge_calls(call, list(zip(group.times, group.timed,
                                                         strict=True)),
