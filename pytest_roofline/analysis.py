@@ -41,9 +41,11 @@ Rules (the same for every caller, deterministic on any machine):
   inside a program may move none (a fused softmax stays on chip): its ``intensity`` is None.
   Figures too large for a float (sizes near 2**53 multiplied together) are a WorkloadError.
 * ``measured`` (seconds a real run of the same work took) adds ``efficiency`` = roofline time
-  / measured time: the fraction of the roof reached. Above 1 means the measurement beat a
-  lower bound: the workload overcounts its FLOPs or bytes, or its data stayed in a cache
-  faster than the memory roof used (``pytest_roofline.measuring.diagnose`` says which).
+  / measured time: the fraction of the roof reached, in (0, 1]. A run faster than its bound
+  has none (None, never a clamped 1): within the measurement's allowance it is at the bound,
+  beyond it it beat a lower bound: the workload overcounts its FLOPs or bytes, or its data
+  stayed in a cache faster than the memory roof used (``pytest_roofline.measuring.diagnose``
+  says which); ``Result.notes`` gives the figure. The rule is :mod:`pytest_roofline.efficiency`.
   A measurement that says how many cores it kept busy (a ``Measurement``'s
   ``parallelism``), on a calibration that measured its memory roof per thread count, is set
   against the memory roof of that many threads (``Hardware.memory_roof``;
@@ -58,6 +60,7 @@ import os
 from typing import Any, NamedTuple, Protocol, cast
 
 from . import fields
+from .efficiency import Efficiency, efficiency
 from .errors import RooflineError, UnsupportedPrecisionError, WorkloadError, brief
 from .fusion import kept_on_chip, onchip_level
 from .hardware import Hardware, get_hardware
@@ -404,35 +407,33 @@ def analyze(
         _latency_notes(workload.kernels, chip) + _faster_note(time, seconds, measured))
 
 
-#: Slack above the bound within which a measurement reads as "at the roof" (efficiency 1):
-#: the repeatability of a calibration on a quiet machine. Beyond it, and beyond the
-#: measurement's own spread, the run beat a lower bound.
-FASTER_SLACK = 0.05
-
-
-def _slack(measured: Any) -> float:
-    spread = getattr(measured, "spread", 0.0)
-    return max(FASTER_SLACK, float(spread) if isinstance(spread, (int, float)) else 0.0)
-
-
 def efficiency_of(time: float, seconds: float, measured: Any = None) -> float | None:
-    """Roofline time over measured time, never above 1: a run within the slack above its
-    bound reads 1 (at the roof); one beyond it has no efficiency (None), since beating a
-    lower bound means the counts or the roof are wrong, not that the run is efficient
-    (``Result.notes`` says so; ``measuring.diagnose`` names the causes)."""
-    ratio = time / seconds
-    if ratio > 1 + _slack(measured):
-        return None
-    return min(ratio, 1.0)
+    """Roofline time over measured time where the run is under its bound; None where it is
+    not (no work, at the bound within noise, or faster than it): never a figure clamped to
+    1. The rule, and its allowance for noise, is :mod:`pytest_roofline.efficiency`'s."""
+    return _judged(time, seconds, measured).value
+
+
+def _judged(time: float, seconds: float, measured: Any) -> Efficiency:
+    spread = getattr(measured, "spread", 0.0)
+    return efficiency(time, seconds, spread=float(spread) if isinstance(
+        spread, (int, float)) and not isinstance(spread, bool) else 0.0)
 
 
 def _faster_note(time: float, seconds: float | None, measured: Any) -> tuple[str, ...]:
-    if seconds is None or not time / seconds > 1 + _slack(measured):
+    if seconds is None:
         return ()
-    return (f"faster than the bound: measured {seconds:.3g} s beats the roofline time by "
-            f"more than its slack ({_slack(measured):.0%}), so no efficiency is given: the "
-            f"workload overcounts its FLOPs or bytes, its data stayed in a cache the bound "
-            f"charges to memory, or the roofs are too low (a calibration on a busy machine)",)
+    judged = _judged(time, seconds, measured)
+    if judged.faster:
+        return (f"{judged.describe()}: measured {seconds:.3g} s beats the roofline time "
+                f"by more than its allowance ({judged.allowance:.3g} s), so no efficiency "
+                f"is given: the workload overcounts its FLOPs or bytes, its data stayed in "
+                f"a cache the bound charges to memory, or the roofs are too low (a "
+                f"calibration on a busy machine)",)
+    if judged.at_bound or judged.no_work:
+        return (f"{judged.describe()} (measured {seconds:.3g} s, bound {time:.3g} s), so "
+                f"no efficiency is given",)
+    return ()
 
 
 class Program(NamedTuple):

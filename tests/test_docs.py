@@ -260,8 +260,8 @@ def _host_add(block: Block, request: pytest.FixtureRequest) -> None:
     record = json.loads((pytester.path / "r.json").read_text())["results"][0]
     # a quick calibration of a busy machine may read below the run: then no efficiency
     assert record["roof_threads"] >= 1 and (
-        record["measured_note"] == "faster-than-bound" if record["efficiency"] is None
-        else 0 < record["efficiency"] <= 1)
+        record["measured_note"] in ("faster-than-bound", "at-bound")
+        if record["efficiency"] is None else 0 < record["efficiency"] <= 1)
     if os.environ.get("PYTEST_ROOFLINE_TIMING") == "1":
         result.assert_outcomes(passed=1)
 
@@ -673,7 +673,8 @@ def _measure_python(block: Block, request: pytest.FixtureRequest) -> None:
     # a quick calibration taken on a busy machine may read below the run: then there is no
     # efficiency, and the result says why, never a figure above 1
     efficiency = result.efficiency  # type: ignore[attr-defined]
-    assert (efficiency is None and "faster than the bound" in result.notes[-1]  # type: ignore[attr-defined]
+    assert (efficiency is None and any(  # at the bound within noise, or faster
+        w in result.notes[-1] for w in ("faster than the bound", "at the bound"))  # type: ignore[attr-defined]
             ) or 0 < efficiency <= 1
     assert scope["m"].parallelism > 0  # type: ignore[attr-defined]
 

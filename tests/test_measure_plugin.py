@@ -121,7 +121,8 @@ def test_min_efficiency_and_faster_than_the_bound(suite: pytest.Pytester) -> Non
         assert reported["roof_threads"] == 1
         assert "(1-thread memory roof)" in line
     # the summary: measured columns, % of roof, and the headroom ranking
-    assert "% roof" in out and "faster!" in out and "Headroom" in out
+    # the faster test with its figure (5.5 us against 480 ms: 9e+04x), never 100%
+    assert "% roof" in out and "9e+04x!" in out and "Headroom" in out
     assert not ours_too_wide(result.outlines)  # failures and summary in 80 columns
 
 

@@ -10,9 +10,8 @@ bound, MFU says how much of the chip's matrix peak it turns into model work; a
 memory-bound step can reach its roof at a low MFU.
 
 MFU never reads above the run's efficiency: the matrix peak's time of the model FLOPs is at
-most the roofline bound, so a run within its spread below the bound (an efficiency read as
-1.0, at the roof) is at most 1.0 here too, and a run faster than its bound beyond its spread
-(no efficiency: its counts or roofs are wrong) has no MFU either.
+most the roofline bound, so MFU <= efficiency; a run at or above its bound has no efficiency
+(:mod:`pytest_roofline.efficiency`: never a clamped 1) and no MFU either.
 """
 
 from __future__ import annotations

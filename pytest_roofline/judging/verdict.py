@@ -140,7 +140,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
             fields[F.UNKNOWN] = dict(workload.unknown)
             fields[F.MESSAGE] = fields[F.MESSAGE] or note
         if check.result.measured is not None:
-            from ..measuring.diagnose import FASTER, is_faster
+            from ..measuring.diagnose import judged as judged_by
 
             fields[F.MEASURED_SPREAD] = float(spread)
             if measured_by is not None:
@@ -156,8 +156,10 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
                 fields[F.MEASURED_METHOD] = method
             if notes:
                 fields[F.MEASURED_NOTES] = list(notes)
-            if is_faster(check.result, spread):
-                fields[F.MEASURED_NOTE] = FASTER
+            verdict = judged_by(check.result, spread)
+            measured_note = None if verdict is None else verdict.note
+            if measured_note is not None:  # faster than the bound, at it, or no work
+                fields[F.MEASURED_NOTE] = measured_note
         judged.append((hw, fields))
     # the precision the other chips priced it in
     return _unpriced(expectation, workload, unpriced, results[0].dtype, checks=checks,
@@ -482,10 +484,11 @@ def breakdown(checks: Sequence[Check], width: int | None = None) -> str:
             lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
         if r.measured is not None:
+            from ..efficiency import efficiency
             from ..measuring.diagnose import roof_threads_note
 
-            reached = "faster than the bound" if r.efficiency is None else \
-                f"{float(r.efficiency):.1%} of the roof"
+            reached = efficiency(float(r.time), float(r.measured)).describe() \
+                if r.efficiency is None else f"{float(r.efficiency):.1%} of the roof"
             lines.append(f"  measured {fmt(float(r.measured))}: {reached}"
                          + roof_threads_note(r))
         if len(r.kernels) > 1:

@@ -1,8 +1,9 @@
 """A measured time against a roofline: efficiency, and a measurement faster than the bound.
 
 A roofline time is a lower bound: no honest run of the same work on the same chip is faster.
-A measurement faster than the bound by more than its own spread (and :data:`TOLERANCE`, the
-repeatability of a calibration) therefore means one of two things, and the message names
+A measurement faster than the bound by more than its allowance
+(:mod:`pytest_roofline.efficiency`: the larger of its timer's tick and a small fraction,
+widened by its spread up to a cap) therefore means one of two things, and the message names
 both: the declared workload overcounts (FLOPs or bytes), or its data stayed in a cache whose
 roof the analysis did not use (the bound prices every byte at the memory roof). The working
 set is set against the chip's cache sizes to tell which is likely. Against a calibrated chip
@@ -14,19 +15,25 @@ from __future__ import annotations
 from typing import Any
 
 from .. import units
+from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency, figure, fraction
 
-#: Slack above efficiency 1 before a measurement counts as faster than the bound: the
-#: calibration's own repeatability on a quiet machine.
-TOLERANCE = 0.05
-FASTER = "faster-than-bound"
+__all__ = ["FASTER", "TOLERANCE", "efficiency_failure", "explain_faster", "is_faster",
+           "judged", "roof_threads_note"]
+
+
+def judged(result: Any, spread: float = 0.0) -> Efficiency | None:
+    """*result*'s measurement against its bound (an :class:`~pytest_roofline.efficiency.
+    Efficiency`), or None when it holds no measurement."""
+    measured = getattr(result, "measured", None)
+    if measured is None or not float(measured) >= 0:
+        return None
+    return efficiency(float(result.time), float(measured), spread=float(spread))
 
 
 def is_faster(result: Any, spread: float = 0.0) -> bool:
-    """Whether *result*'s measurement beat its bound by more than *spread* and TOLERANCE."""
-    measured = getattr(result, "measured", None)
-    if measured is None or not float(measured) > 0:
-        return False
-    return float(result.time) / float(measured) > 1.0 + max(float(spread), TOLERANCE)
+    """Whether *result*'s measurement beat its bound by more than its allowance."""
+    verdict = judged(result, spread)
+    return verdict is not None and verdict.faster
 
 
 def _caches(chip: Any) -> list[tuple[str, float, float | None]]:
@@ -62,8 +69,9 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
     return (f"measured {fmt(float(result.measured))} is faster than the roofline bound "
             f"{fmt(float(result.time))} on {result.hw} ({result.dtype}"
             f"{roof_threads_note(result).replace(' (', ', ').rstrip(')')}) by "
-            f"{1 - float(result.measured) / float(result.time):.0%} of the bound, beyond the "
-            f"spread ({max(spread, TOLERANCE):.0%}), so no efficiency is given. A lower bound "
+            f"{1 - float(result.measured) / float(result.time):.0%} of the bound "
+            f"({_figure(result)}), beyond its allowance for noise "
+            f"({fraction(spread):.0%}), so no efficiency is given. A lower bound "
             f"cannot be beaten by honest counts: "
             f"either the workload overcounts its FLOPs ({si(float(result.flops), 'FLOP')}) "
             f"or bytes ({si(float(result.bytes), 'B')}), or its data stayed in a cache whose "
@@ -72,6 +80,11 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
                f" {result.hw} is a calibration: if it was measured while the machine was "
                f"busy, its roofs are too low; measure again with pytest-roofline calibrate."
                if getattr(chip, "provenance", None) else ""))
+
+
+def _figure(result: Any) -> str:
+    measured = float(result.measured)
+    return figure(float(result.time) / measured if measured > 0 else None)
 
 
 def roof_threads_note(result: Any) -> str:

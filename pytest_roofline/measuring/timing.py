@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..efficiency import quantile
+from ..efficiency import spread as spread_of
 from ..errors import RooflineError
 from .probe import OtherUse
 
@@ -85,7 +87,7 @@ class Measurement:
         if not (median > 0):
             raise MeasureError(f"the call took no measurable time (median {median!r} s); "
                                f"time a larger piece of work")
-        spread = (quantile(values, 0.75) - quantile(values, 0.25)) / median
+        spread = spread_of(values)
         return cls(time=median, spread=spread, best=values[0], samples=tuple(values),
                    warmup=warmup, parallelism=parallelism,
                    cpu_time=cpu_time if cpu_time is not None and cpu_time > 0 else None)
@@ -121,15 +123,6 @@ def combined(measurements: Sequence[Measurement]) -> Measurement:
                            p for p in known if p is not None),
                        cpu_time=None if any(m.cpu_time is None for m in measurements)
                        else sum(m.cpu_time or 0.0 for m in measurements))
-
-
-def quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolated quantile of already sorted values."""
-    n = len(sorted_values)
-    pos = q * (n - 1)
-    lo = int(pos)
-    hi = min(lo + 1, n - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 def synchronize(result: Any = None) -> None:

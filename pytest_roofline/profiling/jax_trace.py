@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import hlo_pricing
 from .hlo import Instruction, Module, parse_module
-from .model import KernelRow, Profile, Unpriced, efficiency_of, rows_sorted
+from .model import KernelRow, Profile, Unpriced, judge_calls, rows_sorted
 from .rules import ProfileError
 from .xplane import Event, Plane, XPlaneError, read_space
 
@@ -208,11 +208,16 @@ def refuse_if_empty(trace: JaxTrace) -> None:
             f"enable_hlo_proto, on by default)")
 
 
+#: The resolution of an XSpace's clock: its events' times are whole nanoseconds.
+TICK = 1e-9
+
+
 def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
           notes: tuple[str, ...] = ()) -> Profile:
     """The :class:`Profile` of *trace* on *chip*, per call of *repeats* runs."""
     from ..analysis import analyze
-    from .join import _likely, _precision, _spread
+    from ..efficiency import spread as spread_of
+    from .join import _likely, _precision
 
     refuse_if_empty(trace)
     groups: dict[tuple[int, str], _Group] = {}
@@ -241,22 +246,28 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
     for group in groups.values():
         count = max(group.launches.values()) if group.launches else len(group.times)
         measured = sum(group.times)
-        if group.workload is None:
-            bound, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "memory", "-"
+        if group.workload is None:  # no work: no roof
+            bound, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "-", "-"
         else:
             result = analyze(group.workload, chip)
             bound = float(result.time) * count
             flops, nbytes = float(result.flops) * count, float(result.bytes) * count
             regime, precision = str(result.regime), _precision(result)
-        spread = _spread(group.times) if len(group.launches) <= 1 else 0.0
-        efficiency, faster = efficiency_of(bound, measured, count, spread, 0.0)
-        likely = _likely(regime, nbytes / count, chip, None) if faster else ""
+        if len(group.launches) <= 1:  # one event a call: each call judged on its own
+            spread = spread_of(group.times, 4)
+            calls = [(seconds, 1) for seconds in group.times]
+        else:  # several kernels a call, not told apart by call: the calls' mean
+            spread = 0.0
+            calls = [(measured / count, max(1, round(len(group.times) / count)))] * count
+        verdict, allowance = judge_calls(bound / count, calls, tick=TICK, spread=spread)
+        likely = _likely(regime, nbytes / count, chip, None) if verdict.faster else ""
         rows.append(KernelRow(
             op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
             count=count / repeats, measured=measured / repeats, bound=bound / repeats,
             flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
-            precision=precision, efficiency=efficiency, faster=faster, spread=spread,
-            likely=likely))
+            precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
+            spread=spread, likely=likely, fastest=verdict.fastest,
+            faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats))
     missing = sorted((Unpriced(name, sum(t) / repeats, len(t) / repeats, reason)
                       for (name, reason), t in unpriced.items()),
                      key=lambda u: (-u.seconds, u.name))

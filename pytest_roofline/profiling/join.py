@@ -39,9 +39,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import copies, pricing
+from ..efficiency import spread as spread_of
+from . import capture, copies, pricing
+from .capture import Captured
 from .devices import runs_tf32
-from .model import KernelRow, Profile, Unpriced, efficiency_of, rows_sorted
+from .model import KernelRow, Profile, Unpriced, judge_calls, rows_sorted
 from .trace_file import Device, Op, TraceFile
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ class _Group:
     workload: Workload | None  # None: zero work
     precision_dtype: str | None
     times: list[float] = field(default_factory=list)
+    timed: list[int] = field(default_factory=list)  # the kernels each call timed
     kernels: dict[str, None] = field(default_factory=dict)
 
 
@@ -117,6 +120,21 @@ _SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf1
           "float8_e5m2": "f8"}
 
 
+#: Why device work no op prices was not priced, by cause (the rest: the op's own reason).
+NO_LAUNCH = "no launch in the trace"
+GRAPH_REPLAY = "graph replay"
+OUTSIDE = "launched outside any op"
+
+
+def orphan_reason(device: Device) -> str:
+    """Why a kernel no op launched is unpriced: its launch is not in the trace (it began
+    before the trace's window), it is a node of a CUDA/HIP graph replay, or it was launched
+    outside any op."""
+    if device.launch is None:
+        return NO_LAUNCH
+    return GRAPH_REPLAY if device.graph else OUTSIDE
+
+
 class Joiner:
     """Walks a :class:`TraceFile` into groups of priced calls and unpriced time."""
 
@@ -133,6 +151,8 @@ class Joiner:
         self.claimed: set[int] = set()
         #: What was assumed where the trace left out what a bound needs (said in its notes).
         self.assumed: set[str] = set()
+        #: each graph replay's nodes (by its launch's correlation), with their unpriced names
+        self.replays: dict[Any, list[tuple[str, Device]]] = {}
 
     def run(self) -> None:
         for root in self.trace.roots:
@@ -140,9 +160,15 @@ class Joiner:
         for device in self.trace.orphans:
             if copies.is_host_copy(device):
                 self._host_copy(device, None)
+            elif device.graph:
+                self._replay(short_kernel(device.name), device)
             else:
-                self.unpriced[(short_kernel(device.name), "launched outside any op")
+                self.unpriced[(short_kernel(device.name), orphan_reason(device))
                               ].append(device.seconds)
+
+    def _replay(self, label: str, device: Device) -> None:
+        """A node of a graph replay: kept with its replay, priced from a capture or named."""
+        self.replays.setdefault(device.args.get("correlation"), []).append((label, device))
 
     def _host_copy(self, device: Device, op: Op | None) -> None:
         """A copy across the host link, priced on it (or named with why it is not)."""
@@ -169,6 +195,7 @@ class Joiner:
         group, reason = self._group(op, [])
         if group is not None:
             group.times.append(op.seconds)
+            group.timed.append(1)
             return
         for child in op.children:
             self._walk(child)
@@ -180,10 +207,12 @@ class Joiner:
         """A GPU trace: each op that launched kernels itself owns them (the innermost op
         around a launch), priced by its own recorded inputs, else by the nearest ancestor
         that launched nothing else (see the module docstring)."""
-        launched = [d for d in op.launched
-                    if not copies.is_host_copy(d) and id(d) not in self.claimed]
+        launched = [d for d in op.launched if not copies.is_host_copy(d) and not d.graph
+                    and id(d) not in self.claimed]
         for device in op.launched:
-            if copies.is_host_copy(device):
+            if device.graph:  # a graph replay's node: no op of it recorded
+                self._replay(f"{op.name} [{short_kernel(device.name)}]", device)
+            elif copies.is_host_copy(device):
                 self._host_copy(device, op)
         if launched:
             names = [d.name for d in launched]
@@ -204,6 +233,7 @@ class Joiner:
             seconds = sum(d.seconds for d in launched)
             if group is not None:
                 group.times.append(seconds)
+                group.timed.append(len(launched))
                 for name in names:
                     group.kernels.setdefault(short_kernel(name))
             else:
@@ -309,15 +339,18 @@ def _gradients(op: Op) -> tuple[bool, bool] | None:
 
 def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
           notes: tuple[str, ...] = (),
-          launches: Mapping[str, Workload | str] | None = None) -> Profile:
+          launches: Mapping[str, Workload | str] | None = None,
+          captures: tuple[Captured, ...] = ()) -> Profile:
     """The :class:`Profile` of *trace* on *chip*: every call of *repeats* runs divided by
     *repeats* (the figures of one run). *launches*: the work of the Triton launches'
-    profiler ranges (``triton::<kernel>(<shapes>)``), or why a launch has none."""
+    profiler ranges (``triton::<kernel>(<shapes>)``), or why a launch has none; graph
+    replays priced by *captures* (:mod:`.capture`) where one matches."""
     from ..analysis import analyze
 
     joiner = Joiner(trace, chip, launches)
     joiner.run()
-    tick = 1e-6 if trace.integer_times else 0.0
+    replayed = _replays(joiner, captures)
+    tick = trace.tick
     rows = []
     analyzed: dict[int, Any] = {}
     for group in joiner.groups.values():
@@ -326,28 +359,31 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
         count = len(group.times)
         measured = sum(group.times)
         if group.workload is None:
-            bound, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "memory", "-"
+            call, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "-", "-"
         else:
             result = analyzed.get(id(group.workload))
             if result is None:
                 result = analyze(group.workload, chip)
                 analyzed[id(group.workload)] = result
-            bound = float(result.time) * count
+            call = float(result.time)
             flops, nbytes = float(result.flops) * count, float(result.bytes) * count
-            regime = str(result.regime)
-            precision = _precision(result)
-        spread = _spread(group.times)
-        efficiency, faster = efficiency_of(bound, measured, count, spread, tick)
-        if group.workload is None:  # a view or an allocation: no work, no kernel to judge
-            efficiency, faster = None, False
-        likely = _likely(regime, nbytes / count, chip, group.precision_dtype) if faster else ""
+            regime = str(result.regime) if call > 0 else "-"  # no work: no roof
+            precision = _precision(result) if call > 0 else "-"
+        spread = spread_of(group.times, 4)
+        verdict, allowance = judge_calls(call, list(zip(group.times, group.timed,
+                                                        strict=True)),
+                                         tick=tick, spread=spread)
+        likely = (_likely(regime, nbytes / count, chip, group.precision_dtype)
+                  if verdict.faster else "")
         rows.append(KernelRow(
             op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
-            count=count / repeats, measured=measured / repeats, bound=bound / repeats,
+            count=count / repeats, measured=measured / repeats, bound=call * count / repeats,
             flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
-            precision=precision, efficiency=efficiency, faster=faster, spread=spread,
-            likely=likely))
+            precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
+            spread=spread, likely=likely, fastest=verdict.fastest,
+            faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats))
     rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
+    rows += [_replay_row(r, tick, repeats) for r in replayed.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)
                        for (name, reason), times in joiner.unpriced.items()),
                       key=lambda u: (-u.seconds, u.name))
@@ -358,19 +394,77 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
 
 
 def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:
-    """The row of a group of host copies: bytes over the PCIe link (:mod:`.copies`)."""
+    """The row of a group of host copies: bytes over the PCIe link (:mod:`.copies`), each
+    copy judged on its own."""
     count = len(group.times)
-    measured, bound = sum(group.times), group.bound * count
-    spread = _spread(group.times)
-    efficiency, faster = efficiency_of(bound, measured, count, spread, tick)
+    measured = sum(group.times)
+    spread = spread_of(group.times, 4)
+    verdict, allowance = judge_calls(group.bound, [(t, 1) for t in group.times], tick=tick,
+                                     spread=spread)
     likely = ("its bytes as recorded cross the link faster than its spec'd bandwidth: check "
-              "the pcie link in the chip's spec") if faster else ""
+              "the pcie link in the chip's spec") if verdict.faster else ""
     return KernelRow(
         op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
-        count=count / repeats, measured=measured / repeats, bound=bound / repeats,
+        count=count / repeats, measured=measured / repeats,
+        bound=group.bound * count / repeats,
         flops=0.0, bytes=group.nbytes * count / repeats, regime="network",
-        precision=f"link:{copies.LINK}", efficiency=efficiency, faster=faster,
-        spread=spread, likely=likely)
+        precision=f"link:{copies.LINK}", efficiency=verdict.efficiency,
+        faster=verdict.faster, spread=spread, likely=likely, fastest=verdict.fastest,
+        faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats)
+
+
+@dataclass
+class _Replay:
+    """The replays of one graph priced by one capture."""
+
+    capture: Captured
+    matched: int  # captures with its count of kernels: the lowest bound of them is used
+    times: list[float] = field(default_factory=list)
+    timed: list[int] = field(default_factory=list)
+    kernels: dict[str, None] = field(default_factory=dict)
+
+
+def _replays(joiner: Joiner, captures: tuple[Captured, ...]) -> dict[str, _Replay]:
+    """Each graph replay priced by its capture (:func:`.capture.match`), by capture; the
+    rest named unpriced (``graph replay``)."""
+    out: dict[str, _Replay] = {}
+    for nodes in joiner.replays.values():
+        found = capture.match(len(nodes), captures) if captures else None
+        if found is None:
+            for label, device in nodes:
+                joiner.unpriced[(label, GRAPH_REPLAY)].append(device.seconds)
+            continue
+        group = out.setdefault(found[0].source, _Replay(found[0], found[1]))
+        group.times.append(sum(device.seconds for _, device in nodes))
+        group.timed.append(len(nodes))
+        for _, device in nodes:
+            group.kernels.setdefault(short_kernel(device.name))
+    return out
+
+
+def _replay_row(group: _Replay, tick: float, repeats: int) -> KernelRow:
+    """The row of a graph's replays: each replay against its capture's bound."""
+    count = len(group.times)
+    spread = spread_of(group.times, 4)
+    cap = group.capture
+    verdict, allowance = judge_calls(cap.bound, list(zip(group.times, group.timed,
+                                                         strict=True)),
+                                     tick=tick, spread=spread)
+    likely = ((f"{group.matched} captures have its {cap.launches} kernels and the lowest "
+               f"bound of them was used: " if group.matched > 1 else "")
+              + "its capture's ops overcount it, or its data stayed on chip") \
+        if verdict.faster else ""
+    shapes = (f"{cap.launches} kernels, as {cap.source}"
+              + (f", lowest of {group.matched}" if group.matched > 1 else "")
+              + (f", {len(cap.unpriced)} ops unpriced" if cap.unpriced else ""))
+    return KernelRow(
+        op="graph replay", shapes=shapes, kernels=tuple(group.kernels),
+        count=count / repeats, measured=sum(group.times) / repeats,
+        bound=cap.bound * count / repeats, flops=cap.flops * count / repeats,
+        bytes=cap.bytes * count / repeats, regime=cap.regime, precision=cap.precision,
+        efficiency=verdict.efficiency, faster=verdict.faster, spread=spread, likely=likely,
+        fastest=verdict.fastest, faster_calls=verdict.faster_calls / repeats,
+        allowance=allowance / repeats)
 
 
 def _likely(regime: str, nbytes: float, chip: Any, precision: str | None) -> str:
@@ -403,14 +497,3 @@ def _precision(result: Any) -> str:
     main = max(kernels, key=lambda k: float(k.time))
     return str(main.peak_label)
 
-
-def _spread(times: list[float]) -> float:
-    if len(times) < 4:
-        return 0.0
-    from ..measuring.timing import quantile
-
-    values = sorted(times)
-    median = quantile(values, 0.5)
-    if median <= 0:
-        return 0.0
-    return (quantile(values, 0.75) - quantile(values, 0.25)) / median

@@ -6,11 +6,15 @@ roofline bound of the same work, their ratio (the efficiency), the regime and th
 the bound was priced in. The rows come sorted by the time they lose (measured - bound),
 the kernels most worth a look first.
 
-**Never an efficiency above 1.** A bound is a lower bound: a row measured faster than it
-by more than the measurement's own slack (its spread across calls, :data:`TOLERANCE`, and
-one tick of the trace's clock per call where the trace records whole microseconds) has no
-efficiency (``None``); it is flagged ``faster`` with the likely cause. Inside that slack the
-efficiency reads 1.0 (at the roof, within what the clock can tell).
+**Each call judged, never only a row's total** (:mod:`pytest_roofline.efficiency`, the one
+rule of every layer): a call faster than its bound by more than its allowance (one tick of
+the trace's clock per kernel it ran, zero-duration kernels included, or a small fixed
+fraction of its time, the larger) flags its row ``faster`` with the fastest call's figure
+(``160%``), whatever the row's total says: one 2x-too-fast call hidden in an average is a
+missed alarm. A row has an efficiency only where its calls, together, stay under their
+bound; one above it within the allowance is ``at-bound`` with its figure, never 100%.
+A row whose bound is 0 (a view, ``t``, ``empty``, a 0-size matmul) is time spent doing no
+work: named, never judged by a kernel gate.
 """
 
 from __future__ import annotations
@@ -19,12 +23,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..efficiency import (
+    AT_BOUND,
+    FASTER,
+    NO_WORK,
+    TOLERANCE,
+    Efficiency,
+    efficiency,
+    figure,
+    percent,
+)
 from .rules import ProfileError, minimum_for
 
-#: Slack above the bound before a row counts as faster than physics: the repeatability of a
-#: kernel's time over calls on a quiet device (that of a calibration, diagnose.TOLERANCE).
-TOLERANCE = 0.05
-FASTER = "faster-than-bound"
+__all__ = ["AT_BOUND", "CAUSES", "FASTER", "NO_WORK", "TOLERANCE", "KernelRow", "Profile",
+           "Unpriced", "cause_of", "judge_calls", "rows_sorted"]
 
 
 @dataclass(frozen=True)
@@ -41,10 +53,14 @@ class KernelRow:
     bytes: float
     regime: str
     precision: str  # the peak its bound used, matrix:tf32, vector:fp32
-    efficiency: float | None  # bound / measured, at most 1; None when faster than bound
-    faster: bool = False
+    efficiency: float | None  # bound / measured, in (0, 1]; None at or above the bound
+    faster: bool = False  # a call (or the total) beat its bound beyond its allowance
     spread: float = 0.0  # IQR / median of the per-call times (0 under four calls)
     likely: str = ""  # for a row faster than its bound: the likely cause
+    #: bound / measured of the fastest call against its own bound (None: timed at 0)
+    fastest: float | None = None
+    faster_calls: float = 0.0  # calls faster than their bound beyond their allowance (a run)
+    allowance: float = 0.0  # s, the row's total allowance for noise
 
     @property
     def lost(self) -> float:
@@ -65,20 +81,55 @@ class KernelRow:
         """FLOP/s the row ran at (its FLOPs over its measured time)."""
         return self.flops / self.measured if self.measured > 0 else 0.0
 
+    @property
+    def no_work(self) -> bool:
+        """A bound of 0: time spent doing no work (views, ``empty``, 0-size products)."""
+        return not self.bound > 0
+
+    @property
+    def judged(self) -> Efficiency:
+        """The row's total against its bound (its allowance, the calls' together)."""
+        return Efficiency(bound=self.bound, measured=self.measured, allowance=self.allowance)
+
+    @property
+    def note(self) -> str | None:
+        """``faster-than-bound``, ``at-bound``, ``no-work`` or None (under its bound)."""
+        if self.faster:
+            return FASTER
+        return self.judged.note
+
+    @property
+    def figure(self) -> float | None:
+        """The ratio shown: the fastest call's for a faster row, else bound / measured."""
+        return self.fastest if self.faster else self.judged.ratio
+
+    def percent(self) -> str:
+        """A table cell: ``68%``, ``103%~`` (at the bound), ``160%!`` (faster), ``no work``."""
+        if self.faster:
+            return "faster!" if self.fastest is None else percent(self.fastest) + "!"
+        return self.judged.percent()
+
     def cause(self) -> str:
         """Why a row beat its bound, most likely first."""
-        return (f"{self.label} measured {_us(self.measured)} for a bound of "
-                f"{_us(self.bound)} ({self.regime}-bound, {self.precision}); a lower bound "
-                f"cannot be beaten by honest counts: "
+        calls = (f"{_count(self.faster_calls)} of {_count(self.count)} call(s) "
+                 if self.faster_calls and self.faster_calls != self.count else "")
+        return (f"{self.label} ran {calls}faster than its bound "
+                f"({figure(self.fastest)}): measured "
+                f"{_us(self.measured)} for a bound of {_us(self.bound)} ({self.regime}-bound, "
+                f"{self.precision}); a lower bound cannot be beaten by honest counts: "
                 + (self.likely or "its formula overcounts its FLOPs or bytes, or its data "
                    "stayed in a cache that the bound charges to memory"))
 
     def to_dict(self) -> dict[str, Any]:
+        note = self.note
         return {"op": self.op, "shapes": self.shapes, "kernels": list(self.kernels),
                 "count": self.count, "measured_s": self.measured, "bound_s": self.bound,
                 "flops": self.flops, "bytes": self.bytes, "regime": self.regime,
                 "precision": self.precision, "efficiency": self.efficiency,
-                **({"note": FASTER, "likely": self.likely} if self.faster else {}),
+                "ratio": self.figure,
+                **({"note": note} if note else {}),
+                **({"likely": self.likely, "faster_calls": self.faster_calls}
+                   if self.faster else {}),
                 "spread": self.spread}
 
 
@@ -92,9 +143,38 @@ class Unpriced:
     count: float
     reason: str
 
+    @property
+    def cause(self) -> str:
+        """The cause class of its reason (:data:`CAUSES`)."""
+        return cause_of(self.reason)
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "measured_s": self.seconds, "count": self.count,
-                "reason": self.reason}
+                "reason": self.reason, "cause": self.cause}
+
+
+#: The causes unpriced time is split by, in the order they are listed: kernels whose launch
+#: is not in the trace's window, CUDA/HIP graph replays, kernels launched outside any op, ops
+#: that are not aten ops (compiled regions, custom ops, collectives), aten ops without a
+#: formula, and ops whose recorded inputs do not rebuild a call (or a host copy that cannot
+#: be priced on its link).
+CAUSES = ("no launch in the trace", "graph replay", "outside any op", "not an aten op",
+          "no formula", "inputs not priceable")
+
+
+def cause_of(reason: str) -> str:
+    """The cause (:data:`CAUSES`) a reason of :mod:`.join` or :mod:`.pricing` belongs to."""
+    if reason == "no launch in the trace":
+        return CAUSES[0]
+    if reason == "graph replay":
+        return CAUSES[1]
+    if reason == "launched outside any op":
+        return CAUSES[2]
+    if reason.endswith("not an aten op") or reason.startswith("torch has no op"):
+        return CAUSES[3]
+    if reason.startswith("no formula"):
+        return CAUSES[4]
+    return CAUSES[5]
 
 
 @dataclass(frozen=True)
@@ -127,10 +207,23 @@ class Profile:
     @property
     def efficiency(self) -> float | None:
         """Bound over measured time of the priced rows together (None if any beat its
-        bound: their sum would hide it)."""
-        if not self.rows or self.faster:
+        bound, their sum would hide it, or if together they sit above it)."""
+        if not self.rows or self.faster or not self.priced > 0:
             return None
-        return min(1.0, sum(r.bound for r in self.rows) / self.priced) if self.priced else None
+        ratio = sum(r.bound for r in self.rows) / self.priced
+        return ratio if 0 < ratio <= 1 else None
+
+    def by_cause(self) -> dict[str, float]:
+        """Unpriced seconds by cause (:data:`CAUSES` order; causes with none left out)."""
+        sums = dict.fromkeys(CAUSES, 0.0)
+        for item in self.unpriced:
+            sums[item.cause] += item.seconds
+        return {cause: seconds for cause, seconds in sums.items() if seconds > 0}
+
+    @property
+    def idle(self) -> float:
+        """Measured time of the rows doing no work (s): views, ``empty``, 0-size products."""
+        return sum(r.measured for r in self.rows if r.no_work)
 
     @property
     def faster(self) -> tuple[KernelRow, ...]:
@@ -156,6 +249,8 @@ class Profile:
                 if not allow_faster:
                     out.append(f"faster than physics on {self.hw}: {row.cause()}")
                 continue
+            if row.no_work:  # time spent doing no work: no roof to reach
+                continue
             need = minimum_for(row, minimum)
             if need is None or row.efficiency is None or row.efficiency >= need:
                 continue
@@ -171,9 +266,10 @@ class Profile:
                 "measured_s": self.total, "priced_s": self.priced,
                 "priced_share": self.priced_share, "efficiency": self.efficiency,
                 "max_efficiency": self.max_efficiency, "repeats": self.repeats,
-                "faster": [r.label for r in self.faster],
+                "faster": [r.label for r in self.faster], "idle_s": self.idle,
                 "rows": [r.to_dict() for r in rows], "rows_total": len(self.rows),
                 "unpriced": [u.to_dict() for u in self.unpriced],
+                "unpriced_by_cause": self.by_cause(),
                 **({"notes": list(self.notes)} if self.notes else {})}
 
     def table(self, top: int = 10, width: int = 80) -> str:
@@ -193,16 +289,40 @@ def _count(value: float) -> str:
     return f"{value:g}" if value != int(value) else str(int(value))
 
 
-def efficiency_of(bound: float, measured: float, count: float, spread: float,
-                  tick: float) -> tuple[float | None, bool]:
-    """(efficiency, faster) of a row: bound / measured at most 1; (None, True) when the
-    bound beats the measurement beyond its slack (see the module docstring)."""
-    if measured <= 0:
-        return (None, bound > 0)
-    slack = max(TOLERANCE, spread)
-    if bound > (measured + count * tick) * (1 + slack):
-        return None, True
-    return min(1.0, bound / measured), False
+def judge_calls(bound: float, calls: Sequence[tuple[float, int]], *, tick: float,
+                spread: float) -> tuple[KernelRowVerdict, float]:
+    """Each call (its measured seconds, the kernels it timed) against its *bound* (s a call),
+    then the calls together: the verdict of a row, and its total allowance (s)."""
+    faster_calls, fastest, allowance = 0, 0.0, 0.0
+    zero = False
+    for seconds, kernels in calls:
+        judged = efficiency(bound, seconds, spread=spread, tick=tick, kernels=kernels)
+        allowance += judged.allowance
+        if judged.faster:
+            faster_calls += 1
+            ratio = judged.ratio
+            if ratio is None:
+                zero = True
+            else:
+                fastest = max(fastest, ratio)
+    total = Efficiency(bound=bound * len(calls), measured=sum(s for s, _ in calls),
+                       allowance=allowance)
+    faster = faster_calls > 0 or total.faster
+    figure = None if zero else (fastest if faster_calls else total.ratio)
+    return KernelRowVerdict(efficiency=None if faster else total.value, faster=faster,
+                            fastest=figure if faster else None,
+                            faster_calls=faster_calls), allowance
+
+
+@dataclass(frozen=True)
+class KernelRowVerdict:
+    """A row's verdict: its efficiency, whether a call beat its bound, the fastest call's
+    figure and how many calls did."""
+
+    efficiency: float | None
+    faster: bool
+    fastest: float | None
+    faster_calls: int
 
 
 def rows_sorted(rows: Sequence[KernelRow]) -> tuple[KernelRow, ...]:

@@ -10,8 +10,9 @@
   arguments are inside it, never rows.
   The chip is this machine's: ``host`` (the calibrated CPU) for a call on CPU tensors,
   ``cuda:N`` for one on a GPU, or one ``hw=`` names that this machine holds.
-* ``read_trace(path, hw=None)`` prices a trace recorded anywhere (a GPU cluster's job) on
-  the chip its ``deviceProperties`` name, or on *hw*.
+* ``read_trace(path, hw=None, capture=None)`` prices a trace recorded anywhere (a GPU
+  cluster's job) on the chip its ``deviceProperties`` name, or on *hw*; its graph replays
+  from the traces of their capture, where *capture* names them (:mod:`.capture`).
 
 A JAX call (a jitted function, JAX arrays among the arguments) and a ``jax.profiler`` trace
 (its directory or ``.xplane.pb``, told apart by content) take the same two ways in through
@@ -32,16 +33,19 @@ from .rules import ProfileError
 _TORCH_HINT = "pip install 'pytest-roofline[torch]'"
 
 
-def read_trace(path: str | os.PathLike[str], hw: Any = None) -> Profile:
-    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``), or
-    of a ``jax.profiler`` trace (its directory or ``.xplane.pb``: :mod:`.jax_run`)."""
+def read_trace(path: str | os.PathLike[str], hw: Any = None,
+               capture: str | os.PathLike[str] | None = None) -> Profile:
+    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``), its
+    CUDA/HIP graph replays priced from the traces of their *capture* (a file or a folder of
+    them, :mod:`.capture`) where given; or of a ``jax.profiler`` trace (its directory or
+    ``.xplane.pb``: :mod:`.jax_run`)."""
     from . import jax_run, trace_file
     from .join import build
 
     if jax_run.kind_of(path) != "json":
         return jax_run.read_xplane(path, hw)
     trace = trace_file.read(path)
-    if not trace.shapes:
+    if not trace.shapes and capture is None:  # the shapes of replays are in the capture
         raise ProfileError(f"trace file {str(path)!r} has no input shapes: record it with "
                            f"torch.profiler.profile(record_shapes=True) so its ops can be "
                            f"priced")
@@ -49,7 +53,18 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None) -> Profile:
     notes: tuple[str, ...] = ()
     if hw is None and trace.device:
         notes = (f"chip {chip.name} from the trace's device {trace.device.get('name')!r}",)
-    return build(trace, chip, source=Path(path).name, notes=notes)
+    if trace.steps:
+        notes += ("serving steps annotated: " + ", ".join(
+            f"{count} x {label}" for label, count in sorted(
+                trace.steps.items(), key=lambda item: (-item[1], item[0]))[:6]),)
+    captures: tuple[Any, ...] = ()
+    if capture is not None:
+        from .capture import note_of, read_captures
+
+        captures = read_captures(capture, chip)
+        notes += (note_of(captures),)
+    with trace_file.paused_gc():
+        return build(trace, chip, source=Path(path).name, notes=notes, captures=captures)
 
 
 def _chip(hw: Any, trace: Any) -> Any:
@@ -148,8 +163,9 @@ class Profiler:
                 f"process where torch.profiler shows kernels and read it with "
                 f"pytest-roofline profile TRACE")
         name = getattr(fn, "__name__", type(fn).__name__)
-        return build(trace, chip, source=f"profile({name})", repeats=self.repeats,
-                     launches=launches.workloads)
+        with trace_file.paused_gc():
+            return build(trace, chip, source=f"profile({name})", repeats=self.repeats,
+                         launches=launches.workloads)
 
     def _jax(self, fn: Callable[..., Any], args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Profile:

@@ -10,19 +10,36 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..efficiency import AT_BOUND, FASTER, NO_WORK
+from ..efficiency import percent as percent_of
 from ..text_table import render
 from ..units import format_time
 
 
 def percent(row: Mapping[str, Any]) -> str:
-    """``68%`` of the roof; ``faster!`` (never a number above 100%) for a row that beat its
-    bound."""
-    if row.get("note") == "faster-than-bound":
-        return "faster!"
+    """``68%`` of the roof; a row above its bound with its figure, never as 100%: ``160%!``
+    faster than it (``faster!`` where the time read 0), ``103%~`` at it within the
+    measurement's allowance; ``no work`` for a row whose bound is 0."""
+    note = row.get("note")
+    ratio = row.get("ratio")
+    figure = percent_of(float(ratio)) if isinstance(ratio, (int, float)) else None
+    if note == FASTER:
+        return "faster!" if figure is None else figure + "!"
+    if note == AT_BOUND:
+        return (figure or "0 s") + "~"
+    if note == NO_WORK:
+        return "no work"
     value = row.get("efficiency")
     if not isinstance(value, (int, float)):
         return "-"
-    return f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
+    return percent_of(float(value))
+
+
+def wrap_words(text: str, width: int) -> list[str]:
+    """*text* in lines of at most *width* columns, continuations indented."""
+    import textwrap
+
+    return textwrap.wrap(text, width=width, subsequent_indent="    ") or [""]
 
 
 def _count(value: Any) -> str:
@@ -63,9 +80,21 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
         lines.append(f"FASTER THAN THE BOUND ({len(faster)}): {', '.join(faster[:3])}"
                      f"{' ...' if len(faster) > 3 else ''}: counts too high, data kept in a "
                      f"cache, or a lower precision than priced")
+    marks = {r.get("note") for r in list(profile.get("rows") or [])[:top]}
+    if FASTER in marks or AT_BOUND in marks:
+        lines.append("% roof: ! a call beat its bound (its figure); ~ above it within noise")
+    idle = float(profile.get("idle_s") or 0)
+    if idle > 0 and total > 0:
+        lines.append(f"doing no work (views, empty, 0-size): {format_time(idle)}, "
+                     f"{idle / total:.1%} of the time, never judged")
     unpriced = list(profile.get("unpriced") or [])
     if unpriced:
         lines.append(f"not priced ({1 - share:.1%} of the time):")
+        causes = dict(profile.get("unpriced_by_cause") or {})
+        if causes and total > 0:
+            lines += wrap_words("by cause: " + ", ".join(
+                f"{cause} {float(seconds) / total:.1%}" for cause, seconds in causes.items()),
+                width)
         body = [[str(u["name"]), _count(u["count"]), format_time(float(u["measured_s"])),
                  f"{float(u['measured_s']) / total:.1%}" if total > 0 else "-",
                  str(u["reason"])] for u in unpriced[:top]]

@@ -10,7 +10,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .. import fields as F
 from .. import units
+from ..efficiency import AT_BOUND, FASTER, percent
 from ..text_table import render
 
 Column = tuple[str, Callable[[Mapping[str, Any]], str]]
@@ -148,16 +150,24 @@ def _measured(record: Mapping[str, Any]) -> str:
 
 
 def percent_of_roof(record: Mapping[str, Any]) -> str:
-    """``68%`` of the roof; ``faster!`` for a measurement that beat the bound: never a
-    percentage above 100, which would read as an efficiency (a report of an older version
-    holding one shows ``faster!`` too)."""
+    """``68%`` of the roof; a measurement above its bound with its figure, never as 100%:
+    ``160%!`` faster than the bound, ``103%~`` at it within the measurement's allowance
+    (a report of an older version holding an efficiency above 1 shows ``faster!``)."""
     value = record.get("efficiency")
-    if record.get("measured_note") == "faster-than-bound" or (
-            isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1):
+    note = record.get(F.MEASURED_NOTE)
+    bound, measured = record.get("time_s"), record.get("measured_s")
+    figure = (percent(float(bound) / float(measured))
+              if isinstance(bound, (int, float)) and isinstance(measured, (int, float))
+              and not isinstance(bound, bool) and float(measured) > 0 else None)
+    if note == FASTER:
+        return "faster!" if figure is None else figure + "!"
+    if note == AT_BOUND:
+        return (figure or "-") + "~"
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1:
         return "faster!"
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "-"
-    return f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
+    return percent(float(value))
 
 
 def _mfu(record: Mapping[str, Any]) -> str:

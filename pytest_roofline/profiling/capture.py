@@ -1,0 +1,117 @@
+"""CUDA/HIP graph replays priced from the traces of their capture.
+
+A replayed graph (``cudaGraphLaunch``) runs its kernels with no op around them: the ops
+that made them ran once, at capture, when their launches ran nothing. A trace recorded
+around the capture (``record_shapes=True``; vLLM writes one per captured batch size) holds
+those ops with their shapes and the launches, and no kernel. So a capture is priced as the
+sum of the bounds of its ops (the same op table as any trace), and a replay in another
+trace is set against the capture whose launches it runs: the same number of kernels.
+
+**Matching is by the count of kernels**, which is all a replay and its capture share in a
+trace: where several captures have that count (one model captured at several batch sizes),
+the replay takes the lowest bound among them, so a bound stays a lower bound, and the row
+says so. A replay no capture matches stays unpriced (``graph replay``), named. Ops of a
+capture that cannot be priced are named on the row: their work is left out of the bound,
+which makes it lower, never higher.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .rules import ProfileError
+
+if TYPE_CHECKING:
+    from ..hardware import Hardware
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One capture trace priced on a chip: its launches (the graph's nodes) and the bound
+    of the ops that made them."""
+
+    source: str
+    launches: int
+    bound: float  # s
+    flops: float
+    bytes: float
+    regime: str  # of the op that holds the largest share of the bound
+    precision: str
+    unpriced: tuple[str, ...]  # ops of the capture no formula prices
+
+
+def paths_of(capture: str | os.PathLike[str]) -> list[Path]:
+    """The capture traces *capture* names: a trace file, or a folder of them (``*.json``,
+    ``*.json.gz``)."""
+    where = Path(capture)
+    if where.is_dir():
+        found = sorted(p for p in where.iterdir()
+                       if p.is_file() and p.name.endswith((".json", ".json.gz")))
+        if not found:
+            raise ProfileError(f"capture={str(where)!r} is a folder with no trace in it; "
+                               f"expected capture traces (.json or .json.gz)")
+        return found
+    if not where.is_file():
+        raise ProfileError(f"capture={str(where)!r} does not exist; expected a capture trace "
+                           f"(.json or .json.gz) or a folder of them")
+    return [where]
+
+
+def read_captures(capture: str | os.PathLike[str], chip: Hardware) -> tuple[Captured, ...]:
+    """Each capture trace of *capture* priced on *chip*."""
+    from ..analysis import analyze
+    from . import trace_file
+    from .join import Joiner
+
+    out = []
+    for path in paths_of(capture):
+        with trace_file.paused_gc():
+            trace = trace_file.read(path)
+        if not trace.shapes:
+            raise ProfileError(f"capture trace {str(path)!r} has no input shapes: record the "
+                               f"capture with torch.profiler.profile(record_shapes=True)")
+        if trace.launches == 0:
+            raise ProfileError(f"capture trace {str(path)!r} holds no launch of device "
+                               f"work, so it captured no graph")
+        trace.on_device = False  # its launches ran nothing: walk its ops by their shapes
+        joiner = Joiner(trace, chip)
+        joiner.run()
+        bound = flops = nbytes = 0.0
+        main: tuple[float, str, str] = (-1.0, "memory", "-")
+        for group in joiner.groups.values():
+            if group.workload is None or not group.times:
+                continue
+            result = analyze(group.workload, chip)
+            time = float(result.time) * len(group.times)
+            bound += time
+            flops += float(result.flops) * len(group.times)
+            nbytes += float(result.bytes) * len(group.times)
+            if time > main[0]:
+                main = (time, str(result.regime), str(result.peak_label))
+        unpriced = tuple(sorted({name for name, _ in joiner.unpriced}))
+        out.append(Captured(source=path.name, launches=trace.launches, bound=bound,
+                            flops=flops, bytes=nbytes, regime=main[1], precision=main[2],
+                            unpriced=unpriced))
+    return tuple(out)
+
+
+def match(nodes: int, captures: tuple[Captured, ...]) -> tuple[Captured, int] | None:
+    """The capture a replay of *nodes* kernels is priced by (the lowest bound of those with
+    that many launches) and how many matched; None when none does."""
+    same = [c for c in captures if c.launches == nodes]
+    if not same:
+        return None
+    return min(same, key=lambda c: (c.bound, c.source)), len(same)
+
+
+def note_of(captures: tuple[Captured, ...]) -> str:
+    """A note naming the captures read."""
+    parts = [f"{c.source} ({c.launches} kernels"
+             + (f", {len(c.unpriced)} ops unpriced" if c.unpriced else "") + ")"
+             for c in captures[:4]]
+    more = f" and {len(captures) - 4} more" if len(captures) > 4 else ""
+    return "graph captures: " + ", ".join(parts) + more
+
