@@ -357,7 +357,7 @@ CASES = {
     "none": lambda x: None,
     "str": lambda x: "abc",
     "list": lambda x: [ops.elementwise(4)],
-    "number": lambda x: 4.0,
+    "negative_flops": lambda x: -4.0,  # FLOPs alone may be given, never negative
     "raises": lambda x: 1 / 0,
     "recurses": recurse,
     "inf": lambda x: rl.Kernel("k", flops=1e308 * 10, bytes=1.0),

@@ -12,7 +12,8 @@ trace: where several captures have that count (one model captured at several bat
 the replay takes the lowest bound among them, so a bound stays a lower bound, and the row
 says so. A replay no capture matches stays unpriced (``graph replay``), named. Ops of a
 capture that cannot be priced are named on the row: their work is left out of the bound,
-which makes it lower, never higher.
+which makes it lower, never higher. ``run.read_captures`` reads and prices the capture
+traces (through the same join as any trace); this module holds what a join needs of them.
 """
 
 from __future__ import annotations
@@ -20,12 +21,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .rules import ProfileError
-
-if TYPE_CHECKING:
-    from ..hardware import Hardware
 
 
 @dataclass(frozen=True)
@@ -58,44 +55,6 @@ def paths_of(capture: str | os.PathLike[str]) -> list[Path]:
         raise ProfileError(f"capture={str(where)!r} does not exist; expected a capture trace "
                            f"(.json or .json.gz) or a folder of them")
     return [where]
-
-
-def read_captures(capture: str | os.PathLike[str], chip: Hardware) -> tuple[Captured, ...]:
-    """Each capture trace of *capture* priced on *chip*."""
-    from ..analysis import analyze
-    from . import trace_file
-    from .join import Joiner
-
-    out = []
-    for path in paths_of(capture):
-        with trace_file.paused_gc():
-            trace = trace_file.read(path)
-        if not trace.shapes:
-            raise ProfileError(f"capture trace {str(path)!r} has no input shapes: record the "
-                               f"capture with torch.profiler.profile(record_shapes=True)")
-        if trace.launches == 0:
-            raise ProfileError(f"capture trace {str(path)!r} holds no launch of device "
-                               f"work, so it captured no graph")
-        trace.on_device = False  # its launches ran nothing: walk its ops by their shapes
-        joiner = Joiner(trace, chip)
-        joiner.run()
-        bound = flops = nbytes = 0.0
-        main: tuple[float, str, str] = (-1.0, "memory", "-")
-        for group in joiner.groups.values():
-            if group.workload is None or not group.times:
-                continue
-            result = analyze(group.workload, chip)
-            time = float(result.time) * len(group.times)
-            bound += time
-            flops += float(result.flops) * len(group.times)
-            nbytes += float(result.bytes) * len(group.times)
-            if time > main[0]:
-                main = (time, str(result.regime), str(result.peak_label))
-        unpriced = tuple(sorted({name for name, _ in joiner.unpriced}))
-        out.append(Captured(source=path.name, launches=trace.launches, bound=bound,
-                            flops=flops, bytes=nbytes, regime=main[1], precision=main[2],
-                            unpriced=unpriced))
-    return tuple(out)
 
 
 def match(nodes: int, captures: tuple[Captured, ...]) -> tuple[Captured, int] | None:

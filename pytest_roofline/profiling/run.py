@@ -59,7 +59,7 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
                 trace.steps.items(), key=lambda item: (-item[1], item[0]))[:6]),)
     captures: tuple[Any, ...] = ()
     if capture is not None:
-        from .capture import note_of, read_captures
+        from .capture import note_of
 
         captures = read_captures(capture, chip)
         notes += (note_of(captures),)
@@ -226,3 +226,42 @@ def profile(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Profile:
     """Profile ``fn(*args, **kwargs)`` per kernel against this machine's roofline (see the
     module docstring; :class:`Profiler` for settings)."""
     return _DEFAULT(fn, *args, **kwargs)
+
+
+def read_captures(capture: str | os.PathLike[str], chip: Any) -> tuple[Any, ...]:
+    """Each capture trace of *capture* priced on *chip*."""
+    from ..analysis import analyze
+    from . import trace_file
+    from .capture import Captured, paths_of
+    from .join import Joiner
+
+    out = []
+    for path in paths_of(capture):
+        with trace_file.paused_gc():
+            trace = trace_file.read(path)
+        if not trace.shapes:
+            raise ProfileError(f"capture trace {str(path)!r} has no input shapes: record the "
+                               f"capture with torch.profiler.profile(record_shapes=True)")
+        if trace.launches == 0:
+            raise ProfileError(f"capture trace {str(path)!r} holds no launch of device "
+                               f"work, so it captured no graph")
+        trace.on_device = False  # its launches ran nothing: walk its ops by their shapes
+        joiner = Joiner(trace, chip)
+        joiner.run()
+        bound = flops = nbytes = 0.0
+        main: tuple[float, str, str] = (-1.0, "memory", "-")
+        for group in joiner.groups.values():
+            if group.workload is None or not group.times:
+                continue
+            result = analyze(group.workload, chip)
+            time = float(result.time) * len(group.times)
+            bound += time
+            flops += float(result.flops) * len(group.times)
+            nbytes += float(result.bytes) * len(group.times)
+            if time > main[0]:
+                main = (time, str(result.regime), str(result.peak_label))
+        unpriced = tuple(sorted({name for name, _ in joiner.unpriced}))
+        out.append(Captured(source=path.name, launches=trace.launches, bound=bound,
+                            flops=flops, bytes=nbytes, regime=main[1], precision=main[2],
+                            unpriced=unpriced))
+    return tuple(out)
