@@ -79,3 +79,19 @@ def test_collective_rows_hold_the_ring_closed_forms() -> None:
     for framework in ("torch", "jax", "hlo"):
         names = [name for row in R.COLLECTIVES.values() for name in getattr(row, framework)]
         assert len(names) == len(set(names)), f"a {framework} name in two rows"
+
+
+def test_hlo_element_widths_come_from_the_one_table() -> None:
+    """The SPMD reader's bytes per HLO element type are ``dtypes.ITEMSIZE``'s (the one table
+    of widths), fp8 variants included; a type the table does not know takes the reader's
+    stated default, never a width of its own."""
+    from pytest_roofline import dtypes
+    from pytest_roofline.tracing._jax_spmd import _width
+
+    expected = {"pred": "bool", "s8": "int8", "u8": "int8", "f8e4m3fn": "fp8",
+                "f8e5m2": "fp8", "f8e4m3fnuz": "fp8", "bf16": "bf16", "f16": "fp16",
+                "s16": "int16", "u16": "int16", "f32": "fp32", "s32": "int32",
+                "u32": "int32", "f64": "fp64", "s64": "int64", "u64": "int64"}
+    for hlo, name in expected.items():
+        assert _width(hlo) == dtypes.ITEMSIZE[name], hlo
+    assert _width("c64") == 4 and _width("c64", None) is None

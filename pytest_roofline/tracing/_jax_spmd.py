@@ -60,9 +60,22 @@ def _opcodes() -> tuple[str, ...]:
 _ARRAY = re.compile(r"([a-z]+\d*)\[([\d,]*)\]")
 _EXPLICIT = re.compile(r"replica_groups=\{\{([\d,]*)\}")
 _IOTA = re.compile(r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
-#: Bytes per element of HLO's element types.
-_WIDTH = {"pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "bf16": 2, "f16": 2,
-          "s16": 2, "u16": 2, "f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8}
+
+
+def _width(hlo_type: str, default: int | None = 4) -> int | None:
+    """Bytes per element of an HLO element type (``f32``, ``bf16``, ``s8``, ``pred``), from
+    the one table of widths (``dtypes.ITEMSIZE``); *default* for a type it does not know."""
+    from .. import dtypes
+
+    try:
+        return int(dtypes.ITEMSIZE[dtypes.canonical(hlo_type)])
+    except (LookupError, ValueError):
+        return default
+
+
+def _bytes_of(hlo_type: str) -> int:
+    """:func:`_width`, 4 bytes for a type it does not know."""
+    return _width(hlo_type) or 4
 
 
 def sharded_mesh(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
@@ -163,7 +176,7 @@ def collectives(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[s
         row = R.collective_named("hlo", opcode)
         if row is None:  # a collective no row prices: its bytes, named as unknown
             unknown[opcode] = unknown.get(opcode, 0) + 1
-            held = sum(n * _WIDTH.get(a, 4) for a, n in arrays)
+            held = sum(n * _bytes_of(a) for a, n in arrays)
             kernels.append(K.vector(name, flops=0.0, nbytes=float(held), dtype=None))
             continue
         if found.group("start") and len(arrays) > 1 and (row.parts_in(2) > 1
@@ -179,17 +192,17 @@ def collectives(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[s
         # no replica group: a permute runs over the axes its pairs move along (at least 2)
         devices = size or (max(math.prod(mesh.shape[a] for a in axes), 2)
                            if row.parts_out(2) == 0 else mesh.size)
-        hlo_type = max((a for a, _ in arrays), key=lambda a: _WIDTH.get(a, 4))
-        width = _WIDTH.get(hlo_type, 4)
+        hlo_type = max((a for a, _ in arrays), key=_bytes_of)
+        width = _bytes_of(hlo_type)
         if widest and widest < width:
             width = widest
-        nbytes = sum(n * _WIDTH.get(a, 4) for a, n in arrays) * width / _WIDTH.get(hlo_type, 4)
+        nbytes = sum(n * _bytes_of(a) for a, n in arrays) * width / _bytes_of(hlo_type)
         # the result is the whole (D) split in parts_out shares; a point-to-point result is
         # the peer's, of the same size
         nbytes *= row.parts_out(devices) or 1
         floating = hlo_type.startswith(("f", "bf"))
         dtype = K.by_width(width, floating=floating)
-        if _WIDTH.get(hlo_type) == width:
+        if _width(hlo_type, None) == width:
             dtype = K.precision(hlo_type) or dtype
         kernels.append(_mesh.collective(row.kind, name=name, elements=nbytes / width,
                                         dtype=dtype, devices=devices, axes=axes, links=links))
