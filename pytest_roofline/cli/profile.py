@@ -23,6 +23,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--hw", help="the chip that ran it (default: from the trace)")
     parser.add_argument("--top", type=positive, default=10,
                         help="how many kernels and unpriced ops to list (default 10)")
+    parser.add_argument("--max-bytes", type=positive, default=None, metavar="BYTES",
+                        help="refuse a trace larger than this, on disk or inflated "
+                             "(default 1073741824, 1 GiB)")
     parser.add_argument("--min-kernel-efficiency", metavar="FRACTION",
                         help="exit 1 when a priced kernel runs below this fraction of its "
                              "roof (0.3 or 30%%), or when one beats its bound")
@@ -35,7 +38,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     minimum = None if args.min_kernel_efficiency is None else parse_minimum(
         args.min_kernel_efficiency, "--min-kernel-efficiency")
-    result = read_trace(args.trace, hw=args.hw)
+    result = read_trace(args.trace, hw=args.hw, max_bytes=args.max_bytes)
     failures = result.check(minimum if minimum is not None else {}) if (
         minimum is not None or result.faster) else []
     if args.json:

@@ -25,12 +25,20 @@ from .rules import ProfileError
 _TORCH_HINT = "pip install 'pytest-roofline[torch]'"
 
 
-def read_trace(path: str | os.PathLike[str], hw: Any = None) -> Profile:
-    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``)."""
+def read_trace(path: str | os.PathLike[str], hw: Any = None, *,
+               max_bytes: int | None = None) -> Profile:
+    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``) of at
+    most *max_bytes* bytes, on disk and inflated (default
+    :data:`~.trace_file.MAX_BYTES`, 1 GiB)."""
     from . import trace_file
     from .join import build
 
-    trace = trace_file.read(path)
+    if max_bytes is None:
+        max_bytes = trace_file.MAX_BYTES
+    elif isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise ProfileError(f"read_trace: max_bytes={max_bytes!r} must be a whole number of "
+                           f"bytes >= 1")
+    trace = trace_file.read(path, max_bytes)
     if not trace.shapes:
         raise ProfileError(f"trace file {str(path)!r} has no input shapes: record it with "
                            f"torch.profiler.profile(record_shapes=True) so its ops can be "
@@ -39,7 +47,7 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None) -> Profile:
     notes: tuple[str, ...] = ()
     if hw is None and trace.device:
         notes = (f"chip {chip.name} from the trace's device {trace.device.get('name')!r}",)
-    return build(trace, chip, source=Path(path).name, notes=notes)
+    return build(trace, chip, source=Path(path).name, notes=(*notes, *trace.warnings))
 
 
 def _chip(hw: Any, trace: Any) -> Any:
@@ -121,7 +129,8 @@ class Profiler:
                 f"process where torch.profiler shows kernels and read it with "
                 f"pytest-roofline profile TRACE")
         name = getattr(fn, "__name__", type(fn).__name__)
-        return build(trace, chip, source=f"profile({name})", repeats=self.repeats)
+        return build(trace, chip, source=f"profile({name})", repeats=self.repeats,
+                     notes=trace.warnings)
 
     def _chip(self, cuda: int | None) -> Any:
         from ..hardware import Hardware, foreign_to_this_machine, get_hardware
