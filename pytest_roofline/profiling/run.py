@@ -23,6 +23,10 @@ from .model import Profile
 from .rules import ProfileError
 
 _TORCH_HINT = "pip install 'pytest-roofline[torch]'"
+_NESTED = ("profile() cannot run while another torch profiler records (torch.profiler.profile, "
+           "or a profile() around this one): torch runs one at a time; profile outside it")
+_STOPPED = ("profile(fn): fn ran a torch profiler of its own, which stopped profile()'s; "
+            "torch runs one at a time: profile a function that does not")
 
 
 def read_trace(path: str | os.PathLike[str], hw: Any = None, *,
@@ -78,10 +82,17 @@ class Profiler:
 
     def __init__(self, *, hw: Any = None, warmup: int = 1, repeats: int = 5,
                  trace_to: str | os.PathLike[str] | None = None) -> None:
+        from ..errors import WorkloadError
+        from ..ops._common import size
+
         for name, value, low in (("warmup", warmup, 0), ("repeats", repeats, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ProfileError(f"Profiler: {name}={value!r} must be a whole number >= "
                                    f"{low}")
+            try:  # the rule of every count (as Timer's): up to 2**53
+                size(value, name, minimum=low)
+            except WorkloadError as exc:
+                raise ProfileError(f"Profiler: {exc}") from None
         if trace_to is not None and not str(os.fspath(trace_to)).endswith((".json",
                                                                           ".json.gz")):
             raise ProfileError(f"Profiler: trace_to={os.fspath(trace_to)!r} must end in "
@@ -101,6 +112,10 @@ class Profiler:
             raise ProfileError(f"profile() runs the call under torch.profiler: "
                                f"{_TORCH_HINT}") from None
         _refuse_jax(fn, args, kwargs)
+        from ..tracing._torch_compat import profiler_active
+
+        if profiler_active():
+            raise ProfileError(_NESTED)
         cuda = _on_cuda(torch, args, kwargs)
         chip = self._chip(cuda)
         from ..measuring.timing import synchronize
@@ -111,6 +126,8 @@ class Profiler:
         with profile(activities=activities, record_shapes=True) as prof:
             for _ in range(self.repeats):
                 synchronize(fn(*args, **kwargs))
+                if not profiler_active():  # fn ran a profiler of its own, which stopped ours
+                    raise ProfileError(_STOPPED)
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "trace.json")
             prof.export_chrome_trace(path)

@@ -1,0 +1,94 @@
+"""profile() beside other torch profilers, its counts, and roofline.profile in a traced
+body: one clear error before torch's profiler state breaks, never a crashed process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import pytest_roofline as rl
+from pytest_roofline.profiling import ProfileError
+
+torch = pytest.importorskip("torch")
+pytest_plugins = ("pytester",)
+
+NESTED = textwrap.dedent("""
+    import torch, pytest_roofline as rl
+    from torch.profiler import profile
+
+    x = torch.ones(16, 16)
+
+    def own_profiler(a):
+        with profile():
+            return a @ a
+
+    def nested(a):
+        return rl.profile(torch.mm, a, a)
+
+    def inside_users():
+        with profile(record_shapes=True) as prof:
+            try:
+                rl.profile(torch.mm, x, x)
+            finally:
+                torch.mm(x, x)
+        return prof
+
+    for case in (lambda: rl.profile(own_profiler, x), lambda: rl.profile(nested, x),
+                 inside_users):
+        try:
+            out = case()
+        except rl.RooflineError as exc:
+            print("ERROR", exc)
+        else:
+            print("KEPT", sum(e.name == "aten::mm" for e in out.events()))
+    print("ALIVE", rl.profile(torch.mm, x, x).rows[0].op)
+""")
+
+
+def test_a_second_torch_profiler_is_one_error_not_a_crash() -> None:
+    """Run in a child process: before the guard, torch crashed it (SIGSEGV in the trace
+    export) where the function profiled ran a profiler of its own, or profile() itself."""
+    done = subprocess.run([sys.executable, "-c", NESTED], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stdout.splitlines() if line.split(" ")[0] in
+             ("ERROR", "KEPT", "ALIVE")]
+    assert lines[0].startswith("ERROR profile(fn): fn ran a torch profiler of its own")
+    assert lines[1].startswith("ERROR profile() cannot run while another torch profiler")
+    # inside the user's own profiler: refused before torch is touched, so the user's
+    # profile keeps its ops (before, profile() emptied it)
+    assert lines[2].startswith("ERROR profile() cannot run while another torch profiler")
+    assert lines[3] == "ALIVE aten::mm"  # the process profiles again afterwards
+    assert all(len(line) <= 200 for line in lines)
+
+
+@pytest.mark.parametrize("name", ["warmup", "repeats"])
+def test_counts_past_2_to_the_53_are_refused_not_a_hang(name: str) -> None:
+    with pytest.raises(ProfileError, match=f"{name} must be a whole number"):
+        rl.Profiler(**{name: 10 ** 30})
+
+
+def test_roofline_profile_in_a_traced_body_adds_the_call_once(
+        pytester: pytest.Pytester) -> None:
+    """A 32x32 @ 32x32 matmul is 2 * 32**3 = 65,536 FLOPs, the body's own a + 1 one FLOP per
+    element (1,024); the profiler's warm-up (1) and repeats (5) were traced into the
+    workload too (7 matmuls in all) before they were kept out, as roofline.measure keeps its
+    timed calls out."""
+    pytester.makepyfile(test_traced="""
+        import pytest, torch
+
+        @pytest.mark.roofline(hw="host", trace=True)
+        def test_mm(roofline):
+            a = torch.ones(32, 32)
+            b = a + 1
+            roofline.profile(torch.mm, a, b)
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly",
+                                          "--roofline-json=r.json")
+    result.assert_outcomes(passed=1)
+    record = json.loads((pytester.path / "r.json").read_text())["results"][0]
+    assert record["flops"] == 2 * 32 ** 3 + 32 * 32
