@@ -207,7 +207,7 @@ _NUMBERS = (int, float)
 _KEYS = (int, str)  # of a pid, a tid and a correlation id
 
 
-def _order(item: tuple[float, int, float, Any]) -> tuple[float, int, float]:
+def _order(item: tuple[float, int, float, Any, float, float]) -> tuple[float, int, float]:
     return item[0], item[1], item[2]
 
 
@@ -225,8 +225,8 @@ class _Event:
         return TraceFileError(f"trace file {self.path!r}: event {self.index}{what} has "
                               f"{key}={brief(value, 40)}; expected {allowed}")
 
-    def seconds(self, key: str) -> float:
-        """A time in us (``ts``, ``dur``) in seconds: a finite number, ``dur`` not negative."""
+    def micros(self, key: str) -> float:
+        """A time in us (``ts``, ``dur``): a finite number, ``dur`` not negative."""
         value = self.event.get(key)
         if type(value) not in _NUMBERS:
             raise self.fail(key, value, "a number of microseconds")
@@ -237,7 +237,7 @@ class _Event:
         if not math.isfinite(number) or (key == "dur" and number < 0):
             raise self.fail(key, value, "a finite number of microseconds" + (
                 " >= 0" if key == "dur" else ""))
-        return number * _US
+        return number
 
     def key(self, key: str, optional: bool = False) -> Any:
         """A ``pid``, ``tid`` or correlation id: a whole number or a string."""
@@ -307,7 +307,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     cut at the end of the op it starts in, so no time is counted twice) and launches that
     share a correlation id (every kernel of the id goes to the first)."""
     events = data["traceEvents"]
-    threads: dict[tuple[Any, Any], list[tuple[float, int, float, Any]]] = {}
+    threads: dict[tuple[Any, Any], list[tuple[float, int, float, Any, float, float]]] = {}
     devices: dict[Any, list[Device]] = {}  # correlation id -> the device work of one launch
     orphans: list[Device] = []
     launches: dict[Any, int] = {}
@@ -325,19 +325,20 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
                 cat not in DEVICE_CATEGORIES:
             continue
         read = _Event(path, index, event)
-        start, seconds = read.seconds("ts"), read.seconds("dur")
+        start_us, dur_us = read.micros("ts"), read.micros("dur")
+        start, seconds = start_us * _US, dur_us * _US
         args = read.args()
         if cat in OP_CATEGORIES:
             shapes = shapes or "Input Dims" in args
             op = Op(read.name(), start, seconds, args)
             threads.setdefault(read.thread(), []).append(
-                (op.start, 0, -op.seconds, op))
+                (op.start, 0, -op.seconds, op, start_us, start_us + dur_us))
         elif cat in LAUNCH_CATEGORIES:
             correlation = read.key("correlation", optional=True)
             if correlation is not None:
                 launches[correlation] = launches.get(correlation, 0) + 1
                 threads.setdefault(read.thread(), []).append(
-                    (start, 1, 0.0, correlation))
+                    (start, 1, 0.0, correlation, start_us, start_us))
         else:
             integer = integer and float(event["dur"]).is_integer()
             work = Device(read.name(), seconds, cat, args)
@@ -352,13 +353,18 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
         # at one instant ops come before launches, and an outer (longer) op before its child
         items.sort(key=_order)
         stack: list[Op] = []
-        for start, kind, _, what in items:
+        ends: list[float] = []  # of the ops on the stack, in us as the file writes them
+        for start, kind, _, what, start_us, end_us in items:
             while stack and start >= stack[-1].end:
                 stack.pop()
+                ends.pop()
             if kind == 0:
-                if stack and what.end > stack[-1].end:  # overlaps without nesting: cut
+                # overlaps without nesting (in the file's own us: seconds since the epoch
+                # round off, and an op that starts where another ends is not an overlap)
+                if stack and start_us < ends[-1] < end_us:
                     overlaps.append(what)
-                    what.seconds = stack[-1].end - what.start
+                    what.seconds = max(0.0, stack[-1].end - what.start)
+                    end_us = ends[-1]
                 if len(stack) >= MAX_DEPTH:
                     raise TraceFileError(
                         f"trace file {path!r}: CPU ops on thread {pid}/{tid} nest more than "
@@ -366,6 +372,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
                         f"dozen")
                 (stack[-1].children if stack else roots).append(what)
                 stack.append(what)
+                ends.append(end_us)
             elif stack and what in devices:
                 stack[-1].launched.extend(devices.pop(what))
     for rest in devices.values():  # launched under no op, or the launch was not recorded
