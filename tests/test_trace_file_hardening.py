@@ -199,3 +199,23 @@ def test_a_real_trace_reads_without_a_warning() -> None:
     trace = trace_file.read(Path(__file__).parent / "data" / "traces" /
                             "v100_hta_trace_diff_test.json.gz")
     assert trace.warnings == ()
+
+
+def test_calls_that_differ_only_in_a_size_1_stride_are_one_row() -> None:
+    """The H200 decode layer concatenates its key and value caches: the new token's
+    [16, 8, 1, 128] slice is contiguous in one and a transposed view in the other, strides
+    differing only in the size-1 dimension (128 and 1024), which never moves a pointer.
+    They were two rows of the same label; they are one of 6 calls."""
+    from pytest_roofline.profiling.join import unit_strides
+
+    assert unit_strides([[16, 8, 1, 128]], [[1024, 128, 1024, 1]]) == [[1024, 128, 128, 1]]
+    assert unit_strides([[[2, 1], [1, 3]], []], [[[1, 5], [9, 1]], []]) == [[[1, 1], [3, 1]],
+                                                                          []]
+    assert unit_strides([[4, 4]], [[1, 4]]) == [[1, 4]]  # a transpose stays one
+    result = rl.read_trace(Path(__file__).parent / "data" / "traces" /
+                           "h200_llama3_8b_layer_decode.json.gz")
+    labels = [row.label for row in result.rows]
+    assert len(labels) == len(set(labels)), labels
+    (cache,) = [row for row in result.rows if row.label ==
+                "cat([16x8x4095x128,16x8x1x128])"]
+    assert cache.count == 6

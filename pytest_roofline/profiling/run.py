@@ -124,9 +124,10 @@ class Profiler:
             synchronize(fn(*args, **kwargs))
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda is not None else [])
         with profile(activities=activities, record_shapes=True) as prof:
+            recording = profiler_active()
             for _ in range(self.repeats):
                 synchronize(fn(*args, **kwargs))
-                if not profiler_active():  # fn ran a profiler of its own, which stopped ours
+                if recording and not profiler_active():  # fn's own profiler stopped ours
                     raise ProfileError(_STOPPED)
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "trace.json")
