@@ -92,3 +92,30 @@ def test_roofline_profile_in_a_traced_body_adds_the_call_once(
     result.assert_outcomes(passed=1)
     record = json.loads((pytester.path / "r.json").read_text())["results"][0]
     assert record["flops"] == 2 * 32 ** 3 + 32 * 32
+
+
+def test_a_failed_kernel_check_reads_failed_in_the_breakdown(
+        pytester: pytest.Pytester) -> None:
+    """The test passes its own check (a time bound far above) and fails its per-kernel one
+    on a chip a million times faster than anything real: its report section said
+    "workload ...: passed" beside the failure."""
+    from test_profile_plugin import FAST
+
+    pytester.makefile(".yaml", fast=FAST)
+    pytester.makepyfile(test_kernel="""
+        import pytest, torch
+
+        @pytest.mark.roofline(hw="fast.yaml", max_time="1 s", min_kernel_efficiency=0.5)
+        def test_mm(roofline):
+            a = torch.ones(64, 64)
+            roofline.add(flops=1, bytes=1)
+            roofline.profile(torch.mm, a, a)
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "passed" not in [line.rsplit(": ", 1)[-1] for line in result.outlines
+                            if "workload" in line]
+    assert any(line.startswith("fastchip (fp32), workload") and line.endswith(": failed")
+               for line in result.outlines), text[-3000:]
+    assert "  FAIL: kernel mm(64x64f32,64x64f32) ran at" in text
