@@ -16,6 +16,10 @@ from pytest_roofline.profiling import ProfileError
 torch = pytest.importorskip("torch")
 pytest_plugins = ("pytester",)
 
+#: a spec of the user's own (taken at its word: no calibration)
+MINE = rl.Hardware(name="my-cpu", memory_bandwidth=20e9, memory_capacity=16e9,
+                   matrix={"fp32": 1e11}, default_dtype="fp32", vector_fallback="matrix")
+
 NESTED = textwrap.dedent("""
     import torch, pytest_roofline as rl
     from torch.profiler import profile
@@ -119,3 +123,27 @@ def test_a_failed_kernel_check_reads_failed_in_the_breakdown(
     assert any(line.startswith("fastchip (fp32), workload") and line.endswith(": failed")
                for line in result.outlines), text[-3000:]
     assert "  FAIL: kernel mm(64x64f32,64x64f32) ran at" in text
+
+
+def test_an_export_that_wrote_nothing_is_torchs_failure_not_a_missing_file(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, the reader named profile()'s own temporary file as "does not exist"."""
+    import torch.profiler
+
+    class Silent:
+        def __init__(self, **_: object) -> None:
+            pass
+
+        def __enter__(self) -> Silent:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def export_chrome_trace(self, path: str) -> None:
+            return None  # as a profiler whose session was lost writes nothing
+
+    monkeypatch.setattr(torch.profiler, "profile", Silent)
+    with pytest.raises(ProfileError, match="torch.profiler wrote no trace") as info:
+        rl.Profiler(hw=MINE, warmup=0, repeats=1)(torch.ones(2).add, 1)
+    assert "does not exist" not in str(info.value) and "trace.json" not in str(info.value)

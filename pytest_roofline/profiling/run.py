@@ -135,6 +135,11 @@ class Profiler:
             from . import trace_file
             from .join import build
 
+            if not os.path.isfile(path):  # never the temporary file's name: torch's failure
+                raise ProfileError("torch.profiler wrote no trace of the profiled calls "
+                                   "(its export_chrome_trace() left no file): nothing to "
+                                   "read; profile again, or time the call with "
+                                   "roofline.measure(fn, *args)")
             trace = trace_file.read(path)
             if self.trace_to is not None:
                 _keep(path, self.trace_to)
