@@ -42,3 +42,22 @@ def test_the_foreign_chip_refusal_is_short_and_says_where_to_read_more() -> None
     text = f"a measurement against h100-sxm is refused: {reason}"
     assert len(text) <= 200 + 40, text  # the CPU's own name (here up to 40) aside
     assert 'hw="host" or "cuda:N" (docs/measure.md, In tests)' in text
+
+
+def test_an_efficiency_just_below_its_minimum_never_reads_as_reaching_it() -> None:
+    """0.1995 against min_efficiency=0.2 printed "expected >= 20% ... 20.0% of the roof";
+    and a compute-bound result's failure named the per-thread memory roof."""
+    from types import SimpleNamespace
+
+    from pytest_roofline.measuring.diagnose import efficiency_failure, short_of
+
+    assert short_of(0.1995, 0.2) == "19.9%" and short_of(0.29, 0.5) == "29.0%"
+    assert short_of(0.2049, 0.205) == "20.4%" and short_of(0.4, 0.2) == "40.0%"
+    result = SimpleNamespace(efficiency=0.1995, hw="host", dtype="fp64", measured=1e-3,
+                             time=1.995e-4, regime="compute", roof_threads=1)
+    text = efficiency_failure(result, 0.2)
+    assert text is not None and "expected efficiency >= 20%" in text
+    assert "19.9% of the roof" in text and "memory roof" not in text
+    assert "expected efficiency >= 20.5%" in str(efficiency_failure(result, 0.205))
+    memory = SimpleNamespace(**{**vars(result), "regime": "memory"})
+    assert "(1-thread memory roof)" in str(efficiency_failure(memory, 0.2))
