@@ -14,6 +14,7 @@ taken again, a day later).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -91,10 +92,8 @@ def _lock(fd: int) -> None:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         return
-    try:
+    with contextlib.suppress(OSError):  # a file system without locks: the process id says
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:  # a file system without locks: the process id still says
-        pass
 
 
 def _umask() -> int:

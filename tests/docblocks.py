@@ -3,9 +3,10 @@
 A block is found by its file and its first non-blank line (its key). Shown output matches real
 output when, with runs of whitespace taken as one space (the docs wrap long lines), every
 shown character appears in order (a command line's output, which the docs never wrap, is
-compared space for space: ``exact=True``, so that a column that drifts fails): ``...`` stands for any text, and with ``timings=True`` every
-number stands for any number and every unit of time for any unit of time (figures measured on
-the machine that runs the test: a bound shown as "20.7 us" may print "777 ns" there).
+compared space for space: ``exact=True``, so that a column that drifts fails): ``...``
+stands for any text, and with ``timings=True`` every number stands for any number and every
+unit of time for any unit of time (figures measured on the machine that runs the test: a
+bound shown as "20.7 us" may print "777 ns" there).
 """
 
 from __future__ import annotations

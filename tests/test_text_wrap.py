@@ -4,9 +4,9 @@ every length kept whole and read back whole."""
 from __future__ import annotations
 
 import pytest
+from wrapped import WIDTH, unwrap
 
 from pytest_roofline.text_table import wrap_line
-from wrapped import WIDTH, unwrap
 
 
 @pytest.mark.parametrize("hang", [2, 4, 6])
@@ -25,9 +25,9 @@ def test_a_path_of_every_length_is_kept_whole_and_read_back(length: int, hang: i
 
 
 def test_continuations_keep_their_hang_around_a_word_that_fits_only_without_it() -> None:
-    """A path of 78 columns fits an 80-column line indented 2, not one indented 6: it takes a line of
-    its own at the line's indentation, and the words after it are indented as continuations
-    again (before, every continuation line lost its indentation)."""
+    """A path of 78 columns fits an 80-column line indented 2, not one indented 6: it takes a
+    line of its own at the line's indentation, and the words after it are indented as
+    continuations again (before, every continuation line lost its indentation)."""
     path = "/" + "q" * 77
     line = "  source: " + " ".join(["word"] * 20) + f" {path} " + " ".join(["tail"] * 20)
     lines = wrap_line(line, WIDTH, hang=4)

@@ -188,7 +188,7 @@ def test_launches_sharing_a_correlation_id_are_named(tmp_path: Path) -> None:
     result = rl.read_trace(write(tmp_path, events), hw="h100-sxm")
     assert any("correlation id(s) are shared" in note and "7" in note
                for note in result.notes)
-    clean = rl.read_trace(write(tmp_path, events[:2] + [kernel]), hw="h100-sxm")
+    clean = rl.read_trace(write(tmp_path, [*events[:2], kernel]), hw="h100-sxm")
     assert not any("correlation" in note for note in clean.notes)
 
 

@@ -227,7 +227,7 @@ class _Event:
 
     def micros(self, key: str) -> float:
         """A time in us (``ts``, ``dur``): a finite number, ``dur`` not negative."""
-        value = self.event.get(key)
+        value: Any = self.event.get(key)
         if type(value) not in _NUMBERS:
             raise self.fail(key, value, "a number of microseconds")
         try:
