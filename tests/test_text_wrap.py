@@ -51,3 +51,19 @@ def test_short_lines_and_no_width_are_left_alone() -> None:
     assert wrap_line("  short", 80) == ["  short"]
     assert wrap_line("x " * 100, None) == ["x " * 100]
     assert wrap_line("    ", 2) == ["    "]
+
+
+def test_hw_show_keeps_each_sources_continuations_under_it(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns a source whose URL fits only without the hang kept every later line of
+    it at the entries' own indentation, where it read as a new entry."""
+    import re
+
+    from pytest_roofline.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["hw", "show", "h100"]) == 0
+    lines = capsys.readouterr().out.split("sources:\n", 1)[1].splitlines()
+    for line in lines:
+        if line.startswith("  ") and not line.startswith("   "):  # an entry's own indentation
+            assert re.match(r"  \w+: ", line) or (len(line.split()) == 1 and "/" in line), line
