@@ -1,5 +1,5 @@
-"""Wrapping a printed line to the terminal: the hang of its continuation lines, and paths of
-every length kept whole and read back whole."""
+"""Fitting printed lines to the terminal: the hang of wrapped lines, and paths of every
+length kept whole and read back whole."""
 
 from __future__ import annotations
 
@@ -67,3 +67,4 @@ def test_hw_show_keeps_each_sources_continuations_under_it(
     for line in lines:
         if line.startswith("  ") and not line.startswith("   "):  # an entry's own indentation
             assert re.match(r"  \w+: ", line) or (len(line.split()) == 1 and "/" in line), line
+
