@@ -272,17 +272,22 @@ class _Event:
         return value
 
 
+_INTS = frozenset({int})
+
+
 def _is_dims(value: Any) -> bool:
     """A recorded input's dims: a list of whole numbers, or (a list of tensors) a list of
     such lists; anything else (a scalar's ``[]``) is an empty list."""
-    if not isinstance(value, list):
+    if type(value) is not list:
         return False
-    return all(type(d) is int for d in value) or all(
-        isinstance(item, list) and all(type(d) is int for d in item) for item in value)
+    kinds = set(map(type, value))
+    if kinds <= _INTS:
+        return True
+    return kinds == {list} and all(set(map(type, item)) <= _INTS for item in value)
 
 
 def _all_dims(value: Any) -> bool:
-    return isinstance(value, list) and all(_is_dims(item) for item in value)
+    return type(value) is list and all(map(_is_dims, value))
 
 
 def _strings_or_none(value: Any) -> bool:
