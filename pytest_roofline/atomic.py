@@ -4,12 +4,17 @@ An interrupted run never leaves a half-written report, baseline, Markdown file o
 file gets the permissions a plain ``open(path, "w")`` would give it (0666 less the umask).
 A temporary file is named ``.<target name>.<pid>.<random><suffix>``: a process killed
 before its rename (``kill -9``) leaves it behind, and the next write to the same target
-removes it, once its process is gone (or, should the id have been taken again, a day
-later), never the temporary file of a writer still running.
+removes it, never the temporary file of a writer still running. The writer holds a lock on
+its temporary file (POSIX ``flock``) until the rename; the system releases it the moment
+the process dies, even one its parent has not yet reaped (a zombie, whose process id still
+answers), so a leftover whose lock can be taken is removed at once. Where there is no
+``flock``, a leftover is removed once its process is gone (or, should the id have been
+taken again, a day later).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -48,14 +53,47 @@ def remove_leftovers(target: Path, suffix: str) -> list[Path]:
         if not pid_text.isdigit():
             continue
         try:
-            old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER
-            if int(pid_text) == os.getpid() or (_alive(int(pid_text)) and not old):
+            if int(pid_text) == os.getpid():
+                continue
+            writing = _locked_by_a_writer(entry.path)
+            if writing is None:  # no flock here: by the process id
+                old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER
+                writing = _alive(int(pid_text)) and not old
+            if writing:
                 continue
             os.unlink(entry.path)
         except OSError:
             continue
         removed.append(Path(entry.path))
     return removed
+
+
+def _locked_by_a_writer(path: str) -> bool | None:
+    """Whether a writer holds the lock on the temporary file *path*; None where the system
+    has no ``flock``."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _lock(fd: int) -> None:
+    """Hold the writer's lock on its temporary file (released when *fd* closes or the
+    process dies)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return
+    with contextlib.suppress(OSError):  # a file system without locks: the process id says
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def _umask() -> int:
@@ -72,14 +110,16 @@ def write_with(path: str | os.PathLike[str], writer: Callable[[str], object]) ->
     remove_leftovers(target, suffix)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=suffix,
                                dir=target.parent)
-    os.close(fd)
     try:
+        _lock(fd)  # held until the rename: a writer killed before it leaves no lock
         writer(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    finally:
+        os.close(fd)
     return target
 
 

@@ -88,3 +88,19 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     if not hits:
         return ""
     return " Did you mean " + " or ".join(repr(h) for h in hits) + "?"
+
+
+def closest(word: str, choices: Iterable[str], where: str, n: int = 3) -> str:
+    """A sentence naming the choices closest to *word* (" Did you mean 'h100'?", else the
+    *n* nearest by spelling) and where all of them are listed (*where*): for a message that
+    would be too long with every choice in it."""
+    import difflib
+
+    choices = list(choices)
+    rest = f"all {len(choices)} are listed in {where}"
+    hits = close_matches(word, choices, n)
+    if hits:
+        return f" Did you mean {' or '.join(map(repr, hits))}? ({rest})"
+    ranked = sorted(choices, key=lambda c: -difflib.SequenceMatcher(
+        None, word.lower(), c.lower()).ratio())
+    return f" Closest: {', '.join(map(repr, ranked[:n]))} ({rest})"

@@ -98,18 +98,32 @@ def wrap_line(line: str, width: int | None, hang: int = 2) -> list[str]:
     """*line* in lines of at most *width* columns (itself when None or short enough): its
     indentation kept, the lines after the first indented *hang* more, words never split: a
     URL or a path goes to a line of its own, whole (to be copied), even where it is longer
-    than a line by itself."""
+    than a line by itself.
+
+    A word that fits a line only without the hang (a path of nearly a line's length) takes a
+    line of its own at the line's own indentation, so that it fits; the lines after it are
+    indented *hang* more again, as every other continuation is."""
     if width is None or len(line) <= width:
         return [line]
-    import textwrap
-
     indent = line[:len(line) - len(line.lstrip())]
     rest = indent + " " * hang
-    longest = max(len(word) for word in line.split())
-    if len(rest) + longest > width >= len(indent) + longest:  # it fits without the hang
-        rest = indent
-    return textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=rest,
-                         break_long_words=False, break_on_hyphens=False) or [indent]
+    lines: list[str] = []
+    current = ""  # the line being filled, its indentation included
+    for word in line.split():
+        if current and len(current) + 1 + len(word) <= width:
+            current += " " + word
+            continue
+        if current:
+            lines.append(current)
+        lead = indent if not lines and not current else rest
+        if lines and len(rest) + len(word) > width >= len(indent) + len(word):
+            lines.append(indent + word)  # fits only without the hang: a line of its own
+            current = ""
+            continue
+        current = lead + word
+    if current:
+        lines.append(current)
+    return lines or [indent]
 
 
 def _printable(cell: str) -> str:

@@ -2,9 +2,11 @@
 
 A block is found by its file and its first non-blank line (its key). Shown output matches real
 output when, with runs of whitespace taken as one space (the docs wrap long lines), every
-shown character appears in order: ``...`` stands for any text, and with ``timings=True`` every
-number stands for any number and every unit of time for any unit of time (figures measured on
-the machine that runs the test: a bound shown as "20.7 us" may print "777 ns" there).
+shown character appears in order (a command line's output, which the docs never wrap, is
+compared space for space: ``exact=True``, so that a column that drifts fails): ``...``
+stands for any text, and with ``timings=True`` every number stands for any number and every
+unit of time for any unit of time (figures measured on the machine that runs the test: a
+bound shown as "20.7 us" may print "777 ns" there).
 """
 
 from __future__ import annotations
@@ -66,16 +68,20 @@ TIME_UNIT = re.compile(r"(ns|us|µs|ms|s)([),.:;]*)")
 ANY_TIME_UNIT = r"(?:ns|us|µs|ms|s)"
 
 
-def pattern(shown: str, *, timings: bool = False) -> re.Pattern[str]:
-    """The regular expression that real output must contain for ``shown`` to hold."""
+def pattern(shown: str, *, timings: bool = False, exact: bool = False) -> re.Pattern[str]:
+    """The regular expression that real output must contain for ``shown`` to hold; with
+    *exact*, its spaces and line breaks too (a column that drifts fails), lines compared
+    without their trailing spaces."""
     parts: list[str] = []
-    for token in re.split(r"(\.\.\.|\s+)", shown.strip()):
+    if exact:
+        shown = "\n".join(line.rstrip() for line in shown.strip("\n").splitlines())
+    for token in re.split(r"(\.\.\.|\s+)", shown if exact else shown.strip()):
         if not token:
             continue
         if token == "...":
             parts.append(r".*?")
         elif token.isspace():
-            parts.append(r"\s+")
+            parts.append(re.escape(token) if exact else r"\s+")
         elif timings and TIME_UNIT.fullmatch(token):
             parts.append(ANY_TIME_UNIT + re.escape(TIME_UNIT.fullmatch(token)[2]))  # type: ignore[index]
         elif timings:
@@ -84,19 +90,25 @@ def pattern(shown: str, *, timings: bool = False) -> re.Pattern[str]:
         else:
             parts.append(re.escape(token))
     # "x ... y" with spaces around the wildcard must also match "x y".
-    text = "".join(parts).replace(r"\s+.*?\s+", r"(?:\s+.*?\s+|\s+)")
+    text = "".join(parts)
+    if not exact:
+        text = text.replace(r"\s+.*?\s+", r"(?:\s+.*?\s+|\s+)")
     return re.compile(text, re.DOTALL)
 
 
-def assert_shown(shown: str, real: str, *, timings: bool = False, whole: bool = False) -> None:
-    """Fail, with both texts, unless ``real`` holds ``shown`` (from its start if ``whole``)."""
-    expression = pattern(shown, timings=timings)
-    found = expression.match(real.strip()) if whole else expression.search(real)
+def assert_shown(shown: str, real: str, *, timings: bool = False, whole: bool = False,
+                 exact: bool = False) -> None:
+    """Fail, with both texts, unless ``real`` holds ``shown`` (from its start if ``whole``;
+    with ``exact``, space for space: see :func:`pattern`)."""
+    expression = pattern(shown, timings=timings, exact=exact)
+    if exact:
+        real = "\n".join(line.rstrip() for line in real.strip("\n").splitlines())
+    found = expression.match(real) if whole else expression.search(real)
     if found is None:
         # Name the first shown line that no longer matches, for a readable failure.
         bad = next((line for line in shown.splitlines()
                     if line.strip() and line.strip() != "..."
-                    and not pattern(line, timings=timings).search(real)), None)
+                    and not pattern(line, timings=timings, exact=exact).search(real)), None)
         raise AssertionError(f"shown output does not match real output\n--- first shown line "
                              f"not found:\n{bad}\n--- shown:\n{shown}\n--- real:\n{real}")
 

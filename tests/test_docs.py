@@ -80,6 +80,20 @@ def test_block_runs_as_shown(block: Block, request: pytest.FixtureRequest) -> No
     CHECKS[block.key](block, request)
 
 
+def test_a_shown_command_output_that_drifts_fails() -> None:
+    """A command's output is compared space for space: a column that moves, or a line that
+    wraps elsewhere, fails (compared word by word, both passed)."""
+    shown = "test    time\nt.py::a  1 us -> -  vanished\n  ..."
+    assert_shown(shown, "test    time   \nt.py::a  1 us -> -  vanished\n  x\n", whole=True,
+                 exact=True)
+    for drifted in ("test    time\nt.py::a  1 us -> -   vanished\n  x\n",
+                    "test time\nt.py::a  1 us -> -  vanished\n  x\n",
+                    "test    time\nt.py::a  1 us -> -\n  vanished\n  x\n"):
+        assert_shown(shown, drifted, whole=True)  # the loose comparison misses it
+        with pytest.raises(AssertionError, match="does not match"):
+            assert_shown(shown, drifted, whole=True, exact=True)
+
+
 # -- helpers -------------------------------------------------------------------------------
 
 def runpytest(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -118,7 +132,7 @@ def run_shown_commands(block: Block, cwd: Path | None = None,
         code, out, err = cli(*argv[1:], cwd=cwd)
         assert code == 0, f"{argv}: exit {code}: {err}"
         if shown:
-            assert_shown(shown, out, whole=True)
+            assert_shown(shown, out, whole=True, exact=True)
 
 
 def as_test_module(block: Block, pytester: pytest.Pytester, prelude: str = "",
@@ -554,7 +568,7 @@ def _cli_compare(block: Block, request: pytest.FixtureRequest) -> None:
     (argv, shown), = commands(block.text)
     code, out, err = cli(*argv[1:], cwd=pytester.path)
     assert code == 1, err
-    assert_shown(shown, out, whole=True)
+    assert_shown(shown, out, whole=True, exact=True)
 
 
 GITHUB_STEP = """
@@ -664,11 +678,9 @@ def _calibrate_usage(block: Block, request: pytest.FixtureRequest) -> None:
 
 @check("docs/measure.md", "import pytest_roofline as rl")
 def _measure_python(block: Block, request: pytest.FixtureRequest) -> None:
-    import numpy as np
-
+    """As written, with no name given: it imports and builds what it uses."""
     request.getfixturevalue("host_cache")
-    a, b = np.ones((2048, 2048)), np.ones((2048, 2048))
-    scope = python(block, {"np": np, "a": a, "b": b, "c": np.empty((2048, 2048))})
+    scope = python(block)
     result = scope["r"]
     # a quick calibration taken on a busy machine may read below the run: then there is no
     # efficiency, and the result says why, never a figure above 1
@@ -1092,18 +1104,18 @@ def _fake_group(block: Block, request: pytest.FixtureRequest) -> None:
     python_process(block.text + "assert w.kernels[0].link_bytes == 1835008.0  # the comment\n")
 
 
-@check("docs/multichip.md", "@partial(jax.shard_map, mesh=Mesh(np.array(jax.devices()[:2]), "
-       "(\"x\",)),")
+@check("docs/multichip.md", "import os  # the scaling book's X @ Y, D split over two TPU v5e")
 def _book_matmul(block: Block, request: pytest.FixtureRequest) -> None:
-    """After the page's first block (its imports and devices); book_v5e is the scaling book's
-    chip of tests/test_scaling_book.py."""
+    """As written, alone in a fresh interpreter (its imports, devices and chip its own);
+    its chip is the scaling book's of tests/test_scaling_book.py, the figures it uses."""
     pytest.importorskip("jax")
-    first = next(b for b in ALL if b.key == (SHARD_MAP[0], SHARD_MAP[1][:KEY]))
+    from test_scaling_book import BOOK_V5E
+
+    assert "8.1e11" in block.text and "1.97e14" in block.text and "4.5e10" in block.text
+    assert BOOK_V5E.memory_bandwidth == 8.1e11
     *head, last = block.text.rstrip().splitlines()
-    python_process(first.text + f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
-                   "from test_scaling_book import BOOK_V5E as book_v5e\n"
-                   "from pytest_roofline import crossover\n" + "\n".join(head) +
-                   f"\nassert {last.split('#')[0].strip()} == 4378  # the comment\n")
+    python_process("\n".join(head) + f"\nassert {last.split('#')[0].strip()} == 4378  # the "
+                   f"comment\n")
 
 
 @check("docs/multichip.md", ">>> from pytest_roofline import models, analyze")

@@ -313,16 +313,46 @@ def test_the_next_write_removes_what_a_killed_write_left(tmp_path: Path) -> None
     assert done.returncode == -9
     left = [p for p in tmp_path.iterdir() if p.name.startswith(".report.json.")]
     assert len(left) == 1 and not target.exists()
-    # a live writer's temporary file (this process's, or another running one's) stays
+    # a live writer's temporary file (another running one's: it holds its lock) stays
     alive = tmp_path / f".report.json.{os.getppid()}.abcdefgh.json"
     alive.write_text("in progress")
+    import fcntl
+
+    held = os.open(alive, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)
     write_text(target, "{}")
     assert target.read_text() == "{}"
     assert not left[0].exists() and alive.exists()
-    # unless it is a day old: its id has been taken again
+    # even a day old, while its writer holds the lock; gone once the writer is
     old = time.time() - 2 * 24 * 3600
     os.utime(alive, (old, old))
+    assert remove_leftovers(target, ".json") == [] and alive.exists()
+    os.close(held)
     assert remove_leftovers(target, ".json") == [alive]
+
+
+def test_a_killed_writer_not_yet_reaped_leaves_nothing_behind(tmp_path: Path) -> None:
+    """A writer killed during a save whose parent has not reaped it yet (a zombie: its
+    process id still answers, as a pytest-xdist run killed with -9 leaves its processes)
+    holds no lock any more: the next write removes its temporary file at once (before, it
+    stayed a day, its process id taken for a live one)."""
+    target = tmp_path / "base.json"
+    code = ("import os, sys; sys.path.insert(0, sys.argv[2])\n"
+            "from pytest_roofline.atomic import write_with\n"
+            "def hang(tmp):\n"
+            "    open(tmp, 'w').write('half')\n"
+            "    os.kill(os.getpid(), 9)\n"
+            "write_with(sys.argv[1], hang)\n")
+    child = subprocess.Popen([sys.executable, "-c", code, str(target), str(ROOT)])
+    try:
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped
+        os.kill(child.pid, 0)  # a zombie's id still answers
+        (left,) = [p for p in tmp_path.iterdir() if p.name.startswith(".base.json.")]
+        write_text(target, "{}")
+        assert not left.exists()
+        assert [p.name for p in tmp_path.iterdir()] == ["base.json"]
+    finally:
+        child.wait()
 
 
 # -- registered formulas and their hook ---------------------------------------------------------

@@ -182,7 +182,22 @@ def test_unknown_name_lists_close_matches() -> None:
     with pytest.raises(UnknownHardwareError) as far:
         get_hardware("quantum-abacus")
     assert "Did you mean" not in str(far.value)
-    assert "Known chips: a100-40gb, " in str(far.value) and "tpu-v5e" in str(far.value)
+    # the nearest by spelling, and where every chip is listed: never all of them
+    assert "Closest: '" in str(far.value) and "are listed in pytest-roofline hw list" in str(
+        far.value) and "tpu-v5e" not in str(far.value) and len(str(far.value)) <= 200
+
+
+@pytest.mark.parametrize(("path", "says"), [
+    ("/dev/null", "is not a regular file"), ("{tmp}", "is a directory"),
+    ("{tmp}/missing.yaml", "does not exist")])
+def test_a_spec_path_that_is_no_file_says_what_it_is(path: str, says: str,
+                                                      tmp_path: Path) -> None:
+    """Before, a folder, a FIFO and /dev/null all read "does not exist"."""
+    where = path.format(tmp=tmp_path)
+    if where == "/dev/null" and not Path(where).exists():
+        pytest.skip("no /dev/null here")
+    with pytest.raises(UnknownHardwareError, match=f"hardware spec file .* {says}"):
+        get_hardware(where)
 
 
 def test_missing_precision_is_an_error_never_a_fallback() -> None:

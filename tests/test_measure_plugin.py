@@ -177,8 +177,8 @@ def test_on_the_wrong_chip(roofline):
     result = pytester.runpytest_inprocess(*plugin_args(), *ISOLATE, "--roofline-json=r.json")
     result.assert_outcomes(failed=1)
     matcher(result).fnmatch_lines(["*a measurement against h100-sxm is refused: the call was "
-                                   "timed on this machine*analyze the workload on each "
-                                   "without a measurement*"])
+                                   "timed on this machine*, not on h100-sxm: use hw=\"host\" "
+                                   "or \"cuda:N\" (docs/measure.md, In tests)*"])
     assert "% of the roof" not in result.stdout.str()
     # the test keeps its row in the reports: an error, with the reason and no figures
     record = _records(pytester.path / "r.json")["test_on_the_wrong_chip"]

@@ -224,3 +224,17 @@ def test_training_plans_price_each_step_as_train_step_does(
         step = llama.train_step(16, 4096, tp=c.tp, dp=c.dp, pp=c.pp, zero=c.zero,
                                 microbatches=c.microbatches, recompute=c.recompute)
         assert c.step_time == pytest.approx(analyze(step, "h100").time, rel=1e-9), c
+
+
+@pytest.mark.parametrize(("argv", "option"), [
+    (["--ttft", "500"], "--ttft"), (["--tpot", "0.05"], "--tpot"),
+    (["--train", "--batch", "8", "--seq", "1024", "--step-time", "2"], "--step-time")])
+def test_a_target_without_a_unit_is_refused(argv: list[str], option: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A bare --ttft 500 was read as 500 seconds without a word (the compare rules refuse a
+    bare number for the same reason)."""
+    from pytest_roofline.cli import main
+
+    assert main(["plan", "llama-3-8b", "--hw", "h100", "--chips", "8", *argv]) == 2
+    err = capsys.readouterr().err
+    assert f"plan {option} '{argv[-1]}' needs a unit: '{argv[-1]}ms' or '{argv[-1]}s'" in err

@@ -247,3 +247,27 @@ def test_the_character_chart_marks_verdicts_and_regressions() -> None:
     assert ascii_plot.render(make_report([])) == "roofline: no results to plot"
     with pytest.raises(ValueError, match="at least 20 x 6"):
         ascii_plot.render(new, width=10)
+
+
+@pytest.mark.parametrize("length", [10, 40, 90])
+def test_the_side_table_ends_inside_the_image_in_a_readable_font(length: int) -> None:
+    """Regressed points of long test names and 9-character intensities (a 65536-cube GEMM:
+    2 * 65536**3 FLOPs over 3 * 65536**2 * 2 bytes = 21,845 FLOP/B, "2.185e+04"): each
+    table line, "REGRESSED" whole, ends at least 4 pixels inside the 1000-pixel image, and
+    the font is 7 pt or more (the table was 6 pt, its lines 5 pixels from the edge: cut at
+    "REGRESS" by a wider monospace font)."""
+    pytest.importorskip("matplotlib")
+    names = [f"t.py::test_{'n' * length}_{i}" for i in range(6)]
+
+    def record(name: str, m: int) -> dict[str, Any]:
+        return make_record(name, analyze(ops.matmul(m, m, m), "h100"), ("memory",), "failed")
+
+    base = make_report([record(n, 64) for n in names])
+    new = make_report([record(n, 65536) for n in names])
+    fig = plot.figure(new, compare(base, new))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    table = next(t for ax in fig.axes for t in ax.texts if "verdict" in t.get_text())
+    assert table.get_text().count("REGRESSED") == 6 and "2.185e+04" in table.get_text()
+    assert table.get_window_extent(renderer).x1 <= fig.bbox.x1 - 4
+    assert table.get_fontsize() >= 7.0

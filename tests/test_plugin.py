@@ -256,8 +256,8 @@ def test_bad_marker_arguments_error_that_test_alone(suite: pytest.Pytester) -> N
         "data size; expected a data size such as '80 GB' or '16 GiB'",
         "roofline marker on test_negative_flops: flops: -5.0 is not allowed, it must be zero "
         "or more",
-        "roofline marker on test_unknown_key: unknown argument max_tme='1 ms'; allowed: *"
-        "Did you mean 'max_time'*",
+        "roofline marker on test_unknown_key: unknown argument max_tme='1 ms'. Did you mean "
+        "'max_time'*(all * are listed in docs/plugin.md, The marker)",
         "roofline marker on test_no_workload: no workload: pass workload=*",
     ])
     for name in ("test_unknown_regime", "test_unknown_chip"):

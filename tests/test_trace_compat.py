@@ -107,6 +107,22 @@ def test_torch_is_fake_tells_fake_tensors_apart() -> None:
     assert callable(C.process_group)  # resolved against a process group: test_trace_mesh
 
 
+def test_torch_profiler_active_sees_both_profilers() -> None:
+    """profile() refuses to start inside another torch profiler by this answer; if torch
+    renames ``torch.autograd._profiler_enabled``, this fails."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import profile
+
+    from pytest_roofline.tracing import _torch_compat as C
+
+    assert not C.profiler_active()
+    with profile():
+        assert C.profiler_active()
+    with torch.autograd.profiler.profile():
+        assert C.profiler_active()
+    assert not C.profiler_active()
+
+
 # -- JAX --------------------------------------------------------------------------------------
 
 

@@ -5,7 +5,8 @@ Lines are wrapped by :func:`pytest_roofline.text_table.wrap_line`, the continuat
 indented a fixed number of columns (the *hang*) beyond the line they continue: 4 for a
 failure's message, a notice and a summary line, 6 for a ``  FAIL:`` line of a test's
 breakdown. A path that fits a line only without the hang starts at the line's own
-indentation and is not joined: match it as a line of its own.
+indentation (the lines after it hang again): it is joined too, being one word with a ``/``
+that a hung line could not hold.
 """
 
 from __future__ import annotations
@@ -29,11 +30,16 @@ def _indent(line: str) -> int:
 
 def unwrap(lines: Iterable[str], hangs: Sequence[int] = HANGS) -> list[str]:
     """*lines* with each continuation (a line indented one of *hangs* more than the line it
-    continues) joined to that line by one space."""
+    continues, or a path at its indentation that a hung line could not hold) joined to that
+    line by one space."""
     out: list[str] = []
     first = 0  # the indentation of the line being continued
     for line in lines:
         if out and line.strip() and _indent(line) - first in hangs:
+            out[-1] += " " + line.strip()
+            continue
+        if (out and out[-1].strip() and _indent(line) == first and len(line.split()) == 1
+                and "/" in line and len(line) + min(hangs) > WIDTH >= len(line)):
             out[-1] += " " + line.strip()
             continue
         out.append(line)

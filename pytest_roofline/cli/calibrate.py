@@ -35,9 +35,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..measuring import calibration
-    from ..units import si
 
     device, name = calibration.parse_device(args.device)
+    calibration.writable(device)  # a cache that cannot be written is said before measuring
+    if args.output:
+        _check_output(args.output)
     started = time.perf_counter()
 
     def say(text: str) -> None:
@@ -60,18 +62,61 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print_json({"spec": spec, "files": written, "warnings": warnings,
                     "seconds": seconds})
         return EXIT_OK
-    figures = spec["provenance"]["figures"]
-    rows = []
-    for key, figure in figures.items():
-        unit = "FLOP/s" if key.startswith("matrix.") else "B/s"
-        rows.append([key, si(float(figure["value"]), unit), f"{figure['spread']:.0%}",
-                     str(figure.get("detail", ""))])
     echo(f"{name}: {spec['description']}")
-    echo(render_table(["figure", "best", "spread", "how"], rows, align="lrrl"))
+    echo(render_table(["figure", "best", "spread", "how"], figure_rows(spec), align="lrrl"))
+    if not settled(spec):
+        echo("* did not settle: see the warning below")
     memory = spec["memory"]
-    echo(f"\nmemory roof: {memory['bandwidth']} ({memory['note']}); "
-         f"peaks: {', '.join(f'{k} {v}' for k, v in spec['matrix'].items() if k != 'source')}")
+    peaks = ", ".join(f"{k} {rate(v, 'FLOP/s')}" for k, v in spec["matrix"].items()
+                      if k != "source")
+    echo(f"\nmemory roof: {rate(memory['bandwidth'], 'B/s')} ({memory['note']}); "
+         f"peaks: {peaks}")
     for line in warnings:
         echo(f"warning: {line}")
-    echo(f"\ncalibrated in {seconds:.1f} s; spec written to {', '.join(written) or 'no file'}")
+    where = (f"spec written to {', '.join(written)}" if written else
+             "spec not written: the cache keeps its calibration (see the warning above)")
+    echo(f"\ncalibrated in {seconds:.1f} s; {where}")
     return EXIT_OK
+
+
+def figure_rows(spec: dict[str, Any]) -> list[list[str]]:
+    """The table's rows: each figure, its best rate, its samples' spread (to a tenth of a
+    percent: a spread under 0.5% is not 0), marked ``*`` where it did not settle."""
+    from ..units import si
+
+    provenance = spec["provenance"]
+    unsettled = set((provenance.get("conditions") or {}).get("unsettled") or ())
+    rows = []
+    for key, figure in provenance["figures"].items():
+        unit = "FLOP/s" if key.startswith("matrix.") else "B/s"
+        mark = " *" if key.split(".", 1)[-1] in unsettled else ""
+        rows.append([key, si(float(figure["value"]), unit), f"{figure['spread']:.1%}{mark}",
+                     str(figure.get("detail", ""))])
+    return rows
+
+
+def settled(spec: dict[str, Any]) -> bool:
+    return not (spec["provenance"].get("conditions") or {}).get("unsettled")
+
+
+def rate(text: str, unit: str) -> str:
+    """A spec's rate (``7.94001e+09 B/s``) as the tables print one (``7.94 GB/s``)."""
+    from ..units import parse, si
+
+    return si(parse(text, "flop_rate" if unit == "FLOP/s" else "bandwidth", what=unit), unit)
+
+
+def _check_output(output: str) -> None:
+    """An ``-o`` file whose folder is missing or not writable, said before measuring."""
+    import os
+    from pathlib import Path
+
+    from ..errors import RooflineError
+
+    folder = Path(output).resolve().parent
+    if not folder.is_dir():
+        raise RooflineError(f"calibrate -o {output!r}: the folder {str(folder)!r} does not "
+                            f"exist")
+    if not os.access(folder, os.W_OK):
+        raise RooflineError(f"calibrate -o {output!r}: the folder {str(folder)!r} cannot be "
+                            f"written")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from typing import Any
 
 from .common import EXIT_OK, UsageError, echo, positive, print_json, terminal_width
@@ -89,10 +90,19 @@ def _mode_options(args: argparse.Namespace) -> None:
             setattr(args, dest, default)
 
 
+_BARE = re.compile(r"^[+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?$")
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from ..planning import plan, plan_training
 
     _mode_options(args)
+    for option, value in (("--ttft", args.ttft), ("--tpot", args.tpot),
+                          ("--step-time", args.step_time)):
+        if value is not None and _BARE.match(value.strip()):
+            # a bare 500 would be 500 s, when 500 ms was meant: the unit is asked for
+            raise UsageError(f"plan {option} {value!r} needs a unit: '{value.strip()}ms' or "
+                             f"'{value.strip()}s'")
     width = None if args.wide else terminal_width()
     if args.train:
         if args.batch is None or args.seq is None:

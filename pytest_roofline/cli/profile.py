@@ -46,6 +46,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=positive, default=10,
                         help="how many kernels and unpriced ops the text lists (default 10; "
                              "--json holds every row)")
+    parser.add_argument("--max-bytes", type=positive, default=None, metavar="BYTES",
+                        help="refuse a trace larger than this, on disk or inflated "
+                             "(default 1073741824, 1 GiB)")
     parser.add_argument("--min-kernel-efficiency", metavar="FRACTION",
                         help="exit 1 when a priced kernel runs below this fraction of its "
                              "roof (0.3 or 30%%), or when one beats its bound")
@@ -63,7 +66,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     minimum = None if args.min_kernel_efficiency is None else parse_minimum(
         args.min_kernel_efficiency, "--min-kernel-efficiency")
-    result = read_trace(args.trace, hw=args.hw, capture=args.capture)
+    result = read_trace(args.trace, hw=args.hw, capture=args.capture,
+                        max_bytes=args.max_bytes)
     gated = minimum is not None or args.fail_faster
     failures = result.check(minimum if minimum is not None else {},
                             allow_faster=args.allow_faster) if gated else []

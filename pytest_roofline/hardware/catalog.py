@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError, UnknownHardwareError, brief, did_you_mean
+from ..errors import SpecError, UnknownHardwareError, brief, closest, did_you_mean
 from ..specfiles import SpecIndex, builtin_dir, is_file, is_path, load_yaml
 from .chip import Hardware
 from .resolvers import made_on_demand
@@ -157,15 +157,16 @@ class Catalog(SpecIndex):
         close = did_you_mean(text, self._alias)
         if close:
             return close + " A spec file path also works."
-        return f" Known chips: {', '.join(self.names())}. A spec file path also works."
+        return closest(text, self.names(), "pytest-roofline hw list") + (
+            ". A spec file path also works.")
 
     def _from_file(self, path: Path) -> Hardware:
         """A chip read from a spec file named by path. It is known by that path only: its name
         is not registered, so whether a name is known never depends on which test happened to
         load a file first (register_path / --roofline-specs make a file's names known)."""
         if not is_file(path):
-            raise UnknownHardwareError(f"hardware spec file {brief(str(path), 200)} does not "
-                                       f"exist")
+            raise UnknownHardwareError(f"hardware spec file {brief(str(path), 200)} "
+                                       f"{_not_a_file(path)}")
         where = str(path.resolve())
         chip = self._by_path.get(where)
         if chip is None:
@@ -176,3 +177,15 @@ class Catalog(SpecIndex):
 
     def __iter__(self) -> Iterator[Hardware]:
         return (self.get(n) for n in self.names())
+
+
+def _not_a_file(path: Path) -> str:
+    """Why *path*, which is not a regular file, cannot be a spec file."""
+    try:
+        if path.is_dir():
+            return "is a directory; expected a spec file (*.yaml) such as one in it"
+        if path.exists():
+            return "is not a regular file (a device, a FIFO or a socket); expected a *.yaml"
+    except (OSError, ValueError):
+        pass
+    return "does not exist"

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RooflineError, did_you_mean
+from ..errors import RooflineError, brief, closest, did_you_mean
 from ..workload import holds_arrays, is_array
 from .signature import KEYS, POSITIONAL
 from .signature import roofline as roofline
@@ -147,8 +147,9 @@ def parse(
     unknown = [k for k in kwargs if k not in KEYS]
     if unknown:
         key = unknown[0]
-        raise MarkerError(f"unknown argument {key}={kwargs[key]!r}; allowed: "
-                          f"{', '.join(KEYS)}." + did_you_mean(key, KEYS))
+        shown = key if len(key) <= 40 else key[:37] + "..."
+        raise MarkerError(f"unknown argument {shown}={brief(kwargs[key])}."
+                          + closest(key, KEYS, "docs/plugin.md, The marker"))
     hw_value = kwargs.get("hw")
     from_option = hw_value is None
     if from_option and not default_hw:

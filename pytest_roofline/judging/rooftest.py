@@ -187,7 +187,10 @@ class RooflineTest:
             raise ProfileError(f"roofline.profile(): none of the test's chips "
                                f"({', '.join(c.name for c in self.hardware)}) is this "
                                f"machine: {reasons[0]}")
-        result = Profiler(hw=chip)(fn, *args, **kwargs)
+        from ..tracing import untraced
+
+        with untraced():  # in a trace=True body the profiled calls are not the workload
+            result = Profiler(hw=chip)(fn, *args, **kwargs)
         self._profiles.append(result)
         self.trace(fn, *args, **kwargs)
         return result

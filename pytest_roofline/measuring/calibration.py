@@ -81,6 +81,10 @@ def cache_dir() -> Path:
         home = Path.home()
     except (RuntimeError, KeyError, OSError):
         home = Path("~")
+    if not home.is_absolute() and os.environ.get("HOME"):
+        raise RooflineError(f"no folder for the calibration cache: HOME="
+                            f"{os.environ['HOME']!r} is not an absolute path; set HOME, or "
+                            f"XDG_CACHE_HOME, to a writable folder's absolute path")
     if not home.is_absolute():
         raise RooflineError("no folder for the calibration cache: XDG_CACHE_HOME and HOME are "
                             "unset and the user has no home folder; set XDG_CACHE_HOME to a "
@@ -219,9 +223,31 @@ def save(path: str | os.PathLike[str], spec: Mapping[str, Any]) -> Path:
     return write_text(path, text)
 
 
+def _provenance(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A spec's ``provenance`` section, or an empty one where it has none or it is not a
+    mapping (a hand-edited file): what it does not say is unknown, never a crash."""
+    value = spec.get("provenance")
+    return value if isinstance(value, Mapping) else {}
+
+
+def writable(device: str) -> Path:
+    """The cached spec's path of *device*, once its folder is known to take a file: the
+    one-line error of :func:`unwritable` comes before any measuring, not after it."""
+    import tempfile
+
+    path = cache_path(device)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise unwritable(path, exc) from None
+    return path
+
+
 def quiet(spec: Mapping[str, Any]) -> bool | None:
     """Whether a calibration spec was measured on a quiet machine (None: it does not say)."""
-    conditions = (spec.get("provenance") or {}).get("conditions") or {}
+    conditions = _provenance(spec).get("conditions") or {}
     value = conditions.get("quiet") if isinstance(conditions, Mapping) else None
     return value if isinstance(value, bool) else None
 
@@ -254,7 +280,9 @@ def store(device: str, spec: Mapping[str, Any], *, replace: bool = False
         cached = load_yaml(path)
     except RooflineError:
         return _saved(path, spec), None
-    when = (cached.get("provenance") or {}).get("date", "an earlier date")
+    if not isinstance(cached, Mapping):
+        return _saved(path, spec), None
+    when = _provenance(cached).get("date", "an earlier date")
     if _quick(spec) and _quick(cached) is False:
         return path, (f"kept the full calibration of {when} in {path}: a quick calibration "
                       f"never replaces a full one (calibrate without --quick, or pass "
@@ -280,13 +308,13 @@ def _saved(path: Path, spec: Mapping[str, Any]) -> Path:
 
 
 def _quick(spec: Mapping[str, Any]) -> bool | None:
-    conditions = (spec.get("provenance") or {}).get("conditions") or {}
+    conditions = _provenance(spec).get("conditions") or {}
     value = conditions.get("quick") if isinstance(conditions, Mapping) else None
     return value if isinstance(value, bool) else None
 
 
 def _figures(spec: Mapping[str, Any]) -> dict[str, float]:
-    figures = (spec.get("provenance") or {}).get("figures") or {}
+    figures = _provenance(spec).get("figures") or {}
     out: dict[str, float] = {}
     if isinstance(figures, Mapping):
         for key, figure in figures.items():

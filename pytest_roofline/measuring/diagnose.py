@@ -90,7 +90,9 @@ def _figure(result: Any) -> str:
 def roof_threads_note(result: Any) -> str:
     """' (1-thread memory roof)' when a per-thread roof of a calibration was used, else ''."""
     threads = getattr(result, "roof_threads", None)
-    return "" if threads is None else f" ({threads}-thread memory roof)"
+    if threads is None or str(getattr(result, "regime", "memory")) != "memory":
+        return ""  # a compute-bound result's bound is its peak, not the memory roof
+    return f" ({threads}-thread memory roof)"
 
 
 def efficiency_failure(result: Any, minimum: float, spread: float = 0.0) -> str | None:
@@ -98,7 +100,19 @@ def efficiency_failure(result: Any, minimum: float, spread: float = 0.0) -> str 
     if result.efficiency is None or float(result.efficiency) >= minimum:
         return None
     fmt = units.format_time
-    return (f"expected efficiency >= {minimum:.0%} on {result.hw} ({result.dtype}), but "
+    return (f"expected efficiency >= {minimum * 100:g}% on {result.hw} ({result.dtype}), but "
             f"measured {fmt(float(result.measured))} (spread {spread:.0%}) against a roofline "
             f"bound of {fmt(float(result.time))} ({result.regime}-bound): "
-            f"{float(result.efficiency):.1%} of the roof{roof_threads_note(result)}.")
+            f"{short_of(float(result.efficiency), minimum)} of the roof"
+            f"{roof_threads_note(result)}.")
+
+
+def short_of(value: float, minimum: float) -> str:
+    """*value* as a percentage to a tenth, cut rather than rounded where rounding would
+    reach *minimum* (0.1995 against 0.2 reads 19.9%, never 20.0%)."""
+    import math
+
+    text = f"{value:.1%}"
+    if value < minimum and float(text[:-1]) >= minimum * 100:
+        text = f"{math.floor(value * 1000) / 10:.1f}%"
+    return text

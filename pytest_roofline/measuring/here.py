@@ -77,8 +77,5 @@ def foreign(chip: Any) -> str | None:
     if any(re.search(rf"\b{re.escape(token)}\b", name.lower()) for name in gpus):
         return None
     seen = f"; torch sees {', '.join(gpus)}" if gpus else ""
-    return (f"the call was timed on this machine ({here}{seen}), not on {chip.name}: a "
-            f"measured efficiency means something only against the roofs of the machine that "
-            f"ran it. Set the measurement against hw=\"host\" (this CPU, calibrated on first "
-            f"use) or \"cuda:N\" (a GPU torch sees); to compare this machine with "
-            f"{chip.name}, analyze the workload on each without a measurement")
+    return (f"the call was timed on this machine ({here}{seen}), not on {chip.name}: use "
+            f"hw=\"host\" or \"cuda:N\" (docs/measure.md, In tests)")

@@ -262,6 +262,13 @@ class Runner:
             failed = kernels.failures(test.expectation, test.profiles)
             failures.extend(failed)
             records = kernels.attach(list(records), test.profiles, failed)
+            if failed:  # the breakdown says so: the profiled chip's verdict is "failed"
+                profiled = {p.hw for p in test.profiles}
+                hit = [c.result.hw in profiled for c in checks] if profiled else []
+                if not any(hit):
+                    hit = [i == 0 for i in range(len(checks))]
+                checks = [c.with_failures(failed) if h else c
+                          for c, h in zip(checks, hit, strict=True)]
         sent: list[tuple[str, str]] = []
         if self.session.is_worker:  # the call report carries the records to the controller
             sent = [(PROPERTY, text) for text in (

@@ -113,6 +113,33 @@ def shapes_of(op: Op, types: tuple[str, ...] | None = None) -> str:
     return ",".join(parts)
 
 
+def unit_strides(dims: Any, strides: Any) -> Any:
+    """*strides* with the stride of every dimension of size 1 made the contiguous one: it
+    never moves a pointer, so two calls that differ only there are one call (a
+    ``[16, 8, 1, 128]`` key cache and its transposed view are the same tensor)."""
+    if not isinstance(dims, list) or not isinstance(strides, list):
+        return strides
+
+    def one(shape: Any, stride: Any) -> Any:
+        if not (isinstance(shape, list) and isinstance(stride, list)
+                and len(shape) == len(stride)):
+            return stride
+        if shape and all(isinstance(d, list) for d in shape):  # a list of tensors
+            return [one(s, t) for s, t in zip(shape, stride, strict=False)] if all(
+                isinstance(t, list) for t in stride) and len(stride) == len(shape) else stride
+        if not all(type(d) is int for d in shape) or not all(type(t) is int for t in stride):
+            return stride
+        out, inner = list(stride), 1
+        for k in range(len(shape) - 1, -1, -1):
+            if shape[k] == 1:
+                out[k] = inner
+            inner *= shape[k]
+        return out
+
+    return [one(dims[i] if i < len(dims) else None, stride)
+            for i, stride in enumerate(strides)]
+
+
 #: Short dtype marks for labels: 64x256f32.
 _SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
           "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
@@ -261,7 +288,7 @@ class Joiner:
         if not op.name.startswith("aten::"):
             return None, "not an aten op"
         tf32 = runs_tf32(kernels)
-        strides = op.args.get("Input Strides")
+        strides = unit_strides(op.dims, op.args.get("Input Strides"))
         key = (op.name, repr(op.dims), op.types, op.concrete, tf32, repr(strides))
         group = self.groups.get(key)
         if group is not None:

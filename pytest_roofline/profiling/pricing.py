@@ -154,9 +154,12 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
         return "pricing a recorded op needs torch installed"
     base = name[len("aten::"):]
     packet = getattr(torch.ops.aten, base, None)
-    if packet is None:
+    if packet is None or not hasattr(packet, "overloads"):  # aten::name is the namespace's
         return f"torch has no op {name}"
-    inputs = _inputs(torch, dims, types, concrete, strides, list_dtype)
+    try:
+        inputs = _inputs(torch, dims, types, concrete, strides, list_dtype)
+    except (RuntimeError, ValueError, TypeError, OverflowError) as exc:  # past torch's sizes
+        return f"its recorded sizes do not rebuild a tensor ({type(exc).__name__})"
     if isinstance(inputs, str):
         return inputs
     from ..tracing._torch_compat import arguments
@@ -276,7 +279,9 @@ def _unrecorded_conv(base: str, dims: list[Any]) -> dict[str, Any]:
 
 
 def _is_shape(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(d, int) and d >= 0 for d in value)
+    """Dims (or strides) of a tensor: whole numbers from 0 to 2**53 (as every size)."""
+    return isinstance(value, list) and all(
+        type(d) is int and 0 <= d <= 2 ** 53 for d in value)
 
 
 def _literal(text: str) -> Any:

@@ -31,20 +31,31 @@ from .model import Profile
 from .rules import ProfileError
 
 _TORCH_HINT = "pip install 'pytest-roofline[torch]'"
+_NESTED = ("profile() cannot run while another torch profiler records (torch.profiler.profile, "
+           "or a profile() around this one): torch runs one at a time; profile outside it")
+_STOPPED = ("profile(fn): fn ran a torch profiler of its own, which stopped profile()'s; "
+            "torch runs one at a time: profile a function that does not")
 
 
 def read_trace(path: str | os.PathLike[str], hw: Any = None,
-               capture: str | os.PathLike[str] | None = None) -> Profile:
-    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``), its
-    CUDA/HIP graph replays priced from the traces of their *capture* (a file or a folder of
-    them, :mod:`.capture`) where given; or of a ``jax.profiler`` trace (its directory or
-    ``.xplane.pb``: :mod:`.jax_run`)."""
+               capture: str | os.PathLike[str] | None = None, *,
+               max_bytes: int | None = None) -> Profile:
+    """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``) of at
+    most *max_bytes* bytes, on disk and inflated (default :data:`~.trace_file.MAX_BYTES`,
+    1 GiB), its CUDA/HIP graph replays priced from the traces of their *capture* (a file or
+    a folder of them, :mod:`.capture`) where given; or of a ``jax.profiler`` trace (its
+    directory or ``.xplane.pb``: :mod:`.jax_run`)."""
     from . import jax_run, trace_file
     from .join import build
 
+    if max_bytes is None:
+        max_bytes = trace_file.MAX_BYTES
+    elif isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise ProfileError(f"read_trace: max_bytes={max_bytes!r} must be a whole number of "
+                           f"bytes >= 1")
     if jax_run.kind_of(path) != "json":
         return jax_run.read_xplane(path, hw)
-    trace = trace_file.read(path)
+    trace = trace_file.read(path, max_bytes)
     if not trace.shapes and capture is None:  # the shapes of replays are in the capture
         raise ProfileError(f"trace file {str(path)!r} has no input shapes: record it with "
                            f"torch.profiler.profile(record_shapes=True) so its ops can be "
@@ -64,7 +75,8 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
         captures = read_captures(capture, chip)
         notes += (note_of(captures),)
     with trace_file.paused_gc():
-        return build(trace, chip, source=Path(path).name, notes=notes, captures=captures)
+        return build(trace, chip, source=Path(path).name, notes=(*notes, *trace.warnings),
+                     captures=captures)
 
 
 def _chip(hw: Any, trace: Any) -> Any:
@@ -101,10 +113,17 @@ class Profiler:
 
     def __init__(self, *, hw: Any = None, warmup: int = 1, repeats: int = 5,
                  trace_to: str | os.PathLike[str] | None = None) -> None:
+        from ..errors import WorkloadError
+        from ..ops._common import size
+
         for name, value, low in (("warmup", warmup, 0), ("repeats", repeats, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ProfileError(f"Profiler: {name}={value!r} must be a whole number >= "
                                    f"{low}")
+            try:  # the rule of every count (as Timer's): up to 2**53
+                size(value, name, minimum=low)
+            except WorkloadError as exc:
+                raise ProfileError(f"Profiler: {exc}") from None
         if trace_to is not None and not str(os.fspath(trace_to)).endswith((
                 ".json", ".json.gz", ".xplane.pb")):
             raise ProfileError(f"Profiler: trace_to={os.fspath(trace_to)!r} must end in "
@@ -132,6 +151,10 @@ class Profiler:
             raise ProfileError(f"Profiler: trace_to={str(self.trace_to)!r} is a JAX "
                                f"XSpace's name; a torch call's trace is a chrome trace: "
                                f".json or .json.gz")
+        from ..tracing._torch_compat import profiler_active
+
+        if profiler_active():
+            raise ProfileError(_NESTED)
         cuda = _on_cuda(torch, args, kwargs)
         chip = self._chip(cuda)
         from ..measuring.timing import synchronize
@@ -143,14 +166,22 @@ class Profiler:
 
         with labelled() as launches, profile(activities=activities,
                                              record_shapes=True) as prof:
+            recording = profiler_active()
             for _ in range(self.repeats):
                 synchronize(fn(*args, **kwargs))
+                if recording and not profiler_active():  # fn's own profiler stopped ours
+                    raise ProfileError(_STOPPED)
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "trace.json")
             prof.export_chrome_trace(path)
             from . import trace_file
             from .join import build
 
+            if not os.path.isfile(path):  # never the temporary file's name: torch's failure
+                raise ProfileError("torch.profiler wrote no trace of the profiled calls "
+                                   "(its export_chrome_trace() left no file): nothing to "
+                                   "read; profile again, or time the call with "
+                                   "roofline.measure(fn, *args)")
             trace = trace_file.read(path)
             if self.trace_to is not None:
                 _keep(path, self.trace_to)
@@ -165,7 +196,7 @@ class Profiler:
         name = getattr(fn, "__name__", type(fn).__name__)
         with trace_file.paused_gc():
             return build(trace, chip, source=f"profile({name})", repeats=self.repeats,
-                         launches=launches.workloads)
+                         launches=launches.workloads, notes=trace.warnings)
 
     def _jax(self, fn: Callable[..., Any], args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Profile:

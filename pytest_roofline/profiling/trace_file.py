@@ -8,8 +8,6 @@ The file is the Chrome trace format PyTorch's profiler (Kineto) writes, ``.json`
   type (a dtype name such as ``float``, or ``Scalar``, ``ScalarList``, ``TensorList``) and,
   in traces of torch 2.1 on, the concrete value of each scalar input. Per host thread the
   ops nest by their time spans into a tree (an ``aten::linear`` holds its ``aten::addmm``).
-* **Triton launches**: the ranges ``profile()`` records around each (category
-  ``user_annotation``, named ``triton::<kernel>(<shapes>)``), read as ops.
 * **Launches** (category ``cuda_runtime``/``cuda_driver``, ``cudaLaunchKernel`` and the
   like) are attributed to the innermost CPU op whose span holds them, on their thread.
 * **Device work** (categories ``kernel``, ``gpu_memcpy``, ``gpu_memset``) is joined to its
@@ -17,6 +15,8 @@ The file is the Chrome trace format PyTorch's profiler (Kineto) writes, ``.json`
   launched it: an ``addmm`` that runs cuBLAS's GEMM and then its split-K reduction owns both.
   A kernel whose launch is under no op (or missing) is kept at the root, by its own name.
 * ``deviceProperties`` (the GPU's name and memory) says which chip ran it.
+* **Triton launches**: the ranges ``profile()`` records around each (category
+  ``user_annotation``, named ``triton::<kernel>(<shapes>)``), read as ops.
 
 Times are read in microseconds (the format's unit) and kept in seconds. Nothing here knows a
 formula: :mod:`.pricing` prices the ops, :mod:`.join` sets them against their kernels.
@@ -28,6 +28,7 @@ import contextlib
 import gc
 import gzip
 import json
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -75,6 +76,7 @@ class Device:
     def graph(self) -> bool:
         """A node of a CUDA/HIP graph replay (``cudaGraphLaunch``, ``hipGraphLaunch``)."""
         return self.launch is not None and "GraphLaunch" in self.launch
+
 
 
 class Op:
@@ -142,6 +144,7 @@ class TraceFile:
     events: int
     shapes: bool  # ops carry input dims (recorded with record_shapes=True)
     integer_times: bool  # every device duration a whole number of us (older traces)
+    warnings: tuple[str, ...] = ()  # what reads but cannot be right (see :func:`parse`)
     accelerator: str | None = None  # a device the reader cannot price (MTIA), by name
     tick: float = 1e-6  # the resolution of the timer of its measured times (s): timer_tick()
     #: serving steps annotated on the host (``step[DECODE bs=64 ...]``): how many of each
@@ -160,33 +163,76 @@ class TraceFile:
         return sum(r.seconds for r in self.roots)
 
 
-def load(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The JSON object of a trace file (``.json`` or gzip-compressed ``.json.gz``)."""
+#: The most bytes a trace file may hold, and inflate to when gzip-compressed (1 GiB): past
+#: it the file is refused before it is read whole (``max_bytes=`` and ``--max-bytes`` raise it).
+MAX_BYTES = 1 << 30
+#: The deepest nesting of CPU ops on one thread: real traces nest a few dozen deep.
+MAX_DEPTH = 256
+
+
+def load(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> dict[str, Any]:
+    """The JSON object of a trace file (``.json`` or gzip-compressed ``.json.gz``), of at
+    most *max_bytes* bytes on disk and inflated."""
     where = Path(path)
+    name = str(where)
+    hint = "expected a PyTorch profiler trace (.json or .json.gz) from prof.export_chrome_trace()"
+    if where.is_dir():
+        raise TraceFileError(f"trace file {name!r} is a directory; {hint}")
+    if not where.exists():
+        raise TraceFileError(f"trace file {name!r} does not exist; {hint}")
     if not where.is_file():
-        raise TraceFileError(f"trace file {str(where)!r} does not exist; expected a PyTorch "
-                             f"profiler trace (.json or .json.gz) from "
-                             f"prof.export_chrome_trace()")
+        raise TraceFileError(f"trace file {name!r} is not a regular file (a FIFO, a socket or "
+                             f"a device); {hint}")
+    limit = f"(max_bytes={max_bytes}; raise it with max_bytes= or --max-bytes)"
     try:
-        raw = where.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+        with where.open("rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise TraceFileError(f"trace file {name!r} cannot be read: "
+                             f"{exc.strerror or type(exc).__name__}") from None
+    if len(raw) > max_bytes:
+        raise TraceFileError(f"trace file {name!r} is larger than {max_bytes} bytes {limit}")
+    if raw[:2] == b"\x1f\x8b":
+        raw = _inflate(raw, name, max_bytes, limit)
+    try:
         data = json.loads(raw)
-    except (OSError, UnicodeDecodeError, ValueError, EOFError) as exc:
-        raise TraceFileError(f"trace file {str(where)!r} is not JSON (or gzip-compressed "
-                             f"JSON): {str(exc).splitlines()[0][:120]}") from None
+    except RecursionError:
+        raise TraceFileError(f"trace file {name!r} nests its JSON deeper than can be read "
+                             f"(a profiler trace nests a few levels)") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise TraceFileError(f"trace file {name!r} is not JSON (or gzip-compressed JSON): "
+                             f"{str(exc).splitlines()[0][:120]}") from None
     if isinstance(data, list):  # a bare event list is a valid Chrome trace too
         data = {"traceEvents": data}
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
-        raise TraceFileError(f"trace file {str(where)!r} has no 'traceEvents' list: not a "
+        raise TraceFileError(f"trace file {name!r} has no 'traceEvents' list: not a "
                              f"Chrome trace as prof.export_chrome_trace() writes")
     return data
 
 
-def read(path: str | os.PathLike[str]) -> TraceFile:
+def _inflate(raw: bytes, name: str, max_bytes: int, limit: str) -> bytes:
+    """The gzip data *raw* inflated, refused once past *max_bytes* (a gzip bomb is never
+    inflated whole)."""
+    import io
+    import zlib
+
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+            out = stream.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceFileError(f"trace file {name!r} is not valid gzip: "
+                             f"{str(exc).splitlines()[0][:120] or type(exc).__name__}"
+                             ) from None
+    if len(out) > max_bytes:
+        raise TraceFileError(f"trace file {name!r} inflates to more than {max_bytes} bytes "
+                             f"{limit}")
+    return out
+
+
+def read(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> TraceFile:
     """Read *path* into a :class:`TraceFile` (see the module docstring)."""
     with paused_gc():
-        data = load(path)
+        data = load(path, max_bytes)
         return parse(data, str(path))
 
 
@@ -206,76 +252,199 @@ def paused_gc() -> Iterator[None]:
 
 
 _NUMBERS = (int, float)
+_KEYS = (int, str)  # of a pid, a tid and a correlation id
 
 
-def _order(item: tuple[float, int, float, Any]) -> tuple[float, int, float]:
+def _order(item: tuple[float, int, float, Any, float, float]) -> tuple[float, int, float]:
     return item[0], item[1], item[2]
 
 
+class _Event:
+    """Reading one event's fields, each checked against what the format allows."""
+
+    def __init__(self, path: str, index: int, event: dict[str, Any]) -> None:
+        self.path, self.index, self.event = path, index, event
+
+    def fail(self, key: str, value: Any, allowed: str) -> TraceFileError:
+        from ..errors import brief
+
+        name = self.event.get("name")
+        what = f" ({brief(name, 40)})" if isinstance(name, str) else ""
+        return TraceFileError(f"trace file {self.path!r}: event {self.index}{what} has "
+                              f"{key}={brief(value, 40)}; expected {allowed}")
+
+    def micros(self, key: str) -> float:
+        """A time in us (``ts``, ``dur``): a finite number, ``dur`` not negative."""
+        value: Any = self.event.get(key)
+        if type(value) not in _NUMBERS:
+            raise self.fail(key, value, "a number of microseconds")
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number) or (key == "dur" and number < 0):
+            raise self.fail(key, value, "a finite number of microseconds" + (
+                " >= 0" if key == "dur" else ""))
+        return number
+
+    def key(self, key: str, optional: bool = False) -> Any:
+        """A ``pid``, ``tid`` or correlation id: a whole number or a string."""
+        value = (self.event.get("args") or {}).get(key) if key == "correlation" else \
+            self.event.get(key)
+        if value is None and optional:
+            return None
+        if type(value) not in _KEYS:
+            raise self.fail(key, value, "a whole number or a string")
+        return value
+
+    def thread(self) -> tuple[Any, Any]:
+        """The host thread (``pid``, ``tid``), either left out where the trace has one."""
+        return self.key("pid", optional=True), self.key("tid", optional=True)
+
+    def args(self) -> dict[str, Any]:
+        value = self.event.get("args")
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail("args", value, "an object of the event's arguments")
+        for field_name, check, allowed in _ARG_CHECKS:
+            if field_name in value and value[field_name] is not None and not check(
+                    value[field_name]):
+                raise self.fail(f"args[{field_name!r}]", value[field_name], allowed)
+        return value
+
+    def name(self) -> str:
+        value = self.event.get("name", "?")
+        if not isinstance(value, str):
+            raise self.fail("name", value, "a string")
+        return value
+
+
+_INTS = frozenset({int})
+
+
+def _is_dims(value: Any) -> bool:
+    """A recorded input's dims: a list of whole numbers, or (a list of tensors) a list of
+    such lists; anything else (a scalar's ``[]``) is an empty list."""
+    if type(value) is not list:
+        return False
+    kinds = set(map(type, value))
+    if kinds <= _INTS:
+        return True
+    return kinds == {list} and all(set(map(type, item)) <= _INTS for item in value)
+
+
+def _all_dims(value: Any) -> bool:
+    return type(value) is list and all(map(_is_dims, value))
+
+
+def _strings_or_none(value: Any) -> bool:
+    return isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
+
+
+_ARG_CHECKS = (
+    ("Input Dims", _all_dims, "a list of dims (lists of whole numbers)"),
+    ("Input dims", _all_dims, "a list of dims (lists of whole numbers)"),
+    ("Input Strides", _all_dims, "a list of strides (lists of whole numbers)"),
+    ("Input type", _strings_or_none, "a list of type names (strings)"),
+    ("Concrete Inputs", _strings_or_none, "a list of values written as strings"),
+    ("bytes", lambda v: type(v) in _NUMBERS, "a number of bytes"),
+)
+
+
 def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
-    """A :class:`TraceFile` from the JSON object of a trace."""
+    """A :class:`TraceFile` from the JSON object of a trace.
+
+    Every field read is checked (a :class:`TraceFileError` names the event, the field, its
+    value and what is allowed); what reads but cannot be right is kept and warned of in
+    :attr:`TraceFile.warnings`: CPU ops on one thread that overlap without nesting (each is
+    cut at the end of the op it starts in, so no time is counted twice) and launches that
+    share a correlation id (every kernel of the id goes to the first)."""
     events = data["traceEvents"]
-    threads: dict[tuple[Any, Any], list[tuple[float, int, float, Any]]] = {}
+    threads: dict[tuple[Any, Any], list[tuple[float, int, float, Any, float, float]]] = {}
     devices: dict[Any, list[Device]] = {}  # correlation id -> the device work of one launch
     orphans: list[Device] = []
-    shapes = False
-    integer = True
+    by_id: dict[Any, int] = {}  # correlation id -> how many launches carry it
     durations: dict[bool, list[float]] = {True: [], False: []}  # device, host: a sample
     steps: dict[str, int] = {}
     launches = 0
-    for event in events:
+    shapes = False
+    integer = True
+    for index, event in enumerate(events):
         if not isinstance(event, dict) or event.get("ph") != "X":
             continue
         cat = event.get("cat")
-        start: Any = event.get("ts")
-        dur: Any = event.get("dur")
-        if type(start) not in _NUMBERS or type(dur) not in _NUMBERS or dur < 0:
+        if not isinstance(cat, str):
+            if cat is None:
+                continue
+            raise _Event(path, index, event).fail("cat", cat, "a category name (a string)")
+        if cat not in OP_CATEGORIES and cat not in LAUNCH_CATEGORIES and \
+                cat not in DEVICE_CATEGORIES and cat not in ANNOTATION_CATEGORIES:
             continue
-        args = event.get("args") or {}
-        if cat in OP_CATEGORIES or (cat == "user_annotation" and str(
-                event.get("name", "")).startswith(LAUNCH_RANGE)):
+        read = _Event(path, index, event)
+        start_us, dur_us = read.micros("ts"), read.micros("dur")
+        start, seconds = start_us * _US, dur_us * _US
+        args = read.args()
+        if cat in OP_CATEGORIES or (cat in ANNOTATION_CATEGORIES
+                                    and read.name().startswith(LAUNCH_RANGE)):
             shapes = shapes or "Input Dims" in args or "Input dims" in args
             if len(durations[False]) < _SAMPLE:
-                durations[False].append(dur)
-            op = Op(str(event.get("name", "?")), start * _US, dur * _US, args)
-            threads.setdefault((event.get("pid"), event.get("tid")), []).append(
-                (op.start, 0, -op.seconds, op))
+                durations[False].append(dur_us)
+            op = Op(read.name(), start, seconds, args)
+            threads.setdefault(read.thread(), []).append(
+                (op.start, 0, -op.seconds, op, start_us, start_us + dur_us))
         elif cat in LAUNCH_CATEGORIES:
-            if _LAUNCH.search(str(event.get("name", ""))):
+            name = read.name()
+            if _LAUNCH.search(name):
                 launches += 1
-            correlation = args.get("correlation")
+            correlation = read.key("correlation", optional=True)
             if correlation is not None:
-                threads.setdefault((event.get("pid"), event.get("tid")), []).append(
-                    (start * _US, 1, 0.0, (correlation, event.get("name"))))
+                by_id[correlation] = by_id.get(correlation, 0) + 1
+                threads.setdefault(read.thread(), []).append(
+                    (start, 1, 0.0, (correlation, name), start_us, start_us))
         elif cat in ANNOTATION_CATEGORIES:
-            found = _STEP.search(str(event.get("name", "")))
+            found = _STEP.search(read.name())
             if found is not None:
                 label = found.group(1).upper() + (f" bs={found.group(2)}" if found.group(2)
                                                   else "")
                 steps[label] = steps.get(label, 0) + 1
-        elif cat in DEVICE_CATEGORIES:
-            integer = integer and float(dur).is_integer()
+        else:
+            integer = integer and float(event["dur"]).is_integer()
             if len(durations[True]) < _SAMPLE:
-                durations[True].append(dur)
-            work = Device(str(event.get("name", "?")), dur * _US, str(cat),
-                          args if isinstance(args, dict) else {})
-            correlation = args.get("correlation")
+                durations[True].append(dur_us)
+            work = Device(read.name(), seconds, cat, args)
+            correlation = read.key("correlation", optional=True)
             if correlation is None:
                 orphans.append(work)
             else:  # one launch may run several pieces (a CUDA graph's nodes): keep each
                 devices.setdefault(correlation, []).append(work)
     roots: list[Op] = []
+    overlaps: list[Op] = []
     outside: dict[Any, str] = {}  # correlation -> the launch's name, for one under no op
-    for items in threads.values():
+    for (pid, tid), items in threads.items():
         # at one instant ops come before launches, and an outer (longer) op before its child
         items.sort(key=_order)
         stack: list[Op] = []
-        for start, kind, _, what in items:
+        ends: list[float] = []  # of the ops on the stack, in us as the file writes them
+        for start, kind, _, what, start_us, end_us in items:
             while stack and start >= stack[-1].end:
                 stack.pop()
+                ends.pop()
             if kind == 0:
+                # overlaps without nesting (in the file's own us: seconds since the epoch
+                # round off, and an op that starts where another ends is not an overlap)
+                if stack and start_us < ends[-1] < end_us:
+                    overlaps.append(what)
+                    what.seconds = max(0.0, stack[-1].end - what.start)
+                    end_us = ends[-1]
+                if len(stack) >= MAX_DEPTH:
+                    raise TraceFileError(
+                        f"trace file {path!r}: CPU ops on thread {pid}/{tid} nest more than "
+                        f"{MAX_DEPTH} deep (at {what.name!r}); a profiler trace nests a few "
+                        f"dozen")
                 (stack[-1].children if stack else roots).append(what)
                 stack.append(what)
+                ends.append(end_us)
                 continue
             correlation, name = what
             if correlation not in devices:
@@ -288,19 +457,44 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             else:
                 stack[-1].launched.extend(devices.pop(correlation))
     for correlation, rest in devices.items():  # launched under no op, or not in the trace
-        name = outside.get(correlation)
-        orphans.extend(rest if name is None else (replace(d, launch=name) for d in rest))
+        launch = outside.get(correlation)
+        orphans.extend(rest if launch is None else (replace(d, launch=launch) for d in rest))
     roots.sort(key=lambda op: op.start)
-    properties = data.get("deviceProperties")
-    device = properties[0] if isinstance(properties, list) and properties and isinstance(
-        properties[0], dict) else None
+    warnings: list[str] = []
+    if overlaps:
+        warnings.append(f"{len(overlaps)} CPU op(s) overlap the op they start in without "
+                        f"ending in it (first: {overlaps[0].name!r}); each is cut at that "
+                        f"op's end")
+    shared = sorted((k for k, n in by_id.items() if n > 1), key=str)
+    if shared:
+        warnings.append(f"{len(shared)} correlation id(s) are shared by several launches "
+                        f"(first: {shared[0]!r}); their kernels all go to the first launch")
+    device = _device(data.get("deviceProperties"), path)
     on_device = bool(orphans) or _any_launched(roots)
     return TraceFile(path=path, roots=roots, orphans=orphans, device=device,
                      on_device=on_device, events=len(events), shapes=shapes,
-                     integer_times=integer and on_device,
+                     integer_times=integer and on_device, warnings=tuple(warnings),
                      accelerator=None if on_device else _accelerator(events, device),
                      tick=timer_tick(durations[on_device]), steps=steps,
                      launches=launches)
+
+
+def _device(properties: Any, path: str) -> dict[str, Any] | None:
+    """The first GPU's properties, its name a string and its memory a number of bytes."""
+    if not isinstance(properties, list) or not properties or not isinstance(
+            properties[0], dict):
+        return None
+    device = properties[0]
+    from ..errors import brief
+
+    for key, check, allowed in (("name", lambda v: isinstance(v, str), "a string"),
+                                ("totalGlobalMem", lambda v: type(v) in _NUMBERS and
+                                 math.isfinite(float(v)) and v >= 0, "a number of bytes")):
+        value = device.get(key)
+        if value is not None and not check(value):
+            raise TraceFileError(f"trace file {path!r}: deviceProperties[0] has "
+                                 f"{key}={brief(value, 40)}; expected {allowed}")
+    return device
 
 
 #: Event categories of accelerators whose device work this reader does not join to ops:

@@ -322,7 +322,10 @@ def _matplotlib() -> tuple[Any, Any]:
 
 
 _NUMBER_PT = 6.5  # font size of the point numbers on the chart
-_TABLE_PT = 6.0  # font size of the table beside the chart
+_TABLE_PT = 7.5  # font size of the table beside the chart (at most; see _table)
+_MIN_TABLE_PT = 6.0
+_NAME = 30  # characters of a test name in the table (at most; see _table)
+_MIN_NAME = 16
 _TABLE_SPACING = 1.25
 
 
@@ -460,23 +463,53 @@ def _number_points(ax: Any, chart: Chart, dpi: float) -> None:
 
 
 def _table(ax: Any, chart: Chart) -> None:
-    """Beside the chart: the roofs and verdicts legend, then one line per numbered point."""
+    """Beside the chart: the roofs and verdicts legend, then one line per numbered point.
+    The font is made smaller (down to :data:`_MIN_TABLE_PT`) until every point has a line,
+    then test names are shortened (never under :data:`_MIN_NAME` characters), then the
+    font again, until every line ends inside the image."""
     ax.axis("off")
     handles, labels = ax.figure.axes[ax.figure.axes.index(ax) - 1].get_legend_handles_labels()
-    ax.legend(handles, labels, loc="upper left", fontsize=6, frameon=False,
+    ax.legend(handles, labels, loc="upper left", fontsize=7, frameon=False,
               bbox_to_anchor=(0.0, 1.0), ncol=2)
     height_px = ax.get_window_extent().height
-    line_px = _TABLE_PT * _TABLE_SPACING * ax.figure.dpi / 72
-    top = 1.0 - (0.05 + line_px * 1.6 * math.ceil(len(labels) / 2) / height_px)
-    room = max(1, int(height_px * top / line_px) - 1)
-    rows = [f"{i:>3}  {_clip(p.name, 30):<30} {p.regime[:7]:<7} {p.intensity:>8.4g}  "
+    right_px = ax.figure.bbox.x1 - 4  # the image's edge, less a margin
+    size, name = _TABLE_PT, _NAME
+    while True:
+        line_px = size * _TABLE_SPACING * ax.figure.dpi / 72
+        top = 1.0 - (0.05 + line_px * 1.6 * math.ceil(len(labels) / 2) / height_px)
+        room = max(1, int(height_px * top / line_px) - 1)
+        if len(chart.points) > room and size > _MIN_TABLE_PT:  # every point, if a font can
+            size = max(_MIN_TABLE_PT, size - 0.5)
+            continue
+        text = ax.text(0.0, top, _table_text(chart, name, room), transform=ax.transAxes,
+                       va="top", ha="left", fontsize=size, family="monospace",
+                       linespacing=_TABLE_SPACING)
+        box = text.get_window_extent(ax.figure.canvas.get_renderer())
+        over = box.x1 - right_px
+        if over <= 0:
+            return
+        text.remove()
+        widest = max(len(line) for line in text.get_text().splitlines())
+        cut = math.ceil(over / (box.width / widest))  # characters past the edge
+        if name - cut >= _MIN_NAME:
+            name -= cut
+        elif name > _MIN_NAME:
+            name = _MIN_NAME
+        elif size > _MIN_TABLE_PT:
+            size = max(_MIN_TABLE_PT, size - 0.5)
+        else:  # the narrowest table at the smallest font: drawn as it is
+            ax.add_artist(text)
+            return
+
+
+def _table_text(chart: Chart, name: int, room: int) -> str:
+    rows = [f"{i:>3}  {_clip(p.name, name):<{name}} {p.regime[:7]:<7} {p.intensity:>8.4g}  "
             f"{'REGRESSED' if p.regressed else p.outcome}"
             for i, p in enumerate(chart.points, start=1)]
     if len(rows) > room:
         rows = [*rows[:room - 1], f"     ... and {len(rows) - room + 1} more (see the report)"]
-    header = f"{'#':>3}  {'test':<30} {'regime':<7} {'FLOP/B':>8}  verdict"
-    ax.text(0.0, top, "\n".join([header, *rows]), transform=ax.transAxes, va="top",
-            ha="left", fontsize=_TABLE_PT, family="monospace", linespacing=_TABLE_SPACING)
+    header = f"{'#':>3}  {'test':<{name}} {'regime':<7} {'FLOP/B':>8}  verdict"
+    return "\n".join([header, *rows])
 
 
 def _clip(text: str, width: int) -> str:

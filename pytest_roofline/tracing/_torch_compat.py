@@ -20,6 +20,9 @@ the newest torch the index serves):
 * :func:`is_higher_order`: whether an op is a higher-order operator (``torch._ops``);
 * :func:`has_implicit_decomposition`: whether an op has a CompositeImplicitAutograd kernel
   (``torch._C._dispatch_has_kernel_for_dispatch_key``), so ``func.decompose`` applies;
+* :func:`profiler_active`: whether a torch profiler records in this process
+  (``torch.autograd._profiler_enabled``): starting a second one, or stopping the one that
+  records, leaves torch's profiler state broken (its trace export crashes the process);
 * :data:`LOCAL_SCALAR_DENSE`, :data:`HOST_COPIES`: the aten ops a value read
   (``.item()``) and a copy to the host dispatch (underscore names of aten).
 """
@@ -33,7 +36,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = ["HOST_COPIES", "LOCAL_SCALAR_DENSE", "TO_COPY", "DispatchMode", "TorchDispatchMode",
            "argument_names", "arguments", "has_implicit_decomposition", "is_fake",
-           "is_higher_order", "process_group", "skip_dynamo", "written_keywords"]
+           "is_higher_order", "process_group", "profiler_active", "skip_dynamo",
+           "written_keywords"]
 
 
 class DispatchMode(TorchDispatchMode):  # type: ignore[misc]
@@ -98,6 +102,12 @@ _IMPLICIT = torch._C.DispatchKey.CompositeImplicitAutograd
 def has_implicit_decomposition(func: Any) -> bool:
     """True when *func* has a CompositeImplicitAutograd kernel (``func.decompose`` runs it)."""
     return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _IMPLICIT))
+
+
+def profiler_active() -> bool:
+    """True while a torch profiler (``torch.profiler.profile``, the autograd profiler)
+    records in this process."""
+    return bool(torch.autograd._profiler_enabled())
 
 
 #: ``Tensor.item()``, ``bool()``, ``int()``, ``float()`` dispatch this op.
