@@ -1,8 +1,9 @@
 """A profile as text: the kernels that lose the most time, then what was not priced.
 
 Rendered from the profile's JSON form, so the CLI, the plugin's summary and a saved report
-print alike. Every line keeps to the given width (80 columns by default): the op's label is
-cut, never the figures.
+print alike. Every line keeps to the given width (80 columns by default): in the tables the
+op's label is cut, never the figures; a sentence (a note, the faster-than-bound line) wraps,
+its continuation lines indented, never cut.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from ..efficiency import AT_BOUND, FASTER, NO_WORK
 from ..efficiency import percent as percent_of
-from ..text_table import render
+from ..text_table import render, wrap_line
 from ..units import format_time
 
 
@@ -105,4 +106,5 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
             lines.append(f"{len(unpriced) - top} more not priced")
     for note in profile.get("notes") or []:
         lines.append(f"note: {note}")
-    return "\n".join(line[:width] for line in lines)
+    # the tables fit *width* already; a sentence longer than it wraps, never cut
+    return "\n".join(part for line in lines for part in wrap_line(line, width, hang=4))
