@@ -82,8 +82,10 @@ def find(path: str | os.PathLike[str]) -> Path:
     if where.is_dir():
         found = sorted(where.rglob("*.xplane.pb"), key=lambda p: (p.stat().st_mtime, str(p)))
         if not found:
-            raise ProfileError(f"directory {str(where)!r} holds no .xplane.pb: give the "
-                               f"directory jax.profiler.trace(dir) wrote, or its .xplane.pb")
+            raise ProfileError(f"trace {str(where)!r} is a directory holding no .xplane.pb: "
+                               f"give a PyTorch profiler trace file (.json or .json.gz), "
+                               f"or the directory jax.profiler.trace(dir) wrote, or its "
+                               f".xplane.pb")
         return found[-1]
     if not where.is_file():
         raise ProfileError(f"trace {str(where)!r} does not exist; expected a jax.profiler "

@@ -162,7 +162,7 @@ class Profiler:
         for _ in range(self.warmup):
             synchronize(fn(*args, **kwargs))
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda is not None else [])
-        from ..tracing._triton import labelled
+        from ..tracing._triton_profile import labelled
 
         with labelled() as launches, profile(activities=activities,
                                              record_shapes=True) as prof:
