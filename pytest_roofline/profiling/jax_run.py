@@ -48,6 +48,8 @@ def kind_of(path: str | os.PathLike[str]) -> str:
         return "xspace"
     if where.name.endswith(".xplane.pb"):
         return "xspace"
+    if not where.is_file():  # a FIFO, a device, nothing: never opened here (a FIFO blocks)
+        return "json"
     try:
         with open(where, "rb") as handle:
             head = handle.read(64)
