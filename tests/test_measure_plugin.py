@@ -9,6 +9,7 @@ bound" cases use a made-up chip whose 1 MB/s memory makes any real run look impo
 from __future__ import annotations
 
 import json
+import re
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -121,8 +122,10 @@ def test_min_efficiency_and_faster_than_the_bound(suite: pytest.Pytester) -> Non
         assert reported["roof_threads"] == 1
         assert "(1-thread memory roof)" in line
     # the summary: measured columns, % of roof, and the headroom ranking
-    # the faster test with its figure (5.5 us against 480 ms: 9e+04x), never 100%
-    assert "% roof" in out and "9e+04x!" in out and "Headroom" in out
+    # the faster test with its figure (about 5 us against 480 ms: ~1e+05x, the figure
+    # moving with the machine's load), never 100%
+    assert "% roof" in out and "Headroom" in out
+    assert re.search(r"\b\de\+0[3-6]x!", out), out
     assert not ours_too_wide(result.outlines)  # failures and summary in 80 columns
 
 
