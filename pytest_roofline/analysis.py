@@ -384,27 +384,32 @@ def analyze(
                             f"arrays")
     rows, hosts = p.rows, p.hosts
     kernels = tuple(
-        KernelResult(row.name, row.count, row.flops, row.bytes, row.link_bytes,
-                     cast("float | None", _kernel_intensity(row.flops, row.bytes, row.name)),
-                     row.peak, row.label,
-                     row.t_compute, row.t_memory, row.t_network, row.time, row.regime,
-                     row.time / time if time > 0 else 0.0,
-                     tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
-                     row.kept, kernel.epilogue_of)
+        KernelResult(
+            name=row.name, count=row.count, flops=row.flops, bytes=row.bytes,
+            link_bytes=row.link_bytes,
+            intensity=cast("float | None", _kernel_intensity(row.flops, row.bytes, row.name)),
+            peak=row.peak, peak_label=row.label, t_compute=row.t_compute,
+            t_memory=row.t_memory, t_network=row.t_network, time=row.time, regime=row.regime,
+            share=row.time / time if time > 0 else 0.0,
+            fused=tuple(workload.kernels[j].name for j in hosts[i]) if i in hosts else (),
+            onchip_bytes=row.kept, epilogue_of=kernel.epilogue_of)
         for i, (row, kernel) in enumerate(zip(rows, workload.kernels, strict=True)))
     capacity = chip.memory_capacity
     flops = p.flops
     return Result(
-        workload.name, chip.name, p.ridge_label.split(":")[1], flops, p.bytes, p.link_bytes,
-        cast(float, intensity(flops, p.bytes, workload.name)),
-        p.ridge_peak / chip.memory_bandwidth,
-        p.ridge_peak, chip.memory_bandwidth, p.t_compute, p.t_memory, p.t_network, time,
-        p.regime, flops / time if time > 0 else 0.0, footprint, capacity,
-        None if footprint == 0 else footprint <= capacity, p.shares, kernels, flops_per_mac,
-        float(derate), p.ridge_label, seconds,
-        None if seconds is None else efficiency_of(time, seconds, measured),
-        roof_threads,
-        _latency_notes(workload.kernels, chip) + _faster_note(time, seconds, measured))
+        workload=workload.name, hw=chip.name, dtype=p.ridge_label.split(":")[1],
+        flops=flops, bytes=p.bytes, link_bytes=p.link_bytes,
+        intensity=cast(float, intensity(flops, p.bytes, workload.name)),
+        ridge=p.ridge_peak / chip.memory_bandwidth,
+        peak=p.ridge_peak, bandwidth=chip.memory_bandwidth, t_compute=p.t_compute,
+        t_memory=p.t_memory, t_network=p.t_network, time=time, regime=p.regime,
+        attainable=flops / time if time > 0 else 0.0, footprint=footprint, capacity=capacity,
+        fits=None if footprint == 0 else footprint <= capacity, shares=p.shares,
+        kernels=kernels, flops_per_mac=flops_per_mac, derate=float(derate),
+        peak_label=p.ridge_label, measured=seconds,
+        efficiency=None if seconds is None else efficiency_of(time, seconds, measured),
+        roof_threads=roof_threads,
+        notes=_latency_notes(workload.kernels, chip) + _faster_note(time, seconds, measured))
 
 
 def efficiency_of(time: float, seconds: float, measured: Any = None) -> float | None:

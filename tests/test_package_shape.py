@@ -164,3 +164,49 @@ def test_the_package_root_is_imported_by_no_module_of_its_own() -> None:
     pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
     declared = re.search(r'^version = "([^"]+)"$', pyproject, re.M)
     assert declared is not None and declared.group(1) == pytest_roofline.__version__
+
+
+#: Records of many same-typed fields, built by keyword only (two swapped floats would pass
+#: the type checker when built by position).
+KEYWORD_RECORDS = frozenset({"Result", "KernelResult"})
+
+
+def _positional_records(source: str) -> tuple[int, list[str]]:
+    """How many of ``KEYWORD_RECORDS`` the source constructs, and where one takes a
+    positional argument (or is built by ``_make``, which is positional too)."""
+    import ast
+
+    built, bad = 0, []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else (
+            func.attr if isinstance(func, ast.Attribute) else "")
+        owner = func.value if isinstance(func, ast.Attribute) else None
+        if name == "_make" and isinstance(owner, (ast.Name, ast.Attribute)) and (
+                owner.id if isinstance(owner, ast.Name) else owner.attr) in KEYWORD_RECORDS:
+            bad.append(f"line {node.lineno}: {name}")
+        elif name in KEYWORD_RECORDS:
+            built += 1
+            if node.args:
+                bad.append(f"line {node.lineno}: {name}")
+    return built, bad
+
+
+def test_results_are_built_by_keyword() -> None:
+    """Every ``Result`` and ``KernelResult`` the package builds names each field."""
+    built, bad = 0, []
+    for path in _sources():
+        count, found = _positional_records(path.read_text(encoding="utf-8"))
+        built += count
+        bad += [f"{path.relative_to(PACKAGE)} {where}" for where in found]
+    assert built >= 2, built  # analyze() builds both: the scan sees them
+    assert not bad, bad
+
+
+def test_the_check_finds_a_positional_result() -> None:
+    assert _positional_records("r = Result('w', 'h100', 'bf16')")[1]
+    assert _positional_records("k = analysis.KernelResult(*row)")[1]
+    assert _positional_records("k = KernelResult._make(row)")[1]
+    assert not _positional_records("r = Result(workload='w', hw='h100')")[1]

@@ -415,3 +415,39 @@ def test_the_dispatch_mode_keeps_its_method_out_of_dynamo():
             return func(*args, **(kwargs or {}))
 
     assert hasattr(Plain.__dict__["__torch_dispatch__"], "__wrapped__")
+
+
+def test_a_pause_is_undone_when_its_body_raises() -> None:
+    """``paused()`` and ``unpaused()`` restore the recorder's pauses on the way out of a
+    body that raised, at every depth; an error inside a recorded call leaves the recorder
+    recording."""
+    from pytest_roofline.tracing._torch import Recorder
+
+    recorder = Recorder({}, None)
+    assert recorder.recording
+    with pytest.raises(ValueError, match="inner"), recorder.paused():
+        assert not recorder.recording
+        with recorder.paused():
+            raise ValueError("inner")
+    assert recorder.recording and not recorder.is_paused
+    with recorder.paused():
+        with pytest.raises(ValueError, match="first"), recorder.unpaused():
+            assert recorder.recording  # the one call a timing loop records
+            raise ValueError("first")
+        assert not recorder.recording  # the loop's other calls stay paused
+    assert recorder.recording
+
+
+def test_an_outer_recording_resumes_after_an_inner_trace_raised() -> None:
+    """A trace inside a recorded body pauses the outer recorder; a trace whose function
+    raises gives it back, so what the body runs next is recorded."""
+    from pytest_roofline.tracing._torch import Session
+
+    x = torch.ones(4, 4, device="meta")
+    with Session({}, None) as outer:
+        with pytest.raises(RuntimeError, match="inside"), Session({}, None) as inner:
+            torch.mm(x, x)
+            raise RuntimeError("inside")
+        assert outer.recording and not outer.kernels  # the inner mm is not the outer's
+        torch.mm(x, x)
+    assert [k.name for k in inner.kernels] == [k.name for k in outer.kernels] == ["mm"]

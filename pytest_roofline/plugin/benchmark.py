@@ -49,22 +49,8 @@ class _FirstCall:
         if self.done:
             return self.fn(*args, **kwargs)
         self.done = True
-        self.recorder.hidden -= 1
-        try:
+        with self.recorder.unpaused():
             return self.fn(*args, **kwargs)
-        finally:
-            self.recorder.hidden += 1
-
-
-class _Paused:
-    def __init__(self, recorder: Any) -> None:
-        self.recorder = recorder
-
-    def __enter__(self) -> None:
-        self.recorder.hidden += 1
-
-    def __exit__(self, *exc: object) -> None:
-        self.recorder.hidden -= 1
 
 
 class Benchmarks:
@@ -112,7 +98,7 @@ class Benchmarks:
             for name in ("target", "function_to_benchmark"):
                 if name in kwargs:
                     kwargs[name] = _FirstCall(kwargs[name], recorder)
-            with _Paused(recorder):
+            with recorder.paused():
                 return original(fixture, *args, **kwargs)
 
         return call
@@ -161,7 +147,7 @@ class TimingLoops:
         recorder = self.recorder
 
         def loop(fn: Any, *args: Any, **kwargs: Any) -> Any:
-            with _Paused(recorder):
+            with recorder.paused():
                 return original(_FirstCall(fn, recorder), *args, **kwargs)
 
         return loop

@@ -159,7 +159,7 @@ def _count(n: int, noun: str) -> str:
 
 def _measured_cells(record: Mapping[str, Any]) -> str:
     """The measured time and the % of the roof, as cells appended to a result row."""
-    return " " + " | ".join(cell(show(record)) for _, show in MEASURED_COLUMNS) + " |"
+    return " " + " | ".join(cell(column.cell(record)) for column in MEASURED_COLUMNS) + " |"
 
 
 def _value(rule: str, value: Any) -> str:

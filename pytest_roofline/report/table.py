@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import fields as F
@@ -15,7 +16,27 @@ from .. import units
 from ..efficiency import AT_BOUND, FASTER, percent
 from ..text_table import render
 
-Column = tuple[str, Callable[[Mapping[str, Any]], str]]
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the summary: its *header*, how a record's *cell* reads, its alignment
+    (*align*: ``l`` or ``r``), and how it gives way on a narrow terminal: *drop* (the n-th
+    column left out to fit, 1 first; None: never left out) and *squeeze* (abbreviated, its
+    cells cut at the end, before test ids take a line of their own)."""
+
+    header: str
+    cell: Callable[[Mapping[str, Any]], str]
+    align: str = "l"
+    drop: int | None = None
+    squeeze: bool = False
+
+    def __post_init__(self) -> None:
+        if self.align not in ("l", "r"):
+            raise ValueError(f"column {self.header!r}: align {self.align!r} is not 'l' or 'r'")
+        if self.drop is not None and (type(self.drop) is not int or self.drop < 1):
+            raise ValueError(f"column {self.header!r}: drop {self.drop!r} is not None or an "
+                             f"integer >= 1")
+
 
 VERDICTS = {"passed": "ok", "failed": "FAIL", "report": "-", "error": "ERROR",
             "skipped": "skip"}
@@ -37,25 +58,23 @@ def _time(record: Mapping[str, Any]) -> str:
     return units.format_time(float(value)) if isinstance(value, (int, float)) else "?"
 
 
+#: The summary's columns between the test id and the verdict, in their order. On a narrow
+#: terminal the ridge, FLOPs, bytes and precision columns are left out (in that order) and
+#: the expectation is abbreviated.
 COLUMNS: tuple[Column, ...] = (
-    ("hw", lambda r: str(r.get("hw", "?"))),
-    ("dtype", lambda r: str(r.get("dtype", "?"))),
-    ("FLOPs", lambda r: _figure(r, "flops", "")),
-    ("bytes", lambda r: _figure(r, "bytes", "B")),
-    ("FLOP/B", lambda r: _intensity(r.get("intensity"))),
-    ("ridge", lambda r: _intensity(r.get("ridge"))),
-    ("regime", lambda r: str(r.get("regime", "?"))),
-    ("time", _time),
-    ("expected", lambda r: str(r.get("expectation") or "|".join(r.get("expected") or [])
-                               or "-")),
+    Column("hw", lambda r: str(r.get("hw", "?"))),
+    Column("dtype", lambda r: str(r.get("dtype", "?")), drop=4),
+    Column("FLOPs", lambda r: _figure(r, "flops", ""), align="r", drop=2),
+    Column("bytes", lambda r: _figure(r, "bytes", "B"), align="r", drop=3),
+    Column("FLOP/B", lambda r: _intensity(r.get("intensity")), align="r"),
+    Column("ridge", lambda r: _intensity(r.get("ridge")), align="r", drop=1),
+    Column("regime", lambda r: str(r.get("regime", "?"))),
+    Column("time", _time, align="r"),
+    Column("expected", lambda r: str(r.get("expectation") or "|".join(r.get("expected") or [])
+                                      or "-"), squeeze=True),
 )
-ALIGN = "l" + "ll" + "rrrr" + "l" + "r" + "l" + "l"
 #: Each column's formatter by header: the Markdown report formats figures the same way.
-FORMATS = dict(COLUMNS)
-#: Columns (by index, the test id being 0) left out, in this order, to fit a narrow terminal.
-NARROW = (6, 3, 4, 2)
-#: The column abbreviated next (``expected``), before test ids take a line of their own.
-SQUEEZE = 9
+FORMATS = {column.header: column.cell for column in COLUMNS}
 
 
 def _reused(record: Mapping[str, Any]) -> bool:
@@ -119,16 +138,19 @@ def summary(
         verdict = VERDICTS.get(str(record.get("outcome")), str(record.get("outcome")))
         note = ", ".join(n for n in (notes.get(str(record.get("nodeid"))),
                                      unknown_note(record)) if n)
-        rows.append([str(record.get("nodeid")), *(f(record) for _, f in columns),
+        rows.append([str(record.get("nodeid")), *(c.cell(record) for c in columns),
                      f"{verdict} ({note})" if note else verdict])
     lines: list[str] = []
     if rows:
         # a narrow terminal (80 columns in CI logs) shortens test ids in the middle, leaves
         # out the ridge, FLOPs, bytes and precision columns, abbreviates the expectation,
         # then gives each id a line of its own, so that no line wraps
-        lines = render(["test", *(h for h, _ in columns), "verdict"], rows,
-                       align=ALIGN + "l" * len(extra_columns) + "l", width=width,
-                       optional=NARROW, min_shrunk=24, squeeze=(SQUEEZE,))
+        # (the test id is column 0, the verdict the last)
+        dropped = sorted((c.drop, i) for i, c in enumerate(columns, 1) if c.drop is not None)
+        lines = render(["test", *(c.header for c in columns), "verdict"], rows,
+                       align="l" + "".join(c.align for c in columns) + "l", width=width,
+                       optional=tuple(i for _, i in dropped), min_shrunk=24,
+                       squeeze=tuple(i for i, c in enumerate(columns, 1) if c.squeeze))
     if any(_reused(r) for r in shown):
         # two lines, each under 80 columns, so that the note fits a CI log as the table does
         lines.append("FLOP/B: DRAM intensity on each chip, after on-chip reuse (dram_intensity);")
@@ -179,8 +201,8 @@ def _mfu(record: Mapping[str, Any]) -> str:
 
 #: The columns added to the summary when a record carries a measured time: the time, the
 #: fraction of the roof, and MFU (model matrix FLOPs over time and matrix peak).
-MEASURED_COLUMNS: tuple[Column, ...] = (("measured", _measured), ("% roof", percent_of_roof),
-                                        ("MFU", _mfu))
+MEASURED_COLUMNS: tuple[Column, ...] = (Column("measured", _measured),
+                                        Column("% roof", percent_of_roof), Column("MFU", _mfu))
 
 
 def has_measured(records: Sequence[Mapping[str, Any]]) -> bool:

@@ -64,13 +64,10 @@ def untraced() -> Iterator[None]:
     anything: ``roofline.measure``'s timed calls are not the traced workload."""
     module = sys.modules.get(f"{__name__}._torch")
     active = list(getattr(module, "_ACTIVE", ()))
-    for recorder in active:
-        recorder.hidden += 1
-    try:
-        yield
-    finally:
+    with contextlib.ExitStack() as pauses:
         for recorder in active:
-            recorder.hidden -= 1
+            pauses.enter_context(recorder.paused())
+        yield
 
 
 def require(framework: str) -> None:

@@ -68,7 +68,7 @@ def dispatch(mode: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     key = f"higher_order::{name}"
     recorder.unknown[key] = recorder.unknown.get(key, 0) + 1
     outputs = list(T.tensors(out))
-    recorder.kernels.append(K.vector(recorder._name(key), flops=0.0,
+    recorder.kernels.append(K.vector(recorder.label(key), flops=0.0,
                                      nbytes=T.nbytes(T.tensors(list(args)), outputs),
                                      dtype=None))
     return out
@@ -159,7 +159,7 @@ def _flex_attention(recorder: Any, args: tuple[Any, ...], out: Any) -> None:
     heads = float(math.prod(q.shape[:-2]))
     inputs = [q, k, v]
     recorder.kernels.extend(K.attention(
-        recorder._name("flex_attention"), heads=heads, pairs=pairs_per_head,
+        recorder.label("flex_attention"), heads=heads, pairs=pairs_per_head,
         head_dim=q.shape[-1], value_dim=v.shape[-1], nbytes=T.nbytes(inputs, T.tensors(out)),
         dtype=recorder.dtype or K.precision(q.dtype), softmax_dtype=K.precision(q.dtype)))
 

@@ -17,6 +17,7 @@ memory (fusion policy ``"none"``). View and metadata ops (``view``, ``t``, ``exp
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import types as types_
 from collections.abc import Callable, Iterable
@@ -37,6 +38,22 @@ from . import _torch_compat as C
 from . import known_ops as _shipped  # noqa: F401  (registers the shipped formulas)
 from ._base import captured
 from ._mesh import AxisLink
+
+
+class _Pause:
+    """While entered, one more pause of *recorder* (*step* 1) or one fewer (*step* -1); the
+    count is restored on exit, whether the body returned or raised."""
+
+    __slots__ = ("recorder", "step")
+
+    def __init__(self, recorder: Recorder, step: int) -> None:
+        self.recorder, self.step = recorder, step
+
+    def __enter__(self) -> None:
+        self.recorder._pauses += self.step
+
+    def __exit__(self, *exc: object) -> None:
+        self.recorder._pauses -= self.step
 
 
 class Recorder:
@@ -62,7 +79,7 @@ class Recorder:
         self.dtensors = _torch_mesh.DTensors()
         self.names = names
         self.path: list[str] = []
-        self.hidden = 0  # > 0 inside a call recorded at function level (SDPA)
+        self._pauses = 0  # > 0 while paused (inside a call recorded at function level)
         self.dtype = dtype
         self.body = body
         self.filtered = filtered
@@ -73,8 +90,24 @@ class Recorder:
         self.reads = _scalar_reads.Reads()  # values read of meta tensors (the policy there)
 
     @property
+    def is_paused(self) -> bool:
+        """Whether the recorder is paused (see :meth:`paused`)."""
+        return self._pauses > 0
+
+    def paused(self) -> _Pause:
+        """While entered, nothing is recorded: the steps of a call priced at its own level
+        (SDPA), a Triton launch's copies, a timing loop's calls, an outer recording while an
+        inner one runs. Pauses nest; each is undone on exit, raised or not."""
+        return _Pause(self, 1)
+
+    def unpaused(self) -> _Pause:
+        """Inside :meth:`paused`, one call recorded all the same (the first call of a timing
+        loop): while entered, the innermost pause is lifted."""
+        return _Pause(self, -1)
+
+    @property
     def recording(self) -> bool:
-        if self.hidden:
+        if self.is_paused:
             return False
         if self.inside > 0 or not self.filtered:
             return True
@@ -93,7 +126,8 @@ class Recorder:
         if self.path:
             self.path.pop()
 
-    def _name(self, op: str) -> str:
+    def label(self, op: str) -> str:
+        """The kernel name of *op* at the current module path (``layers.0.mlp.mm``)."""
         where = self.path[-1] if self.path else ""
         return f"{where}.{op}" if where else op
 
@@ -116,7 +150,7 @@ class Recorder:
         op = func.overloadpacket.__name__
         namespace = func.namespace
         if namespace in _torch_mesh.NAMESPACES:  # a collective: link bytes
-            kernel = _torch_mesh.kernel(self._name(op), op, namespace, args, out, self.links)
+            kernel = _torch_mesh.kernel(self.label(op), op, namespace, args, out, self.links)
             if kernel is not None:
                 self.kernels.append(kernel)
             return
@@ -125,7 +159,7 @@ class Recorder:
             return
         formula = registry.lookup(f"aten::{op}", self.formulas)
         if formula is not None:
-            self._formula(f"aten::{op}", formula, args, kwargs, out)
+            self.record_formula(f"aten::{op}", formula, args, kwargs, out)
             return
         base = op.rstrip("_") if not op.startswith("__") else op.strip("_")
         cls = A.classify(base, pointwise=torch.Tag.pointwise in func.tags,
@@ -142,12 +176,12 @@ class Recorder:
             self.unknown[f"aten::{op}"] = self.unknown.get(f"aten::{op}", 0) + 1
         elif cls == "matrix" or cls == "vector" or base in A.SCATTER_ADD:
             call = A.Call(op=op, base=base, func=func, args=args, kwargs=kwargs, inputs=inputs,
-                          outputs=outputs, name=self._name(op), dtype=self.dtype)
+                          outputs=outputs, name=self.label(op), dtype=self.dtype)
             if cls == "matrix":
                 self.kernels.extend(A.matrix_kernels(call))
                 return
             flops = A.vector_flops(call)
-        self.kernels.append(K.vector(self._name(op), flops=flops,
+        self.kernels.append(K.vector(self.label(op), flops=flops,
                                      nbytes=A.moved(op, base, inputs, outputs),
                                      dtype=T.precision(outputs[0]) if outputs else (
                                          T.precision(inputs[0]) if inputs else None)))
@@ -157,16 +191,16 @@ class Recorder:
         """A ``torch.library`` op: counted by its registered formula, else unknown."""
         formula = registry.lookup(name, self.formulas)
         if formula is not None:
-            self._formula(name, formula, args, kwargs, out)
+            self.record_formula(name, formula, args, kwargs, out)
             return
         self.unknown[name] = self.unknown.get(name, 0) + 1
         inputs = T.operands(args, kwargs)
         outputs = list(T.tensors(out))
-        self.kernels.append(K.vector(self._name(name), flops=0.0,
+        self.kernels.append(K.vector(self.label(name), flops=0.0,
                                      nbytes=T.nbytes(inputs, outputs),
                                      dtype=T.precision(outputs[0]) if outputs else None))
 
-    def _formula(self, name: str, formula: registry.Formula, args: tuple[Any, ...],
+    def record_formula(self, name: str, formula: registry.Formula, args: tuple[Any, ...],
                  kwargs: dict[str, Any], out: object = None,
                  nbytes: Callable[[], float] | None = None) -> None:
         """The kernels of *formula* for one call; a formula may give FLOPs alone, the bytes
@@ -204,14 +238,14 @@ class Recorder:
         inputs = [t for t in (x, weight) if isinstance(t, torch.Tensor)]
         flops = R.norm_flops("rmsnorm", float(x.numel()), weight=weight is not None,
                              bias=False)
-        self.kernels.append(K.vector(self._name(F.rms_norm.__name__), flops=flops,
+        self.kernels.append(K.vector(self.label(F.rms_norm.__name__), flops=flops,
                                      nbytes=T.nbytes(inputs, T.tensors(out)),
                                      dtype=T.precision(x)))
 
     def attention(self, op: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                   causal: bool, nbytes: float) -> None:
         call = A.Call(op=op, base=op, func=None, args=(), kwargs={}, inputs=[], outputs=[],
-                      name=self._name(op), dtype=self.dtype)
+                      name=self.label(op), dtype=self.dtype)
         pairs = AT.scored(op, q, k, {"is_causal": causal})
         self.kernels.extend(AT.attention(call, q, k, v, pairs=pairs, nbytes=nbytes))
 
@@ -261,7 +295,7 @@ class _Dispatch(C.DispatchMode):  # type: ignore[misc]
         if self.targets and (func in self.targets or func.overloadpacket in self.targets):
             recorder.inside += 1
             try:
-                if not recorder.hidden:
+                if not recorder.is_paused:
                     recorder.op(func, args, kwargs, out)
             finally:
                 recorder.inside -= 1
@@ -338,23 +372,17 @@ class _Functions(TorchFunctionMode):  # type: ignore[misc]
         kwargs = kwargs or {}
         recorder = self.recorder
         fused = _FUSED.get(func)
-        if fused is not None and not recorder.hidden:
+        if fused is not None and not recorder.is_paused:
             recording = recorder.recording
-            recorder.hidden += 1
-            try:
+            with recorder.paused():
                 out = func(*args, **kwargs)
-            finally:
-                recorder.hidden -= 1
             if recording or func in self.targets:
                 getattr(recorder, fused)(args, kwargs, out)
             return out
         if func in self.comparisons:
             recorder.leave_out("comparison")
-            recorder.hidden += 1
-            try:
+            with recorder.paused():
                 return func(*args, **kwargs)
-            finally:
-                recorder.hidden -= 1
         opened = func in self.targets
         if opened:
             recorder.inside += 1
@@ -417,6 +445,7 @@ class Session:
         self._launches = _triton.Launches(self.recorder)
         self.recorder.launches = self._launches
         self._eager = _compiled.Eager()  # torch.compile'd code runs as its eager code
+        self._outer = contextlib.ExitStack()  # the pauses of the recordings it runs inside
 
     def _enter_module(self, module: torch.nn.Module, args: object) -> None:
         if id(module) in self._modules:
@@ -434,8 +463,9 @@ class Session:
             register_module_forward_pre_hook,
         )
 
+        self._outer = contextlib.ExitStack()
         for outer in _ACTIVE:  # a trace inside a recorded test body is counted once
-            outer.hidden += 1
+            self._outer.enter_context(outer.paused())
         _ACTIVE.append(self.recorder)
         self._hooks = [register_module_forward_pre_hook(self._enter_module),
                        register_module_forward_hook(self._leave_module, always_call=True)]
@@ -456,8 +486,7 @@ class Session:
                 hook.remove()
             self._hooks = []
             _ACTIVE.remove(self.recorder)
-            for outer in _ACTIVE:
-                outer.hidden -= 1
+            self._outer.close()
 
 
 def running(codes: frozenset[types_.CodeType]) -> bool:

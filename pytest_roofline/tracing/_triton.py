@@ -40,6 +40,7 @@ Triton's launch API used here (``KernelInterface.run(*args, grid, warmup, **kwar
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import types
@@ -199,15 +200,12 @@ class Launches:
                 self.record(kernel, args, kwargs, grid)
             return None
         count = _C.Count() if recording and _counts(kernel) else None
-        recorder.hidden += 1
-        try:
+        with recorder.paused():
             if count is None:
                 out = original(kernel, *args, grid=grid, warmup=False, **kwargs)
             else:
                 with count:
                     out = original(kernel, *args, grid=grid, warmup=False, **kwargs)
-        finally:
-            recorder.hidden -= 1
         if recording:
             self.record(kernel, args, kwargs, grid, count)
         return out
@@ -229,12 +227,12 @@ class Launches:
             return _S.tensor_bytes(kernel, bound)[0]
 
         if formula is not None:
-            recorder._formula(name, formula, args, kwargs, nbytes=implied)
+            recorder.record_formula(name, formula, args, kwargs, nbytes=implied)
             self._note(start, None, f"Triton {name}: by its formula")
             return
         nbytes, dtype = _S.tensor_bytes(kernel, bound)
         stated = self._stated(kernel, bound, grid, name)
-        label = recorder._name(name)
+        label = recorder.label(name)
         if stated is not None:
             flops, width, stated_bytes = stated
             recorder.kernels.append(Kernel(label, flops, stated_bytes if stated_bytes is not None
@@ -360,21 +358,20 @@ class _Within:
     """The launches of one custom op's call: with a formula registered for the op they are
     hidden (the formula counts the op); without one, they are the op's kernels."""
 
-    __slots__ = ("hide", "launches", "mark", "ran", "recorder")
+    __slots__ = ("launches", "mark", "pause", "ran")
 
     def __init__(self, recorder: Any, launches: Launches, hide: bool) -> None:
-        self.recorder, self.launches, self.hide = recorder, launches, hide
+        self.launches = launches
+        self.pause = recorder.paused() if hide else contextlib.nullcontext()
         self.mark = 0
         self.ran = False
 
     def __enter__(self) -> None:
         self.mark = self.launches.count
-        if self.hide:
-            self.recorder.hidden += 1
+        self.pause.__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        if self.hide:
-            self.recorder.hidden -= 1
+        self.pause.__exit__(*exc)
         self.ran = self.launches.count > self.mark
 
 
