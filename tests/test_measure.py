@@ -257,6 +257,22 @@ def test_faster_message_when_the_data_fits_no_cache() -> None:
     assert "working set 12 GB larger than every cache" in diagnose.explain_faster(r, CHIP)
 
 
+def test_the_judgement_passes_the_load_of_its_timing_to_the_failure() -> None:
+    """The plugin's path: judge() is given the cores other processes kept busy while the
+    call was timed (here injected: 1.25) and the failure line and the record carry it."""
+    from pytest_roofline.judging.verdict import judge
+
+    work = rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32")
+    expectation = parse({"hw": CHIP, "min_efficiency": 0.5})
+    results = [rl.analyze(work, CHIP, measured=1.0)]  # 12 GB at 1 TB/s: 12 ms, 1.2%
+    loaded = judge(expectation, work, analyzed=lambda: results, other_cores=1.25)
+    [check] = loaded.checks
+    assert "other cores busy: 1.2 when timed" in check.message
+    assert loaded.fields[0][1]["measured_other_cores"] == 1.25
+    quiet = judge(expectation, work, analyzed=lambda: results, other_cores=0.0)
+    assert "busy" not in quiet.checks[0].message
+
+
 def test_efficiency_failure_gives_both_times() -> None:
     r = rl.analyze(rl.ops.elementwise(10**9, inputs=2, outputs=1, dtype="fp32"), CHIP,
                    measured=1.2)
