@@ -53,9 +53,12 @@ ALIGN = "l" + "ll" + "rrrr" + "l" + "r" + "l" + "l"
 #: Each column's formatter by header: the Markdown report formats figures the same way.
 FORMATS = dict(COLUMNS)
 #: Columns (by index, the test id being 0) left out, in this order, to fit a narrow terminal.
-NARROW = (6, 3, 4, 2)
+NARROW = (6, 3, 4, 2, 5)
 #: The column abbreviated next (``expected``), before test ids take a line of their own.
 SQUEEZE = 9
+#: The fewest characters a test id is cut to before columns are left out (an 80-column CI
+#: log): a file name and a test name of common length both whole, or most of each.
+ID_WIDTH = 32
 
 
 def _reused(record: Mapping[str, Any]) -> bool:
@@ -128,7 +131,7 @@ def summary(
         # then gives each id a line of its own, so that no line wraps
         lines = render(["test", *(h for h, _ in columns), "verdict"], rows,
                        align=ALIGN + "l" * len(extra_columns) + "l", width=width,
-                       optional=NARROW, min_shrunk=24, squeeze=(SQUEEZE,))
+                       optional=NARROW, min_shrunk=ID_WIDTH, squeeze=(SQUEEZE,))
     if any(_reused(r) for r in shown):
         # two lines, each under 80 columns, so that the note fits a CI log as the table does
         lines.append("FLOP/B: DRAM intensity on each chip, after on-chip reuse (dram_intensity);")
@@ -248,7 +251,7 @@ def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10,
              percent_of_roof(r), f"{room:.1%}"] for room, share, r in ranked[:top]]
     lines = ["Headroom (time share x (1 - efficiency)), most worth optimizing first:"]
     lines += render(["test", "hw", "measured", "share", "% roof", "headroom"], rows,
-                    align="llrrrr", width=width, min_shrunk=24)
+                    align="llrrrr", width=width, min_shrunk=ID_WIDTH)
     if len(ranked) > top:
         lines.append(f"{len(ranked) - top} more measured tests not shown")
     return lines
