@@ -126,9 +126,10 @@ def summary(
                      f"{verdict} ({note})" if note else verdict])
     lines: list[str] = []
     if rows:
-        # a narrow terminal (80 columns in CI logs) shortens test ids in the middle, leaves
-        # out the ridge, FLOPs, bytes and precision columns, abbreviates the expectation,
-        # then gives each id a line of its own, so that no line wraps
+        # a narrow terminal (80 columns in CI logs) shortens test ids in the middle (to
+        # ID_WIDTH at least), leaves out the ridge, FLOPs, bytes, precision and FLOP/B
+        # columns, abbreviates the expectation, then gives each id a line of its own, so
+        # that no line wraps
         lines = render(["test", *(h for h, _ in columns), "verdict"], rows,
                        align=ALIGN + "l" * len(extra_columns) + "l", width=width,
                        optional=NARROW, min_shrunk=ID_WIDTH, squeeze=(SQUEEZE,))
