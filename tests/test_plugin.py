@@ -923,7 +923,7 @@ def test_the_summary_fits_an_80_column_ci_log(suite: pytest.Pytester,
     assert all(len(line) <= 80 for line in table), table
     ids = [line.split()[0] for line in table[1:]]
     assert all(len(i) >= 32 and i.startswith("test_a_rather_long") for i in ids), ids
-    assert all(i.endswith("_output[" + n + "]") for i, n in zip(ids, "1 2 10".split(),
+    assert all(i.endswith("_output[" + n + "]") for i, n in zip(ids, ["1", "2", "10"],
                                                                  strict=True)), ids
     # parameter ids sort as numbers: 1, 2, 10
     assert [line.split()[0].rsplit("[", 1)[1] for line in table[1:]] == ["1]", "2]", "10]"]

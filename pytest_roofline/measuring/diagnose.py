@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import units
-from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency, figure, fraction
+from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency, figure
 
 __all__ = ["FASTER", "FASTER_DOCS", "TOLERANCE", "efficiency_failure", "explain_faster",
            "is_faster", "judged", "load_note", "roof_threads_note"]
