@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import units
-from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency, figure
+from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency
 
 __all__ = ["FASTER", "FASTER_DOCS", "TOLERANCE", "efficiency_failure", "explain_faster",
            "is_faster", "judged", "load_note", "roof_threads_note"]
@@ -53,11 +53,10 @@ FASTER_DOCS = "docs/measure.md: Faster than the bound"
 def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
                    rechecked: str | None = None, other_cores: float | None = None) -> str:
     """The 'faster than the bound' failure line: a headline of about 240 characters at most
-    (260 with both loads named)
-    (measured against bound, by how much, the two causes in a few words, the working set
-    against the cache that holds it, the load while it was timed or calibrated) naming the
-    section of docs/measure.md that explains it at length. When the roof was measured
-    again (*rechecked*, see :mod:`.recheck`), what that found follows it. *spread* is taken
+    (260 with both loads named: measured against bound, by how much, the two causes in a
+    few words, the working set against the cache that holds it, the load while it was
+    timed or calibrated) naming the section of docs/measure.md that explains it at
+    length. When the roof was measured again (*rechecked*, see :mod:`.recheck`), what that found follows it. *spread* is taken
     for the caller's symmetry with :func:`efficiency_failure`: the allowance it widens is
     the summary's and the docs' to explain."""
     del spread
@@ -74,7 +73,7 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
         where = f"working set {si(working, 'B')} fits in {holding[0]} {si(holding[1], 'B')}"
     load = load_note(chip, other_cores)
     if not rechecked and getattr(chip, "provenance", None) and "calibrated" not in load:
-        load = ", ".join(x for x in (load, "stale roofs? pytest-roofline calibrate") if x)
+        load = "; ".join(x for x in (load, "stale roofs? pytest-roofline calibrate") if x)
     threads = roof_threads_note(result).replace(" (", ", ").rstrip(")")
     return (f"measured {fmt(float(result.measured))} is faster than the roofline bound "
             f"{fmt(float(result.time))} on {result.hw} ({result.dtype}{threads}) by "
@@ -105,11 +104,6 @@ def load_note(chip: Any, other_cores: float | None) -> str:
     if calibrated:
         words += ", calibrated under load" if then is None else f", {then:.1f} when calibrated"
     return words
-
-
-def _figure(result: Any) -> str:
-    measured = float(result.measured)
-    return figure(float(result.time) / measured if measured > 0 else None)
 
 
 def roof_threads_note(result: Any) -> str:
