@@ -56,9 +56,10 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
     (260 with both loads named: measured against bound, by how much, the two causes in a
     few words, the working set against the cache that holds it, the load while it was
     timed or calibrated) naming the section of docs/measure.md that explains it at
-    length. When the roof was measured again (*rechecked*, see :mod:`.recheck`), what that found follows it. *spread* is taken
-    for the caller's symmetry with :func:`efficiency_failure`: the allowance it widens is
-    the summary's and the docs' to explain."""
+    length. When the roof was measured again (*rechecked*, see :mod:`.recheck`), what
+    that found follows it. *spread* is taken for the caller's symmetry with
+    :func:`efficiency_failure`: the allowance it widens is the summary's and the docs' to
+    explain."""
     del spread
     fmt, si = units.format_time, units.si
     working = float(result.footprint) if float(result.footprint or 0) > 0 else float(
