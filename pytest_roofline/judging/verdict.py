@@ -121,7 +121,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
     if not results:  # no chip can price it: each still has its row in the reports
         return _unpriced(expectation, workload, unpriced, None, alone=True)
     checks = evaluate(expectation, workload, results, flops_per_mac=flops_per_mac,
-                      derate=derate, spread=spread)
+                      derate=derate, spread=spread, other_cores=other_cores)
     judged = []
     label = expectation.label
     note = describe_unknown(workload.unknown)
@@ -276,16 +276,20 @@ def _against_fresh_roof(workload: Workload, chip: Hardware, expectation: Expecta
 
 def evaluate(expectation: Expectation, workload: Workload, results: Sequence[Result], *,
              flops_per_mac: int = 2, derate: float = 1.0,
-             spread: float = 0.0) -> tuple[Check, ...]:
+             spread: float = 0.0, other_cores: float | None = None) -> tuple[Check, ...]:
     """One :class:`Check` per Result, each listing the expectations that do not hold."""
     return tuple(
         Check(r, tuple(_failures(expectation, workload, r, flops_per_mac, derate)
-                       + _measured_failures(expectation, r, spread)), expectation.checks)
+                       + _measured_failures(expectation, r, spread, other_cores)),
+              expectation.checks)
         for r in results)
 
 
-def _measured_failures(exp: Expectation, r: Result, spread: float) -> list[str]:
-    """Measured figures are asserted only with min_efficiency (never by default)."""
+def _measured_failures(exp: Expectation, r: Result, spread: float,
+                       other_cores: float | None = None) -> list[str]:
+    """Measured figures are asserted only with min_efficiency (never by default); a failure
+    says when the call was timed (*other_cores* busy beside it) or its chip calibrated
+    under load."""
     if exp.min_efficiency is None:
         return []
     if r.measured is None:
@@ -297,8 +301,11 @@ def _measured_failures(exp: Expectation, r: Result, spread: float) -> list[str]:
         chip = next((c for c in exp.hw if c.name == r.hw), None)
         from ..measuring.recheck import recheck  # a calibration's roof, measured again
 
-        return [explain_faster(r, chip, spread, recheck(r, chip) if chip else None)]
-    line = efficiency_failure(r, exp.min_efficiency, spread)
+        return [explain_faster(r, chip, spread, recheck(r, chip) if chip else None,
+                               other_cores=other_cores)]
+    chip = next((c for c in exp.hw if c.name == r.hw), None)
+    line = efficiency_failure(r, exp.min_efficiency, spread, chip=chip,
+                              other_cores=other_cores)
     return [line] if line else []
 
 

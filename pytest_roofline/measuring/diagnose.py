@@ -8,6 +8,11 @@ both: the declared workload overcounts (FLOPs or bytes), or its data stayed in a
 roof the analysis did not use (the bound prices every byte at the memory roof). The working
 set is set against the chip's cache sizes to tell which is likely. Against a calibrated chip
 a third cause is named: a calibration taken on a busy machine has roofs that are too low.
+
+The failure line is a headline of a few words per cause; the advice at length is the section
+"Faster than the bound" of docs/measure.md, which the line names. That line and the
+efficiency failure say when other processes kept cores busy while the call was timed or
+while the calibration was measured (:func:`load_note`).
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import units
-from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency, figure, fraction
+from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency
 
-__all__ = ["FASTER", "TOLERANCE", "efficiency_failure", "explain_faster", "is_faster",
-           "judged", "roof_threads_note"]
+__all__ = ["FASTER", "FASTER_DOCS", "TOLERANCE", "efficiency_failure", "explain_faster",
+           "is_faster", "judged", "load_note", "roof_threads_note"]
 
 
 def judged(result: Any, spread: float = 0.0) -> Efficiency | None:
@@ -41,50 +46,65 @@ def _caches(chip: Any) -> list[tuple[str, float, float | None]]:
     return [(lv.name, float(lv.capacity), lv.bandwidth) for lv in levels]
 
 
+#: The section of docs/measure.md that explains a measurement faster than its bound at length.
+FASTER_DOCS = "docs/measure.md: Faster than the bound"
+
+
 def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
-                   rechecked: str | None = None) -> str:
-    """The 'faster than the bound' message: both explanations and the working set, then,
-    against a calibration, the third (a roof measured on a busy machine) or, when the roof
-    was measured again (*rechecked*, see :mod:`.recheck`), what that found."""
+                   rechecked: str | None = None, other_cores: float | None = None) -> str:
+    """The 'faster than the bound' failure line: a headline of about 240 characters at most
+    (260 with both loads named: measured against bound, by how much, the two causes in a
+    few words, the working set against the cache that holds it, the load while it was
+    timed or calibrated) naming the section of docs/measure.md that explains it at
+    length. When the roof was measured again (*rechecked*, see :mod:`.recheck`), what
+    that found follows it. *spread* is taken for the caller's symmetry with
+    :func:`efficiency_failure`: the allowance it widens is the summary's and the docs' to
+    explain."""
+    del spread
     fmt, si = units.format_time, units.si
     working = float(result.footprint) if float(result.footprint or 0) > 0 else float(
         result.bytes)
-    what = "footprint" if float(result.footprint or 0) > 0 else "bytes moved"
     caches = _caches(chip)
-    if caches:
-        sizes = ", ".join(f"{name} {si(cap, 'B')}" for name, cap, _ in caches)
-        holding = next(((n, c, b) for n, c, b in caches if working <= c), None)
-        if holding is None:
-            where = f"working set {si(working, 'B')} ({what}) is larger than every cache " \
-                    f"({sizes}), so a cache explains it only if the data is reused within a " \
-                    f"smaller piece: check the counts first"
-        else:
-            faster = f" (measured {si(holding[2], 'B/s')})" if holding[2] else ""
-            where = f"working set {si(working, 'B')} ({what}) fits in {holding[0]} " \
-                    f"{si(holding[1], 'B')}{faster} of the caches {sizes}: a benchmark that " \
-                    f"repeats on warm data runs from there; use data larger than the " \
-                    f"last-level cache, or a chip spec whose roof is that cache"
+    holding = next(((n, c) for n, c, _ in caches if working <= c), None)
+    if not caches:
+        where = f"{result.hw} lists no caches"
+    elif holding is None:
+        where = f"working set {si(working, 'B')} larger than every cache"
     else:
-        where = f"working set {si(working, 'B')} ({what}); {result.hw} lists no cache sizes"
+        where = f"working set {si(working, 'B')} fits in {holding[0]} {si(holding[1], 'B')}"
+    load = load_note(chip, other_cores)
+    if not rechecked and getattr(chip, "provenance", None) and "calibrated" not in load:
+        load = "; ".join(x for x in (load, "stale roofs? pytest-roofline calibrate") if x)
+    threads = roof_threads_note(result).replace(" (", ", ").rstrip(")")
     return (f"measured {fmt(float(result.measured))} is faster than the roofline bound "
-            f"{fmt(float(result.time))} on {result.hw} ({result.dtype}"
-            f"{roof_threads_note(result).replace(' (', ', ').rstrip(')')}) by "
-            f"{1 - float(result.measured) / float(result.time):.0%} of the bound "
-            f"({_figure(result)}), beyond its allowance for noise "
-            f"({fraction(spread):.0%}), so no efficiency is given. A lower bound "
-            f"cannot be beaten by honest counts: "
-            f"either the workload overcounts its FLOPs ({si(float(result.flops), 'FLOP')}) "
-            f"or bytes ({si(float(result.bytes), 'B')}), or its data stayed in a cache whose "
-            f"roof the analysis did not use: {where}."
-            + (f" {rechecked}" if rechecked else
-               f" {result.hw} is a calibration: if it was measured while the machine was "
-               f"busy, its roofs are too low; measure again with pytest-roofline calibrate."
-               if getattr(chip, "provenance", None) else ""))
+            f"{fmt(float(result.time))} on {result.hw} ({result.dtype}{threads}) by "
+            f"{1 - float(result.measured) / float(result.time):.0%}: overcounted, or data "
+            f"in a cache ({where}){'; ' + load if load else ''}; {FASTER_DOCS}."
+            + (f" {rechecked}" if rechecked else ""))
 
 
-def _figure(result: Any) -> str:
-    measured = float(result.measured)
-    return figure(float(result.time) / measured if measured > 0 else None)
+def load_note(chip: Any, other_cores: float | None) -> str:
+    """A few words on the load beside a measurement: other processes kept cores busy while
+    the call was timed (*other_cores*) or while *chip* (a calibration) was measured
+    (``other cores busy: 1.2 when timed, 1.0 when calibrated``); '' when
+    neither was loaded, or neither is known."""
+    from .cpu import LOADED
+    from .recheck import calibration_load
+
+    timed = other_cores is not None and float(other_cores) >= LOADED
+    then = calibration_load(chip)
+    conditions = (getattr(chip, "provenance", None) or {}).get("conditions") or {}
+    calibrated = (then >= LOADED if then is not None else
+                  isinstance(conditions, dict) and conditions.get("quiet") is False)
+    if not (timed or calibrated):
+        return ""
+    if not timed:
+        return ("calibrated under load" if then is None else
+                f"other cores busy: {then:.1f} when calibrated")
+    words = f"other cores busy: {float(other_cores or 0):.1f} when timed"
+    if calibrated:
+        words += ", calibrated under load" if then is None else f", {then:.1f} when calibrated"
+    return words
 
 
 def roof_threads_note(result: Any) -> str:
@@ -95,8 +115,10 @@ def roof_threads_note(result: Any) -> str:
     return f" ({threads}-thread memory roof)"
 
 
-def efficiency_failure(result: Any, minimum: float, spread: float = 0.0) -> str | None:
-    """The failure line when *result*'s efficiency is below *minimum* (None when it holds)."""
+def efficiency_failure(result: Any, minimum: float, spread: float = 0.0, *,
+                       chip: Any = None, other_cores: float | None = None) -> str | None:
+    """The failure line when *result*'s efficiency is below *minimum* (None when it holds),
+    saying when the call was timed, or *chip* (a calibration) measured, under load."""
     if result.efficiency is None or float(result.efficiency) >= minimum:
         return None
     fmt = units.format_time
@@ -104,7 +126,8 @@ def efficiency_failure(result: Any, minimum: float, spread: float = 0.0) -> str 
             f"measured {fmt(float(result.measured))} (spread {spread:.0%}) against a roofline "
             f"bound of {fmt(float(result.time))} ({result.regime}-bound): "
             f"{short_of(float(result.efficiency), minimum)} of the roof"
-            f"{roof_threads_note(result)}.")
+            f"{roof_threads_note(result)}"
+            + (f"; {load}." if (load := load_note(chip, other_cores)) else "."))
 
 
 def short_of(value: float, minimum: float) -> str:

@@ -59,14 +59,14 @@ def _time(record: Mapping[str, Any]) -> str:
 
 
 #: The summary's columns between the test id and the verdict, in their order. On a narrow
-#: terminal the ridge, FLOPs, bytes and precision columns are left out (in that order) and
-#: the expectation is abbreviated.
+#: terminal the ridge, FLOPs, bytes, precision and FLOP/B columns are left out (in that
+#: order) and the expectation is abbreviated.
 COLUMNS: tuple[Column, ...] = (
     Column("hw", lambda r: str(r.get("hw", "?"))),
     Column("dtype", lambda r: str(r.get("dtype", "?")), drop=4),
     Column("FLOPs", lambda r: _figure(r, "flops", ""), align="r", drop=2),
     Column("bytes", lambda r: _figure(r, "bytes", "B"), align="r", drop=3),
-    Column("FLOP/B", lambda r: _intensity(r.get("intensity")), align="r"),
+    Column("FLOP/B", lambda r: _intensity(r.get("intensity")), align="r", drop=5),
     Column("ridge", lambda r: _intensity(r.get("ridge")), align="r", drop=1),
     Column("regime", lambda r: str(r.get("regime", "?"))),
     Column("time", _time, align="r"),
@@ -75,6 +75,9 @@ COLUMNS: tuple[Column, ...] = (
 )
 #: Each column's formatter by header: the Markdown report formats figures the same way.
 FORMATS = {column.header: column.cell for column in COLUMNS}
+#: The fewest characters a test id is cut to before columns are left out (an 80-column CI
+#: log): a file name and a test name of common length both whole, or most of each.
+ID_WIDTH = 32
 
 
 def _reused(record: Mapping[str, Any]) -> bool:
@@ -142,14 +145,14 @@ def summary(
                      f"{verdict} ({note})" if note else verdict])
     lines: list[str] = []
     if rows:
-        # a narrow terminal (80 columns in CI logs) shortens test ids in the middle, leaves
-        # out the ridge, FLOPs, bytes and precision columns, abbreviates the expectation,
-        # then gives each id a line of its own, so that no line wraps
-        # (the test id is column 0, the verdict the last)
+        # a narrow terminal (80 columns in CI logs) shortens test ids in the middle (to
+        # ID_WIDTH at least), leaves out the ridge, FLOPs, bytes, precision and FLOP/B
+        # columns, abbreviates the expectation, then gives each id a line of its own, so
+        # that no line wraps (the test id is column 0, the verdict the last)
         dropped = sorted((c.drop, i) for i, c in enumerate(columns, 1) if c.drop is not None)
         lines = render(["test", *(c.header for c in columns), "verdict"], rows,
                        align="l" + "".join(c.align for c in columns) + "l", width=width,
-                       optional=tuple(i for _, i in dropped), min_shrunk=24,
+                       optional=tuple(i for _, i in dropped), min_shrunk=ID_WIDTH,
                        squeeze=tuple(i for i, c in enumerate(columns, 1) if c.squeeze))
     if any(_reused(r) for r in shown):
         # two lines, each under 80 columns, so that the note fits a CI log as the table does
@@ -270,7 +273,7 @@ def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10,
              percent_of_roof(r), f"{room:.1%}"] for room, share, r in ranked[:top]]
     lines = ["Headroom (time share x (1 - efficiency)), most worth optimizing first:"]
     lines += render(["test", "hw", "measured", "share", "% roof", "headroom"], rows,
-                    align="llrrrr", width=width, min_shrunk=24)
+                    align="llrrrr", width=width, min_shrunk=ID_WIDTH)
     if len(ranked) > top:
         lines.append(f"{len(ranked) - top} more measured tests not shown")
     return lines
