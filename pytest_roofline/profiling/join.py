@@ -60,6 +60,8 @@ class _Group:
     times: list[float] = field(default_factory=list)
     timed: list[int] = field(default_factory=list)  # the kernels each call timed
     kernels: dict[str, None] = field(default_factory=dict)
+    assumed: tuple[str, ...] = ()  # what its bound assumed where the trace is silent
+    strides: Any = None  # its inputs' strides (size-1 dimensions made contiguous)
 
 
 @dataclass
@@ -297,10 +299,11 @@ class Joiner:
         base = op.name.removeprefix("aten::")
         gradients = _gradients(op) if base in pricing.LEGACY_CONV_BACKWARD else None
         types = op.types
+        assumed: list[str] = []
         if not types and op.dims:  # torch 1.8 records no dtypes: its kernels' names may
             types = _types_named(op.dims, kernels)
             if types:
-                self.assumed.add(NAMED_DTYPE_NOTE)
+                assumed.append(NAMED_DTYPE_NOTE)
         result = pricing.price(op.name, op.dims, types, op.concrete, None, strides, sized,
                                gradients)
         if tf32 and not isinstance(result, str) and any(
@@ -311,15 +314,16 @@ class Joiner:
             return None, result
         if not isinstance(result, str):
             if base in pricing.CONVOLUTIONS and op.concrete is None:
-                self.assumed.add(pricing.UNRECORDED_CONV)
+                assumed.append(pricing.UNRECORDED_CONV)
             if base in pricing.LEGACY_CONV_BACKWARD and gradients is None:
-                self.assumed.add(pricing.ONE_GRADIENT)
+                assumed.append(pricing.ONE_GRADIENT)
             if any(_REDUCED.search(k) for k in kernels):
                 result = pricing.memory_only(result)
-                self.assumed.add(REDUCED_NOTE)
+                assumed.append(REDUCED_NOTE)
+        self.assumed.update(assumed)
         group = _Group(op.name, shapes_of(op, types),
                        None if isinstance(result, str) else result,
-                       "tf32" if tf32 else None)
+                       "tf32" if tf32 else None, assumed=tuple(assumed), strides=strides)
         if not isinstance(result, str):  # the traced kernels' names (mm, addmm, ...)
             for kernel in result.kernels:
                 group.kernels.setdefault(kernel.name)
@@ -408,7 +412,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
             flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
             precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
             spread=spread, likely=likely, fastest=verdict.fastest,
-            faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats))
+            faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats,
+            assumed=group.assumed))
     rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
     rows += [_replay_row(r, tick, repeats) for r in replayed.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)

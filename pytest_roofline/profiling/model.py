@@ -61,6 +61,9 @@ class KernelRow:
     fastest: float | None = None
     faster_calls: float = 0.0  # calls faster than their bound beyond their allowance (a run)
     allowance: float = 0.0  # s, the row's total allowance for noise
+    #: what its bound assumed where the trace left out what it needs, each as the profile's
+    #: note says it (a convolution's stride before torch 2.1): the lowest bound was taken
+    assumed: tuple[str, ...] = ()
 
     @property
     def lost(self) -> float:
@@ -130,7 +133,7 @@ class KernelRow:
                 **({"note": note} if note else {}),
                 **({"likely": self.likely, "faster_calls": self.faster_calls}
                    if self.faster else {}),
-                "spread": self.spread}
+                "spread": self.spread, "assumed": list(self.assumed)}
 
 
 @dataclass(frozen=True)
