@@ -62,6 +62,7 @@ class _Group:
     kernels: dict[str, None] = field(default_factory=dict)
     assumed: tuple[str, ...] = ()  # what its bound assumed where the trace is silent
     strides: Any = None  # its inputs' strides (size-1 dimensions made contiguous)
+    dims: Any = None  # its inputs' recorded dims
 
 
 @dataclass
@@ -140,6 +141,53 @@ def unit_strides(dims: Any, strides: Any) -> Any:
 
     return [one(dims[i] if i < len(dims) else None, stride)
             for i, stride in enumerate(strides)]
+
+
+def layout(dims: Any, strides: Any) -> str:
+    """``input 1 strides 16777216:128:4096:1``: the recorded strides of each input that is
+    not laid out contiguously (*strides* as :func:`unit_strides` makes them; a list of
+    tensors in brackets), ``contiguous`` where none is, ``strides not recorded`` where the
+    trace gives none: what tells apart calls of one op with the same shapes."""
+    if not isinstance(dims, list) or not isinstance(strides, list):
+        return "strides not recorded"
+
+    def packed(shape: Any) -> list[int] | None:
+        if not isinstance(shape, list) or not all(type(d) is int for d in shape):
+            return None
+        out, inner = [], 1
+        for d in reversed(shape):
+            out.insert(0, inner)
+            inner *= d
+        return out
+
+    def text(stride: Any) -> str:
+        if isinstance(stride, list) and stride and all(isinstance(t, list) for t in stride):
+            return "[" + ",".join(text(t) for t in stride) + "]"
+        return ":".join(str(t) for t in stride) if isinstance(stride, list) else "?"
+
+    parts = []
+    for i, stride in enumerate(strides):
+        shape = dims[i] if i < len(dims) else None
+        if not isinstance(shape, list) or not shape or stride == packed(shape):
+            continue
+        if all(isinstance(s, list) for s in shape) and isinstance(stride, list) and all(
+                isinstance(t, list) for t in stride) and all(
+                t == packed(s) for s, t in zip(shape, stride, strict=False)):
+            continue  # a list of contiguous tensors
+        parts.append(f"input {i + 1} strides {text(stride)}")
+    return ", ".join(parts) or "contiguous"
+
+
+def told_apart(groups: list[_Group]) -> dict[int, str]:
+    """The shapes shown for the groups (by id) of one op whose inputs print the same but
+    differ in their strides (they may run other kernels): each with its :func:`layout`.
+    Groups that print differently already keep their shapes."""
+    same: dict[tuple[str, str], list[_Group]] = defaultdict(list)
+    for group in groups:
+        same[(group.op, group.shapes)].append(group)
+    return {id(g): f"{g.shapes}; {layout(g.dims, g.strides)}"
+            for alike in same.values() if len({repr(g.strides) for g in alike}) > 1
+            for g in alike}
 
 
 #: Short dtype marks for labels: 64x256f32.
@@ -323,7 +371,8 @@ class Joiner:
         self.assumed.update(assumed)
         group = _Group(op.name, shapes_of(op, types),
                        None if isinstance(result, str) else result,
-                       "tf32" if tf32 else None, assumed=tuple(assumed), strides=strides)
+                       "tf32" if tf32 else None, assumed=tuple(assumed), strides=strides,
+                       dims=op.dims)
         if not isinstance(result, str):  # the traced kernels' names (mm, addmm, ...)
             for kernel in result.kernels:
                 group.kernels.setdefault(kernel.name)
@@ -384,9 +433,9 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
     tick = trace.tick
     rows = []
     analyzed: dict[int, Any] = {}
-    for group in joiner.groups.values():
-        if not group.times:
-            continue
+    timed = [group for group in joiner.groups.values() if group.times]
+    shapes = told_apart(timed)
+    for group in timed:
         count = len(group.times)
         measured = sum(group.times)
         if group.workload is None:
@@ -407,7 +456,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
         likely = (_likely(regime, nbytes / count, chip, group.precision_dtype)
                   if verdict.faster else "")
         rows.append(KernelRow(
-            op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
+            op=group.op, shapes=shapes.get(id(group), group.shapes),
+            kernels=tuple(group.kernels),
             count=count / repeats, measured=measured / repeats, bound=call * count / repeats,
             flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
             precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
