@@ -20,7 +20,7 @@ omits (``aten::cat``) takes the element size its kernel's name states (:mod:`.pr
 Where the trace leaves out what a bound needs (a convolution's stride before torch 2.1, the
 gradients an old backward op computed), or a kernel's name says it runs an algorithm with
 fewer multiplies (Winograd, FFT: its memory alone bounds it), the lowest bound is taken and
-the profile's notes say so.
+the profile's notes say so, and so does each row priced under it (``KernelRow.assumed``).
 
 On a GPU trace the measured time of an op is the device time of its kernels (copies and
 memsets included), never the host's launch time; ops that launched nothing are skipped. A
@@ -28,7 +28,9 @@ copy between the host and the device (``Memcpy HtoD``/``DtoH``) is set apart fro
 kernels and priced on the chip's PCIe link (:mod:`.copies`), a row of its own per op, inputs
 and bytes; a copy within the device stays with its op, at the memory roof.
 On a CPU trace it is the op's own span. Rows aggregate the calls of one op with the same
-inputs. A matrix op whose kernels ran TF32 on the tensor cores is priced at the TF32 peak.
+inputs (shapes, dtypes, scalars and strides); rows that would print the same, their inputs
+differing in strides alone, show each strided input's strides (:func:`told_apart`). A
+matrix op whose kernels ran TF32 on the tensor cores is priced at the TF32 peak.
 """
 
 from __future__ import annotations
@@ -154,7 +156,8 @@ def layout(dims: Any, strides: Any) -> str:
     def packed(shape: Any) -> list[int] | None:
         if not isinstance(shape, list) or not all(type(d) is int for d in shape):
             return None
-        out, inner = [], 1
+        out: list[int] = []
+        inner = 1
         for d in reversed(shape):
             out.insert(0, inner)
             inner *= d
