@@ -83,19 +83,23 @@ def test_rows_of_one_op_that_differ_only_in_strides_read_apart() -> None:
     labels = [r.label for r in prof.rows]
     assert len(labels) == len(set(labels)), labels
     doc = prof.to_dict()["rows"]
-    assert len({(r["op"], r["shapes"]) for r in doc}) == len(doc)
+    assert len({(r["op"], r["shapes"], r["layout"]) for r in doc}) == len(doc)
     for heads in (32, 8):
         shapes = f"1x{heads}x4096x128bf16,1x1x4096x128bf16"
-        mul = sorted(r.shapes for r in prof.rows
-                     if r.op == "aten::mul" and r.shapes.startswith(shapes))
+        mul = [r for r in prof.rows if r.op == "aten::mul" and r.shapes == shapes]
         strided = f"input 1 strides {heads * 4096 * 128}:128:{heads * 128}:1"
-        assert mul == [f"{shapes}; contiguous", f"{shapes}; {strided}"]
+        assert sorted(r.layout for r in mul) == ["contiguous", strided]
+        assert sorted(r.label for r in mul) == [f"mul({shapes}; contiguous)",
+                                                f"mul({shapes}; {strided})"]
+        assert sorted(r["layout"] for r in doc if r["op"] == "aten::mul"
+                      and r["shapes"] == shapes) == ["contiguous", strided]
     # the text table (80 columns, labels cut in the middle) keeps their ends apart
     text = prof.table(top=len(prof.rows))
     rows = [line.split()[0] for line in text.splitlines() if line.startswith("mul(1x32x")]
     assert len(rows) == 2 and len(set(rows)) == 2, rows
-    # rows that print apart already keep their shapes: only the four muls gained a layout
-    assert sorted(r.op for r in prof.rows if ";" in r.shapes) == ["aten::mul"] * 4
+    # rows that print apart already have no layout: only the four muls have one
+    assert sorted(r.op for r in prof.rows if r.layout) == ["aten::mul"] * 4
+    assert sorted(r["op"] for r in doc if r["layout"]) == ["aten::mul"] * 4
     assert "mm(4096x4096bf16,4096x4096bf16)" in labels
 
 
@@ -116,3 +120,18 @@ def test_a_contiguous_input_reads_contiguous_and_a_transposed_one_does_not(
     if len(shape) >= 2 and shape[-1] > 1 and shape[-2] > 1:
         swapped = [*packed[:-2], packed[-1], packed[-2]]
         assert layout([shape], [swapped]).startswith("input 1 strides ")
+
+
+def test_the_reports_tables_show_the_layout_and_the_mark() -> None:
+    # the pytest reports render a record's profile JSON: the Markdown table and the summary
+    # keep the two rotary muls apart, and the summary marks an assumed bound
+    from pytest_roofline import fields
+    from pytest_roofline.report.kernels import markdown_lines, summary_lines
+
+    prefill = {"nodeid": "t", fields.PROFILE: [profile(*PREFILL).to_dict()]}
+    md = [line for line in markdown_lines([prefill], top=30)
+          if line.startswith("| `mul(1x32x4096x128bf16,1x1x4096x128bf16")]
+    assert len(md) == 2 and len({line.split("`")[1] for line in md}) == 2, md
+    resnet = profile(*RESNET).to_dict(8)
+    summary = summary_lines([{"nodeid": "t", fields.PROFILE: [resnet]}], top=8)
+    assert any("*" in line for line in summary[2:]), summary

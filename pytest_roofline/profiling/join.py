@@ -182,13 +182,13 @@ def layout(dims: Any, strides: Any) -> str:
 
 
 def told_apart(groups: list[_Group]) -> dict[int, str]:
-    """The shapes shown for the groups (by id) of one op whose inputs print the same but
-    differ in their strides (they may run other kernels): each with its :func:`layout`.
-    Groups that print differently already keep their shapes."""
+    """The :func:`layout` of each group (by id) of one op whose inputs print the same as
+    another's but differ in their strides (they may run other kernels); groups that print
+    apart already have none."""
     same: dict[tuple[str, str], list[_Group]] = defaultdict(list)
     for group in groups:
         same[(group.op, group.shapes)].append(group)
-    return {id(g): f"{g.shapes}; {layout(g.dims, g.strides)}"
+    return {id(g): layout(g.dims, g.strides)
             for alike in same.values() if len({repr(g.strides) for g in alike}) > 1
             for g in alike}
 
@@ -437,7 +437,7 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
     rows = []
     analyzed: dict[int, Any] = {}
     timed = [group for group in joiner.groups.values() if group.times]
-    shapes = told_apart(timed)
+    layouts = told_apart(timed)
     for group in timed:
         count = len(group.times)
         measured = sum(group.times)
@@ -459,14 +459,13 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
         likely = (_likely(regime, nbytes / count, chip, group.precision_dtype)
                   if verdict.faster else "")
         rows.append(KernelRow(
-            op=group.op, shapes=shapes.get(id(group), group.shapes),
-            kernels=tuple(group.kernels),
+            op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
             count=count / repeats, measured=measured / repeats, bound=call * count / repeats,
             flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
             precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
             spread=spread, likely=likely, fastest=verdict.fastest,
             faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats,
-            assumed=group.assumed))
+            assumed=group.assumed, layout=layouts.get(id(group), "")))
     rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
     rows += [_replay_row(r, tick, repeats) for r in replayed.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)

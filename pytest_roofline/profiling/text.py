@@ -51,6 +51,8 @@ def _count(value: Any) -> str:
 def _label(row: Mapping[str, Any]) -> str:
     op = str(row.get("op", "?")).removeprefix("aten::").removeprefix("triton::")
     shapes = str(row.get("shapes") or "")
+    if row.get("layout"):  # another row of its op has these shapes: its strides differ
+        shapes = f"{shapes}; {row['layout']}"
     return f"{op}({shapes})" if shapes else op
 
 
