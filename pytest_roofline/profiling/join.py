@@ -20,7 +20,7 @@ omits (``aten::cat``) takes the element size its kernel's name states (:mod:`.pr
 Where the trace leaves out what a bound needs (a convolution's stride before torch 2.1, the
 gradients an old backward op computed), or a kernel's name says it runs an algorithm with
 fewer multiplies (Winograd, FFT: its memory alone bounds it), the lowest bound is taken and
-the profile's notes say so.
+the profile's notes say so, and so does each row priced under it (``KernelRow.assumed``).
 
 On a GPU trace the measured time of an op is the device time of its kernels (copies and
 memsets included), never the host's launch time; ops that launched nothing are skipped. A
@@ -28,7 +28,9 @@ copy between the host and the device (``Memcpy HtoD``/``DtoH``) is set apart fro
 kernels and priced on the chip's PCIe link (:mod:`.copies`), a row of its own per op, inputs
 and bytes; a copy within the device stays with its op, at the memory roof.
 On a CPU trace it is the op's own span. Rows aggregate the calls of one op with the same
-inputs. A matrix op whose kernels ran TF32 on the tensor cores is priced at the TF32 peak.
+inputs (shapes, dtypes, scalars and strides); rows that would print the same, their inputs
+differing in strides alone, show each strided input's strides (:func:`told_apart`). A
+matrix op whose kernels ran TF32 on the tensor cores is priced at the TF32 peak.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class _Group:
     times: list[float] = field(default_factory=list)
     timed: list[int] = field(default_factory=list)  # the kernels each call timed
     kernels: dict[str, None] = field(default_factory=dict)
+    assumed: tuple[str, ...] = ()  # what its bound assumed where the trace is silent
+    strides: Any = None  # its inputs' strides (size-1 dimensions made contiguous)
+    dims: Any = None  # its inputs' recorded dims
 
 
 @dataclass
@@ -138,6 +143,54 @@ def unit_strides(dims: Any, strides: Any) -> Any:
 
     return [one(dims[i] if i < len(dims) else None, stride)
             for i, stride in enumerate(strides)]
+
+
+def layout(dims: Any, strides: Any) -> str:
+    """``input 1 strides 16777216:128:4096:1``: the recorded strides of each input that is
+    not laid out contiguously (*strides* as :func:`unit_strides` makes them; a list of
+    tensors in brackets), ``contiguous`` where none is, ``strides not recorded`` where the
+    trace gives none: what tells apart calls of one op with the same shapes."""
+    if not isinstance(dims, list) or not isinstance(strides, list):
+        return "strides not recorded"
+
+    def packed(shape: Any) -> list[int] | None:
+        if not isinstance(shape, list) or not all(type(d) is int for d in shape):
+            return None
+        out: list[int] = []
+        inner = 1
+        for d in reversed(shape):
+            out.insert(0, inner)
+            inner *= d
+        return out
+
+    def text(stride: Any) -> str:
+        if isinstance(stride, list) and stride and all(isinstance(t, list) for t in stride):
+            return "[" + ",".join(text(t) for t in stride) + "]"
+        return ":".join(str(t) for t in stride) if isinstance(stride, list) else "?"
+
+    parts = []
+    for i, stride in enumerate(strides):
+        shape = dims[i] if i < len(dims) else None
+        if not isinstance(shape, list) or not shape or stride == packed(shape):
+            continue
+        if all(isinstance(s, list) for s in shape) and isinstance(stride, list) and all(
+                isinstance(t, list) for t in stride) and all(
+                t == packed(s) for s, t in zip(shape, stride, strict=False)):
+            continue  # a list of contiguous tensors
+        parts.append(f"input {i + 1} strides {text(stride)}")
+    return ", ".join(parts) or "contiguous"
+
+
+def told_apart(groups: list[_Group]) -> dict[int, str]:
+    """The :func:`layout` of each group (by id) of one op whose inputs print the same as
+    another's but differ in their strides (they may run other kernels); groups that print
+    apart already have none."""
+    same: dict[tuple[str, str], list[_Group]] = defaultdict(list)
+    for group in groups:
+        same[(group.op, group.shapes)].append(group)
+    return {id(g): layout(g.dims, g.strides)
+            for alike in same.values() if len({repr(g.strides) for g in alike}) > 1
+            for g in alike}
 
 
 #: Short dtype marks for labels: 64x256f32.
@@ -297,10 +350,11 @@ class Joiner:
         base = op.name.removeprefix("aten::")
         gradients = _gradients(op) if base in pricing.LEGACY_CONV_BACKWARD else None
         types = op.types
+        assumed: list[str] = []
         if not types and op.dims:  # torch 1.8 records no dtypes: its kernels' names may
             types = _types_named(op.dims, kernels)
             if types:
-                self.assumed.add(NAMED_DTYPE_NOTE)
+                assumed.append(NAMED_DTYPE_NOTE)
         result = pricing.price(op.name, op.dims, types, op.concrete, None, strides, sized,
                                gradients)
         if tf32 and not isinstance(result, str) and any(
@@ -311,15 +365,17 @@ class Joiner:
             return None, result
         if not isinstance(result, str):
             if base in pricing.CONVOLUTIONS and op.concrete is None:
-                self.assumed.add(pricing.UNRECORDED_CONV)
+                assumed.append(pricing.UNRECORDED_CONV)
             if base in pricing.LEGACY_CONV_BACKWARD and gradients is None:
-                self.assumed.add(pricing.ONE_GRADIENT)
+                assumed.append(pricing.ONE_GRADIENT)
             if any(_REDUCED.search(k) for k in kernels):
                 result = pricing.memory_only(result)
-                self.assumed.add(REDUCED_NOTE)
+                assumed.append(REDUCED_NOTE)
+        self.assumed.update(assumed)
         group = _Group(op.name, shapes_of(op, types),
                        None if isinstance(result, str) else result,
-                       "tf32" if tf32 else None)
+                       "tf32" if tf32 else None, assumed=tuple(assumed), strides=strides,
+                       dims=op.dims)
         if not isinstance(result, str):  # the traced kernels' names (mm, addmm, ...)
             for kernel in result.kernels:
                 group.kernels.setdefault(kernel.name)
@@ -380,9 +436,9 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
     tick = trace.tick
     rows = []
     analyzed: dict[int, Any] = {}
-    for group in joiner.groups.values():
-        if not group.times:
-            continue
+    timed = [group for group in joiner.groups.values() if group.times]
+    layouts = told_apart(timed)
+    for group in timed:
         count = len(group.times)
         measured = sum(group.times)
         if group.workload is None:
@@ -408,7 +464,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
             flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
             precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
             spread=spread, likely=likely, fastest=verdict.fastest,
-            faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats))
+            faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats,
+            assumed=group.assumed, layout=layouts.get(id(group), "")))
     rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
     rows += [_replay_row(r, tick, repeats) for r in replayed.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)

@@ -61,6 +61,12 @@ class KernelRow:
     fastest: float | None = None
     faster_calls: float = 0.0  # calls faster than their bound beyond their allowance (a run)
     allowance: float = 0.0  # s, the row's total allowance for noise
+    #: what its bound assumed where the trace left out what it needs, each as the profile's
+    #: note says it (a convolution's stride before torch 2.1): the lowest bound was taken
+    assumed: tuple[str, ...] = ()
+    #: where another row of its op has the same shapes, its inputs' strides, which tell them
+    #: apart (``input 1 strides 16777216:128:4096:1``, ``contiguous``); else empty
+    layout: str = ""
 
     @property
     def lost(self) -> float:
@@ -70,7 +76,8 @@ class KernelRow:
     @property
     def label(self) -> str:
         op = self.op.removeprefix("aten::").removeprefix("triton::")
-        return f"{op}({self.shapes})" if self.shapes else self.op
+        shapes = f"{self.shapes}; {self.layout}" if self.layout else self.shapes
+        return f"{op}({shapes})" if shapes else self.op
 
     @property
     def intensity(self) -> float | None:
@@ -130,7 +137,8 @@ class KernelRow:
                 **({"note": note} if note else {}),
                 **({"likely": self.likely, "faster_calls": self.faster_calls}
                    if self.faster else {}),
-                "spread": self.spread}
+                "spread": self.spread, "assumed": list(self.assumed),
+                "layout": self.layout}
 
 
 @dataclass(frozen=True)

@@ -51,13 +51,26 @@ def _count(value: Any) -> str:
 def _label(row: Mapping[str, Any]) -> str:
     op = str(row.get("op", "?")).removeprefix("aten::").removeprefix("triton::")
     shapes = str(row.get("shapes") or "")
+    if row.get("layout"):  # another row of its op has these shapes: its strides differ
+        shapes = f"{shapes}; {row['layout']}"
     return f"{op}({shapes})" if shapes else op
+
+
+#: The mark of a bound priced under an assumption (the row's ``assumed``), and its legend.
+ASSUMED = "*"
+ASSUMED_LEGEND = "bound: * priced under an assumption, the lowest bound (see the notes)"
+
+
+def bound(row: Mapping[str, Any]) -> str:
+    """A row's bound, ``1.2 ms``; ``1.2 ms*`` where it was priced under an assumption (a
+    convolution's stride a trace before torch 2.1 leaves out: the lowest bound taken)."""
+    return format_time(float(row["bound_s"])) + (ASSUMED if row.get("assumed") else "")
 
 
 def rows_table(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
     rows = list(profile.get("rows") or [])[:top]
     body = [[_label(r), _count(r["count"]), format_time(float(r["measured_s"])),
-             format_time(float(r["bound_s"])), percent(r), str(r.get("regime", "-")),
+             bound(r), percent(r), str(r.get("regime", "-")),
              str(r.get("precision", "-")).split(":")[-1]]
             for r in rows]
     return render(["kernel", "calls", "measured", "bound", "% roof", "regime", "peak"], body,
@@ -84,6 +97,8 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
     marks = {r.get("note") for r in list(profile.get("rows") or [])[:top]}
     if FASTER in marks or AT_BOUND in marks:
         lines.append("% roof: ! a call beat its bound (its figure); ~ above it within noise")
+    if any(r.get("assumed") for r in list(profile.get("rows") or [])[:top]):
+        lines.append(ASSUMED_LEGEND)
     idle = float(profile.get("idle_s") or 0)
     if idle > 0 and total > 0:
         lines.append(f"doing no work (views, empty, 0-size): {format_time(idle)}, "

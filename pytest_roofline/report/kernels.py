@@ -76,7 +76,9 @@ def markdown_lines(records: Iterable[Mapping[str, Any]], *, top: int = TOP) -> l
                   "", "| kernel | calls | measured | bound | % of roof | regime |",
                   "|---|---:|---:|---:|---:|---|"]
         for row in list(profile.get("rows") or [])[:top]:
-            label = f"{str(row['op']).removeprefix('aten::')}({row.get('shapes', '')})"
+            shapes = "; ".join(str(part) for part in (row.get("shapes", ""), row.get("layout"))
+                               if part)
+            label = f"{str(row['op']).removeprefix('aten::')}({shapes})"
             lines.append(f"| `{label}` | {float(row['count']):g} | "
                          f"{format_time(float(row['measured_s']))} | "
                          f"{format_time(float(row['bound_s']))} | {percent(row)} | "
