@@ -89,7 +89,6 @@ def load_note(chip: Any, other_cores: float | None) -> str:
     (``other cores busy: 1.2 when timed, 1.0 when calibrated``); '' when
     neither was loaded, or neither is known."""
     from .cpu import LOADED
-    from .recheck import calibration_load
 
     timed = other_cores is not None and float(other_cores) >= LOADED
     then = calibration_load(chip)
@@ -139,3 +138,12 @@ def short_of(value: float, minimum: float) -> str:
     if value < minimum and float(text[:-1]) >= minimum * 100:
         text = f"{math.floor(value * 1000) / 10:.1f}%"
     return text
+
+
+def calibration_load(chip: Any) -> float | None:
+    """The cores other processes kept busy while *chip* (a calibration) was measured."""
+    from collections.abc import Mapping
+
+    conditions = (getattr(chip, "provenance", None) or {}).get("conditions") or {}
+    value = conditions.get("other_cores") if isinstance(conditions, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else None

@@ -137,17 +137,11 @@ def recheck(result: Any, chip: Any) -> str | None:
     return checked.note if checked is not None else None
 
 
-def calibration_load(chip: Any) -> float | None:
-    """The cores other processes kept busy while *chip* (a calibration) was measured."""
-    conditions = (getattr(chip, "provenance", None) or {}).get("conditions") or {}
-    value = conditions.get("other_cores") if isinstance(conditions, Mapping) else None
-    return float(value) if isinstance(value, (int, float)) and value >= 0 else None
-
-
 def stale(chip: Any, measured: Any) -> str | None:
     """Why *chip*'s roofs are stale for *measured* (a Measurement): the calibration was taken
     under load and the measurement on a quieter machine. None when not (or unknown)."""
     from .cpu import CALM, LOADED
+    from .diagnose import calibration_load
 
     if _cpu_calibration(chip) is None:
         return None
