@@ -41,29 +41,30 @@ def _dropped(extra: tuple[Column, ...] = ()) -> list[list[str]]:
 
 def test_a_narrow_terminal_leaves_columns_out_in_their_drop_order() -> None:
     """Narrowing one column at a time from the full width: the headers missing at each
-    width are the first of ridge, FLOPs, bytes, dtype (the columns' ``drop`` order)."""
+    width are the first of ridge, FLOPs, bytes, dtype, FLOP/B (the columns' ``drop``
+    order)."""
     order = [c.header for c in sorted((c for c in COLUMNS if c.drop), key=lambda c: c.drop
                                       or 0)]
-    assert order == ["ridge", "FLOPs", "bytes", "dtype"]
+    assert order == ["ridge", "FLOPs", "bytes", "dtype", "FLOP/B"]
     steps = _dropped()
     for missing in steps:
         assert set(missing) == set(order[:len(missing)]), missing
-    assert {len(m) for m in steps} == {0, 1, 2, 3, 4}  # every step was reached
+    assert {len(m) for m in steps} == {0, 1, 2, 3, 4, 5}  # every step was reached
 
 
 def test_an_added_column_is_one_entry() -> None:
     """A right-aligned column given to the summary is shown before the verdict, aligned,
     and, given the next drop rank, left out after the built-in ones."""
-    watts = Column("watts", lambda r: "700 W", align="r", drop=5)
+    watts = Column("watts", lambda r: "700 W", align="r", drop=6)
     lines = table.summary([RECORD], extra_columns=(watts,))
     assert lines[0].split()[-2:] == ["watts", "verdict"]
     assert lines[1].split()[-3:] == ["700", "W", "ok"]
     assert lines[1].index("700 W") + len("700 W") == lines[0].index("watts") + len("watts")
-    order = ["ridge", "FLOPs", "bytes", "dtype", "watts"]
+    order = ["ridge", "FLOPs", "bytes", "dtype", "FLOP/B", "watts"]
     steps = _dropped((watts,))
     for missing in steps:
         assert set(missing) == set(order[:len(missing)]), missing
-    assert {len(m) for m in steps} == {0, 1, 2, 3, 4, 5}
+    assert {len(m) for m in steps} == {0, 1, 2, 3, 4, 5, 6}
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
