@@ -10,7 +10,9 @@ A lookup does not depend on what was imported before it: the first time a name m
 registered resolver (or the check is asked for before one is registered), the packages
 named in the entry-point group ``pytest_roofline.resolvers`` are imported (this
 distribution names ``pytest_roofline.measuring`` there; another package may name its own),
-and the lookup is tried again. A resolver that measures a machine says so before it starts.
+and the lookup is tried again. This distribution's own entries are read first (one
+distribution's metadata); every installed distribution's only for a name that nothing
+registered so far makes (a scan of them all, about 10 ms, once). A resolver that measures a machine says so before it starts.
 """
 
 from __future__ import annotations
@@ -45,18 +47,32 @@ def register_measurable(check: Callable[[Hardware], str | None]) -> None:
 
 #: The entry-point group whose packages register resolvers when imported.
 GROUP = "pytest_roofline.resolvers"
-_loaded: list[bool] = []  # [True] once the group's packages were imported
+#: The distribution this package ships in: its own entries of the group are read first.
+DISTRIBUTION = "pytest-roofline"
+_loaded: set[str] = set()  # "own", "all": which entries of the group were imported
 
 
-def load_registered() -> bool:
-    """Import the packages of the entry-point group :data:`GROUP` (once; their import
-    registers their resolvers). Returns whether this call imported them."""
-    if _loaded:
-        return False
-    _loaded.append(True)
-    from importlib.metadata import entry_points
+def load_registered(*, everything: bool = False) -> bool:
+    """Import the packages of the entry-point group :data:`GROUP` (their import registers
+    their resolvers), once: this distribution's own entries (a lookup of one distribution's
+    metadata, a fraction of a millisecond), and with *everything* every installed
+    distribution's too (a scan of all of them, about 10 ms, made only for a name nothing
+    else knows). Returns whether this call imported anything."""
+    from importlib import metadata
 
-    for point in entry_points(group=GROUP):
+    points: list[metadata.EntryPoint] = []
+    if "own" not in _loaded:
+        _loaded.add("own")
+        try:
+            own = metadata.distribution(DISTRIBUTION).entry_points
+        except metadata.PackageNotFoundError:  # run from a source tree, not installed
+            own = metadata.EntryPoints(())
+        points += [point for point in own if point.group == GROUP]
+    if everything and "all" not in _loaded:
+        _loaded.add("all")
+        points += [point for point in metadata.entry_points(group=GROUP)
+                   if point not in points]
+    for point in points:
         try:
             point.load()
         except Exception as exc:  # a broken third-party package: named, never a crash here
@@ -65,7 +81,7 @@ def load_registered() -> bool:
             warnings.warn(f"pytest-roofline: the resolver package {point.value!r} (entry "
                           f"point {point.name!r} of {GROUP!r}) failed to import: {exc}",
                           stacklevel=2)
-    return True
+    return bool(points)
 
 
 def foreign_to_this_machine(chip: Hardware) -> str | None:
@@ -89,7 +105,8 @@ def made_on_demand(name: str) -> Hardware | None:
     """The chip a registered resolver makes for *name* (lower case), or None (the
     entry-point group's packages imported first when no resolver matches: see the module
     docstring)."""
-    if not any(re.fullmatch(p, name) for p in RESOLVERS) and load_registered():
+    if not any(re.fullmatch(p, name) for p in RESOLVERS) and load_registered(
+            everything=True):
         return made_on_demand(name)
     for pattern, resolve in RESOLVERS.items():
         if not re.fullmatch(pattern, name):
