@@ -12,7 +12,8 @@ named in the entry-point group ``pytest_roofline.resolvers`` are imported (this
 distribution names ``pytest_roofline.measuring`` there; another package may name its own),
 and the lookup is tried again. This distribution's own entries are read first (one
 distribution's metadata); every installed distribution's only for a name that nothing
-registered so far makes (a scan of them all, about 10 ms, once). A resolver that measures a machine says so before it starts.
+registered so far makes (a scan of them all, about 10 ms, once). A resolver that measures a
+machine says so before it starts.
 """
 
 from __future__ import annotations
