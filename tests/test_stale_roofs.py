@@ -122,11 +122,13 @@ def test_a_starved_single_threaded_call_is_set_against_its_share_of_a_core() -> 
     # never past the roof: a call faster on its core than the bound reads at most 1
     fast = share.starved(_judged(chip, _measured(0.100, other_cores=1.9)), chip,
                          _measured(0.100, other_cores=1.9, cpu_time=0.010, parallelism=0.1))
-    assert fast is not None
+    assert fast is not None, "a starved call on a saturated machine gets its share of a core"
     again = rl.analyze(rl.ops.elementwise(N, inputs=2, outputs=1, dtype="fp64"), fast[0],
                        measured=_measured(0.100, other_cores=1.9, cpu_time=0.010,
                                           parallelism=0.1))
     assert not is_faster(again, 0.01)
+    # the share is capped where the bound meets the measured time: exactly at the roof
+    assert again.efficiency == pytest.approx(1.0)
 
 
 def test_a_gemm_above_a_gpu_calibrations_peak_raises_it(
@@ -279,8 +281,8 @@ def test_each_gemm_layout_stores_its_operands_so(layout: str, a_strides: tuple[i
     from pytest_roofline.measuring import gpu
 
     call = gpu._matmul(torch, "cpu", torch.float32, 16, 48, 32, layout)
-    assert call is not None
-    out = call()
+    out = call()  # type: ignore[misc]
     assert tuple(out.shape) == (16, 32)
-    a, b = call.__closure__[0].cell_contents, call.__closure__[1].cell_contents  # type: ignore[index]
+    a, b = call.__closure__[0].cell_contents, call.__closure__[1].cell_contents  # type: ignore[union-attr,index]
     assert (tuple(a.stride()), tuple(b.stride())) == (a_strides, b_strides)
+    torch.testing.assert_close(out, a @ b)  # the product of the operands it holds

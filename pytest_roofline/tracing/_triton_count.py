@@ -239,17 +239,21 @@ class Count:
             return method(*args)
         return run
 
+    def _quietly(self, original: Any, ops: Any, inputs: Any) -> Any:
+        """*original* (a reduction's or scan's combine) run with the elementwise ops inside it
+        not counted: the reduction is counted as a whole by its caller."""
+        self._quiet += 1
+        try:
+            return original(ops, inputs)
+        finally:
+            self._quiet -= 1
+
     def _reduce(self, original: Any) -> Any:
         count = self
 
         def apply_impl(ops: Any, inputs: Any) -> Any:
-            count._quiet += 1
-            try:
-                out = original(ops, inputs)
-            finally:
-                count._quiet -= 1
-            first = inputs[0]
-            handle = first.handle
+            out = count._quietly(original, ops, inputs)
+            handle = inputs[0].handle
             if handle.dtype.scalar.is_floating() and not count._quiet:
                 valid = _valid(handle)
                 data = np.asarray(handle.data)
@@ -268,11 +272,7 @@ class Count:
         count = self
 
         def apply_impl(ops: Any, inputs: Any) -> Any:
-            count._quiet += 1
-            try:
-                out = original(ops, inputs)
-            finally:
-                count._quiet -= 1
+            out = count._quietly(original, ops, inputs)
             handle = inputs[0].handle
             if handle.dtype.scalar.is_floating() and not count._quiet:
                 count.vector += float(_lanes(handle, _valid(handle)))
