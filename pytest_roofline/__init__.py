@@ -12,8 +12,12 @@ from typing import TYPE_CHECKING, Any
 from .version import __version__
 
 if TYPE_CHECKING:
-    from . import fusion, models, ops
-    from .analysis import KernelResult, Result, analyze
+    from . import models, ops
+    from .engine import fusion
+    from .engine.analysis import KernelResult, Result, analyze
+    from .engine.overlap import overlapped
+    from .engine.sweeps import Sweep, crossover, knob_hint, sweep
+    from .engine.workload import Kernel, Knob, Workload
     from .errors import (
         BaselineError,
         RooflineError,
@@ -27,30 +31,27 @@ if TYPE_CHECKING:
     )
     from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
     from .measuring.timing import Measurement, measure
-    from .overlap import overlapped
     from .planning import plan, plan_training
     from .profiling import KernelRow, Profile, Profiler, profile, read_trace
-    from .sweeps import Sweep, crossover, knob_hint, sweep
     from .tracing import TraceError, Tracer, register_op, trace, unregister_op
-    from .workload import Kernel, Knob, Workload
 
 # Public name -> the module that defines it. Imported on first use, so that loading the pytest
 # plugin (which imports this package) costs nothing for a suite that never uses it.
 _WHERE = {
-    **dict.fromkeys(("KernelResult", "Result", "analyze"), "analysis"),
-    **dict.fromkeys(("Sweep", "crossover", "knob_hint", "sweep"), "sweeps"),
+    **dict.fromkeys(("KernelResult", "Result", "analyze"), "engine.analysis"),
+    **dict.fromkeys(("Sweep", "crossover", "knob_hint", "sweep"), "engine.sweeps"),
     **dict.fromkeys(("BaselineError", "RooflineError", "RuleError", "SpecError", "UnitError",
                      "UnknownHardwareError", "UnknownModelError", "UnsupportedPrecisionError",
                      "WorkloadError"), "errors"),
     **dict.fromkeys(("Hardware", "Link", "get_hardware", "list_hardware", "register_hardware"),
                     "hardware"),
-    **dict.fromkeys(("Kernel", "Knob", "Workload"), "workload"),
+    **dict.fromkeys(("Kernel", "Knob", "Workload"), "engine.workload"),
     **dict.fromkeys(("Measurement", "measure"), "measuring.timing"),
     **dict.fromkeys(("TraceError", "Tracer", "register_op", "trace", "unregister_op"),
                     "tracing"),
     **dict.fromkeys(("KernelRow", "Profile", "Profiler", "profile", "read_trace"),
                     "profiling"),
-    "overlapped": "overlap",
+    "overlapped": "engine.overlap",
     "plan": "planning",
     "plan_training": "planning",
 }
@@ -113,7 +114,8 @@ def __getattr__(name: str) -> Any:
     from . import measuring  # noqa: F401  (registers this machine's calibrations)
 
     if name in ("ops", "models", "fusion"):
-        value: Any = importlib.import_module(f".{name}", __name__)
+        where = "engine.fusion" if name == "fusion" else name
+        value: Any = importlib.import_module(f".{where}", __name__)
     else:
         value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
     globals()[name] = value

@@ -46,7 +46,7 @@ ITEMSIZE: dict[str, float] = {
 }
 
 #: Precisions no matrix unit multiplies: a matrix kernel in one of them runs on the vector
-#: units (see :class:`~pytest_roofline.workload.Kernel`).
+#: units (see :class:`~pytest_roofline.engine.workload.Kernel`).
 VECTOR_ONLY = frozenset({"int64", "int32", "int16", "bool"})
 
 #: The type a computed precision is stored in, where it differs (tf32 results are fp32).

@@ -1,8 +1,8 @@
 """The JSON record's field names, in one place.
 
 A record (``report.records`` documents the format) is the roofline of one test on one chip.
-Its figures come from an analysis :class:`~pytest_roofline.analysis.Result` (and a
-:class:`~pytest_roofline.sweeps.Sweep` writes the same keys, each an array), its verdict from
+Its figures come from an analysis :class:`~pytest_roofline.engine.analysis.Result` (and a
+:class:`~pytest_roofline.engine.sweeps.Sweep` writes the same keys, each an array), its verdict from
 the judging layer. Every module that writes a record or checks one reads the names here:
 ``Result.to_dict``, ``Sweep.to_dict``, ``report.records`` (the reader's required and numeric
 fields) and the verdict's fields.

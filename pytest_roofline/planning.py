@@ -47,12 +47,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import dtypes, units
-from .analysis import analyze
+from .engine.analysis import analyze
+from .engine.sweeps import sweep
+from .engine.workload import Workload
 from .errors import RooflineError, WorkloadError, brief
 from .hardware import Hardware, get_hardware
 from .ops._common import size
-from .sweeps import sweep
-from .workload import Workload
 
 LIMITS = ("memory", "tpot", "max_batch")
 #: The largest chip count searched (2**24 chips: past any machine built).

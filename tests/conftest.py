@@ -21,7 +21,8 @@ import pytest
 import yaml  # noqa: F401
 from zoo_setup import allow_torchvision_without_extension
 
-import pytest_roofline.analysis
+import pytest_roofline.engine.analysis
+import pytest_roofline.engine.workload
 import pytest_roofline.hardware
 import pytest_roofline.judging.kernels
 import pytest_roofline.judging.mfu
@@ -35,8 +36,7 @@ import pytest_roofline.profiling.run
 import pytest_roofline.profiling.text
 import pytest_roofline.report.compare
 import pytest_roofline.report.kernels
-import pytest_roofline.report.markdown
-import pytest_roofline.workload  # noqa: F401
+import pytest_roofline.report.markdown  # noqa: F401
 
 allow_torchvision_without_extension()  # before transformers imports torchvision
 

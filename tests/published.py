@@ -9,7 +9,7 @@ the measured work it should sit between 40% and 90% for the bounds to be useful.
 How the work is modelled:
 
 * **ResNet-50, MLPerf Inference offline and server** (int8, 224 x 224, one GPU, fusion and
-  on-chip handoffs as :mod:`pytest_roofline.fusion` states): the scenario lets the system
+  on-chip handoffs as :mod:`pytest_roofline.engine.fusion` states): the scenario lets the system
   choose its batch, so the bound is the best throughput over batches 1 to 4096. **Single
   stream**: one image; the bound is compared with the fastest query of the run.
 * **BERT, TensorRT demoBERT** (NVIDIA/TensorRT ``demo/BERT``, fixed-length engines: every
@@ -61,7 +61,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_roofline import analyze, fusion, get_hardware, models
-from pytest_roofline.workload import Kernel, Workload
+from pytest_roofline.engine.workload import Kernel, Workload
 
 MLPERF_V40 = ("MLPerf Inference v4.0, closed division, NVIDIA, https://github.com/mlcommons/"
               "inference_results_v4.0 (commit 3c4a1cf1), closed/NVIDIA/results/")

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_roofline import analyze, ops
-from pytest_roofline.workload import Workload
+from pytest_roofline.engine.workload import Workload
 
 H800 = str(Path(__file__).resolve().parent / "data" / "h800-sxm.yaml")
 GIB = 2**30

@@ -262,7 +262,7 @@ def test_an_expected_kernel_count_reads_as_one() -> None:
     8 x (1 - (1 - 2/8)^8) = 7.199 distinct experts, 32 layers 230.37 expert kernels. The
     breakdown writes it ~230.4 and says what that is, not '230.371'."""
     from pytest_roofline import models
-    from pytest_roofline.breakdown import format_breakdown
+    from pytest_roofline.engine.breakdown import format_breakdown
 
     result = analyze(models.load("mixtral-8x7b").decode(8, 4096), "h100")
     lines = format_breakdown(result, sort=False)
@@ -310,13 +310,13 @@ def test_the_workload_and_the_dram_intensity_are_told_apart() -> None:
 @pytest.mark.parametrize(("name", "bad"), [("derate", "170%"), ("derate", 0),
                                             ("flops_per_mac", "3"), ("margin", "1")])
 def test_every_layer_checks_a_setting_by_the_one_rule(name: str, bad: object) -> None:
-    """derate, flops_per_mac and margin are checked by pytest_roofline.settings alone: the
+    """derate, flops_per_mac and margin are checked by pytest_roofline.engine.settings alone: the
     engine, the plugin's options, the command line and the marker refuse the same values
     and say the same allowed range, each naming the setting its own way."""
     import argparse
 
-    from pytest_roofline import settings
     from pytest_roofline.cli import common
+    from pytest_roofline.engine import settings
     from pytest_roofline.judging.marker import MarkerError, _margin
     from pytest_roofline.plugin import settings as options
 

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from pytest_roofline import WorkloadError, analyze, fusion, get_hardware, list_hardware, models, ops
 from pytest_roofline import sweep as analyze_sweep
-from pytest_roofline.breakdown import format_breakdown
+from pytest_roofline.engine.breakdown import format_breakdown
+from pytest_roofline.engine.workload import Kernel, Workload
 from pytest_roofline.hardware import MemoryLevel
 from pytest_roofline.ops.matmul import matmul_kernel
 from pytest_roofline.ops.vector import elementwise_kernel
-from pytest_roofline.workload import Kernel, Workload
 
 
 def _up_and_gelu(tokens: float = 512.0) -> tuple[Kernel, Kernel]:

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from pytest_roofline import Kernel, RooflineError, Workload, analyze, get_hardware, ops
-from pytest_roofline.overlap import overlapped
+from pytest_roofline.engine.overlap import overlapped
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CHIPS = [get_hardware(name) for name in ("h100", "a100", "tpu-v5e", "gaudi3", "mi300x", "b200")]

@@ -33,12 +33,12 @@ from pytest_roofline import (
     sweep,
     units,
 )
+from pytest_roofline.engine.workload import holds_arrays
 from pytest_roofline.hardware import Catalog
 from pytest_roofline.models.catalog import Catalog as ModelCatalog
 from pytest_roofline.report import plot, records
 from pytest_roofline.report.compare import compare
 from pytest_roofline.report.markdown import render
-from pytest_roofline.workload import holds_arrays
 
 FAST = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,

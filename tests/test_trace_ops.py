@@ -320,8 +320,8 @@ def test_flash_attn_varlen_reads_sequence_lengths_or_takes_them_equal() -> None:
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from pytest_roofline.engine.workload import describe_unknown, merge_unknown  # noqa: E402
 from pytest_roofline.tracing.known_ops import pairs  # noqa: E402
-from pytest_roofline.workload import describe_unknown, merge_unknown  # noqa: E402
 
 
 @given(q_len=st.integers(1, 40), kv_len=st.integers(1, 40), causal=st.booleans(),

@@ -12,7 +12,7 @@ from published import gpt3_175b
 from wrapped import matcher
 
 from pytest_roofline import WorkloadError, analyze, models, ops
-from pytest_roofline.overlap import overlapped
+from pytest_roofline.engine.overlap import overlapped
 
 LLAMA8B = models.load("llama-3-8b")
 SEQ = 8192

@@ -265,7 +265,7 @@ class _Target:
 
 
 def _verdict_hint(workload: Any, chip: Any, regime: str, settings: dict[str, Any]) -> str | None:
-    from ..sweeps import knob_hint
+    from ..engine.sweeps import knob_hint
 
     other = "compute" if regime != "compute" else "memory"
     try:
@@ -291,8 +291,8 @@ def _fits(value: Any) -> str:
 
 
 def cmd_analyze(argv: Sequence[str]) -> int:
-    from ..analysis import analyze
-    from ..breakdown import format_breakdown
+    from ..engine.analysis import analyze
+    from ..engine.breakdown import format_breakdown
 
     target = _Target("analyze", argv)
     args = target.parser("analyze").parse_args(target.rest)
@@ -387,7 +387,7 @@ def regime_segments(regime_at: Callable[[int], str], lo: int, hi: int,
     Samples the range (every value when it is small, else geometrically), then finds each
     change exactly by bisection between the samples that straddle it.
     """
-    from ..sweeps import last_true
+    from ..engine.sweeps import last_true
 
     if hi - lo + 1 <= samples:
         points = list(range(lo, hi + 1))
@@ -414,7 +414,7 @@ def regime_segments(regime_at: Callable[[int], str], lo: int, hi: int,
 
 
 def cmd_sweep(argv: Sequence[str]) -> int:
-    from ..analysis import analyze
+    from ..engine.analysis import analyze
 
     target = _Target("sweep", argv)
     target.rest = _attached(target.rest, "--range")
@@ -491,7 +491,7 @@ def cmd_sweep(argv: Sequence[str]) -> int:
 def _fits_up_to(sample: Any, fits_at: Callable[[int], bool], lo: int, hi: int) -> int | None:
     """The largest value in [lo, hi] whose footprint fits the chip's memory (footprints grow
     with sizes); hi when all fit, lo - 1 when none does, None when no footprint is known."""
-    from ..sweeps import last_true
+    from ..engine.sweeps import last_true
 
     if sample.fits is None:
         return None

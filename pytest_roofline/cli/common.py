@@ -61,7 +61,7 @@ def one_line(text: str) -> str:
 def _setting(name: str, text: str) -> Any:
     """*text* as the plugin's option *name* takes it (``settings.check``), or argparse's
     error naming what is allowed."""
-    from .. import settings
+    from ..engine import settings
 
     try:
         return settings.check(name, text, text=True)

@@ -28,7 +28,7 @@ import itertools
 import re
 
 from .. import units
-from ..workload import Workload
+from ..engine.workload import Workload
 
 FAMILIES = ("matrix", "vector", "memory")
 COMPARED = ("matrix", "vector")

@@ -19,14 +19,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..engine.workload import holds_arrays, is_array
 from ..errors import RooflineError, brief, closest, did_you_mean
-from ..workload import holds_arrays, is_array
 from .signature import KEYS, POSITIONAL
 from .signature import roofline as roofline
 
 if TYPE_CHECKING:
+    from ..engine.workload import Workload
     from ..hardware import Hardware
-    from ..workload import Workload
 
 
 class MarkerError(RooflineError, ValueError):
@@ -317,7 +317,7 @@ def _dtype(value: object, hardware: Sequence[Hardware], sparse: bool) -> str | N
 def _regime(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
-    from ..regimes import REGIMES
+    from ..engine.regimes import REGIMES
 
     items = [value] if isinstance(value, str) else value
     allowed = f"allowed: {', '.join(map(repr, REGIMES))} or a list of them"
@@ -345,7 +345,7 @@ def _intensity(value: object, key: str) -> float | None:
 
 
 def _margin(value: object) -> float:
-    from .. import settings
+    from ..engine import settings
 
     try:
         number: float = settings.check("margin", value, text=True)
@@ -378,7 +378,7 @@ def _quantity(value: object, key: str, dimension: str, allow_zero: bool = True) 
 
 
 def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
-    from ..workload import Workload
+    from ..engine.workload import Workload
 
     raw = {k: kwargs.get(k) for k in ("flops", "bytes", "link_bytes")}
     given = {k: v for k, v in raw.items() if v is not None}
@@ -395,7 +395,7 @@ def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
                 if not isinstance(item, Workload):
                     raise MarkerError(f"workload[{i}]={item!r} is a {type(item).__name__}; "
                                       f"expected {allowed}")
-            from ..workload import total
+            from ..engine.workload import total
 
             workload = total(workload, name=" + ".join(w.name for w in workload))
         if not isinstance(workload, Workload):

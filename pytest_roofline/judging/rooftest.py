@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import Result
+from ..engine.analysis import Result
+from ..engine.workload import Knob, Workload, total
 from ..errors import RooflineError, WorkloadError
 from ..hardware import Hardware
-from ..workload import Knob, Workload, total
 from .marker import Expectation, MarkerError, _check_scalar
 from .verdict import Judgement, analyze_all, analyze_each, judge
 

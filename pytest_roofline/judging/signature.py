@@ -9,7 +9,7 @@ import inspect
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..workload import Workload
+    from ..engine.workload import Workload
 
 
 def roofline(

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from .. import fields as F
 from .. import units
-from ..analysis import Result, Timed, analyze
-from ..breakdown import format_breakdown
+from ..engine.analysis import Result, Timed, analyze
+from ..engine.breakdown import format_breakdown
+from ..engine.regimes import REGIMES
+from ..engine.sweeps import knob_hint
+from ..engine.workload import Workload, describe_unknown, holds_arrays
 from ..errors import RooflineError
 from ..hardware import foreign_to_this_machine
-from ..regimes import REGIMES
 from ..report.records import record_fields
-from ..sweeps import knob_hint
-from ..workload import Workload, describe_unknown, holds_arrays
 from .marker import Expectation
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..breakdown import breakdown, format_breakdown
+from ..engine.breakdown import breakdown, format_breakdown
 from .catalog import CATALOG, Model, builtin_model_dir
 from .cnn import ResNet
 from .config import ModelConfig, ResNetConfig, TransformerConfig

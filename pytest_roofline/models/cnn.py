@@ -1,6 +1,6 @@
 """ResNets built layer by layer from ``ops.conv2d``.
 
-Inference under the fusion model of :mod:`pytest_roofline.fusion`:
+Inference under the fusion model of :mod:`pytest_roofline.engine.fusion`:
 
 * ``fusion="epilogue"`` (default, as TensorRT and torch.compile deploy it): batch norm folded
   into the convolution's weights; ReLU (1 FLOP per element) and, after a block's last
@@ -29,13 +29,13 @@ buffers, not parameters).
 from __future__ import annotations
 
 from .. import dtypes
-from .. import fusion as _fusion
+from ..engine import fusion as _fusion
+from ..engine.workload import Kernel, Knob, Number, Workload, is_array
 from ..errors import WorkloadError
 from ..ops._common import precision, show, size, sweep_size
 from ..ops.conv import conv_kernel, pool_kernel
 from ..ops.matmul import matmul_kernel
 from ..ops.vector import elementwise_kernel
-from ..workload import Kernel, Knob, Number, Workload, is_array
 from .config import ResNetConfig
 
 

@@ -59,11 +59,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import dtypes, units
+from ..engine.workload import Kernel, Number, is_array
 from ..errors import WorkloadError, brief
 from ..ops._common import size
 from ..ops._family import ADAM_STATE_BYTES
 from ..ops.collectives import collective_kernel
-from ..workload import Kernel, Number, is_array
 
 RECOMPUTE = ("none", "selective", "full")
 OVERLAP = ("none", "full")

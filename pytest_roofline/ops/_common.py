@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import dtypes
+from ..engine.workload import Number, is_array
 from ..errors import WorkloadError, brief
-from ..workload import Number, is_array
 
 #: The largest size accepted: 2**53, the last whole number a float holds exactly.
 MAX_SIZE = 1 << 53

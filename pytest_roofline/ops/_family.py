@@ -37,7 +37,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..workload import Number
+from ..engine.workload import Number
 
 # -- per element --------------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ not the sum of the first two: the matrix and vector units are separate hardware,
 FlashAttention-3 (Hopper) and -4 (Blackwell) run the softmax of one tile while the tensor
 cores multiply the next (ping-pong warpgroups, fully asynchronous MMA), so no schedule can be
 bounded by the sum. FlashAttention-2 overlaps them less, and sits further below this bound.
-:mod:`pytest_roofline.fusion` lists every kernel timed this way.
+:mod:`pytest_roofline.engine.fusion` lists every kernel timed this way.
 
 Unfused (three kernels): Q·Kᵀ writes the full score matrix, softmax reads and writes it, P·V
 reads it. The score matrix is materialized in full even when causal, so unfused FLOPs and
@@ -42,8 +42,8 @@ bytes count every q_len x kv_len score. K and V are read with the KV head count.
 from __future__ import annotations
 
 from .. import dtypes
+from ..engine.workload import Kernel, Knob, Number, Workload
 from ..errors import WorkloadError, brief
-from ..workload import Kernel, Knob, Number, Workload
 from . import _family
 from ._common import (
     array_precision,

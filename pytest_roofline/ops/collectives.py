@@ -76,8 +76,8 @@ algorithm is priced on any link).
 from __future__ import annotations
 
 from .. import dtypes
+from ..engine.workload import Kernel, Knob, Number, Workload
 from ..errors import WorkloadError, brief
-from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
     array_precision,
     flag,

@@ -16,8 +16,8 @@ element on the vector units; input read once, output written once.
 from __future__ import annotations
 
 from .. import dtypes
+from ..engine.workload import Kernel, Knob, Number, Workload
 from ..errors import WorkloadError, brief
-from ..workload import Kernel, Knob, Number, Workload
 from . import _family
 from ._common import (
     array_precision,

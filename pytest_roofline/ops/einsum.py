@@ -15,8 +15,8 @@ import math
 from collections.abc import Sequence
 
 from .. import dtypes
+from ..engine.workload import Kernel, Workload
 from ..errors import WorkloadError, brief
-from ..workload import Kernel, Workload
 from ._common import dtype_of, given, is_arraylike, precision, shape_of, size, sized_precision
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

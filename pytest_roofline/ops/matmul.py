@@ -26,8 +26,8 @@ import math
 from dataclasses import replace
 
 from .. import dtypes
+from ..engine.workload import Kernel, Knob, Number, Workload
 from ..errors import WorkloadError, brief
-from ..workload import Kernel, Knob, Number, Workload
 from ._common import (
     dtype_of,
     given,

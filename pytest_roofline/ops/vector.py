@@ -22,8 +22,8 @@ import math
 import operator
 
 from .. import dtypes
+from ..engine.workload import Kernel, Number, Workload, is_array
 from ..errors import WorkloadError, brief
-from ..workload import Kernel, Number, Workload, is_array
 from . import _family
 from ._common import (
     array_precision,

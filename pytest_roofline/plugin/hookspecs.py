@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..analysis import Result
+    from ..engine.analysis import Result
     from ..hardware import Hardware
 
 

@@ -46,7 +46,7 @@ class Settings:
     margin: float = 0.0
 
     def __post_init__(self) -> None:
-        from .. import settings
+        from ..engine import settings
 
         for name in ("flops_per_mac", "derate", "margin"):
             try:
@@ -87,8 +87,8 @@ def split_names(values: Iterable[str]) -> tuple[str, ...]:
 
 
 def _setting(name: str, value: object, option: str) -> Any:
-    """An option's value of an analysis setting (:mod:`pytest_roofline.settings`)."""
-    from .. import settings
+    """An option's value of an analysis setting (:mod:`pytest_roofline.engine.settings`)."""
+    from ..engine import settings
 
     try:
         return settings.check(name, value, text=True)

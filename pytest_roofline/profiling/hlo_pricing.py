@@ -35,9 +35,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..engine.workload import Kernel, Workload
 from ..tracing import _jax_ops as P
 from ..tracing import _kernels as K
-from ..workload import Kernel, Workload
 from .hlo import Array, Instruction, Module
 
 #: HLO opcodes read as the JAX primitive whose formula prices them.

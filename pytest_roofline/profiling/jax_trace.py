@@ -37,8 +37,8 @@ from .rules import ProfileError
 from .xplane import Event, Plane, XPlaneError, read_space
 
 if TYPE_CHECKING:
+    from ..engine.workload import Workload
     from ..hardware import Hardware
-    from ..workload import Workload
 
 #: How to record a trace these readers can price (said where one falls short).
 RECORD = ("jax.profiler.trace(dir, profiler_options=opts) with opts = "
@@ -217,8 +217,8 @@ TICK = 1e-9
 def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
           notes: tuple[str, ...] = ()) -> Profile:
     """The :class:`Profile` of *trace* on *chip*, per call of *repeats* runs."""
-    from ..analysis import analyze
     from ..efficiency import spread as spread_of
+    from ..engine.analysis import analyze
     from .join import _likely, _precision
 
     refuse_if_empty(trace)

@@ -49,8 +49,8 @@ from .model import KernelRow, Profile, Unpriced, judge_calls, rows_sorted
 from .trace_file import Device, Op, TraceFile
 
 if TYPE_CHECKING:
+    from ..engine.workload import Workload
     from ..hardware import Hardware
-    from ..workload import Workload
 
 
 @dataclass
@@ -428,7 +428,7 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
     *repeats* (the figures of one run). *launches*: the work of the Triton launches'
     profiler ranges (``triton::<kernel>(<shapes>)``), or why a launch has none; graph
     replays priced by *captures* (:mod:`.capture`) where one matches."""
-    from ..analysis import analyze
+    from ..engine.analysis import analyze
 
     joiner = Joiner(trace, chip, launches)
     joiner.run()

@@ -41,7 +41,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..workload import Workload
+from ..engine.workload import Workload
 
 #: The profiler's names of tensor dtypes -> torch attribute names.
 DTYPES = {
@@ -111,7 +111,7 @@ ONE_GRADIENT = ("the gradients an old convolution backward op computed are not r
 def memory_only(workload: Workload) -> Workload:
     """*workload* bounded by its memory alone: its bytes, no FLOPs (a kernel that runs an
     algorithm with fewer multiplies than the formula counts, Winograd or FFT)."""
-    from ..workload import Kernel
+    from ..engine.workload import Kernel
 
     kernels = [Kernel(k.name, 0.0, k.bytes, unit="vector", dtype=k.dtype, count=k.count)
                for k in workload.kernels]

@@ -261,7 +261,7 @@ def profile(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Profile:
 
 def read_captures(capture: str | os.PathLike[str], chip: Any) -> tuple[Any, ...]:
     """Each capture trace of *capture* priced on *chip*."""
-    from ..analysis import analyze
+    from ..engine.analysis import analyze
     from . import trace_file
     from .capture import Captured, paths_of
     from .join import Joiner

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.regimes import REGIMES
 from ..errors import BaselineError
-from ..regimes import REGIMES
 from . import records as records_mod
 from .rules import Rule, format_number, parse_rules
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..engine.settings import RECORDED
 from ..errors import BaselineError
-from ..settings import RECORDED
 from .records import make_report
 
 #: Settings that must agree between shards (``hw``, the default chips, may differ).

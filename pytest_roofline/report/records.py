@@ -61,6 +61,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..engine.regimes import REGIMES
 from ..errors import BaselineError, brief
 from ..fields import (
     EXPECTED,
@@ -73,7 +74,6 @@ from ..fields import (
     TEXTS,
     UNPRICED_REQUIRED,
 )
-from ..regimes import REGIMES
 
 FORMAT = "pytest-roofline"
 VERSION = 1

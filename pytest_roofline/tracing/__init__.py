@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .. import dtypes
+from ..engine.workload import Kernel, Workload
 from ..errors import WorkloadError
-from ..workload import Kernel, Workload
 from ._base import TraceError, detect
 
 __all__ = ["FRAMEWORKS", "FUSION", "TraceError", "Tracer", "register_op", "require", "trace",
@@ -133,7 +133,7 @@ class Tracer:
             self.links = links_option(links)
         except MeshError as exc:
             raise TraceError(f"Tracer: {exc}") from None
-        from ..overlap import OVERLAP
+        from ..engine.overlap import OVERLAP
 
         if not isinstance(overlap, str) or overlap not in OVERLAP:
             raise TraceError(f"Tracer: overlap={overlap!r} is not allowed; allowed: "
@@ -214,7 +214,7 @@ class Tracer:
         traced = workload(kernels, footprint=footprint, name=name, unknown=unknown,
                           assumed=assumed)
         if self.overlap == "full":
-            from ..overlap import overlapped
+            from ..engine.overlap import overlapped
 
             try:
                 return overlapped(traced)
@@ -227,7 +227,7 @@ def refuse_unknown(unknown: dict[str, int], name: str) -> None:
     """Under ``strict``: a TraceError naming the ops without a formula, and how to give one."""
     if not unknown:
         return
-    from ..workload import describe_unknown
+    from ..engine.workload import describe_unknown
 
     first = next(iter(sorted(unknown)))
     raise TraceError(f"{name}: {describe_unknown(unknown)}; strict tracing counts no op as "

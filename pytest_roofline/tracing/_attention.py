@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
+from ..engine.workload import Kernel
 from ..ops import _family as R
-from ..workload import Kernel
 from . import _kernels as K
 from . import _torch_args as T
 from ._aten import MATRIX_KERNELS, SDPA, SDPA_BACKWARD, Call

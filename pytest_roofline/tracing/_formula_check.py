@@ -18,8 +18,8 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..engine.workload import Kernel, Workload
 from ..errors import brief
-from ..workload import Kernel, Workload
 from ._base import TraceError
 
 

@@ -15,7 +15,7 @@ Fusion policies (bytes only; FLOPs never change):
   that consumes a matrix product's result, and is its only consumer, runs in the product's
   epilogue; the intermediate results stay on chip (neither written nor read back), and each
   op of the chain names the product (``Kernel.epilogue_of``), so ``analyze`` times them
-  together as the fusion model (:mod:`pytest_roofline.fusion`) does.
+  together as the fusion model (:mod:`pytest_roofline.engine.fusion`) does.
 * ``"none"``: every primitive reads its inputs and writes its outputs.
 
 Kernels are named after the primitive, prefixed by the named scopes it ran in
@@ -35,7 +35,7 @@ from typing import Any
 
 import jax
 
-from ..workload import Kernel
+from ..engine.workload import Kernel
 from . import _jax_compat as C
 from . import _jax_mesh, _jax_spmd, registry
 from . import _jax_ops as P

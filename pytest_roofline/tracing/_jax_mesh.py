@@ -18,8 +18,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..engine.workload import Kernel
 from ..ops import _family as R
-from ..workload import Kernel
 from . import _kernels as K
 from . import _mesh
 

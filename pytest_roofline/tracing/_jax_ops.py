@@ -17,8 +17,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..engine.workload import Kernel
 from ..ops import _family as R
-from ..workload import Kernel
 from . import _jax_mesh, registry
 from . import _kernels as K
 

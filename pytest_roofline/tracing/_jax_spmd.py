@@ -32,8 +32,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..engine.workload import Kernel
 from ..ops import _family as R
-from ..workload import Kernel
 from . import _kernels as K
 from . import _mesh
 

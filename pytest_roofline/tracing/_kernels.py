@@ -24,8 +24,8 @@ FP32 one; the bound stays a lower bound); its bytes are the integer widths.
 from __future__ import annotations
 
 from .. import dtypes
+from ..engine.workload import Kernel
 from ..ops.attention import backward_kernels, fused_kernels
-from ..workload import Kernel
 
 #: Pricing precision of integer and bool arithmetic (see the module docstring).
 INTEGER_PRICING = "fp32"

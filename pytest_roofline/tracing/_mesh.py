@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .. import dtypes
+from ..engine.workload import Kernel
 from ..ops._family import COLLECTIVES
 from ..ops.collectives import collective_kernel
-from ..workload import Kernel
 from . import _kernels as K
 
 #: One axis's link: (link name or None for the chip's default, link count or None for all).

@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from ..engine.workload import Kernel
 from ..ops import _family as R
-from ..workload import Kernel
 from . import _aten as A
 from . import _attention as AT
 from . import _compiled, _higher_order, _scalar_reads, _torch_mesh, _triton, registry

@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
+from ..engine.workload import Kernel
 from ..ops import _family as R
-from ..workload import Kernel
 from . import _kernels as K
 from . import _mesh
 from . import _torch_args as T

@@ -46,7 +46,7 @@ import sys
 import types
 from typing import Any
 
-from ..workload import Kernel
+from ..engine.workload import Kernel
 from . import _kernels as K
 from . import _triton_count as _C
 from . import _triton_source as _S

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..workload import Workload
+from ..engine.workload import Workload
 from ._torch import Recorder
 from ._triton import Launches, _classes, bind, kernel_name
 

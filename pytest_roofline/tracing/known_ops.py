@@ -29,8 +29,8 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from ..engine.workload import Workload
 from ..ops import _family as R
-from ..workload import Workload
 from . import _kernels as K
 from . import _torch_args as T
 from . import registry

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar, overload
 
-from ..workload import Kernel, Workload
+from ..engine.workload import Kernel, Workload
 from ._base import TraceError
 
 __all__ = [

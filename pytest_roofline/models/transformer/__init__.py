@@ -14,7 +14,7 @@ has a few dozen kernels whatever its depth. What each phase reads (per chip):
   kv_lora_rank + qk_rope_head_dim per position and layer instead (see ``_mla_ops``).
 * **Activations**: each kernel reads its inputs and writes its outputs once (see ``ops``).
 
-Fusion follows :mod:`pytest_roofline.fusion`. With ``fusion="epilogue"`` (the default, what
+Fusion follows :mod:`pytest_roofline.engine.fusion`. With ``fusion="epilogue"`` (the default, what
 inference engines and compilers do) the residual add runs in the next norm, the MLP's
 activation (GELU, or the SwiGLU/GeGLU gate act(gate)·up) in the epilogue of the up/gate
 projection (per expert for a mixture of experts, and in the shared experts' projection),

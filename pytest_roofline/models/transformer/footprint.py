@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ... import dtypes
+from ...engine.workload import Number
 from ...errors import WorkloadError
 from ...ops._common import size, sweep_size
 from ...ops._family import ADAM_STATE_BYTES
-from ...workload import Number
 from .options import PhaseOptions, Plan, plan_for
 from .params import ParameterCounts
 

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import dtypes
-from ... import fusion as _fusion
+from ...engine import fusion as _fusion
+from ...engine.workload import Kernel, Number, is_array
 from ...ops import _family
 from ...ops._family import GELU_FLOPS, GLU_FLOPS
 from ...ops.attention import attention_kernels, backward_kernels
 from ...ops.collectives import collective_kernel
 from ...ops.matmul import matmul_kernel
 from ...ops.vector import distinct_rows, elementwise_kernel, norm_kernel, softmax_kernel
-from ...workload import Kernel, Number, is_array
 from .options import Group, Plan
 from .params import ParameterCounts
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ... import dtypes
-from ... import fusion as _fusion
+from ...engine import fusion as _fusion
+from ...engine.overlap import OVERLAP
+from ...engine.workload import Number
 from ...errors import WorkloadError
 from ...ops._common import precision, size
 from ...ops.matmul import resolve_dtypes
-from ...overlap import OVERLAP
-from ...workload import Number
 from ..config import TransformerConfig
 
 

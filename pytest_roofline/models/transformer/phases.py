@@ -8,12 +8,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ... import dtypes
-from ... import fusion as _fusion
+from ...engine import fusion as _fusion
+from ...engine.workload import Kernel, Knob, Number, Workload, is_array
 from ...errors import WorkloadError
 from ...ops._common import show, size, sweep_size
 from ...ops._family import ADAM_FLOPS
 from ...ops.vector import softmax_kernel
-from ...workload import Kernel, Knob, Number, Workload, is_array
 from .footprint import Footprints
 from .graph import KernelGraph, Linear, attention_dims, materialize, rename, with_backward
 from .options import Group, PhaseOptions, Plan, expert_parallel_plan, plan_for
@@ -223,7 +223,7 @@ class Transformer(Footprints, KernelGraph):
         workload = self._workload(kernels, footprint.total, name, b, build,
                                   hint=footprint.hint())
         if par.overlap == "full":
-            from ...overlap import overlapped
+            from ...engine.overlap import overlapped
 
             workload = overlapped(workload)
         return workload
@@ -372,10 +372,10 @@ class Transformer(Footprints, KernelGraph):
 
 
 def _overlap(workload: Workload, options: PhaseOptions) -> Workload:
-    """``overlap=`` of a phase (see :mod:`pytest_roofline.overlap`): checked in *options*."""
+    """``overlap=`` of a phase (see :mod:`pytest_roofline.engine.overlap`): checked in *options*."""
     if options.overlap == "none":
         return workload
-    from ...overlap import overlapped
+    from ...engine.overlap import overlapped
 
     return overlapped(workload)
 

@@ -15,7 +15,7 @@ the link's latency) and the algorithms it may run only on a fabric that offers t
 (``link_options``: (algorithm, link bytes, steps, bytes) per run, such as NVLink SHARP's
 in-switch reduction; the kernel's own figures hold on any fabric, and
 :meth:`Kernel.on_link` takes the lower envelope over the options a link lists);
-:mod:`pytest_roofline.fusion` documents the rules. A :class:`Workload` is a program of
+:mod:`pytest_roofline.engine.fusion` documents the rules. A :class:`Workload` is a program of
 kernels plus the memory footprint it needs resident (for the capacity check), and the ops it
 ran that no formula counts (``unknown``: op name -> calls; their bytes are in the kernels,
 their FLOPs are not known, never taken as 0 without a word).
@@ -33,8 +33,8 @@ from dataclasses import KW_ONLY, dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Union
 
-from . import dtypes, units
-from .errors import WorkloadError, brief
+from .. import dtypes, units
+from ..errors import WorkloadError, brief
 
 if TYPE_CHECKING:
     import numpy as np

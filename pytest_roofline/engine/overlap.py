@@ -3,7 +3,7 @@
 Async tensor parallelism, collective matmuls, FSDP's prefetch and bucketed gradient
 reduction run a collective while independent matrix work proceeds. The roofline of such a
 program is the larger of its compute time and its link time, not their sum. Kernels are
-bounded one at a time (:mod:`pytest_roofline.analysis`), so the overlap is written into the
+bounded one at a time (:mod:`pytest_roofline.engine.analysis`), so the overlap is written into the
 kernels: everything a collective asks of the chip (a vector kernel that sends bytes) is
 spread over the program's matrix kernels in proportion to their FLOPs: its link bytes on the
 collective's link, its memory bytes (the copies in and out of the link buffers), and its
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .errors import WorkloadError
+from ..errors import WorkloadError
 from .workload import Kernel, Number, Workload, add_up, is_array
 
 OVERLAP = ("none", "full")

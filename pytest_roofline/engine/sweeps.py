@@ -2,7 +2,7 @@
 
 :func:`sweep` prices a workload whose sizes are numpy arrays (``ops.matmul(np.arange(1,
 4097), 8192, 8192)``, ``model.decode(batches, 4096)``) in one vectorized pass, by the rules
-of :mod:`pytest_roofline.analysis`: every figure of the :class:`Sweep` is an array over the
+of :mod:`pytest_roofline.engine.analysis`: every figure of the :class:`Sweep` is an array over the
 sweep's points (the regime an array of strings), where :func:`~.analysis.analyze`'s Result
 holds plain floats. :func:`crossover` and :func:`knob_hint` find the size at which a regime
 starts, by bisection over single points.
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import fields
+from .. import fields
+from ..errors import RooflineError, WorkloadError, brief
+from ..hardware import Hardware, get_hardware
 from .analysis import REGIMES, _latency_notes, analyze, divide, program
-from .errors import RooflineError, WorkloadError, brief
-from .hardware import Hardware, get_hardware
 from .settings import check_analysis, check_names
 from .workload import Workload, intensity
 

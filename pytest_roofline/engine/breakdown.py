@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import units
+from .. import units
+from ..errors import WorkloadError
+from ..hardware import Hardware
+from ..text_table import render, wrap_line
+from ..units import flop_per_byte
 from .analysis import KernelResult, Result, analyze
-from .errors import WorkloadError
-from .hardware import Hardware
-from .text_table import render, wrap_line
-from .units import flop_per_byte
 from .workload import Workload, is_array
 
 HEADERS = ("kernel", "count", "FLOPs", "DRAM bytes", "on chip", "FLOP/B", "peak", "time",

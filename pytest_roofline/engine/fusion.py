@@ -70,11 +70,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .errors import WorkloadError
+from ..errors import WorkloadError
 from .workload import Kernel, Number, is_array
 
 if TYPE_CHECKING:
-    from .hardware import Hardware, MemoryLevel
+    from ..hardware import Hardware, MemoryLevel
     from .workload import Workload
 
 __all__ = ["MODEL_DEFAULT", "POLICIES", "chain", "epilogue", "fuse", "handoff", "handoffs",

@@ -15,7 +15,7 @@ Rules (the same for every caller, deterministic on any machine):
   memory bytes. Its regime is the resource that holds the largest share of the time, each
   kernel's time counting for the resource that bounds it.
 * A kernel and the kernels that run in its epilogue (``Kernel.epilogue_of``, see
-  :mod:`pytest_roofline.fusion`) are timed as one: the larger of their matrix-unit time,
+  :mod:`pytest_roofline.engine.fusion`) are timed as one: the larger of their matrix-unit time,
   their vector-unit time and their memory time. The host kernel carries that time; the
   epilogue kernels keep their FLOPs and bytes at no time of their own.
 * Off-chip bytes exclude the handoffs that stay on chip (``fusion.kept_on_chip``: a tensor
@@ -59,11 +59,11 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple, Protocol, cast
 
-from . import fields
-from .efficiency import Efficiency, efficiency
-from .errors import RooflineError, UnsupportedPrecisionError, WorkloadError, brief
+from .. import fields
+from ..efficiency import Efficiency, efficiency
+from ..errors import RooflineError, UnsupportedPrecisionError, WorkloadError, brief
+from ..hardware import Hardware, get_hardware
 from .fusion import kept_on_chip, onchip_level
-from .hardware import Hardware, get_hardware
 from .regimes import REGIMES as REGIMES
 from .settings import check_analysis
 from .workload import Kernel, Number, Workload, add_up, intensity, is_array
@@ -102,7 +102,7 @@ class KernelResult(NamedTuple):
 class Result(NamedTuple):
     """The roofline of a workload on one chip, every figure a plain float (times in s, FLOP/s,
     B, FLOP/B) and the regime a string. An immutable record built by :func:`analyze` through
-    its constructor; a workload of arrays is a :class:`~pytest_roofline.sweeps.Sweep`."""
+    its constructor; a workload of arrays is a :class:`~pytest_roofline.engine.sweeps.Sweep`."""
 
     workload: str
     hw: str
@@ -349,7 +349,7 @@ def analyze(
 ) -> Result:
     """The roofline of *workload* on *hw* (a Hardware, a name or a spec path): a
     :class:`Result` of plain floats. A workload of numpy arrays (a sweep) is
-    :func:`pytest_roofline.sweeps.sweep`'s: here it is a WorkloadError saying so.
+    :func:`pytest_roofline.engine.sweeps.sweep`'s: here it is a WorkloadError saying so.
 
     *dtype* is the precision of kernels that name none (default: the chip's default, bf16 on
     most), and of the ridge only where no matrix kernel names one. Kernels that name a
@@ -366,7 +366,7 @@ def analyze(
     check_analysis(flops_per_mac, derate, sparse)
     seconds = _measured(measured)
     if seconds is not None and getattr(measured, "here", False) is True:
-        from .hardware import foreign_to_this_machine
+        from ..hardware import foreign_to_this_machine
 
         reason = foreign_to_this_machine(chip)
         if reason is not None:
@@ -443,7 +443,7 @@ def _faster_note(time: float, seconds: float | None, measured: Any) -> tuple[str
 
 class Program(NamedTuple):
     """A workload's figures on a chip, floats or numpy arrays alike, as :func:`program`
-    works them out: what :func:`analyze` and :func:`pytest_roofline.sweeps.sweep` turn into
+    works them out: what :func:`analyze` and :func:`pytest_roofline.engine.sweeps.sweep` turn into
     their records."""
 
     rows: list[_Row]
