@@ -111,8 +111,6 @@ def __getattr__(name: str) -> Any:
         # not a public name: `from . import dtypes` asks here before it imports the submodule,
         # so nothing may be imported on the way to this error
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import measuring  # noqa: F401  (registers this machine's calibrations)
-
     if name in ("ops", "models", "fusion"):
         where = "engine.fusion" if name == "fusion" else name
         value: Any = importlib.import_module(f".{where}", __name__)

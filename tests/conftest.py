@@ -75,4 +75,8 @@ def _eighty_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     that summary's width would otherwise read only on a CI runner."""
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.delenv("CI", raising=False)
+    # Nor does an in-process inner run think it is a pytest-xdist worker when this suite
+    # runs under ``-n``: pytest-benchmark reads the variable and disables itself.
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)

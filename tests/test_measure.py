@@ -561,6 +561,7 @@ def test_vector_work_in_a_precision_the_host_lacks_names_the_dtype_to_give() -> 
 
 
 def test_mfu_is_model_matrix_flops_over_time_and_peak() -> None:
+    from pytest_roofline.engine.workload import total
     from pytest_roofline.judging.mfu import mfu
 
     # a 4096^3 fp32 GEMM (2 * 4096^3 = 137.4 GFLOP) measured at 0.5 s on a 1 TFLOP/s chip:
@@ -570,7 +571,7 @@ def test_mfu_is_model_matrix_flops_over_time_and_peak() -> None:
     assert mfu(rl.analyze(gemm, CHIP), gemm) is None  # not measured
     # the forward recomputed for the backward counts as hardware FLOPs, not model FLOPs
     again = rl.Workload([rl.Kernel("recompute.mm", 2 * 4096**3, 1e8, dtype="fp32")])
-    step = rl.workload.total([gemm, again], name="step")
+    step = total([gemm, again], name="step")
     assert mfu(rl.analyze(step, CHIP, measured=1.0), step) == pytest.approx(2 * 4096**3 / 1e12)
     # vector work alone has no model FLOPs
     add = rl.ops.elementwise(10**6, dtype="fp32")
