@@ -180,7 +180,7 @@ class Recorder:
         flops = 0.0
         if cls == "unknown":
             self.unknown[f"aten::{op}"] = self.unknown.get(f"aten::{op}", 0) + 1
-        elif cls == "matrix" or cls == "vector" or base in A.SCATTER_ADD:
+        elif cls == "matrix" or cls == "vector":
             call = A.Call(op=op, base=base, func=func, args=args, kwargs=kwargs, inputs=inputs,
                           outputs=outputs, name=self.label(op), dtype=self.dtype)
             if cls == "matrix":
