@@ -100,7 +100,7 @@ def test_a_recorded_body_keeps_the_tracers_options() -> None:
     (mm,) = [k for k in recording.kernels if k.name == "mm"]
     assert mm.dtype == "tf32" and mm.flops == 2 * 64 * 32 * 16
     with pytest.raises(TraceError, match="body: 1 op without a formula: aten::_linalg_det"):
-        tracer.finish(recording.kernels, unknown=recording.unknown, footprint=0.0, name="body")
+        tracer.finish(recording.result(footprint=0.0), name="body")
     lenient = Tracer(dtype="tf32")
-    assert lenient.finish(recording.kernels, unknown=recording.unknown, footprint=0.0,
+    assert lenient.finish(recording.result(footprint=0.0),
                           name="body").unknown == {"aten::_linalg_det": 1}

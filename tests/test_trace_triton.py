@@ -109,8 +109,7 @@ def test_where_no_interpreter_runs_a_launch_is_unknown_by_name(ab) -> None:  # t
     assert (k.name, k.flops, k.bytes) == ("matmul_kernel", 0.0, MATMUL_BYTES)
     assert recorder.unknown == {"matmul_kernel": 1}
     with pytest.raises(TraceError, match="matmul_kernel x1.*register_op\\('matmul_kernel'"):
-        rl.Tracer(strict=True).finish(recorder.kernels, unknown=recorder.unknown,
-                                      footprint=0.0, name="t")
+        rl.Tracer(strict=True).finish(recorder.result(footprint=0.0), name="t")
     x = torch.ones(1000)
     launches.record(tk.scale_kernel, (x, 1000, 2), {}, (1,))  # type: ignore[attr-defined]
     assert recorder.kernels[-1].bytes == 2 * 1000 * 4  # loaded and stored: both ways

@@ -163,17 +163,18 @@ class Runner:
         from ..errors import RooflineError
 
         name = f"trace({item.name})"
-        if recorder.left_out:
-            left = ", ".join(f"{what} x{n}" for what, n in sorted(recorder.left_out.items()))
+        # a body's footprint is not known: 0, the lowest (its bound is never raised)
+        recording = recorder.result(footprint=0.0)
+        if recording.left_out:
+            left = ", ".join(f"{what} x{n}" for what, n in sorted(recording.left_out.items()))
             item.add_report_section("call", "roofline trace", f"left out of {name}: {left}\n")
-        if recorder.assumed:  # values the body read of meta tensors, and loops' trip counts
-            said = "".join(f"  {what} x{n}\n" for what, n in sorted(recorder.assumed.items()))
+        if recording.assumed:  # values the body read of meta tensors, and loops' trip counts
+            said = "".join(f"  {what} x{n}\n" for what, n in sorted(recording.assumed.items()))
             item.add_report_section("call", "roofline trace", f"assumed in {name}:\n{said}")
         try:
-            return tracer.finish(recorder.kernels, unknown=recorder.unknown, footprint=0.0,
-                                 name=name, strict=strict, assumed=recorder.assumed)
+            return tracer.finish(recording, name=name, strict=strict)
         except RooflineError as exc:
-            if recorder.kernels:
+            if recording.kernels:
                 what = "strict=True: " if strict or tracer.strict else ""
                 self.fail(item, f"roofline marker on {item.name}: {what}{exc}")
             what = "trace=<callables>" if recorder.filtered else "trace=True"

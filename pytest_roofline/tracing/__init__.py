@@ -30,10 +30,10 @@ from typing import Any
 from .. import dtypes
 from ..engine.workload import Kernel, Workload
 from ..errors import WorkloadError
-from ._base import TraceError, detect
+from ._base import Recording, TraceError, detect
 
-__all__ = ["FRAMEWORKS", "FUSION", "TraceError", "Tracer", "register_op", "require", "trace",
-           "unregister_op", "untraced"]
+__all__ = ["FRAMEWORKS", "FUSION", "Recording", "TraceError", "Tracer", "register_op",
+           "require", "trace", "unregister_op", "untraced"]
 
 #: Fusion policies: "none" (every op round-trips memory), "epilogue" (elementwise ops after a
 #: matrix product stay on chip, layout ops are free).
@@ -166,26 +166,22 @@ class Tracer:
         from ._mesh import MeshError
 
         try:
-            kernels, footprint, unknown, assumed = self._record(fn, args, kwargs, framework,
-                                                                fusion)
+            recording = self._record(fn, args, kwargs, framework, fusion)
         except MeshError as exc:
             raise TraceError(str(exc)) from None
         name = self.name or f"trace({getattr(fn, '__name__', type(fn).__name__)})"
-        return self.finish(kernels, unknown=unknown, footprint=footprint, name=name,
-                           assumed=assumed)
+        return self.finish(recording, name=name)
 
     def _record(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                framework: str, fusion: str
-                ) -> tuple[list[Kernel], float, dict[str, int], dict[str, int]]:
+                framework: str, fusion: str) -> Recording:
+        """What *fn* ran, one :class:`Recording` whichever framework ran it."""
         if framework == "torch":
             if fusion != "none":
                 raise TraceError(f"Tracer: fusion={fusion!r}: eager torch runs op by op, every "
                                  f"op round-tripping memory; it takes fusion='none'")
             from . import _torch
 
-            recorder = _torch.record(fn, args, kwargs, self.dtype, self.links, self.formulas)
-            return (recorder.kernels, _torch.footprint(fn, args, kwargs), recorder.unknown,
-                    recorder.assumed)
+            return _torch.record(fn, args, kwargs, self.dtype, self.links, self.formulas)
         from . import _jax
 
         return _jax.record(fn, args, kwargs, self.dtype, fusion, self.links, self.formulas)
@@ -194,25 +190,29 @@ class Tracer:
         """A context manager recording the torch ops run inside its block, as a test body:
         tensor factories, RNG fills and reference comparisons are left out (counted in the
         recording's ``left_out``); with *targets* (functions, modules, torch functions or
-        ops), only what runs inside their calls. Its value, the recording, has ``kernels``,
-        ``unknown`` and ``left_out``; :meth:`finish` makes its workload."""
+        ops), only what runs inside their calls. Its value, the recorder, has ``kernels``,
+        ``unknown``, ``assumed`` and ``left_out`` while it records; once the block ends,
+        ``recorder.result(footprint=...)`` is its :class:`Recording`, which :meth:`finish`
+        makes a workload of."""
         require("torch")
         from . import _torch
 
         return _torch.Session({}, self.dtype, self.links, body=True, targets=targets,
                               formulas=self.formulas)
 
-    def finish(self, kernels: list[Kernel], *, unknown: dict[str, int], footprint: float,
-               name: str, strict: bool = False,
-               assumed: dict[str, int] | None = None) -> Workload:
-        """The end of every trace: under ``strict`` (this tracer's or the caller's) a
-        TraceError naming the ops without a formula; the workload (a TraceError when nothing
-        worth a kernel ran; *assumed*: what the trace assumed, see ``Workload.assumed``); the
-        collectives' overlap."""
+    def finish(self, recording: Recording, *, name: str, strict: bool = False) -> Workload:
+        """The end of every trace, from its :class:`Recording`: under ``strict`` (this
+        tracer's or the caller's) a TraceError naming the ops without a formula; the
+        workload (a TraceError when nothing worth a kernel ran; what the recording assumed
+        becomes ``Workload.assumed``); the collectives' overlap."""
+        if not isinstance(recording, Recording):
+            raise TraceError(f"Tracer.finish: recording={recording!r:.80} must be a "
+                             f"Recording (a recorder's result(footprint=...))")
+        unknown = dict(recording.unknown)
         if self.strict or strict:
             refuse_unknown(unknown, name)
-        traced = workload(kernels, footprint=footprint, name=name, unknown=unknown,
-                          assumed=assumed)
+        traced = workload(list(recording.kernels), footprint=recording.footprint, name=name,
+                          unknown=unknown, assumed=dict(recording.assumed))
         if self.overlap == "full":
             from ..engine.overlap import overlapped
 

@@ -25,12 +25,18 @@ families is an error at import). The rules themselves (reductions, pools, scored
 per-element FLOPs) are ``ops._family``'s. Adding an op to a family is one name in one set;
 a new family is a set and its formula, both here. The recorder (``_torch``) only reads
 these tables.
+
+**One class per op**: the named sets (:data:`GATHER`, :data:`SCATTER`, :data:`COPY`,
+:data:`VIEW`, :data:`VECTOR`, :data:`COLLECTIVE`) and the families' rows are disjoint, checked
+at import (:func:`disjoint`: an op in two is an error naming it and both), so an op's class
+never depends on the order the tables are read in. An op some family gives a formula is in
+that family only: the formula is its pricing.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -41,6 +47,7 @@ from . import _kernels as K
 from . import _torch_args as T
 from . import _torch_compat as C
 from . import registry
+from ._base import TraceError
 
 CLASSES = ("matrix", "vector", "view", "copy", "gather", "scatter", "collective", "unknown")
 
@@ -118,7 +125,8 @@ SORT = frozenset({"sort", "argsort", "msort"})
 TOPK = frozenset({"topk", "kthvalue", "median", "nanmedian", "mode"})
 #: Embedding bags: gather rows and add them (one add per gathered element).
 EMBEDDING_BAG = frozenset({"_embedding_bag", "_embedding_bag_forward_only", "embedding_bag"})
-#: Scatters that add their values (one FLOP per value).
+#: Scatters that add their values (one FLOP per value): of the vector class (their family's
+#: formula prices them), their bytes those of a scatter (:data:`WRITES_VALUES`).
 SCATTER_ADD = frozenset({"index_add", "scatter_add", "scatter_reduce", "index_reduce",
                          "_index_put_impl", "index_put"})
 #: An embedding's weight gradient: each row of grad_output added into its token's row.
@@ -129,12 +137,15 @@ GATHER = frozenset({"embedding", "index_select", "index", "gather", "_unsafe_ind
                     "take_along_dim", "masked_select", "upsample_nearest1d",
                     "upsample_nearest2d", "upsample_nearest3d", "_upsample_nearest_exact1d",
                     "_upsample_nearest_exact2d", "_upsample_nearest_exact3d"})
-#: In-place scatters write only where their last operand (the values) goes.
-SCATTER = frozenset({"index_put", "_index_put_impl", "index_copy", "scatter", "scatter_add",
-                     "scatter_reduce", "index_add", "index_fill", "masked_scatter",
+#: Scatters that only move data; in place, they write only where their last operand (the
+#: values) goes. (``index_put``, ``scatter_add``, ``index_add``, ``scatter_reduce``,
+#: ``index_reduce`` may add: they are :data:`SCATTER_ADD`'s, whose formula counts that.)
+SCATTER = frozenset({"index_copy", "scatter", "index_fill", "masked_scatter",
                      "slice_scatter", "select_scatter", "diagonal_scatter",
-                     "as_strided_scatter", "index_reduce", "_unsafe_index_put",
+                     "as_strided_scatter", "_unsafe_index_put",
                      "_unsafe_masked_index_put_accumulate"})
+#: Ops that, in place, write only where their values go: the scatters, adding or not.
+WRITES_VALUES = SCATTER | SCATTER_ADD
 #: Move or fill data, compute nothing (pointwise-tagged ones included).
 COPY = frozenset({"where", "masked_fill", "clone", "copy", "_to_copy", "to", "fill", "zero",
                   "lift_fresh_copy", "_copy_from", "_copy_from_and_resize", "detach_copy",
@@ -180,14 +191,10 @@ RNG = frozenset({"normal", "uniform", "bernoulli", "random", "exponential", "geo
                  "cauchy", "log_normal", "rand", "randn", "randint", "rand_like", "randn_like",
                  "randint_like", "randperm"})
 
-_NAMED: dict[str, str] = {}
-for _cls, _names in (("gather", GATHER), ("scatter", SCATTER), ("copy", COPY),
-                     ("view", VIEW)):
-    for _name in _names:
-        _NAMED.setdefault(_name, _cls)
 #: Vector ops with no formula of their own (1 FLOP per element); the families below add
-#: theirs (their formulas' registrations classify them).
-VECTOR = (frozenset({"_softmax_backward_data", "threshold_backward", "gelu_backward",
+#: theirs (their formulas' registrations classify them). An op with a family's formula
+#: (softmax's backward, silu, gelu, sigmoid, ...) is not listed here: its family prices it.
+VECTOR = (frozenset({"threshold_backward", "gelu_backward",
                        "silu_backward", "sigmoid_backward", "tanh_backward",
                        "max_pool2d_with_indices_backward", "avg_pool2d_backward",
                        "_adaptive_avg_pool2d_backward", "hardswish_backward",
@@ -196,17 +203,45 @@ VECTOR = (frozenset({"_softmax_backward_data", "threshold_backward", "gelu_backw
                        "nll_loss_backward", "nll_loss2d_forward", "binary_cross_entropy",
                        "binary_cross_entropy_with_logits", "huber_loss", "smooth_l1_loss",
                        "l1_loss", "kl_div", "_cdist_forward", "cosine_similarity",
-                       "linalg_vector_norm", "dist", "renorm", "_weight_norm_interface",
+                       "dist", "renorm", "_weight_norm_interface",
                        "clamp_min", "clamp_max", "clamp", "elu_backward", "leaky_relu_backward",
                        "softplus_backward", "mish_backward", "log_sigmoid_forward",
                        "log_sigmoid_backward", "_euclidean_dist", "prelu",
                        # activations (their in-place forms are not tagged pointwise)
-                       "relu", "relu6", "hardtanh", "hardswish", "hardsigmoid", "leaky_relu",
-                       "silu", "gelu", "elu", "celu", "selu", "mish", "sigmoid", "tanh",
-                       "threshold", "softplus", "rrelu_with_noise", "log_sigmoid",
+                       "relu", "relu6", "hardtanh", "leaky_relu", "celu", "tanh",
+                       "threshold", "rrelu_with_noise",
                        "floor_divide", "remainder", "fmod", "true_divide"}))
-for _name in VECTOR:
-    _NAMED.setdefault(_name, "vector")
+#: The named sets: (set's name, class, ops). The families' rows (:data:`VECTOR_FLOPS`,
+#: :data:`MATRIX_KERNELS`) are looked up as they stand, a row registered later included.
+_SETS = (("GATHER", "gather", GATHER), ("SCATTER", "scatter", SCATTER),
+         ("COPY", "copy", COPY), ("VIEW", "view", VIEW), ("VECTOR", "vector", VECTOR))
+#: op -> class, for the ops of the named sets (filled, once checked, at the end of the module)
+_NAMED: dict[str, str] = {}
+
+
+def disjoint(tables: Iterable[tuple[str, str, Iterable[str]]]) -> dict[str, str]:
+    """``op -> class`` of *tables* (each: its name, its class, its ops); a TraceError naming
+    the op and both tables where an op is in two: two classes, or one class priced two ways
+    (listed in :data:`VECTOR`, 1 FLOP an element, while a family gives it a formula)."""
+    where: dict[str, str] = {}
+    named: dict[str, str] = {}
+    for table, cls, ops in tables:
+        for op in ops:
+            if op in where:
+                raise TraceError(f"aten::{op} is in two classes of the aten table: "
+                                 f"{where[op]} and {table} ({cls}); put it in the one that "
+                                 f"prices it (pytest_roofline/tracing/_aten.py)")
+            where[op], named[op] = f"{table} ({cls})", cls
+    return named
+
+
+def _families(cls: str, table: registry.Registry[Any]) -> list[tuple[str, str, list[str]]]:
+    """The rows of a formula table as tables of their own, one per family (formula)."""
+    rows: dict[str, list[str]] = {}
+    for op in table.names():
+        formula = table.get(op)
+        rows.setdefault(f"the {getattr(formula, '__name__', formula)} family", []).append(op)
+    return [(family, cls, ops) for family, ops in rows.items()]
 
 
 def classify(base: str, *, pointwise: bool, is_view: bool) -> str:
@@ -248,7 +283,7 @@ def moved(op: str, base: str, inputs: list[torch.Tensor],
         # ids share comes from the cache the second time: 16,384 ids of 1,024 rows read 1,024)
         rows = min(outputs[0].numel(), T.touched(source)) * source.dtype.itemsize
         return float(rows) + T.nbytes(rest, outputs)
-    if op.endswith("_") and base in SCATTER and len(inputs) >= 2:
+    if op.endswith("_") and base in WRITES_VALUES and len(inputs) >= 2:
         values = inputs[-1]
         return T.nbytes(inputs[1:], ()) + float(values.numel() * values.dtype.itemsize)
     if op in _OVERWRITE and inputs:
@@ -523,3 +558,14 @@ def _conv_backward(c: Call) -> list[Kernel]:
     macs = forward * (int(bool(mask[0])) + int(bool(mask[1])))
     return [K.matrix(c.name, macs=macs, nbytes=T.nbytes(c.inputs, c.outputs),
                      dtype=_wider(c, x, w))]
+
+
+def check_tables() -> dict[str, str]:
+    """Every table as it stands, checked disjoint (:func:`disjoint`); ``op -> class`` of the
+    named sets (the families' rows are looked up in their tables, as they stand)."""
+    disjoint([*_SETS, ("COLLECTIVE", "collective", COLLECTIVE),
+              *_families("matrix", MATRIX_KERNELS), *_families("vector", VECTOR_FLOPS)])
+    return disjoint(_SETS)
+
+
+_NAMED.update(check_tables())  # every family registered: one class per op, or an error

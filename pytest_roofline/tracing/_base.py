@@ -1,16 +1,73 @@
-"""What the tracers share below the package: the error they raise and how a callable's
-framework is found (from its arguments, else from what it closes over)."""
+"""What the tracers share below the package: the error they raise, the one shape of what a
+recording gives (:class:`Recording`, torch's and JAX's alike) and how a callable's framework
+is found (from its arguments, else from what it closes over)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+import types
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from ..engine.workload import Kernel
 from ..errors import RooflineError
 
 
 class TraceError(RooflineError, ValueError):
     """A callable or its arguments that cannot be traced."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recording:
+    """What one recording of a program gives, whichever framework ran it (``_torch.record``,
+    ``_jax.record``, a ``trace=True`` body's recorder once it stops); ``Tracer.finish``
+    makes its Workload.
+
+    * ``kernels``: one or more per op, in the order they ran;
+    * ``footprint``: bytes resident while it ran, at least (0 where not known: the lowest);
+    * ``unknown``: op name -> calls recorded without a formula (their bytes only);
+    * ``assumed``: what the recording could not read and assumed -> times;
+    * ``left_out``: what a test body ran that is not its workload (tensor factories, RNG
+      fills, reference comparisons) -> times; empty for a traced call.
+
+    The counts are copied into read-only mappings: a recorder that goes on recording does
+    not change a Recording it gave.
+    """
+
+    kernels: tuple[Kernel, ...]
+    footprint: float
+    unknown: Mapping[str, int]
+    assumed: Mapping[str, int]
+    left_out: Mapping[str, int]
+
+    def __post_init__(self) -> None:
+        kernels = self.kernels
+        if not isinstance(kernels, (tuple, list)) or not all(
+                isinstance(k, Kernel) for k in kernels):
+            raise TraceError(f"Recording: kernels={kernels!r:.80} must be a sequence of "
+                             f"Kernels")
+        object.__setattr__(self, "kernels", tuple(kernels))
+        footprint = self.footprint
+        if isinstance(footprint, bool) or not isinstance(footprint, (int, float)) or not (
+                math.isfinite(footprint) and footprint >= 0):
+            raise TraceError(f"Recording: footprint={footprint!r} must be a finite number "
+                             f"of bytes >= 0")
+        object.__setattr__(self, "footprint", float(footprint))
+        for field in ("unknown", "assumed", "left_out"):
+            object.__setattr__(self, field, _counts(field, getattr(self, field)))
+
+
+def _counts(field: str, value: object) -> Mapping[str, int]:
+    """*value*, a mapping of names to counts >= 1, as a read-only copy; else a TraceError."""
+    if not isinstance(value, Mapping):
+        raise TraceError(f"Recording: {field}={value!r:.80} must map names to counts")
+    for name, count in value.items():
+        if not isinstance(name, str) or isinstance(count, bool) or not isinstance(
+                count, int) or count < 1:
+            raise TraceError(f"Recording: {field}[{name!r}]={count!r}: a count is an int "
+                             f">= 1 keyed by a name")
+    return types.MappingProxyType(dict(value))
 
 
 def _leaves(value: object, depth: int = 0) -> Iterable[object]:

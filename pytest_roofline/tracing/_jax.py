@@ -40,6 +40,7 @@ from . import _jax_compat as C
 from . import _jax_mesh, _jax_spmd, registry
 from . import _jax_ops as P
 from . import _kernels as K
+from ._base import Recording
 from ._mesh import AxisLink
 
 
@@ -302,18 +303,19 @@ def _block_traffic(block: C.Block, grid: tuple[int, ...]) -> float:
 
 def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
            dtype: str | None, fusion: str, links: dict[str, AxisLink] | None = None,
-           formulas: registry.Formulas | None = None,
-           ) -> tuple[list[Kernel], float, dict[str, int], dict[str, int]]:
+           formulas: registry.Formulas | None = None) -> Recording:
     """The kernels of ``fn(*args, **kwargs)``, the bytes of its arguments, the
-    primitives without a formula and what was assumed (loops of run-time length)."""
+    primitives without a formula and what was assumed (loops of run-time length); a
+    jitted program leaves nothing out."""
     target = partial(fn, **kwargs) if kwargs else fn
     closed = jax.make_jaxpr(target)(*args)
     walker = _Walk(dtype, fusion, links, formulas=formulas)
     walker.walk(closed.jaxpr, 1.0)
-    footprint = sum(_bytes(v) for v in closed.jaxpr.invars)
     mesh = _jax_spmd.sharded_mesh(args, kwargs)
     if mesh is None:
-        return walker.kernels, float(footprint), walker.unknown, walker.assumed
+        return Recording(kernels=tuple(walker.kernels),
+                         footprint=float(sum(_bytes(v) for v in closed.jaxpr.invars)),
+                         unknown=walker.unknown, assumed=walker.assumed, left_out={})
     # a partitioned program (jit with NamedSharding inputs), per chip (see _jax_spmd): the
     # global program's work shared among the chips, a shard_map body's as it is (already
     # one chip's), and every collective once, from the compiled program (which holds the
@@ -324,5 +326,6 @@ def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     moved, unknown = _jax_spmd.collectives(fn, args, kwargs, mesh, links or {})
     for op, calls in unknown.items():
         walker.unknown[op] = walker.unknown.get(op, 0) + calls
-    return (kernels + moved, _jax_spmd.footprint(args, kwargs), walker.unknown,
-            walker.assumed)
+    return Recording(kernels=(*kernels, *moved),
+                     footprint=_jax_spmd.footprint(args, kwargs),
+                     unknown=walker.unknown, assumed=walker.assumed, left_out={})

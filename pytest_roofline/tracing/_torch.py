@@ -36,7 +36,7 @@ from . import _kernels as K
 from . import _torch_args as T
 from . import _torch_compat as C
 from . import known_ops as _shipped  # noqa: F401  (registers the shipped formulas)
-from ._base import captured
+from ._base import Recording, captured
 from ._mesh import AxisLink
 
 
@@ -138,6 +138,12 @@ class Recorder:
     def leave_out(self, what: str) -> None:
         self.left_out[what] = self.left_out.get(what, 0) + 1
 
+    def result(self, *, footprint: float) -> Recording:
+        """What it recorded so far, as every recording gives it (*footprint*: the bytes
+        resident, at least; 0 where not known)."""
+        return Recording(kernels=tuple(self.kernels), footprint=footprint,
+                         unknown=self.unknown, assumed=self.assumed, left_out=self.left_out)
+
     # -- ops ---------------------------------------------------------------------------------
 
     def op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
@@ -174,7 +180,7 @@ class Recorder:
         flops = 0.0
         if cls == "unknown":
             self.unknown[f"aten::{op}"] = self.unknown.get(f"aten::{op}", 0) + 1
-        elif cls == "matrix" or cls == "vector" or base in A.SCATTER_ADD:
+        elif cls == "matrix" or cls == "vector":
             call = A.Call(op=op, base=base, func=func, args=args, kwargs=kwargs, inputs=inputs,
                           outputs=outputs, name=self.label(op), dtype=self.dtype)
             if cls == "matrix":
@@ -509,13 +515,14 @@ def _code(target: object) -> Any:
 
 def record(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
            dtype: str | None, links: dict[str, AxisLink] | None = None,
-           formulas: registry.Formulas | None = None) -> Recorder:
-    """Run ``fn(*args, **kwargs)`` and return its recorder: one kernel per op it ran."""
+           formulas: registry.Formulas | None = None) -> Recording:
+    """Run ``fn(*args, **kwargs)`` and return what it ran, one kernel per op, with its
+    footprint (:func:`footprint`)."""
     session = Session(module_names(*roots_of(fn, args, kwargs)), dtype, links,
                       formulas=formulas)
     with session:
         fn(*args, **kwargs)
-    return session.recorder
+    return session.recorder.result(footprint=footprint(fn, args, kwargs))
 
 
 def footprint(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> float:
