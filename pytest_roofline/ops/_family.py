@@ -37,6 +37,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import dtypes
 from ..engine.workload import Number
 from ..hardware.chip import IN_NETWORK_ALGORITHMS, LINK_ALGORITHMS
 
@@ -111,6 +112,17 @@ def attention_backward_macs(pairs: Number, head_dim: int, value_dim: int) -> Num
     :data:`ATTENTION_BACKWARD_VECTOR_FLOPS`): Q·Kᵀ, dQ and dK over head_dim, dV and dP over
     value_dim."""
     return pairs * (3 * head_dim + 2 * value_dim)
+
+
+#: Fused attention's log-sum-exp: one a query and head, in fp32 whatever the inputs' dtype
+#: (FlashAttention's ``softmax_lse``; SDPA's ``logsumexp``), written by the forward and read
+#: by the backward.
+LSE_DTYPE = "fp32"
+
+
+def lse_bytes(rows: Number) -> Number:
+    """Bytes of the log-sum-exp of *rows* (query, head) rows: :data:`LSE_DTYPE` each."""
+    return rows * dtypes.ITEMSIZE[LSE_DTYPE]
 
 
 def attention_backward_bytes(*, q: Number, k: Number, v: Number, o: Number,

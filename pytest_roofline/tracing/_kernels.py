@@ -41,8 +41,8 @@ def precision(name: object) -> str | None:
 
 
 #: Storage precisions by width, for a dtype known only by its width and kind.
-_BY_WIDTH = {True: {1: "int8", 2: "bf16", 4: "fp32", 8: "fp64"},
-             False: {1: "int8", 2: "int16", 4: "int32", 8: "int64"}}
+_BY_WIDTH = {floating: {int(dtypes.ITEMSIZE[p]): p for p in names} for floating, names in (
+    (True, ("int8", "bf16", "fp32", "fp64")), (False, ("int8", "int16", "int32", "int64")))}
 
 
 def by_width(itemsize: int, *, floating: bool) -> str:
