@@ -93,7 +93,8 @@ def _flash_pairs(q: Any, k: Any, causal: object, rest: tuple[Any, ...],
 def flash_forward(q: Any, k: Any, v: Any, dropout_p: float = 0.0, softmax_scale: Any = None,
                   causal: bool = False, *rest: Any, **kw: Any) -> Workload:
     scored = _flash_pairs(q, k, causal, rest, kw)
-    lse = float(R.lse_bytes(int(q.shape[0]) * int(q.shape[2]) * int(q.shape[1])))  # a query and head
+    # the log-sum-exp: one a query and head
+    lse = float(R.lse_bytes(int(q.shape[0]) * int(q.shape[2]) * int(q.shape[1])))
     return _attention("flash_attn_forward", scored, q, v, T.nbytes([q, k, v], [q]) + lse)
 
 
