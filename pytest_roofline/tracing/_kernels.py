@@ -23,6 +23,8 @@ FP32 one; the bound stays a lower bound); its bytes are the integer widths.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import dtypes
 from ..engine.workload import Kernel
 from ..ops.attention import backward_kernels, fused_kernels
@@ -38,6 +40,15 @@ def precision(name: object) -> str | None:
         return dtypes.canonical(name)
     except LookupError:
         return None
+
+
+def width(dtype: Any) -> float:
+    """Bytes per element of a JAX (numpy) dtype as memory holds it: the one table of widths
+    (``dtypes.ITEMSIZE``) for a precision the project knows, so a 4-bit type is half a byte
+    as XLA packs it (numpy stores one a byte); the dtype's own ``itemsize`` for any other
+    (complex types)."""
+    found = precision(getattr(dtype, "name", dtype))
+    return dtypes.ITEMSIZE[found] if found is not None else float(dtype.itemsize)
 
 
 #: Storage precisions by width, for a dtype known only by its width and kind.
