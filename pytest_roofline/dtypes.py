@@ -138,6 +138,26 @@ def itemsize(name: object) -> float:
     return ITEMSIZE[canonical(name)]
 
 
+#: Complex types (framework and HLO spellings) -> the precision of each of their two parts.
+#: They are never priced as a precision (no peak is quoted for them); only their width is read.
+COMPLEX_PARTS: dict[str, str] = {"complex64": "fp32", "c64": "fp32",
+                                 "complex128": "fp64", "c128": "fp64"}
+
+
+def element_bytes(name: object) -> float:
+    """Bytes one element of the type *name* occupies in memory: :data:`ITEMSIZE` of its
+    precision, or two parts' for a complex type (``complex64``, HLO's ``c64``). The one rule
+    every table of widths reads; an :class:`UnsupportedPrecisionError` for a type it does
+    not know (its width is never guessed here).
+
+    >>> element_bytes("bfloat16"), element_bytes("c64"), element_bytes("int4")
+    (2.0, 8.0, 0.5)
+    """
+    text = _text(name).strip().lower().removeprefix("torch.").removeprefix("numpy.")
+    part = COMPLEX_PARTS.get(text)
+    return 2.0 * ITEMSIZE[part] if part else itemsize(name)
+
+
 def _suggest(key: str) -> str:
     """Close precisions, by the names the message lists (an alias hit names its precision):
     never a spelling such as 'f16' that the list of known precisions does not show."""

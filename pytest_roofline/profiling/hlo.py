@@ -37,20 +37,9 @@ _NAMES: dict[int, str] = {
     8: "uint32", 9: "uint64", 10: "float16", 11: "float32", 12: "float64", 15: "complex64",
     16: "bfloat16", 18: "complex128", 19: "float8_e5m2", 20: "float8_e4m3fn", 21: "int4",
     22: "uint4", 24: "float8_e5m2fnuz", 25: "float8_e4m3fnuz"}
-#: A complex type -> the float type of its two parts.
-_COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}
-
-
-def _width(name: str) -> float:
-    """Bytes per element of the dtype *name*: the one table of widths (``dtypes.ITEMSIZE``),
-    a complex type two of its parts."""
-    part = _COMPLEX_PARTS.get(name)
-    return 2.0 * dtypes.itemsize(part) if part else dtypes.itemsize(name)
-
-
 #: XLA's ``PrimitiveType`` numbers -> (the framework dtype name, bytes per element).
 ELEMENT_TYPES: dict[int, tuple[str, float]] = {
-    number: (name, _width(name)) for number, name in _NAMES.items()}
+    number: (name, dtypes.element_bytes(name)) for number, name in _NAMES.items()}
 TUPLE, TOKEN = 13, 17
 
 

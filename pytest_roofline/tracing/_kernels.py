@@ -43,12 +43,21 @@ def precision(name: object) -> str | None:
 
 
 def width(dtype: Any) -> float:
-    """Bytes per element of a JAX (numpy) dtype as memory holds it: the one table of widths
-    (``dtypes.ITEMSIZE``) for a precision the project knows, so a 4-bit type is half a byte
-    as XLA packs it (numpy stores one a byte); the dtype's own ``itemsize`` for any other
-    (complex types)."""
-    found = precision(getattr(dtype, "name", dtype))
-    return dtypes.ITEMSIZE[found] if found is not None else float(dtype.itemsize)
+    """Bytes per element of a JAX (numpy) dtype as memory holds it: the one rule of widths
+    (``dtypes.element_bytes``) for a type the project knows, so a 4-bit type is half a byte
+    as XLA packs it (numpy stores one a byte); the dtype's own ``itemsize`` for any other."""
+    found = _WIDTHS.get(dtype)
+    if found is None:
+        try:
+            found = dtypes.element_bytes(getattr(dtype, "name", dtype))
+        except LookupError:
+            found = float(dtype.itemsize)
+        _WIDTHS[dtype] = found
+    return found
+
+
+#: Widths already read, by dtype (a handful: a program uses few dtypes).
+_WIDTHS: dict[Any, float] = {}
 
 
 #: Storage precisions by width, for a dtype known only by its width and kind.
