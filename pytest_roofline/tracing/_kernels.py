@@ -61,14 +61,15 @@ _WIDTHS: dict[Any, float] = {}
 
 
 #: Storage precisions by width, for a dtype known only by its width and kind.
-_BY_WIDTH = {floating: {int(dtypes.ITEMSIZE[p]): p for p in names} for floating, names in (
-    (True, ("int8", "bf16", "fp32", "fp64")), (False, ("int8", "int16", "int32", "int64")))}
+_BY_WIDTH = {floating: {dtypes.ITEMSIZE[p]: p for p in names} for floating, names in (
+    (True, ("int4", "int8", "bf16", "fp32", "fp64")),
+    (False, ("int4", "int8", "int16", "int32", "int64")))}
 
 
-def by_width(itemsize: int, *, floating: bool) -> str:
+def by_width(itemsize: float, *, floating: bool) -> str:
     """The storage precision of a *floating* (or integer) type *itemsize* bytes wide (one byte:
-    int8, whose vector work is priced as fp32 as any integer's)."""
-    return _BY_WIDTH[floating].get(int(itemsize), "int8")
+    int8, half a byte: int4, whose vector work is priced as fp32 as any integer's)."""
+    return _BY_WIDTH[floating].get(float(itemsize), "int8")
 
 
 def storage(name: str, itemsize: int) -> str:
