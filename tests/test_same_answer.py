@@ -1,6 +1,7 @@
 """The same op, the same answer by every path: ``ops``, the torch tracer's table, the JAX
 tracer's table, the shipped flash-attn formulas (``known_ops``), a recorded trace's op priced
-by the profile (``profiling.pricing``) and the model graph. Each test prices one set of
+by the profile (``profiling.pricing``; a JAX profile's executed HLO op by
+``profiling.hlo_pricing``), the model graph, the planners and the hardware catalog. Each test prices one set of
 shapes through every path that can take it and compares the OUTPUTS (FLOPs, bytes, unit),
 so that a rule copied and changed in any one place fails here; each also checks the count
 against a closed form written in the test."""
@@ -32,6 +33,32 @@ def totals(workload: object, unit: str | None = None) -> tuple[float, float]:
     kernels = [k for k in workload.kernels if unit is None or k.unit == unit]
     return (sum(float(k.flops) * float(k.count) for k in kernels),
             sum(float(k.bytes) * float(k.count) for k in kernels))
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protocol buffer field (wire type 2)."""
+    out = bytearray()
+    for value in (number << 3 | 2, len(payload)):
+        while True:
+            byte, value = value & 0x7F, value >> 7
+            out.append(byte | (0x80 if value else 0))
+            if not value:
+                break
+    return bytes(out) + payload
+
+
+def executed(fn: object, *args: object, opcode: str) -> object:
+    """The HLO op *opcode* of *fn*'s program (the lowered module, before XLA's fusion passes,
+    so one op is one instruction), priced as a JAX profile prices an executed op."""
+    jax = pytest.importorskip("jax")
+    from pytest_roofline.profiling import hlo, hlo_pricing
+
+    proto = jax.jit(fn).lower(*args).compiler_ir("hlo").as_serialized_hlo_module_proto()
+    module = hlo.parse_module(_field(1, proto), "test")  # an HloProto: field 1, the module
+    (op,) = [i for i in module.by_name.values() if i.opcode == opcode]
+    result = hlo_pricing.price(module, op)
+    assert not isinstance(result, str), (opcode, result)
+    return result
 
 
 def recorded(name: str, tensors: list[list[int]], rest: list[tuple[str, str]],
@@ -198,6 +225,12 @@ def test_reduction_dot_and_depthwise_agree_on_every_path() -> None:
             ("ScalarList", "[-1]"), ("Scalar", "False"), ("", "")], dtype="float")),
     }
     assert set(sums.values()) == {(rows * (n - 1), (rows * n + rows) * 4)}, sums
+    # an executed HLO reduce: the same FLOPs; its bytes add the init value, an fp32 scalar
+    # operand that the profile charges (4 bytes) and the tracer rides in the arguments
+    flops, nbytes = totals(executed(lambda a: jnp.sum(a, axis=-1),
+                                    jax.ShapeDtypeStruct((rows, n), jnp.float32),
+                                    opcode="reduce"))
+    assert (flops, nbytes) == (rows * (n - 1), (rows * n + rows) * 4 + 4)
     # a dot of two vectors: n multiplies and n - 1 adds, on the vector units
     u, v = meta(n), meta(n)
     dots = {
@@ -206,6 +239,8 @@ def test_reduction_dot_and_depthwise_agree_on_every_path() -> None:
         "jax": rl.trace(lambda a, b: jnp.dot(a, b), jax.ShapeDtypeStruct((n,), jnp.bfloat16),
                         jax.ShapeDtypeStruct((n,), jnp.bfloat16)),
         "profile": recorded("aten::dot", [[n], [n]], []),
+        "jax profile": executed(jnp.dot, jax.ShapeDtypeStruct((n,), jnp.bfloat16),
+                                jax.ShapeDtypeStruct((n,), jnp.bfloat16), opcode="dot"),
     }
     for name, workload in dots.items():
         flops, nbytes = totals(workload, "vector")
@@ -230,10 +265,19 @@ def test_reduction_dot_and_depthwise_agree_on_every_path() -> None:
             ("", ""), ("ScalarList", "[1, 1]"), ("ScalarList", "[1, 1]"),
             ("ScalarList", "[1, 1]"), ("Scalar", "False"), ("ScalarList", "[0, 0]"),
             ("Scalar", str(c))]),
+        "jax profile": executed(lambda a, b: jax.lax.conv_general_dilated(
+            a, b, (1, 1), ((1, 1), (1, 1)), feature_group_count=c),
+            jax.ShapeDtypeStruct((1, c, size, size), jnp.bfloat16),
+            jax.ShapeDtypeStruct((c, 1, 3, 3), jnp.bfloat16), opcode="convolution"),
     }
     for name, workload in convs.items():
         flops = totals(workload, "vector")[0]
-        # XLA counts valid taps only (the padded border's fewer): within the border's share
-        assert flops == expected or (name == "jax" and math.isclose(
-            flops, expected, rel_tol=4 / size)), (name, flops)
+        # XLA counts valid taps only (the padded border's fewer): within the border's share;
+        # the border has (size - 2)² interior outputs of 9 taps, 4·(size - 2) edges of 6 and
+        # 4 corners of 4 a channel
+        valid = 2 * c * (9 * (size - 2) ** 2 + 6 * 4 * (size - 2) + 4 * 4)
+        assert flops == (valid if name.startswith("jax") else expected), (name, flops)
+        assert math.isclose(flops, expected, rel_tol=4 / size), name
         assert totals(workload, "matrix") == (0, 0), name
+    # the image and the filter read, the output written, each once, in bf16
+    assert {totals(w)[1] for w in convs.values()} == {(2 * c * size * size + c * 9) * 2}
