@@ -14,6 +14,7 @@ import pytest
 
 import pytest_roofline as rl
 from pytest_roofline import ops
+from pytest_roofline.engine.workload import Workload
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -281,3 +282,85 @@ def test_reduction_dot_and_depthwise_agree_on_every_path() -> None:
         assert totals(workload, "matrix") == (0, 0), name
     # the image and the filter read, the output written, each once, in bf16
     assert {totals(w)[1] for w in convs.values()} == {(2 * c * size * size + c * 9) * 2}
+
+
+# -- the fused attention pair ---------------------------------------------------------------
+
+
+def test_fused_attention_is_one_pair_on_every_path() -> None:
+    """Forward and backward alike, every path builds the same pair: the products one matrix
+    kernel holding every byte, the softmax (5 FLOPs a pair; 8 in the backward) a vector
+    kernel of no bytes in the products' epilogue, both in the inputs' bf16."""
+    step = rl.models.load("llama-3-8b").train_step(1, 256)
+    graph = {k.name: k for k in step.kernels}
+    paths = {**_attention_forward_paths(),
+             **{f"{name} (backward)": w for name, w in _attention_backward_paths().items()},
+             "model graph": [graph["attention"], graph["attention.softmax"]],
+             "model graph (backward)": [graph["attention.bwd"],
+                                        graph["attention.bwd.softmax"]]}
+    for name, workload in paths.items():
+        products, softmax = getattr(workload, "kernels", workload)
+        assert (products.unit, softmax.unit) == ("matrix", "vector"), name
+        assert softmax.epilogue_of == products.name and products.epilogue_of is None, name
+        assert float(softmax.bytes) == 0 and float(products.bytes) > 0, name
+        assert products.dtype == softmax.dtype == "bf16", name
+        per_pair = 8 if "backward" in name else 5
+        macs = float(products.flops) / 2 / (5 if "backward" in name else 2)  # pairs·d
+        d = 128 if name.startswith("model") else D
+        assert float(softmax.flops) == per_pair * macs / d, name
+
+
+# -- norms with and without their weight ----------------------------------------------------
+
+
+def test_norms_without_affine_agree_on_every_path() -> None:
+    """Without its weight (and bias) a norm skips the scale (and shift): RMSNorm 3 FLOPs an
+    element, LayerNorm 5; bytes x read and y written only."""
+    rows, hidden = 64, 1024
+    n = rows * hidden
+    x = meta(rows, hidden)
+    rms = {
+        "ops": totals(ops.rmsnorm(rows, hidden, dtype="bf16", affine=False)),
+        "model graph": totals(Workload([rl.ops.vector.norm_kernel(
+            "n", "rmsnorm", rows, hidden, "bf16", affine=False)])),
+        "torch": totals(rl.trace(lambda: F.rms_norm(x, [hidden], None, 1e-6))),
+        "profile": totals(pricing.price(
+            "aten::_fused_rms_norm", [[rows, hidden], [], [], []],
+            (BF, "ScalarList", "", "Scalar"), ("", f"[{hidden}]", "", "1e-06"))),
+    }
+    assert set(rms.values()) == {(3 * n, 2 * n * 2)}, rms
+    layer = {
+        "ops": totals(ops.layernorm(rows, hidden, dtype="bf16", affine=False)),
+        "model graph": totals(Workload([rl.ops.vector.norm_kernel(
+            "n", "layernorm", rows, hidden, "bf16", affine=False)])),
+        "torch": totals(rl.trace(lambda: F.layer_norm(x, [hidden]))),
+        "profile": totals(pricing.price(
+            "aten::layer_norm", [[rows, hidden], [], [], [], [], []],
+            (BF, "ScalarList", "", "", "Scalar", "Scalar"),
+            ("", f"[{hidden}]", "", "", "1e-05", "True"))),
+    }
+    # torch's op (native_layer_norm) also writes each row's mean and 1/std in fp32, which
+    # the op it runs returns; ops and the model graph price the norm alone
+    stats = 2 * rows * 4
+    for name, got in layer.items():
+        extra = stats if name in ("torch", "profile") else 0
+        assert got == (5 * n, 2 * n * 2 + extra), name
+
+
+def test_layer_norm_bytes_agree_on_every_path() -> None:
+    rows, hidden = 64, 1024
+    x, w, b = meta(rows, hidden), meta(hidden), meta(hidden)  # distinct: each read once
+    graph = rl.ops.vector.norm_kernel("n", "layernorm", rows, hidden, "bf16")
+    got = {
+        "ops": totals(ops.layernorm(rows, hidden, dtype="bf16"))[1],
+        "model graph": float(graph.bytes),
+        "torch": totals(rl.trace(lambda: F.layer_norm(x, [hidden], w, b)))[1],
+        "profile": totals(pricing.price(
+            "aten::layer_norm", [[rows, hidden], [], [hidden], [hidden], [], []],
+            (BF, "ScalarList", BF, BF, "Scalar", "Scalar"),
+            ("", f"[{hidden}]", "", "", "1e-05", "True")))[1],
+    }
+    # x read, y written, the scale and the shift read; torch's op adds its fp32 statistics
+    for name, nbytes in got.items():
+        extra = 2 * rows * 4 if name in ("torch", "profile") else 0
+        assert nbytes == (2 * rows * hidden + 2 * hidden) * 2 + extra, name
