@@ -65,7 +65,7 @@ _ALIASES: dict[str, str] = {
     "float6": "fp6", "float4": "fp4", "float4_e2m1fn_x2": "fp4", "nvfp4": "fp4", "mxfp4": "fp4",
     "qint8": "int8", "uint8": "int8", "quint8": "int8", "i8": "int8", "s8": "int8",
     "u8": "int8", "byte": "int8",
-    "uint4": "int4", "i4": "int4", "s4": "int4",
+    "uint4": "int4", "i4": "int4", "s4": "int4", "u4": "int4",
     "long": "int64", "uint64": "int64", "i64": "int64", "s64": "int64", "u64": "int64",
     "int": "int32", "uint32": "int32", "i32": "int32", "s32": "int32", "u32": "int32",
     "qint32": "int32",

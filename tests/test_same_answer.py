@@ -13,7 +13,7 @@ import math
 import pytest
 
 import pytest_roofline as rl
-from pytest_roofline import ops
+from pytest_roofline import dtypes, ops
 from pytest_roofline.engine.workload import Workload
 
 torch = pytest.importorskip("torch")
@@ -364,3 +364,130 @@ def test_layer_norm_bytes_agree_on_every_path() -> None:
     for name, nbytes in got.items():
         extra = 2 * rows * 4 if name in ("torch", "profile") else 0
         assert nbytes == (2 * rows * hidden + 2 * hidden) * 2 + extra, name
+
+
+# -- dtype widths ---------------------------------------------------------------------------
+
+
+def test_every_torch_dtype_the_profile_reads_is_as_wide_on_every_path() -> None:
+    """A copy of n elements reads n and writes n: through the torch tracer and a recorded op
+    alike, at torch's own element size (a table independent of ours) for every profiler type
+    name the profile reads; the one width rule (``dtypes.element_bytes``) says the same."""
+    n = 100
+    for profiler, name in pricing.DTYPES.items():
+        dtype = getattr(torch, name)
+        x = torch.empty(n, dtype=dtype, device="meta")
+        traced = totals(rl.trace(lambda x=x: x.clone()))[1]
+        priced = totals(recorded("aten::clone", [[n]], [("", "")], dtype=profiler))[1]
+        assert traced == priced == 2 * n * dtype.itemsize, profiler
+        assert dtypes.element_bytes(name) == dtype.itemsize, name
+    # a list of tensors whose dtype only its kernels' element size states: a float that wide
+    for size, profiler in pricing.BY_SIZE.items():
+        dtype = getattr(torch, pricing.DTYPES[profiler])
+        assert dtype.itemsize == size and dtype.is_floating_point, profiler
+
+
+#: XLA's spelling of each element type in HLO text (``f32[8,128]``), for the SPMD reader.
+HLO_TEXT = {"pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+            "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+            "f16": "float16", "f32": "float32", "f64": "float64", "bf16": "bfloat16",
+            "c64": "complex64", "c128": "complex128", "f8e5m2": "float8_e5m2",
+            "f8e4m3fn": "float8_e4m3fn", "s4": "int4", "u4": "uint4",
+            "f8e5m2fnuz": "float8_e5m2fnuz", "f8e4m3fnuz": "float8_e4m3fnuz"}
+
+
+def test_every_xla_element_type_is_as_wide_on_every_jax_path() -> None:
+    """An elementwise op of n elements of each type a compiled program names: the JAX tracer
+    and the profile's executed HLO op charge the same bytes, numpy's element size (a table
+    independent of ours; a 4-bit type half of numpy's byte, as XLA packs two to a byte);
+    the SPMD reader's widths of HLO text are the same."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    from pytest_roofline.profiling import hlo
+    from pytest_roofline.tracing import _jax_spmd
+
+    n = 128
+    widths = dict(hlo.ELEMENT_TYPES.values())
+    for name, width in widths.items():
+        packed = name in ("int4", "uint4")
+        assert width == jnp.dtype(name).itemsize / (2 if packed else 1), name
+        dtype = jax.dtypes.canonicalize_dtype(name)  # without x64: 64-bit types run as 32
+        arg = jax.ShapeDtypeStruct((n,), dtype)
+        fn, opcode = ((jnp.negative, "negate") if jnp.issubdtype(dtype, jnp.inexact)
+                      else (jnp.invert, "not"))
+        expected = 2 * n * dtype.itemsize / (2 if packed else 1)
+        traced = totals(rl.trace(fn, arg))[1]
+        assert traced == totals(executed(fn, arg, opcode=opcode))[1] == expected, name
+    assert set(HLO_TEXT.values()) == set(widths)
+    for spelled, name in HLO_TEXT.items():
+        assert _jax_spmd._width(spelled, None) == widths[name], spelled
+
+
+def test_width_tables_by_size_name_a_type_of_that_size() -> None:
+    """Tables from a width to a type (Triton's ``flops<bits>`` keys, a dtype known only by
+    its width) name types of that width in the one table."""
+    from pytest_roofline.tracing import _kernels, _triton
+
+    for bits in ("8", "16", "32", "64"):
+        stated = _triton._flops_stated({f"flops{bits}": 1.0})
+        assert stated is not None and stated[1] is not None
+        assert dtypes.element_bytes(stated[1]) * 8 == int(bits), bits
+    for floating in (True, False):
+        for size in (0.5, 1, 2, 4, 8):
+            assert dtypes.element_bytes(_kernels.by_width(size, floating=floating)) == size
+
+
+# -- collective algorithm names -------------------------------------------------------------
+
+
+def test_algorithm_names_are_one_list_for_specs_ops_and_the_analysis(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """B200's NVLink lists NVLink SHARP (``nvls``): ``ops`` prices every algorithm a spec may
+    list, and on that link ``auto`` takes in-network reduction's link bytes, (N+1)/N of the
+    tensor a device instead of the ring's 2·(N-1)/N; the hardware listing names it."""
+    from pytest_roofline.cli import main
+    from pytest_roofline.errors import WorkloadError
+    from pytest_roofline.hardware.chip import IN_NETWORK_ALGORITHMS, LINK_ALGORITHMS
+
+    chip = rl.get_hardware("b200")
+    link = chip.link("nvlink")
+    assert set(link.algorithms) & set(IN_NETWORK_ALGORITHMS) == {"nvls"}
+    devices, elements = 8, 1 << 26
+    tensor = elements * 2  # bf16
+    kernels = {a: ops.all_reduce(elements, devices, dtype="bf16", link="nvlink",
+                                 algorithm=a).kernels[0] for a in ("auto", *LINK_ALGORITHMS)}
+    times = {a: float(rl.analyze(Workload([k]), chip).time) for a, k in kernels.items()}
+    assert float(kernels["ring"].link_bytes) == tensor * 2 * (devices - 1) / devices
+    assert float(kernels["nvls"].link_bytes) == tensor * (devices + 1) / devices
+    on_link = kernels["auto"].on_link(link.algorithms)
+    assert float(on_link.link_bytes) == float(kernels["nvls"].link_bytes)
+    assert times["auto"] <= min(times[a] for a in link.algorithms) < times["ring"]
+    with pytest.raises(WorkloadError) as refused:
+        ops.all_reduce(elements, devices, dtype="bf16", algorithm="nvlink_sharp")
+    assert all(repr(a) in str(refused.value) for a in LINK_ALGORITHMS)
+    assert main(["hw", "show", "b200"]) == 0
+    assert "reduces in the switch (nvls)" in " ".join(capsys.readouterr().out.split())
+
+
+# -- the pipeline bubble --------------------------------------------------------------------
+
+
+def test_the_pipeline_bubble_is_one_rule_for_the_step_and_the_planner() -> None:
+    """A pipeline of pp stages over m microbatches (1F1B) runs each stage's kernels, 1/pp of
+    the model's work, for 1 + (pp - 1)/m slots a slot of work (Narayanan et al. 2021, §2.2):
+    the planner's step time, the training step's and that closed form agree."""
+    model = rl.models.load("gpt-2")
+    batch, seq = 16, 512
+    plan = rl.plan_training(model, "h100", chips=4, batch=batch, seq=seq, link="nvlink")
+    piped = [c for c in plan.configs if c.pp > 1 and c.microbatches > 1][:3]
+    assert piped
+    for c in piped:
+        common = {"tp": c.tp, "dp": c.dp, "pp": c.pp, "zero": c.zero,
+                  "recompute": c.recompute, "link": "nvlink"}
+        parts = model.train_parts(batch, seq, **common)
+        stage = float(rl.analyze(Workload(list(parts.stage)), "h100").time)
+        rest = float(rl.analyze(Workload(list(parts.rest)), "h100").time)
+        closed = stage * (1 + (c.pp - 1) / c.microbatches) / c.pp + rest
+        step = model.train_step(batch, seq, microbatches=c.microbatches, **common)
+        assert float(rl.analyze(step, "h100").time) == pytest.approx(closed, rel=1e-9)
+        assert c.step_time == pytest.approx(closed, rel=1e-9), c.label()
