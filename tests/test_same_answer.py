@@ -1,9 +1,9 @@
 """The same op, the same answer by every path: ``ops``, the torch tracer's table, the JAX
 tracer's table, the shipped flash-attn formulas (``known_ops``), a recorded trace's op priced
 by the profile (``profiling.pricing``; a JAX profile's executed HLO op by
-``profiling.hlo_pricing``), the model graph, the planners and the hardware catalog. Each test prices one set of
-shapes through every path that can take it and compares the OUTPUTS (FLOPs, bytes, unit),
-so that a rule copied and changed in any one place fails here; each also checks the count
+``profiling.hlo_pricing``), the model graph, the planners and the hardware catalog. Each
+test prices one set of shapes through every path that can take it and compares the OUTPUTS
+(FLOPs, bytes, unit), so that a rule copied and changed in any one place fails here; each also checks the count
 against a closed form written in the test."""
 
 from __future__ import annotations
