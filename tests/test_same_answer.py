@@ -3,8 +3,8 @@ tracer's table, the shipped flash-attn formulas (``known_ops``), a recorded trac
 by the profile (``profiling.pricing``; a JAX profile's executed HLO op by
 ``profiling.hlo_pricing``), the model graph, the planners and the hardware catalog. Each
 test prices one set of shapes through every path that can take it and compares the OUTPUTS
-(FLOPs, bytes, unit), so that a rule copied and changed in any one place fails here; each also checks the count
-against a closed form written in the test."""
+(FLOPs, bytes, unit), so that a rule copied and changed in any one place fails here; each
+also checks the count against a closed form written in the test."""
 
 from __future__ import annotations
 
