@@ -135,6 +135,10 @@ def test_the_model_graph_prices_attention_as_ops_does() -> None:
         2 * pairs * (3 * d + 2 * d))
     assert float(by_name["attention.bwd.softmax"].flops) == totals(traced, "vector")[0] == (
         8 * pairs)  # the recomputed softmax (5) and dS = P·(dP - D) (3)
+    # bytes: dO, Q, K, V, O and the fp32 log-sum-exp read; dQ, dK, dV written, each once
+    q_bytes, kv_bytes, lse_bytes = heads * seq * d * 2, kv_heads * seq * d * 2, heads * seq * 4
+    expected = 2 * (2 * q_bytes + 2 * kv_bytes) + lse_bytes
+    assert float(by_name["attention.bwd"].bytes) == totals(traced)[1] == expected
 
 
 def _attention_backward_paths() -> dict[str, object]:
