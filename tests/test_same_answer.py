@@ -333,6 +333,18 @@ def test_norms_without_affine_agree_on_every_path() -> None:
             (BF, "ScalarList", "", "Scalar"), ("", f"[{hidden}]", "", "1e-06"))),
     }
     assert set(rms.values()) == {(3 * n, 2 * n * 2)}, rms
+    # the torch table's row for the op a GPU dispatches whole (on meta and CPU torch runs it
+    # as its fp32 steps, which the tracer never sees as one op): with and without the weight
+    from pytest_roofline.tracing import _aten
+
+    row = _aten.VECTOR_FLOPS.get("_fused_rms_norm")
+    assert row is not None
+    for weight, per in ((None, 3), (meta(hidden), 4)):
+        call = _aten.Call(op="_fused_rms_norm", base="_fused_rms_norm", func=None,
+                          args=(x, [hidden], weight, 1e-6), kwargs={}, inputs=[x],
+                          outputs=[x], name="n", dtype=None)
+        assert row(call) == per * n == totals(ops.rmsnorm(
+            rows, hidden, dtype="bf16", affine=weight is not None))[0]
     layer = {
         "ops": totals(ops.layernorm(rows, hidden, dtype="bf16", affine=False)),
         "model graph": totals(Workload([rl.ops.vector.norm_kernel(
@@ -386,9 +398,9 @@ def test_every_torch_dtype_the_profile_reads_is_as_wide_on_every_path() -> None:
         assert traced == priced == 2 * n * dtype.itemsize, profiler
         assert dtypes.element_bytes(name) == dtype.itemsize, name
     # a list of tensors whose dtype only its kernels' element size states: a float that wide
-    for size, profiler in pricing.BY_SIZE.items():
-        dtype = getattr(torch, pricing.DTYPES[profiler])
-        assert dtype.itemsize == size and dtype.is_floating_point, profiler
+    for size in (1, 2, 4, 8):  # every width a kernel's name states (OpaqueType<2u>, ...)
+        dtype = getattr(torch, pricing.DTYPES[pricing.BY_SIZE[size]])
+        assert dtype.itemsize == size and dtype.is_floating_point, size
 
 
 #: XLA's spelling of each element type in HLO text (``f32[8,128]``), for the SPMD reader.
