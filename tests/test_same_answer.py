@@ -507,3 +507,20 @@ def test_the_pipeline_bubble_is_one_rule_for_the_step_and_the_planner() -> None:
         step = model.train_step(batch, seq, microbatches=c.microbatches, **common)
         assert float(rl.analyze(step, "h100").time) == pytest.approx(closed, rel=1e-9)
         assert c.step_time == pytest.approx(closed, rel=1e-9), c.label()
+
+
+def test_eval_batch_norm_flops_agree_on_every_path() -> None:
+    """An eval-mode batch norm is a per-channel scale and shift: 2 FLOPs an element (the
+    running statistics folded in), in the ResNet graph (eager, unfused: ResNet-50's stem,
+    64 channels of 112 x 112), the torch tracer and a recorded op."""
+    c, side = 64, 112
+    x, stats = meta(1, c, side, side), [meta(c) for _ in range(4)]
+    graph = {k.name: k for k in rl.models.load("resnet-50").forward(1, fusion="none").kernels}
+    got = {
+        "model graph": float(graph["stem.conv.bn"].flops),
+        "torch": totals(rl.trace(lambda: F.batch_norm(x, *stats, training=False)))[0],
+        "profile": totals(pricing.price(
+            "aten::batch_norm", [[1, c, side, side], [c], [c], [c], [c], [], [], [], []],
+            (BF,) * 5 + ("Scalar",) * 4, ("",) * 5 + ("False", "0.1", "1e-05", "True")))[0],
+    }
+    assert set(got.values()) == {2 * c * side * side}, got
