@@ -65,7 +65,7 @@ _ALIASES: dict[str, str] = {
     "float6": "fp6", "float4": "fp4", "float4_e2m1fn_x2": "fp4", "nvfp4": "fp4", "mxfp4": "fp4",
     "qint8": "int8", "uint8": "int8", "quint8": "int8", "i8": "int8", "s8": "int8",
     "u8": "int8", "byte": "int8",
-    "uint4": "int4", "i4": "int4", "s4": "int4",
+    "uint4": "int4", "i4": "int4", "s4": "int4", "u4": "int4",
     "long": "int64", "uint64": "int64", "i64": "int64", "s64": "int64", "u64": "int64",
     "int": "int32", "uint32": "int32", "i32": "int32", "s32": "int32", "u32": "int32",
     "qint32": "int32",
@@ -136,6 +136,26 @@ def canonical(name: object) -> str:
 def itemsize(name: object) -> float:
     """Bytes per element of a precision (0.5 for 4-bit types)."""
     return ITEMSIZE[canonical(name)]
+
+
+#: Complex types (framework and HLO spellings) -> the precision of each of their two parts.
+#: They are never priced as a precision (no peak is quoted for them); only their width is read.
+COMPLEX_PARTS: dict[str, str] = {"complex64": "fp32", "c64": "fp32",
+                                 "complex128": "fp64", "c128": "fp64"}
+
+
+def element_bytes(name: object) -> float:
+    """Bytes one element of the type *name* occupies in memory: :data:`ITEMSIZE` of its
+    precision, or two parts' for a complex type (``complex64``, HLO's ``c64``). The one rule
+    every table of widths reads; an :class:`UnsupportedPrecisionError` for a type it does
+    not know (its width is never guessed here).
+
+    >>> element_bytes("bfloat16"), element_bytes("c64"), element_bytes("int4")
+    (2.0, 8.0, 0.5)
+    """
+    text = _text(name).strip().lower().removeprefix("torch.").removeprefix("numpy.")
+    part = COMPLEX_PARTS.get(text)
+    return 2.0 * ITEMSIZE[part] if part else itemsize(name)
 
 
 def _suggest(key: str) -> str:

@@ -423,7 +423,7 @@ def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq
     pipeline bubble, which scales the stage's kernels (their times are linear in their
     counts), and the activations, so each count costs a footprint and no analysis."""
     from .models import Transformer, load
-    from .models.training import bubble
+    from .models.training import stage_scale
 
     transformer = load(model) if isinstance(model, str) else model
     if not isinstance(transformer, Transformer) or transformer.config.architecture != "decoder":
@@ -465,7 +465,7 @@ def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq
                                                      zero=zero, microbatches=m,
                                                      recompute=recompute, dtype=dtype)
                     memory = float(fp.total)
-                    seconds = stage * bubble(pp, m) / pp + rest
+                    seconds = stage * stage_scale(pp, m) + rest
                     if memory > capacity or (target is not None
                                                          and seconds > target):
                         continue

@@ -108,6 +108,30 @@ def test_first_use_calibrates_once_with_progress_lines(
     assert "warning: noisy" in lines and lines[-1].startswith("calibrated host in")
 
 
+def test_a_lookup_says_it_measures_this_machine_before_measuring(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        spec: dict[str, Any]) -> None:
+    """``get_hardware("host")`` with no calibration cached measures this machine: the line
+    saying so is on stderr before the measuring starts (a lookup never calibrates silently),
+    and the line saying it is done after."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    before: list[str] = []
+
+    def measuring(device: str, **_: Any) -> tuple[dict[str, Any], list[str]]:
+        before.append(capsys.readouterr().err)  # stderr as the measuring starts
+        return spec, []
+
+    monkeypatch.setattr(calibration, "calibrate", measuring)
+    assert hardware.get_hardware("host").name == "host"
+    after = capsys.readouterr().err
+    assert len(before) == 1
+    assert " ".join(before[0].split()).startswith(
+        f"pytest-roofline: calibrating host (cpu) on first use; cached in {tmp_path}")
+    assert after.startswith("pytest-roofline: calibrated host in ")
+    hardware.get_hardware("host")  # cached now: measured once, and nothing said
+    assert len(before) == 1 and capsys.readouterr().err == ""
+
+
 def test_load_without_calibrating_names_the_command(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

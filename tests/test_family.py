@@ -83,7 +83,8 @@ def test_collective_rows_hold_the_ring_closed_forms() -> None:
 
 def test_hlo_element_widths_come_from_the_one_table() -> None:
     """The SPMD reader's bytes per HLO element type are ``dtypes.ITEMSIZE``'s (the one table
-    of widths), fp8 variants included; a type the table does not know takes the reader's
+    of widths, read through ``dtypes.element_bytes``), fp8 variants and complex types
+    included; a type the table does not know takes the reader's
     stated default, never a width of its own."""
     from pytest_roofline import dtypes
     from pytest_roofline.tracing._jax_spmd import _width
@@ -94,4 +95,7 @@ def test_hlo_element_widths_come_from_the_one_table() -> None:
                 "u32": "int32", "f64": "fp64", "s64": "int64", "u64": "int64"}
     for hlo, name in expected.items():
         assert _width(hlo) == dtypes.ITEMSIZE[name], hlo
-    assert _width("c64") == 4 and _width("c64", None) is None
+    # a complex type: two parts of its float type; XLA's 2-bit s2 is a type no table knows
+    assert _width("c64") == 2 * dtypes.ITEMSIZE["fp32"]
+    assert _width("c128") == 2 * dtypes.ITEMSIZE["fp64"]
+    assert _width("s2") == 4 and _width("s2", None) is None

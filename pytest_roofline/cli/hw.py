@@ -35,6 +35,7 @@ def cmd_hw_list(args: argparse.Namespace) -> int:
 
 def cmd_hw_show(args: argparse.Namespace) -> int:
     from ..hardware import get_hardware
+    from ..hardware.chip import IN_NETWORK_ALGORITHMS
     from ..units import si
 
     chip = get_hardware(args.name)
@@ -71,7 +72,7 @@ def cmd_hw_show(args: argparse.Namespace) -> int:
                 f", {si(link.latency, 's')} a step ({link.latency_kind}"
                 + ("; not a physical minimum: bounds priced with it are not either)"
                    if link.latency_kind == "measured" else ")"))
-            switch = [a for a in link.algorithms if a in ("nvls", "sharp")]
+            switch = [a for a in link.algorithms if a in IN_NETWORK_ALGORITHMS]
             reduces = f", reduces in the switch ({', '.join(switch)})" if switch else ""
             echo(wrap(f"{link.name}: {link.count} x {si(link.bandwidth, 'B/s')} = "
                       f"{si(link.total, 'B/s')}{latency}{reduces}"

@@ -22,9 +22,12 @@ THREAD_SLACK = 0.1
 #: What one device in a profiler trace (and to the driver) is: the whole module, or one of
 #: its dies (an MI250X's two GCDs are two devices)
 DEVICE_KINDS = ("module", "die")
-#: Collective algorithms any fabric runs (software on the chips), and every one a spec may list.
+#: Collective algorithms any fabric runs (software on the chips), those a fabric's switches
+#: run (NVLink SHARP, InfiniBand SHARP: the switch adds), and every one a spec may list: the
+#: one list of algorithm names, which ``ops`` prices and the analysis looks up links by.
 SOFTWARE_ALGORITHMS = ("ring", "tree", "one_shot")
-LINK_ALGORITHMS = (*SOFTWARE_ALGORITHMS, "nvls", "sharp")
+IN_NETWORK_ALGORITHMS = ("nvls", "sharp")
+LINK_ALGORITHMS = (*SOFTWARE_ALGORITHMS, *IN_NETWORK_ALGORITHMS)
 
 #: ``latency_kind`` of a link: a physical minimum its vendor or a paper states, or a figure
 #: someone measured (which includes software overhead: a bound priced with it says so).

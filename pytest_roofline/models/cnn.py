@@ -32,6 +32,7 @@ from .. import dtypes
 from ..engine import fusion as _fusion
 from ..engine.workload import Kernel, Knob, Number, Workload, is_array
 from ..errors import WorkloadError
+from ..ops import _family
 from ..ops._common import precision, show, size, sweep_size
 from ..ops.conv import conv_kernel, pool_kernel
 from ..ops.matmul import matmul_kernel
@@ -61,7 +62,8 @@ class _Builder:
         elements = self.batch * cout * out * out
         post: list[Kernel] = []
         if self.fusion == "none":
-            post.append(elementwise_kernel(f"{name}.bn", elements, 1, 1, 2.0, self.dtype, count))
+            post.append(elementwise_kernel(f"{name}.bn", elements, 1, 1,
+                                           _family.EVAL_BATCH_NORM_FLOPS, self.dtype, count))
         if add:
             post.append(elementwise_kernel(f"{name}.add", elements, 2, 1, 1.0, self.dtype, count))
         if relu:

@@ -128,6 +128,11 @@ class Parallelism:
         return bubble(self.pp, self.microbatches, self.virtual_stages)
 
     @property
+    def stage_scale(self) -> float:
+        """What the step scales the stage's kernels by (:func:`stage_scale`)."""
+        return stage_scale(self.pp, self.microbatches, self.virtual_stages)
+
+    @property
     def sequence_shards(self) -> int:
         """How many chips share the tensors of a layer that tensor parallelism replicates."""
         return self.tp if self.sp else 1
@@ -169,6 +174,13 @@ def bubble(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
     *microbatches* microbatches over *virtual_stages* interleaved chunks a stage (1F1B):
     1 + (pp - 1) / (v·m)."""
     return 1.0 + (pp - 1) / (virtual_stages * microbatches)
+
+
+def stage_scale(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
+    """What a step scales one stage's kernels (one pass over the batch) by: the stage runs
+    1/pp of the model's work, stretched by the :func:`bubble`. The one rule the training
+    step and the training planner both apply."""
+    return bubble(pp, microbatches, virtual_stages) / pp
 
 
 def check_batch(batch: Number, p: Parallelism, where: str) -> None:

@@ -37,7 +37,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import dtypes
 from ..engine.workload import Number
+from ..hardware.chip import IN_NETWORK_ALGORITHMS, LINK_ALGORITHMS
 
 # -- per element --------------------------------------------------------------------------------
 
@@ -110,6 +112,17 @@ def attention_backward_macs(pairs: Number, head_dim: int, value_dim: int) -> Num
     :data:`ATTENTION_BACKWARD_VECTOR_FLOPS`): Q·Kᵀ, dQ and dK over head_dim, dV and dP over
     value_dim."""
     return pairs * (3 * head_dim + 2 * value_dim)
+
+
+#: Fused attention's log-sum-exp: one a query and head, in fp32 whatever the inputs' dtype
+#: (FlashAttention's ``softmax_lse``; SDPA's ``logsumexp``), written by the forward and read
+#: by the backward.
+LSE_DTYPE = "fp32"
+
+
+def lse_bytes(rows: Number) -> Number:
+    """Bytes of the log-sum-exp of *rows* (query, head) rows: :data:`LSE_DTYPE` each."""
+    return rows * dtypes.ITEMSIZE[LSE_DTYPE]
 
 
 def attention_backward_bytes(*, q: Number, k: Number, v: Number, o: Number,
@@ -212,8 +225,9 @@ ADAM_STATE_BYTES = 12.0
 # -- collectives --------------------------------------------------------------------------------
 
 #: Collective algorithms (``ops.collectives`` has the table): ``auto`` is the lower envelope.
-ALGORITHMS = ("auto", "ring", "tree", "one_shot", "nvls", "sharp")
-#: Algorithms that reduce in the network's switches, and the bytes each device sends (and
+ALGORITHMS = ("auto", *LINK_ALGORITHMS)
+#: Algorithms that reduce in the network's switches (``hardware.chip.IN_NETWORK_ALGORITHMS``,
+#: the names), and the bytes each device sends (and
 #: receives) with them, a fraction of D: NVLink SHARP (N+1)/N, InfiniBand SHARP 1
 #: (``ops.collectives`` derives both). Two sequential steps each; a kind takes them only where
 #: its row lists them, and ``auto`` only on a link whose spec lists them.
@@ -277,7 +291,7 @@ COLLECTIVES: dict[str, Collective] = {row.kind: row for row in (
     Collective("all_reduce", sent=lambda n: 2.0 * (n - 1) / n, adds=lambda n: (n - 1) / n,
                parts_in=lambda n: 1, parts_out=lambda n: 1,
                ring_steps=lambda n: float(2 * (n - 1)), one_shot=lambda n: n / 2.0, tree=True,
-               in_network=("nvls", "sharp"),
+               in_network=IN_NETWORK_ALGORITHMS,
                torch=("all_reduce", "all_reduce_", "all_reduce_coalesced",
                       "all_reduce_coalesced_"),
                jax=("psum", "psum_invariant", "psum2", "pmax", "pmin"), hlo=("all-reduce",)),

@@ -27,17 +27,19 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .. import dtypes
 from .xplane import XPlaneError, _Truncated, integer, message, packed, signed, text
 
-#: XLA's ``PrimitiveType`` numbers -> (the framework dtype name the tracer's tables read,
-#: bytes per element). A type not listed is not priced (its width is not guessed).
+#: XLA's ``PrimitiveType`` numbers -> the framework dtype name the tracer's tables read.
+#: A type not listed is not priced (its width is not guessed).
+_NAMES: dict[int, str] = {
+    1: "bool", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "uint8", 7: "uint16",
+    8: "uint32", 9: "uint64", 10: "float16", 11: "float32", 12: "float64", 15: "complex64",
+    16: "bfloat16", 18: "complex128", 19: "float8_e5m2", 20: "float8_e4m3fn", 21: "int4",
+    22: "uint4", 24: "float8_e5m2fnuz", 25: "float8_e4m3fnuz"}
+#: XLA's ``PrimitiveType`` numbers -> (the framework dtype name, bytes per element).
 ELEMENT_TYPES: dict[int, tuple[str, float]] = {
-    1: ("bool", 1), 2: ("int8", 1), 3: ("int16", 2), 4: ("int32", 4), 5: ("int64", 8),
-    6: ("uint8", 1), 7: ("uint16", 2), 8: ("uint32", 4), 9: ("uint64", 8),
-    10: ("float16", 2), 11: ("float32", 4), 12: ("float64", 8), 15: ("complex64", 8),
-    16: ("bfloat16", 2), 18: ("complex128", 16), 19: ("float8_e5m2", 1),
-    20: ("float8_e4m3fn", 1), 21: ("int4", 0.5), 22: ("uint4", 0.5),
-    24: ("float8_e5m2fnuz", 1), 25: ("float8_e4m3fnuz", 1)}
+    number: (name, dtypes.element_bytes(name)) for number, name in _NAMES.items()}
 TUPLE, TOKEN = 13, 17
 
 

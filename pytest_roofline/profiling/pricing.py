@@ -41,6 +41,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from .. import dtypes
 from ..engine.workload import Workload
 
 #: The profiler's names of tensor dtypes -> torch attribute names.
@@ -57,7 +58,8 @@ DTYPES = {
 }
 #: A float dtype (profiler type name) of each element size, for a list of tensors whose
 #: dtype only a kernel's name states.
-BY_SIZE = {1: "c10::Float8_e4m3fn", 2: "c10::BFloat16", 4: "float", 8: "double"}
+BY_SIZE = {int(dtypes.itemsize(DTYPES[t])): t
+           for t in ("c10::Float8_e4m3fn", "c10::BFloat16", "float", "double")}
 _MISSING = object()
 ZERO = "zero"  # the op moves no memory (a view, a metadata change): zero work
 

@@ -45,11 +45,12 @@ from ._mesh import AxisLink
 
 
 def _bytes(var: Any) -> float:
-    """Bytes of a value; scalars (rank 0) ride in the kernel's arguments and count none."""
+    """Bytes of a value (``_kernels.width`` an element); scalars (rank 0) ride in the
+    kernel's arguments and count none."""
     aval = getattr(var, "aval", None)
     if aval is None or not getattr(aval, "shape", ()):
         return 0.0
-    return float(math.prod(aval.shape) * aval.dtype.itemsize)
+    return float(math.prod(aval.shape) * K.width(aval.dtype))
 
 
 #: Primitives that read slices of their first operand: at most the output's worth of it.
@@ -61,7 +62,7 @@ def _gathered(operand: Any, out: Any) -> float:
     than it outputs (the table is never read whole; a row two ids share is read once)."""
     shape = getattr(getattr(out, "aval", None), "shape", ())
     elements = math.prod(shape) if shape else 1
-    return min(_bytes(operand), float(elements * operand.aval.dtype.itemsize))
+    return min(_bytes(operand), float(elements * K.width(operand.aval.dtype)))
 
 
 

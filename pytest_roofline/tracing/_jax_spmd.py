@@ -62,18 +62,18 @@ _EXPLICIT = re.compile(r"replica_groups=\{\{([\d,]*)\}")
 _IOTA = re.compile(r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
 
 
-def _width(hlo_type: str, default: int | None = 4) -> int | None:
+def _width(hlo_type: str, default: float | None = 4) -> float | None:
     """Bytes per element of an HLO element type (``f32``, ``bf16``, ``s8``, ``pred``), from
-    the one table of widths (``dtypes.ITEMSIZE``); *default* for a type it does not know."""
+    the one rule of widths (``dtypes.element_bytes``); *default* for a type it does not know."""
     from .. import dtypes
 
     try:
-        return int(dtypes.ITEMSIZE[dtypes.canonical(hlo_type)])
+        return dtypes.element_bytes(hlo_type)
     except (LookupError, ValueError):
         return default
 
 
-def _bytes_of(hlo_type: str) -> int:
+def _bytes_of(hlo_type: str) -> float:
     """:func:`_width`, 4 bytes for a type it does not know."""
     return _width(hlo_type) or 4
 

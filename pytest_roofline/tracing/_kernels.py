@@ -23,6 +23,8 @@ FP32 one; the bound stays a lower bound); its bytes are the integer widths.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import dtypes
 from ..engine.workload import Kernel
 from ..ops.attention import backward_kernels, fused_kernels
@@ -40,15 +42,34 @@ def precision(name: object) -> str | None:
         return None
 
 
+def width(dtype: Any) -> float:
+    """Bytes per element of a JAX (numpy) dtype as memory holds it: the one rule of widths
+    (``dtypes.element_bytes``) for a type the project knows, so a 4-bit type is half a byte
+    as XLA packs it (numpy stores one a byte); the dtype's own ``itemsize`` for any other."""
+    found = _WIDTHS.get(dtype)
+    if found is None:
+        try:
+            found = dtypes.element_bytes(getattr(dtype, "name", dtype))
+        except LookupError:
+            found = float(dtype.itemsize)
+        _WIDTHS[dtype] = found
+    return found
+
+
+#: Widths already read, by dtype (a handful: a program uses few dtypes).
+_WIDTHS: dict[Any, float] = {}
+
+
 #: Storage precisions by width, for a dtype known only by its width and kind.
-_BY_WIDTH = {True: {1: "int8", 2: "bf16", 4: "fp32", 8: "fp64"},
-             False: {1: "int8", 2: "int16", 4: "int32", 8: "int64"}}
+_BY_WIDTH = {floating: {dtypes.ITEMSIZE[p]: p for p in names} for floating, names in (
+    (True, ("int4", "int8", "bf16", "fp32", "fp64")),
+    (False, ("int4", "int8", "int16", "int32", "int64")))}
 
 
-def by_width(itemsize: int, *, floating: bool) -> str:
+def by_width(itemsize: float, *, floating: bool) -> str:
     """The storage precision of a *floating* (or integer) type *itemsize* bytes wide (one byte:
-    int8, whose vector work is priced as fp32 as any integer's)."""
-    return _BY_WIDTH[floating].get(int(itemsize), "int8")
+    int8, half a byte: int4, whose vector work is priced as fp32 as any integer's)."""
+    return _BY_WIDTH[floating].get(float(itemsize), "int8")
 
 
 def storage(name: str, itemsize: int) -> str:

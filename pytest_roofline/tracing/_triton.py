@@ -46,6 +46,7 @@ import sys
 import types
 from typing import Any
 
+from .. import dtypes
 from ..engine.workload import Kernel
 from . import _kernels as K
 from . import _triton_count as _C
@@ -55,7 +56,7 @@ from . import registry
 #: Triton's launch-metadata keys for FLOPs: ``flops`` or ``flops<bits>``.
 _FLOPS_KEY = re.compile(r"^flops(\d*)$")
 #: The floating-point width a ``flops<bits>`` key names -> the precision priced.
-_WIDTH = {"8": "fp8", "16": "bf16", "32": "fp32", "64": "fp64"}
+_WIDTH = {str(int(8 * dtypes.ITEMSIZE[p])): p for p in ("fp8", "bf16", "fp32", "fp64")}
 
 
 def _classes() -> list[type]:

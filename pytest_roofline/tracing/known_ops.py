@@ -93,7 +93,8 @@ def _flash_pairs(q: Any, k: Any, causal: object, rest: tuple[Any, ...],
 def flash_forward(q: Any, k: Any, v: Any, dropout_p: float = 0.0, softmax_scale: Any = None,
                   causal: bool = False, *rest: Any, **kw: Any) -> Workload:
     scored = _flash_pairs(q, k, causal, rest, kw)
-    lse = int(q.shape[0]) * int(q.shape[2]) * int(q.shape[1]) * 4.0  # fp32, per query and head
+    # the log-sum-exp: one a query and head
+    lse = float(R.lse_bytes(int(q.shape[0]) * int(q.shape[2]) * int(q.shape[1])))
     return _attention("flash_attn_forward", scored, q, v, T.nbytes([q, k, v], [q]) + lse)
 
 
@@ -122,7 +123,7 @@ def flash_varlen_forward(q: Any, k: Any, v: Any, cu_seqlens_q: Any, cu_seqlens_k
                          *rest: Any, **kw: Any) -> Workload:
     scored = _varlen_pairs(q, k, cu_seqlens_q, cu_seqlens_k, bool(causal),
                            int(window_size_left), int(window_size_right))
-    lse = int(q.shape[0]) * int(q.shape[1]) * 4.0
+    lse = float(R.lse_bytes(int(q.shape[0]) * int(q.shape[1])))
     return _attention("flash_attn_varlen_forward", scored, q, v,
                       T.nbytes([q, k, v, cu_seqlens_q, cu_seqlens_k], [q]) + lse)
 

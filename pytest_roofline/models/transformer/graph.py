@@ -293,7 +293,7 @@ def with_backward(op: Kernel | Linear, plan: Plan, head_dims: tuple[int, int]
         d, dv = head_dims
         pairs = op.flops / (2.0 * _family.attention_forward_macs(1.0, d, dv))
         # the log-sum-exp: fp32, one a query and head (O holds dv of act's a query and head)
-        lse = op.out_bytes / (dv * dtypes.ITEMSIZE[act]) * 4.0
+        lse = _family.lse_bytes(op.out_bytes / (dv * dtypes.ITEMSIZE[act]))
         # the forward's bytes are Q, K, V (here together) and O, each once
         nbytes = _family.attention_backward_bytes(q=op.bytes - op.out_bytes, k=0.0, v=0.0,
                                                   o=op.out_bytes, lse=lse)

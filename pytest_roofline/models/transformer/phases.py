@@ -275,7 +275,7 @@ class Transformer(Footprints, KernelGraph):
         rest += T.pipeline(local * s, self.config.hidden, par, plan.act, pp_link or link,
                            link_count)
         return TrainParts(stage=tuple(stage), rest=tuple(rest),
-                          stage_scale=par.bubble / par.pp, parallelism=par, plan=plan)
+                          stage_scale=par.stage_scale, parallelism=par, plan=plan)
 
     def train_footprint(self, batch: object, seq: object, *, tp: object = 1,
                         dtype: object = "bf16", dp: object = 1, zero: int = 0, pp: object = 1,
