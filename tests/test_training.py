@@ -86,6 +86,9 @@ def test_data_parallel_work_is_an_eighth_of_one_replica():
     assert _matrix_flops(eight) == pytest.approx(_matrix_flops(one) / 8, rel=1e-12)
     adam = next(k for k in eight.kernels if k.name == "optimizer.adam")
     assert adam.flops == pytest.approx(15 * LLAMA8B.params / 8, rel=1e-12)
+    # bytes per parameter: fp32 master weight and two moments read and written (2 x 12),
+    # the bf16 gradient read and the bf16 working weight written (2 x 2): 28 B
+    assert adam.bytes == pytest.approx(28 * LLAMA8B.params / 8, rel=1e-12)
 
 
 def test_a_pipeline_takes_its_stage_share_and_its_bubble():

@@ -222,6 +222,13 @@ ADAM_FLOPS = 15.0
 ADAM_STATE_BYTES = 12.0
 
 
+def adam_step_bytes(grad_bytes: float) -> float:
+    """DRAM bytes per parameter of one Adam(W) update: its state read and written
+    (2 x :data:`ADAM_STATE_BYTES`), the gradient read and the working weight written, each
+    *grad_bytes* wide (the activations' dtype)."""
+    return 2.0 * ADAM_STATE_BYTES + 2.0 * grad_bytes
+
+
 # -- collectives --------------------------------------------------------------------------------
 
 #: Collective algorithms (``ops.collectives`` has the table): ``auto`` is the lower envelope.

@@ -12,7 +12,7 @@ from ...engine import fusion as _fusion
 from ...engine.workload import Kernel, Knob, Number, Workload, is_array
 from ...errors import WorkloadError
 from ...ops._common import show, size, sweep_size
-from ...ops._family import ADAM_FLOPS
+from ...ops._family import ADAM_FLOPS, adam_step_bytes
 from ...ops.vector import softmax_kernel
 from .footprint import Footprints
 from .graph import KernelGraph, Linear, attention_dims, materialize, rename, with_backward
@@ -269,7 +269,7 @@ class Transformer(Footprints, KernelGraph):
         stage_params = per_chip / par.pp
         shard = stage_params / (par.dp if par.zero >= 1 else 1)
         rest = [Kernel("optimizer.adam", ADAM_FLOPS * shard,
-                       (24.0 + 2.0 * dtypes.ITEMSIZE[plan.act]) * shard, link_bytes=0.0,
+                       adam_step_bytes(dtypes.ITEMSIZE[plan.act]) * shard, link_bytes=0.0,
                        unit="vector", dtype="fp32")]
         rest += T.data_parallel(stage_params, par, plan.act, dp_link or link, link_count)
         rest += T.pipeline(local * s, self.config.hidden, par, plan.act, pp_link or link,
