@@ -6,9 +6,104 @@ Its figures come from an analysis :class:`~pytest_roofline.engine.analysis.Resul
 the judging layer. Every module that writes a record or checks one reads the names here:
 ``Result.to_dict``, ``Sweep.to_dict``, ``report.records`` (the reader's required and numeric
 fields) and the verdict's fields.
+
+:class:`Record` is the record's type: every key it may carry and its value's type, so that a
+type checker checks each ``record["time_s"]`` and a misspelled key is an error. It is a plain
+dict at run time (nothing is checked or copied); the reader of files
+(``report.records.load_report``) checks a file's records and only then calls them records.
+:class:`SweepRecord` is what ``Sweep.to_dict`` writes: the same figures, each a list of
+numbers (one per point of the sweep) or a number where it does not vary.
 """
 
 from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class Record(TypedDict, total=False):
+    """A JSON record: the roofline of one test on one chip (``report.records`` documents
+    each field). Every key is optional to the type: a chip that cannot price the workload
+    writes only ``UNPRICED_REQUIRED``, a priced test ``REQUIRED`` and more; the reader checks
+    which a record needs. Figures are in SI units; ``None`` is JSON's ``null``."""
+
+    nodeid: str
+    hw: str
+    dtype: str
+    workload: str | None
+    flops: float
+    bytes: float
+    link_bytes: float | None
+    intensity: float
+    dram_intensity: float
+    tensor_bytes: float
+    workload_intensity: float
+    ridge: float
+    regime: str
+    time_s: float
+    t_compute_s: float | None
+    t_memory_s: float | None
+    t_network_s: float | None
+    attainable_flops: float | None
+    footprint_B: float | None
+    capacity_B: float | None
+    fits: bool | None
+    flops_per_mac: float | None
+    derate: float | None
+    peak_label: str
+    measured_s: float | None
+    efficiency: float | None
+    roof_threads: int
+    notes: list[str]
+    expected: list[str] | None
+    expectation: str | None
+    outcome: str
+    message: str | None
+    measured_spread: float
+    measured_other_cores: float
+    measured_note: str
+    measured_by: str
+    measured_method: str
+    measured_notes: list[str]
+    mfu: float
+    profile: list[dict[str, Any]]
+    unknown: dict[str, int]
+
+
+#: A figure of a sweep: one number per point (nested lists for a sweep of several axes), or
+#: one number where the figure does not vary.
+Figures = float | list[Any]
+#: The regime of a sweep: one per point, or one for all.
+Regimes = str | list[Any]
+
+
+class SweepRecord(TypedDict, total=False):
+    """What ``Sweep.to_dict`` writes: a :class:`Record`'s figures, each an array as lists
+    (``numpy.ndarray.tolist``). A sweep keeps no per-kernel figures, so it has no
+    ``tensor_bytes`` or ``workload_intensity``, and no verdict."""
+
+    workload: str
+    hw: str
+    dtype: str
+    flops: Figures
+    bytes: Figures
+    link_bytes: Figures
+    intensity: Figures
+    dram_intensity: Figures
+    ridge: float
+    regime: Regimes
+    time_s: Figures
+    t_compute_s: Figures
+    t_memory_s: Figures
+    t_network_s: Figures
+    attainable_flops: Figures
+    footprint_B: Figures
+    capacity_B: float
+    fits: bool | list[Any] | None
+    flops_per_mac: int
+    derate: float
+    peak_label: str
+    notes: list[str]
+
 
 #: A Result's attribute -> its record key, in record order (every record of a priced test).
 RESULT: tuple[tuple[str, str], ...] = (

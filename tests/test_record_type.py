@@ -1,0 +1,93 @@
+"""The record's type (``fields.Record``) agrees with the names the reader checks, and a
+misspelled key is a type error."""
+
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+import types
+import typing
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline import fields
+from pytest_roofline.fields import Record, SweepRecord
+
+HINTS = typing.get_type_hints(Record)
+SWEEP_HINTS = typing.get_type_hints(SweepRecord)
+
+
+def _members(hint: object) -> set[object]:
+    """The types a hint allows: the members of a union, or the hint itself."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return set(typing.get_args(hint))
+    return {hint}
+
+
+def test_every_named_key_is_a_key_of_the_record() -> None:
+    named = {key for _, key in fields.RESULT} | {key for _, key in fields.MEASURED} | {
+        fields.ROOF_THREADS, fields.NOTES, fields.EXPECTED, fields.OUTCOME, fields.MESSAGE,
+        fields.EXPECTATION, fields.MEASURED_SPREAD, fields.MEASURED_OTHER_CORES,
+        fields.MEASURED_NOTE, fields.MEASURED_BY, fields.MEASURED_METHOD,
+        fields.MEASURED_NOTES, fields.MFU, fields.PROFILE, fields.UNKNOWN, fields.NODEID,
+        *fields.REQUIRED, *fields.UNPRICED_REQUIRED, *fields.NUMBERS, *fields.OPTIONAL_NUMBERS,
+        *fields.TEXTS, *fields.STRINGS}
+    # and the record carries no key that no writer names
+    assert named == set(HINTS)
+    # every key is optional to the type: which ones a record needs depends on its outcome
+    assert Record.__optional_keys__ == set(HINTS) and not Record.__required_keys__
+
+
+def test_the_reader_checks_agree_with_the_value_types() -> None:
+    """What ``report.records.record_problem`` accepts of a field is what its type says."""
+    for key in fields.NUMBERS:
+        assert _members(HINTS[key]) == {float}, key
+    for key in fields.OPTIONAL_NUMBERS:
+        assert _members(HINTS[key]) == {float, type(None)}, key
+    for key in fields.TEXTS:
+        assert HINTS[key] is str, key
+    for key in fields.STRINGS:
+        assert _members(HINTS[key]) == {str, type(None)}, key
+    assert _members(HINTS["fits"]) == {bool, type(None)}
+    assert _members(HINTS[fields.EXPECTED]) == {list[str], type(None)}
+
+
+def test_a_sweep_writes_the_result_keys_it_can_work_out() -> None:
+    """A sweep has no per-kernel figures (tensor_bytes, workload_intensity) and no verdict."""
+    result_keys = {key for _, key in fields.RESULT}
+    assert set(SWEEP_HINTS) == result_keys - {"tensor_bytes", "workload_intensity"} | {
+        fields.NOTES}
+    # a figure may be an array (a list) where a record holds one number
+    assert list[typing.Any] in _members(SWEEP_HINTS["time_s"])
+
+
+SNIPPET = """\
+from pytest_roofline.fields import Record
+
+record: Record = {"nodeid": "t", "time_s": 1.0}
+seconds: float = record["{key}"]
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy not installed")
+@pytest.mark.parametrize(("key", "error"), [
+    ("time_s", None),
+    ("time_ss", 'TypedDict "Record" has no key "time_ss"'),
+])
+def test_a_misspelled_key_is_a_type_error(tmp_path: Path, key: str, error: str | None) -> None:
+    """mypy, on a snippet that reads a record's key: the right key passes, a misspelled
+    one is reported by name (the snippet imports only ``pytest_roofline.fields``)."""
+    from mypy import api
+
+    source = tmp_path / "snippet.py"
+    source.write_text(textwrap.dedent(SNIPPET.replace("{key}", key)))
+    config = tmp_path / "mypy.ini"  # this test's settings only, not the project's
+    config.write_text("[mypy]\n")
+    stdout, stderr, status = api.run([
+        str(source), "--strict", "--follow-imports=silent", "--no-error-summary",
+        "--cache-dir", str(tmp_path / "cache"), "--config-file", str(config)])
+    if error is None:
+        assert status == 0, stdout + stderr
+    else:
+        assert status == 1 and error in stdout, stdout + stderr
