@@ -17,7 +17,7 @@ numbers (one per point of the sweep) or a number where it does not vary.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 
 class Record(TypedDict, total=False):
@@ -119,29 +119,32 @@ RESULT: tuple[tuple[str, str], ...] = (
 #: Written only when the test was timed.
 MEASURED: tuple[tuple[str, str], ...] = (("measured", "measured_s"), ("efficiency", "efficiency"))
 #: Written only when set: the thread count of the memory roof used, the figures' notes.
-ROOF_THREADS = "roof_threads"
-NOTES = "notes"
+ROOF_THREADS: Final = "roof_threads"
+NOTES: Final = "notes"
 
 #: The verdict's fields, after the figures.
-EXPECTED, OUTCOME, MESSAGE, EXPECTATION = "expected", "outcome", "message", "expectation"
+EXPECTED: Final = "expected"
+OUTCOME: Final = "outcome"
+MESSAGE: Final = "message"
+EXPECTATION: Final = "expectation"
 #: What a timed test adds: the spread of its timings, the cores other processes kept busy,
 #: and a note when it beat the bound beyond its spread.
-MEASURED_SPREAD = "measured_spread"
-MEASURED_OTHER_CORES = "measured_other_cores"
-MEASURED_NOTE = "measured_note"
+MEASURED_SPREAD: Final = "measured_spread"
+MEASURED_OTHER_CORES: Final = "measured_other_cores"
+MEASURED_NOTE: Final = "measured_note"
 #: Where a timed test's time came from ("roofline.measure median", "pytest-benchmark median").
-MEASURED_BY = "measured_by"
+MEASURED_BY: Final = "measured_by"
 #: How a GPU call was timed ("cuda-events, L2 flushed"), and what its figures are read with
 #: (a throttled clock, a launch-bound call): ``Measurement.method`` and ``.notes``.
-MEASURED_METHOD = "measured_method"
-MEASURED_NOTES = "measured_notes"
+MEASURED_METHOD: Final = "measured_method"
+MEASURED_NOTES: Final = "measured_notes"
 #: A timed test's model FLOPs utilization (``judging.mfu``), where it does matrix work.
-MFU = "mfu"
+MFU: Final = "mfu"
 #: A profiled test's kernels (``judging.kernels``), on the record of the chip profiled on.
-PROFILE = "profile"
+PROFILE: Final = "profile"
 #: The ops the workload ran without a formula (name -> calls).
-UNKNOWN = "unknown"
-NODEID = "nodeid"
+UNKNOWN: Final = "unknown"
+NODEID: Final = "nodeid"
 
 #: What a reader requires of a record, and of one whose chip could not price the workload.
 REQUIRED = ("nodeid", "hw", "dtype", "flops", "bytes", "intensity", "ridge", "regime",

@@ -21,18 +21,19 @@ from typing import Any
 
 from ..engine.regimes import REGIMES
 from ..errors import BaselineError
+from ..fields import Record
 from . import records as records_mod
+from .records import Report
 from .rules import Rule, format_number, parse_rules
 
 Key = tuple[str, str, str]
-Record = Mapping[str, Any]
 
 #: Figures that make a record "changed" when they differ (and "unchanged" when none does).
 FIGURES = ("regime", "flops", "bytes", "link_bytes", "intensity", "ridge", "time_s",
            "footprint_B", "fits")
 
 
-def records_of(report: Mapping[str, Any] | Sequence[Record]) -> list[Record]:
+def records_of(report: Report | Sequence[Record]) -> list[Record]:
     """The records of a report (a report mapping, or already a list of records)."""
     if isinstance(report, Mapping):
         results = report.get("results")
@@ -279,8 +280,8 @@ def _warnings(pairs: Sequence[tuple[Key, Record, Record]], base_report: Any,
     return out
 
 
-def compare(base_report: Mapping[str, Any] | Sequence[Record],
-            new_report: Mapping[str, Any] | Sequence[Record],
+def compare(base_report: Report | Sequence[Record],
+            new_report: Report | Sequence[Record],
             rules: Sequence[Rule] | Iterable[str] = (), *, base: str = "") -> Comparison:
     """Compare *new_report* against *base_report* (reports, or lists of records).
 
