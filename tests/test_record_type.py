@@ -62,6 +62,41 @@ def test_a_sweep_writes_the_result_keys_it_can_work_out() -> None:
     assert list[typing.Any] in _members(SWEEP_HINTS["time_s"])
 
 
+def test_a_result_writes_each_attribute_under_its_key() -> None:
+    """``Result.to_dict`` spells its keys out (so mypy checks each); ``fields.RESULT`` and
+    ``fields.MEASURED`` say which attribute each key holds, in record order."""
+    from pytest_roofline import analyze, ops
+
+    work = ops.matmul(64, 64, 64, dtype="bf16")
+    timed = analyze(work, "h100", measured=1e-3)
+    record = timed.to_dict()
+    pairs = [*fields.RESULT, *fields.MEASURED]
+    assert list(record) == [key for _, key in pairs]
+    for name, key in pairs:
+        assert record[key] == getattr(timed, name), key
+    assert "measured_s" not in analyze(work, "h100").to_dict()
+
+
+def test_a_sweep_writes_each_array_as_a_list_in_record_order() -> None:
+    import json
+
+    import numpy as np
+
+    from pytest_roofline import ops
+    from pytest_roofline.engine.sweeps import sweep
+
+    swept = sweep(ops.matmul(np.array([1, 64, 4096]), 4096, 4096, dtype="bf16"), "h100")
+    record = swept.to_dict()
+    pairs = [(name, key) for name, key in fields.RESULT
+             if name not in ("tensor_bytes", "workload_intensity")]
+    assert list(record) == [key for _, key in pairs]
+    for name, key in pairs:
+        value = getattr(swept, name)
+        expected = value.tolist() if isinstance(value, np.ndarray) else value
+        assert record[key] == expected, key
+    assert json.loads(json.dumps(record)) == record  # plain JSON types only
+
+
 SNIPPET = """\
 from pytest_roofline.fields import Record
 
