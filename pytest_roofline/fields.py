@@ -17,7 +17,7 @@ numbers (one per point of the sweep) or a number where it does not vary.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypedDict
+from typing import Any, Final, Literal, TypedDict
 
 
 class Record(TypedDict, total=False):
@@ -69,6 +69,21 @@ class Record(TypedDict, total=False):
     unknown: dict[str, int]
 
 
+#: A key of a :class:`Record` (the type of a helper that reads a figure by its key, so that a
+#: misspelled key is a type error there too); the Record's keys, in their order.
+RecordKey = Literal[
+    "nodeid", "hw", "dtype", "workload", "flops",
+    "bytes", "link_bytes", "intensity", "dram_intensity", "tensor_bytes",
+    "workload_intensity", "ridge", "regime", "time_s", "t_compute_s",
+    "t_memory_s", "t_network_s", "attainable_flops", "footprint_B", "capacity_B",
+    "fits", "flops_per_mac", "derate", "peak_label", "measured_s",
+    "efficiency", "roof_threads", "notes", "expected", "expectation",
+    "outcome", "message", "measured_spread", "measured_other_cores", "measured_note",
+    "measured_by", "measured_method", "measured_notes", "mfu", "profile",
+    "unknown",
+]
+
+
 #: A figure of a sweep: one number per point (nested lists for a sweep of several axes), or
 #: one number where the figure does not vary.
 Figures = float | list[Any]
@@ -106,7 +121,7 @@ class SweepRecord(TypedDict, total=False):
 
 
 #: A Result's attribute -> its record key, in record order (every record of a priced test).
-RESULT: tuple[tuple[str, str], ...] = (
+RESULT: tuple[tuple[str, RecordKey], ...] = (
     ("workload", "workload"), ("hw", "hw"), ("dtype", "dtype"), ("flops", "flops"),
     ("bytes", "bytes"), ("link_bytes", "link_bytes"), ("intensity", "intensity"),
     ("intensity", "dram_intensity"), ("tensor_bytes", "tensor_bytes"),
@@ -117,7 +132,8 @@ RESULT: tuple[tuple[str, str], ...] = (
     ("flops_per_mac", "flops_per_mac"), ("derate", "derate"), ("peak_label", "peak_label"),
 )
 #: Written only when the test was timed.
-MEASURED: tuple[tuple[str, str], ...] = (("measured", "measured_s"), ("efficiency", "efficiency"))
+MEASURED: tuple[tuple[str, RecordKey], ...] = (
+    ("measured", "measured_s"), ("efficiency", "efficiency"))
 #: Written only when set: the thread count of the memory roof used, the figures' notes.
 ROOF_THREADS: Final = "roof_threads"
 NOTES: Final = "notes"
@@ -147,13 +163,15 @@ UNKNOWN: Final = "unknown"
 NODEID: Final = "nodeid"
 
 #: What a reader requires of a record, and of one whose chip could not price the workload.
-REQUIRED = ("nodeid", "hw", "dtype", "flops", "bytes", "intensity", "ridge", "regime",
-            "time_s", "outcome")
-UNPRICED_REQUIRED = ("nodeid", "hw", "dtype", "outcome")
+REQUIRED: tuple[RecordKey, ...] = (
+    "nodeid", "hw", "dtype", "flops", "bytes", "intensity", "ridge", "regime", "time_s",
+    "outcome")
+UNPRICED_REQUIRED: tuple[RecordKey, ...] = ("nodeid", "hw", "dtype", "outcome")
 #: Figures: finite numbers >= 0 where present (``null`` allowed for the optional).
-NUMBERS = ("flops", "bytes", "intensity", "ridge", "time_s")
-OPTIONAL_NUMBERS = ("link_bytes", "t_compute_s", "t_memory_s", "t_network_s",
-                    "attainable_flops", "footprint_B", "capacity_B", "flops_per_mac", "derate")
-TEXTS = ("nodeid", "hw", "dtype", "outcome")
+NUMBERS: tuple[RecordKey, ...] = ("flops", "bytes", "intensity", "ridge", "time_s")
+OPTIONAL_NUMBERS: tuple[RecordKey, ...] = (
+    "link_bytes", "t_compute_s", "t_memory_s", "t_network_s", "attainable_flops",
+    "footprint_B", "capacity_B", "flops_per_mac", "derate")
+TEXTS: tuple[RecordKey, ...] = ("nodeid", "hw", "dtype", "outcome")
 #: Free text, or null.
-STRINGS = ("message", "expectation", "workload")
+STRINGS: tuple[RecordKey, ...] = ("message", "expectation", "workload")

@@ -126,3 +126,7 @@ def test_a_misspelled_key_is_a_type_error(tmp_path: Path, key: str, error: str |
         assert status == 0, stdout + stderr
     else:
         assert status == 1 and error in stdout, stdout + stderr
+
+
+def test_record_key_names_every_key_of_the_record_in_order() -> None:
+    assert typing.get_args(fields.RecordKey) == tuple(HINTS)

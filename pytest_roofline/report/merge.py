@@ -13,7 +13,7 @@ chart see the whole run. It refuses what would make the joined report lie:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from ..engine.settings import RECORDED
 from ..errors import BaselineError
@@ -52,7 +52,8 @@ def merge(reports: Sequence[tuple[str, Report]]) -> Report:
                     f"; each test and chip belongs to one shard")
             owner.setdefault(test, label)
             seen_here.add(test)
-            for figure in ("ridge", "capacity_B"):
+            figures: tuple[Literal["ridge", "capacity_B"], ...] = ("ridge", "capacity_B")
+            for figure in figures:
                 value = record.get(figure)
                 if value is None:
                     continue
@@ -73,7 +74,7 @@ def merge(reports: Sequence[tuple[str, Report]]) -> Report:
     # the user's own keys (pytest_roofline_json), which the type does not name: the first kept
     free = cast(dict[str, Any], merged)
     for _, report in reports:
-        for name, value in report.items():
+        for name, own in report.items():
             if name not in free:
-                free[name] = value
+                free[name] = own
     return merged

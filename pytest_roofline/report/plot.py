@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RooflineError
-from ..fields import Record
+from ..fields import Record, RecordKey
 from .compare import Comparison, Key, index, records_of
 from .records import Report
 
@@ -115,7 +115,7 @@ def short_name(nodeid: str) -> str:
     return nodeid.rsplit("::", 1)[-1]
 
 
-def _number(record: Record, name: str) -> float | None:
+def _number(record: Record, name: RecordKey) -> float | None:
     value = record.get(name)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None

@@ -14,7 +14,7 @@ from typing import Any
 from .. import fields as F
 from .. import units
 from ..efficiency import AT_BOUND, FASTER, percent
-from ..fields import Record
+from ..fields import Record, RecordKey
 from ..text_table import render
 
 
@@ -43,7 +43,7 @@ VERDICTS = {"passed": "ok", "failed": "FAIL", "report": "-", "error": "ERROR",
             "skipped": "skip"}
 
 
-def _figure(record: Record, key: str, unit: str) -> str:
+def _figure(record: Record, key: RecordKey, unit: str) -> str:
     value = record.get(key)
     return units.si(float(value), unit) if isinstance(value, (int, float)) else "?"
 
