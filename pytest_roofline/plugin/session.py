@@ -14,7 +14,7 @@ shows them. Records become the JSON record format (dicts with ``nodeid`` and ``h
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from ..fields import Record
@@ -53,7 +53,7 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def fields_of(record: Mapping[str, Any]) -> Record:
+def fields_of(record: Record) -> Record:
     """A record's fields but ``nodeid`` and ``hw``, as JSON types (each value's own, so the
     record's types hold; a field a hook added travels as its JSON form)."""
     return cast(Record, {key: plain(value) for key, value in record.items()
@@ -79,7 +79,7 @@ def _pairs(properties: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
             yield pair
 
 
-def expand(hw: str, fields: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def expand(hw: str, fields: Record) -> list[tuple[str, Any]]:
     """A record as JUnit XML properties: one ``roofline:<hw>:<field>`` property per figure
     (the allowed regimes joined with ``|``)."""
     out: list[tuple[str, Any]] = []

@@ -59,7 +59,7 @@ import platform
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ..engine.regimes import REGIMES
 from ..errors import BaselineError, brief
@@ -75,6 +75,9 @@ from ..fields import (
     UNPRICED_REQUIRED,
     Record,
 )
+
+if TYPE_CHECKING:
+    from ..engine.analysis import Result
 
 FORMAT = "pytest-roofline"
 VERSION = 1
@@ -102,16 +105,16 @@ class Report(_Results, total=False):
     merged_from: list[dict[str, Any]]
 
 
-def make_record(nodeid: str, result: Any, expected: Sequence[str] | None, outcome: str,
+def make_record(nodeid: str, result: Result, expected: Sequence[str] | None, outcome: str,
                 message: str = "") -> Record:
     """A RECORD from an analysis Result (scalars only)."""
     return {"nodeid": nodeid, **record_fields(result, expected, outcome, message)}
 
 
-def record_fields(result: Any, expected: Sequence[str] | None, outcome: str,
+def record_fields(result: Result, expected: Sequence[str] | None, outcome: str,
                   message: str = "") -> Record:
     """A RECORD's fields but ``nodeid``, in order: the Result's figures, then the verdict."""
-    record: Record = result.to_dict()
+    record = result.to_dict()
     record[EXPECTED] = None if expected is None else list(expected)
     record[OUTCOME] = outcome
     record[MESSAGE] = message
@@ -139,7 +142,7 @@ def make_report(records: Iterable[Record],
     }
 
 
-def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> None:
+def write_report(path: str | os.PathLike[str], report: Report) -> None:
     """Write atomically: a temporary file in the same folder, then a rename. The JSON is
     streamed to the file, never held whole in memory (a run's report can be large)."""
     from ..atomic import write_with
