@@ -304,13 +304,11 @@ def cmd_analyze(argv: Sequence[str]) -> int:
     results = [(chip, analyze(workload, chip, **settings)) for chip in chips(args.hw)]
     hints = {r.hw: _verdict_hint(workload, chip, r.regime, settings) for chip, r in results}
     if args.json:
-        out = []
-        for _, r in results:
-            item = r.to_dict()
-            item["hint"] = hints[r.hw]
-            item["shares_s"] = dict(r.shares)
-            item["kernels"] = [_kernel_dict(k) for k in r.kernels]
-            out.append(item)
+        # each result's record figures, then what only this command shows
+        out: list[dict[str, Any]] = [
+            {**r.to_dict(), "hint": hints[r.hw], "shares_s": dict(r.shares),
+             "kernels": [_kernel_dict(k) for k in r.kernels]}
+            for _, r in results]
         print_json({"target": target.label, "workload": workload.name, "results": out})
         return EXIT_OK
     echo(f"{workload.name}: {_fmt(workload.flops, 'FLOP')}, {_fmt(workload.bytes, 'B')}, "

@@ -6,22 +6,25 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..report import baseline, rules
 from .common import EXIT_OK, EXIT_REGRESSION, PROG, echo, print_json, render_table
 
+if TYPE_CHECKING:
+    from ..report.records import Report
+
 # -- reports: compare, plot, markdown, baselines --------------------------------------------
 
 
-def _load(storage: str, name: str) -> tuple[dict[str, Any], str]:
+def _load(storage: str, name: str) -> tuple[Report, str]:
     """A report by path, or a baseline by name in *storage*."""
     if not baseline.is_path(name) and not baseline.exists(storage, name) and Path(name).is_file():
         name = os.path.join(".", name)  # an existing file written without a folder
     return baseline.load(storage, name), name
 
 
-def _load_many(storage: str, names: list[str] | str) -> tuple[dict[str, Any], str]:
+def _load_many(storage: str, names: list[str] | str) -> tuple[Report, str]:
     """Several reports (CI shards) joined into one (see ``merge``), or one report."""
     if isinstance(names, str) or len(names) == 1:
         return _load(storage, names if isinstance(names, str) else names[0])
@@ -45,7 +48,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _comparison(args: argparse.Namespace, new: dict[str, Any]) -> Any:
+def _comparison(args: argparse.Namespace, new: Report) -> Any:
     from ..report.compare import compare
 
     if not getattr(args, "compare", None):
@@ -96,7 +99,7 @@ def _width() -> int:
     return terminal_width()
 
 
-def _write_markdown(args: argparse.Namespace, report: dict[str, Any], comparison: Any) -> None:
+def _write_markdown(args: argparse.Namespace, report: Report, comparison: Any) -> None:
     if not (getattr(args, "md", None) or getattr(args, "github_summary", False)):
         return
     from ..report.publish import publish

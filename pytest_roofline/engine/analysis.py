@@ -157,12 +157,23 @@ class Result(NamedTuple):
             return self.intensity
         return float(intensity(self.flops, tensor, self.workload))
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready figures, under the record's keys (:mod:`pytest_roofline.fields`)."""
-        record = {key: getattr(self, name) for name, key in fields.RESULT}
-        if self.measured is not None:
-            for name, key in fields.MEASURED:
-                record[key] = getattr(self, name)
+    def to_dict(self) -> fields.Record:
+        """JSON-ready figures, under the record's keys (:mod:`pytest_roofline.fields`): those
+        of ``fields.RESULT``, in its order."""
+        record: fields.Record = {
+            "workload": self.workload, "hw": self.hw, "dtype": self.dtype,
+            "flops": self.flops, "bytes": self.bytes, "link_bytes": self.link_bytes,
+            "intensity": self.intensity, "dram_intensity": self.intensity,
+            "tensor_bytes": self.tensor_bytes, "workload_intensity": self.workload_intensity,
+            "ridge": self.ridge, "regime": self.regime, "time_s": self.time,
+            "t_compute_s": self.t_compute, "t_memory_s": self.t_memory,
+            "t_network_s": self.t_network, "attainable_flops": self.attainable,
+            "footprint_B": self.footprint, "capacity_B": self.capacity, "fits": self.fits,
+            "flops_per_mac": self.flops_per_mac, "derate": self.derate,
+            "peak_label": self.peak_label}
+        if self.measured is not None:  # fields.MEASURED
+            record["measured_s"] = self.measured
+            record["efficiency"] = self.efficiency
         if self.roof_threads is not None:
             record[fields.ROOF_THREADS] = self.roof_threads
         if self.notes:

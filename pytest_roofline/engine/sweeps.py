@@ -76,17 +76,22 @@ class Sweep:
     def __len__(self) -> int:
         return int(self.time.size)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready figures under the record's keys (:mod:`pytest_roofline.fields`): each
-        array a list."""
-        import numpy as np
-
-        record: dict[str, Any] = {}
-        for name, key in fields.RESULT:
-            if name in ("tensor_bytes", "workload_intensity"):
-                continue  # a sweep keeps no per-kernel figures to work these out from
-            value = getattr(self, name)
-            record[key] = value.tolist() if isinstance(value, np.ndarray) else value
+    def to_dict(self) -> fields.SweepRecord:
+        """JSON-ready figures under the record's keys (:mod:`pytest_roofline.fields`), in the
+        order of ``fields.RESULT``: each array a list. A sweep keeps no per-kernel figures to
+        work out ``tensor_bytes`` and ``workload_intensity`` from."""
+        fits = None if self.fits is None else self.fits.tolist()
+        record: fields.SweepRecord = {
+            "workload": self.workload, "hw": self.hw, "dtype": self.dtype,
+            "flops": self.flops.tolist(), "bytes": self.bytes.tolist(),
+            "link_bytes": self.link_bytes.tolist(), "intensity": self.intensity.tolist(),
+            "dram_intensity": self.intensity.tolist(), "ridge": self.ridge,
+            "regime": self.regime.tolist(), "time_s": self.time.tolist(),
+            "t_compute_s": self.t_compute.tolist(), "t_memory_s": self.t_memory.tolist(),
+            "t_network_s": self.t_network.tolist(), "attainable_flops": self.attainable.tolist(),
+            "footprint_B": self.footprint.tolist(), "capacity_B": self.capacity, "fits": fits,
+            "flops_per_mac": self.flops_per_mac, "derate": self.derate,
+            "peak_label": self.peak_label}
         if self.notes:
             record[fields.NOTES] = list(self.notes)
         return record

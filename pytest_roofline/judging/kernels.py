@@ -9,9 +9,10 @@ same kernels; the record of the chip the calls were profiled on takes it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import fields as F
+from ..fields import Record
 
 if TYPE_CHECKING:
     from ..profiling.model import Profile
@@ -36,11 +37,11 @@ def failures(expectation: Expectation, profiles: Sequence[Profile]) -> list[str]
     return out
 
 
-def attach(records: list[tuple[str, dict[str, Any]]], profiles: Sequence[Profile],
-           failed: list[str]) -> list[tuple[str, dict[str, Any]]]:
+def attach(records: list[tuple[str, Record]], profiles: Sequence[Profile],
+           failed: list[str]) -> list[tuple[str, Record]]:
     """*records* with each profile on the record of its chip (the first record when no
     record is of that chip); records of a test failed by its profile say so."""
-    out = [(hw, dict(fields)) for hw, fields in records]
+    out = [(hw, fields.copy()) for hw, fields in records]
     for profile in profiles:
         index = next((i for i, (hw, _) in enumerate(out) if hw == profile.hw), 0)
         if not out:

@@ -26,6 +26,7 @@ from ..engine.regimes import REGIMES
 from ..engine.sweeps import knob_hint
 from ..engine.workload import Workload, describe_unknown, holds_arrays
 from ..errors import RooflineError
+from ..fields import Record
 from ..hardware import foreign_to_this_machine
 from ..report.records import record_fields
 from .marker import Expectation
@@ -67,7 +68,7 @@ class Judgement:
     __slots__ = ("_texts", "checks", "error", "fields", "unpriced")
 
     def __init__(self, error: str | None = None, checks: tuple[Check, ...] = (),
-                 fields: list[tuple[str, dict[str, Any]]] | None = None,
+                 fields: list[tuple[str, Record]] | None = None,
                  unpriced: tuple[str, ...] = ()) -> None:
         self.error = error
         self.checks = checks
@@ -88,7 +89,7 @@ class Judgement:
         return self._texts
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[Record]:
         """The JSON records of the checks, without ``nodeid`` (``hw`` first)."""
         return [{"hw": hw, **fields} for hw, fields in self.fields]
 
@@ -122,7 +123,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
         return _unpriced(expectation, workload, unpriced, None, alone=True)
     checks = evaluate(expectation, workload, results, flops_per_mac=flops_per_mac,
                       derate=derate, spread=spread, other_cores=other_cores)
-    judged = []
+    judged: list[tuple[str, Record]] = []
     label = expectation.label
     note = describe_unknown(workload.unknown)
     if note:  # ops without a formula: said in the failure line, the message and the record
@@ -168,7 +169,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
 
 def _unpriced(expectation: Expectation, workload: Workload, unpriced: list[tuple[str, str]],
               dtype: str | None, *, alone: bool = False, checks: tuple[Check, ...] = (),
-              judged: list[tuple[str, dict[str, Any]]] | None = None) -> Judgement:
+              judged: list[tuple[str, Record]] | None = None) -> Judgement:
     """The judgement with an error row (``skipped`` under ``optional_hw``) for each chip
     that cannot price the workload. When *alone* (no chip can), the test fails even where
     every chip is optional: nothing was judged."""
@@ -180,7 +181,8 @@ def _unpriced(expectation: Expectation, workload: Workload, unpriced: list[tuple
     for chip, why in unpriced:
         skipped = chip in expectation.optional_hw
         judged.append((chip, {
-            "workload": workload.name, "dtype": dtype,
+            # dtype None: no kernel names a precision (a record the reader refuses)
+            "workload": workload.name, "dtype": dtype,  # type: ignore[typeddict-item]
             F.EXPECTED: expectation.expected, F.OUTCOME: "skipped" if skipped else "error",
             F.MESSAGE: why + (" (skipped: optional_hw)" if skipped else ""),
             F.EXPECTATION: expectation.label}))

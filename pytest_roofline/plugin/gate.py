@@ -27,6 +27,9 @@ from ..report.defaults import BASELINE_FOLDER, BASELINE_NAME
 from .options import pick
 
 if TYPE_CHECKING:
+    from ..fields import Record
+    from ..report.compare import Key
+    from ..report.records import Report
     from ..report.rules import Rule
 
 MISSING_MODES = ("warn", "error")
@@ -43,8 +46,8 @@ class GateState:
         self.save_name: str | None = None
         self.compare_name: str | None = None
         self.compare_path: Path | None = None
-        self.base_report: dict[str, Any] | None = None
-        self.base_index: dict[Any, Any] = {}
+        self.base_report: Report | None = None
+        self.base_index: dict[Key, Record] = {}
         self.missing: str | None = None  # the missing-baseline message, when it is missing
         self.md: Path | None = None
         self.github_summary = False
@@ -214,7 +217,7 @@ class _Comparer:
         self.state = state
 
     def pytest_roofline_result(self, config: pytest.Config, item: pytest.Item, nodeid: str,
-                               result: Any, record: dict[str, Any]) -> list[str] | None:
+                               result: Any, record: Record) -> list[str] | None:
         from ..report.compare import check_record
 
         messages = check_record(self.state.base_index, record, self.state.rules)
@@ -228,7 +231,7 @@ def _why(exc: OSError, path: str | os.PathLike[str]) -> str:
     return why_not_written(exc, path)
 
 
-def _report(config: pytest.Config) -> dict[str, Any]:
+def _report(config: pytest.Config) -> Report:
     """The run's one report (built once, after ``pytest_roofline_json``)."""
     from .state import published_report
 
@@ -264,7 +267,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
-def _save(state: GateState, report: dict[str, Any], exitstatus: int) -> None:
+def _save(state: GateState, report: Report, exitstatus: int) -> None:
     assert state.save_name is not None
     if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.notes.append((f"roofline: baseline {state.save_name!r} not saved: the run was "

@@ -303,7 +303,7 @@ class Runner:
         templates = judgement.records
         for i, (check, template) in enumerate(zip(judgement.checks, templates, strict=False)):
             failures.extend(check.failures)
-            record = {"nodeid": item.nodeid, **template}
+            record: Fields = {"nodeid": item.nodeid, **template}
             if crosscheck:  # the cross-check failed: so did this record
                 checks[i] = check = check.with_failures(crosscheck[:1])
                 record["outcome"] = "failed"

@@ -14,19 +14,23 @@ shows them. Records become the JSON record format (dicts with ``nodeid`` and ``h
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, cast
 
+from ..fields import Record
 from .settings import AUTO_SUMMARY_ROWS, Settings
+
+if TYPE_CHECKING:
+    from ..report.records import Report
 
 PREFIX = "roofline:"
 _FAILED = ("failed", "error")  # the outcomes the summary lists when it lists failures only
 
-Fields = dict[str, Any]
+Fields = Record  # a record without nodeid and hw
 Kept = tuple[str, str, Fields]  # (nodeid, hw, fields); or (nodeid, "", JSON text) received
 
 
-def _built(kept: Kept) -> dict[str, Any]:
+def _built(kept: Kept) -> Record:
     return record_of(*kept)
 
 _PLAIN = (str, int, float, bool, type(None))
@@ -49,19 +53,22 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def fields_of(record: Mapping[str, Any]) -> Fields:
-    """A record's fields but ``nodeid`` and ``hw``, as JSON types."""
-    return {key: plain(value) for key, value in record.items() if key not in ("nodeid", "hw")}
+def fields_of(record: Record) -> Record:
+    """A record's fields but ``nodeid`` and ``hw``, as JSON types (each value's own, so the
+    record's types hold; a field a hook added travels as its JSON form)."""
+    return cast(Record, {key: plain(value) for key, value in record.items()
+                           if key not in ("nodeid", "hw")})
 
 
-def record_of(nodeid: str, hw: str, fields: Mapping[str, Any] | str) -> dict[str, Any]:
+def record_of(nodeid: str, hw: str, fields: Record | str) -> Record:
     """One record in the JSON record format (a new dict); *fields* may be the JSON text of
-    ``[hw, fields]`` a worker sent."""
+    ``[hw, fields]`` a worker sent (of :func:`fields_of`, in this run)."""
+    body: Record
     if isinstance(fields, str):
         hw, body = json.loads(fields)
     else:
         body = fields
-    record: dict[str, Any] = {"nodeid": nodeid, "hw": hw}
+    record: Record = {"nodeid": nodeid, "hw": hw}
     record.update(body)
     return record
 
@@ -72,7 +79,7 @@ def _pairs(properties: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
             yield pair
 
 
-def expand(hw: str, fields: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def expand(hw: str, fields: Record) -> list[tuple[str, Any]]:
     """A record as JUnit XML properties: one ``roofline:<hw>:<field>`` property per figure
     (the allowed regimes joined with ``|``)."""
     out: list[tuple[str, Any]] = []
@@ -97,8 +104,8 @@ class RooflineSession:
         self.notes: dict[str, str] = {}
         self.json_path: str | None = None
         self.json_error: str | None = None
-        self.published: dict[str, Any] | None = None  # the run's one report, once built
-        self._records: list[dict[str, Any]] = []
+        self.published: Report | None = None  # the run's one report, once built
+        self._records: list[Record] = []
         self._kept: list[Kept] = []
         # judged here, call report not seen yet: (records, item's user_properties, sent pairs)
         self.pending: dict[str, tuple[Any, list[Any], list[Any]]] = {}
@@ -110,7 +117,7 @@ class RooflineSession:
         self.verbose = False  # -vv: each roofline test's report shows its figures
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[Record]:
         """Every record of the run, as dicts in the JSON record format."""
         if self._kept:
             self._records.extend(record_of(*kept) for kept in self._kept)
@@ -120,7 +127,7 @@ class RooflineSession:
     def __len__(self) -> int:
         return len(self._records) + len(self._kept)
 
-    def _each(self) -> Iterator[dict[str, Any]]:
+    def _each(self) -> Iterator[Record]:
         """Every record, building the ones not built yet one at a time (none kept)."""
         yield from self._records
         for kept in self._kept:
@@ -136,7 +143,7 @@ class RooflineSession:
                 self.notes[nodeid] = note
         return len(found)
 
-    def add(self, nodeid: str, records: list[dict[str, Any]], note: str | None = None) -> None:
+    def add(self, nodeid: str, records: list[Record], note: str | None = None) -> None:
         """Keep the records of one test (*note*: a word for its verdict, e.g. ``xfail``)."""
         self.keep(nodeid, ((r["hw"], fields_of(r)) for r in records), note)
 
@@ -197,7 +204,7 @@ class RooflineSession:
             lines += kernels.roof_notes(records)
         return lines
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> Report:
         """A JSON report of the records so far (see :mod:`pytest_roofline.report.records`);
         the run's own is :func:`.state.published_report`."""
         from ..report.records import make_report

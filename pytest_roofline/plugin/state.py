@@ -16,6 +16,7 @@ import pytest
 from .options import pick
 
 if TYPE_CHECKING:
+    from ..report.records import Report
     from .session import RooflineSession
     from .settings import Settings
 
@@ -41,7 +42,7 @@ def start_session(config: pytest.Config) -> RooflineSession:
     return session
 
 
-def published_report(config: pytest.Config) -> dict[str, Any]:
+def published_report(config: pytest.Config) -> Report:
     """The run's JSON report, built at the first call (when every record is in: at session
     finish) and passed through ``pytest_roofline_json`` then; later calls return the same
     object, so a user's additions reach the JSON file, the baseline, the Markdown and the

@@ -15,13 +15,14 @@ after the legend.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from ..fields import Record
 from ..text_table import wrap_line
 from ..units import si
 from .compare import Comparison
 from .plot import Chart, bounds, charts
+from .records import Report
 from .rules import format_number
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -184,7 +185,7 @@ def render_chart(chart: Chart, *, width: int = 72, height: int = 20,
     return "\n".join(lines)
 
 
-def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+def render(report: Report | Sequence[Record],
            comparison: Comparison | None = None, *, width: int = 72, height: int = 20,
            columns: int | None = None) -> str:
     """Every chip's chart of *report* (a report or a list of records), separated by blank

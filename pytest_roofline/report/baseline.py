@@ -23,6 +23,7 @@ from ..errors import BaselineError, brief
 from ..specfiles import is_file
 from . import records
 from .defaults import BASELINE_FOLDER, BASELINE_NAME
+from .records import Report
 
 DEFAULT_FOLDER = BASELINE_FOLDER
 DEFAULT_NAME = BASELINE_NAME
@@ -80,7 +81,7 @@ def exists(folder: str | os.PathLike[str], name: str | None = None) -> bool:
     return is_file(locate(folder, name))
 
 
-def load(folder: str | os.PathLike[str], name: str | None = None) -> dict[str, Any]:
+def load(folder: str | os.PathLike[str], name: str | None = None) -> records.Report:
     """Read and check a baseline (by name in *folder*, or a report path).
 
     Raises MissingBaselineError when the file does not exist, BaselineError naming the file
@@ -100,7 +101,7 @@ def load(folder: str | os.PathLike[str], name: str | None = None) -> dict[str, A
 
 
 def save(folder: str | os.PathLike[str], name: str | None,
-         report: Mapping[str, Any]) -> Path:
+         report: Report) -> Path:
     """Save *report* as baseline *name* in *folder* (created if needed), atomically."""
     path = path_for(folder, DEFAULT_NAME if name in (None, "") else str(name))
     if not isinstance(report, Mapping) or report.get("format") != records.FORMAT:

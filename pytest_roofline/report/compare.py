@@ -17,22 +17,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..engine.regimes import REGIMES
 from ..errors import BaselineError
+from ..fields import Record, RecordKey
 from . import records as records_mod
+from .records import Report
 from .rules import Rule, format_number, parse_rules
 
 Key = tuple[str, str, str]
-Record = Mapping[str, Any]
 
 #: Figures that make a record "changed" when they differ (and "unchanged" when none does).
-FIGURES = ("regime", "flops", "bytes", "link_bytes", "intensity", "ridge", "time_s",
-           "footprint_B", "fits")
+FIGURES: tuple[RecordKey, ...] = (
+    "regime", "flops", "bytes", "link_bytes", "intensity", "ridge", "time_s", "footprint_B",
+    "fits")
 
 
-def records_of(report: Mapping[str, Any] | Sequence[Record]) -> list[Record]:
+def records_of(report: Report | Sequence[Record]) -> list[Record]:
     """The records of a report (a report mapping, or already a list of records)."""
     if isinstance(report, Mapping):
         results = report.get("results")
@@ -96,7 +98,7 @@ def _regime(record: Record) -> str | None:
     return value if isinstance(value, str) and value in REGIMES else None
 
 
-def _number(record: Record, name: str) -> float | None:
+def _number(record: Record, name: RecordKey) -> float | None:
     value = record.get(name)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -245,21 +247,23 @@ class Comparison:
         }
 
 
-def _setting(record: Record, report: Mapping[str, Any] | None, name: str,
-             default: float) -> float:
+def _setting(record: Record, report: Report | None,
+             name: Literal["flops_per_mac", "derate"], default: float) -> float:
     value = record.get(name)
     if value is None and report is not None:
         value = (report.get("settings") or {}).get(name)
     return float(value) if isinstance(value, (int, float)) else default
 
 
-def _warnings(pairs: Sequence[tuple[Key, Record, Record]], base_report: Any,
-              new_report: Any) -> list[str]:
+def _warnings(pairs: Sequence[tuple[Key, Record, Record]],
+              base_report: Report | Sequence[Record],
+              new_report: Report | Sequence[Record]) -> list[str]:
     base_rep = base_report if isinstance(base_report, Mapping) else None
     new_rep = new_report if isinstance(new_report, Mapping) else None
     out: list[str] = []
-    for name, what in (("flops_per_mac", "FLOPs per multiply-accumulate"),
-                       ("derate", "derate")):
+    settings: tuple[tuple[Literal["flops_per_mac", "derate"], str], ...] = (
+        ("flops_per_mac", "FLOPs per multiply-accumulate"), ("derate", "derate"))
+    for name, what in settings:
         olds = {_setting(b, base_rep, name, 2.0 if name == "flops_per_mac" else 1.0)
                 for _, b, _n in pairs}
         news = {_setting(n, new_rep, name, 2.0 if name == "flops_per_mac" else 1.0)
@@ -279,8 +283,8 @@ def _warnings(pairs: Sequence[tuple[Key, Record, Record]], base_report: Any,
     return out
 
 
-def compare(base_report: Mapping[str, Any] | Sequence[Record],
-            new_report: Mapping[str, Any] | Sequence[Record],
+def compare(base_report: Report | Sequence[Record],
+            new_report: Report | Sequence[Record],
             rules: Sequence[Rule] | Iterable[str] = (), *, base: str = "") -> Comparison:
     """Compare *new_report* against *base_report* (reports, or lists of records).
 
@@ -322,8 +326,9 @@ def compare(base_report: Mapping[str, Any] | Sequence[Record],
 # -- every result, old against new -----------------------------------------------------------
 
 #: The figures of the side-by-side table and the CSV: (column, record field).
-SIDE_BY_SIDE = (("FLOP/B", "intensity"), ("time", "time_s"))
-CSV_FIGURES = ("flops", "bytes", "link_bytes", "intensity", "ridge", "time_s", "footprint_B")
+SIDE_BY_SIDE: tuple[tuple[str, RecordKey], ...] = (("FLOP/B", "intensity"), ("time", "time_s"))
+CSV_FIGURES: tuple[RecordKey, ...] = (
+    "flops", "bytes", "link_bytes", "intensity", "ridge", "time_s", "footprint_B")
 
 
 def _delta(old: float | None, new: float | None) -> float | None:

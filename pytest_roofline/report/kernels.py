@@ -11,13 +11,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import fields as F
+from ..fields import Record
 
 #: Kernels shown per profiled test in the summary and Markdown.
 TOP = 5
 
 
-def _profiled(records: Iterable[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
-    out = []
+def _profiled(records: Iterable[Record]) -> list[tuple[str, Mapping[str, Any]]]:
+    out: list[tuple[str, Mapping[str, Any]]] = []
     for record in records:
         for profile in record.get(F.PROFILE) or ():
             if isinstance(profile, Mapping):
@@ -32,7 +33,7 @@ def _head(nodeid: str, profile: Mapping[str, Any]) -> str:
             f"{profile.get('rows_total', 0)} kernels):")
 
 
-def summary_lines(records: Iterable[Mapping[str, Any]], *, width: int | None = None,
+def summary_lines(records: Iterable[Record], *, width: int | None = None,
                   top: int = TOP) -> list[str]:
     """The kernels losing the most time (measured - bound) of each profiled test."""
     from ..profiling.text import rows_table
@@ -60,7 +61,7 @@ def summary_lines(records: Iterable[Mapping[str, Any]], *, width: int | None = N
     return lines
 
 
-def markdown_lines(records: Iterable[Mapping[str, Any]], *, top: int = TOP) -> list[str]:
+def markdown_lines(records: Iterable[Record], *, top: int = TOP) -> list[str]:
     """The same as a Markdown section: one table per profiled test."""
     from ..units import format_time
 
@@ -87,7 +88,7 @@ def markdown_lines(records: Iterable[Mapping[str, Any]], *, top: int = TOP) -> l
     return lines
 
 
-def roof_notes(records: Iterable[Mapping[str, Any]]) -> list[str]:
+def roof_notes(records: Iterable[Record]) -> list[str]:
     """Which roof each measured efficiency used: per chip, the peak of the ridge and the
     memory roof (all cores, or the roof of the thread count the call kept busy), and for a
     calibration of this machine whether it is a full or a quick one, and its date."""

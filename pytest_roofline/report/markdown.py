@@ -9,11 +9,13 @@ vanished since the baseline. ``append_step_summary`` adds it to GitHub's job sum
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..fields import Record
 from .compare import Comparison, Key, index, records_of, where
+from .records import Report
 from .rules import METRICS, format_number
 from .table import FORMATS, MEASURED_COLUMNS, has_measured, natural
 
@@ -42,7 +44,7 @@ def code(text: object) -> str:
     return f"{fence}{pad}{value}{pad}{fence}"
 
 
-def _row(key: Key, record: Mapping[str, Any], regressed: bool) -> str:
+def _row(key: Key, record: Record, regressed: bool) -> str:
     outcome = str(record.get("outcome", ""))
     status = _STATUS.get(outcome, cell(outcome))
     if regressed:
@@ -53,7 +55,7 @@ def _row(key: Key, record: Mapping[str, Any], regressed: bool) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _rank(item: tuple[Key, Mapping[str, Any]], regressed: set[Key]) -> tuple[Any, ...]:
+def _rank(item: tuple[Key, Record], regressed: set[Key]) -> tuple[Any, ...]:
     """Failures, then regressions, then the rest; numbers in test ids read as numbers."""
     key, record = item
     outcome = record.get("outcome")
@@ -61,7 +63,7 @@ def _rank(item: tuple[Key, Mapping[str, Any]], regressed: set[Key]) -> tuple[Any
     return (group, natural(key[0]), key[1], key[2])
 
 
-def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+def render(report: Report | Sequence[Record],
            comparison: Comparison | None = None, *, title: str = "Roofline report",
            max_rows: int | None = 500) -> str:
     """The Markdown summary of *report* (a report or a list of records).
@@ -157,7 +159,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
-def _measured_cells(record: Mapping[str, Any]) -> str:
+def _measured_cells(record: Record) -> str:
     """The measured time and the % of the roof, as cells appended to a result row."""
     return " " + " | ".join(cell(column.cell(record)) for column in MEASURED_COLUMNS) + " |"
 

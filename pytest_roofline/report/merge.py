@@ -12,18 +12,19 @@ chart see the whole run. It refuses what would make the joined report lie:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal, cast
 
 from ..engine.settings import RECORDED
 from ..errors import BaselineError
-from .records import make_report
+from ..fields import Record
+from .records import Report, make_report
 
 #: Settings that must agree between shards (``hw``, the default chips, may differ).
 SETTINGS = RECORDED
 
 
-def merge(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+def merge(reports: Sequence[tuple[str, Report]]) -> Report:
     """One report of the records of every ``(label, report)`` of *reports* (labels name the
     shards in errors: file paths). Raises :class:`BaselineError` naming the shards and the
     test, chip or setting that makes them disagree."""
@@ -33,7 +34,7 @@ def merge(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     settings = dict(first.get("settings") or {})
     owner: dict[tuple[str, str], str] = {}
     chip_figures: dict[tuple[str, str, str], tuple[Any, str]] = {}
-    records: list[Mapping[str, Any]] = []
+    records: list[Record] = []
     for label, report in reports:
         theirs = report.get("settings") or {}
         for name in SETTINGS:
@@ -51,7 +52,8 @@ def merge(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
                     f"; each test and chip belongs to one shard")
             owner.setdefault(test, label)
             seen_here.add(test)
-            for figure in ("ridge", "capacity_B"):
+            figures: tuple[Literal["ridge", "capacity_B"], ...] = ("ridge", "capacity_B")
+            for figure in figures:
                 value = record.get(figure)
                 if value is None:
                     continue
@@ -69,8 +71,10 @@ def merge(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
          "node": (report.get("machine") or {}).get("node"),
          "results": len(report.get("results") or ())}
         for label, report in reports]
-    for _, report in reports:  # the user's own keys (pytest_roofline_json): the first kept
-        for name, value in report.items():
-            if name not in merged:
-                merged[name] = value
+    # the user's own keys (pytest_roofline_json), which the type does not name: the first kept
+    free = cast(dict[str, Any], merged)
+    for _, report in reports:
+        for name, own in report.items():
+            if name not in free:
+                free[name] = own
     return merged

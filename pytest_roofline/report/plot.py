@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RooflineError
-from .compare import Comparison, index, records_of
+from ..fields import Record, RecordKey
+from .compare import Comparison, Key, index, records_of
+from .records import Report
 
 FORMATS = (".png", ".svg", ".pdf")
 ROW_INCHES = (10.0, 4.8)  # one chip: the chart and the table of its points
@@ -113,14 +115,14 @@ def short_name(nodeid: str) -> str:
     return nodeid.rsplit("::", 1)[-1]
 
 
-def _number(record: Mapping[str, Any], name: str) -> float | None:
+def _number(record: Record, name: RecordKey) -> float | None:
     value = record.get(name)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None
     return float(value)
 
 
-def _scale(records: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
+def _scale(records: Sequence[Record]) -> tuple[float, float]:
     """(FLOP scale, derate) the records were analysed with (2 FLOPs per MAC -> 1.0)."""
     first = records[0]
     fpm = _number(first, "flops_per_mac") or 2.0
@@ -128,7 +130,7 @@ def _scale(records: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
     return fpm / 2.0, derate
 
 
-def roof_name(record: Mapping[str, Any]) -> str:
+def roof_name(record: Record) -> str:
     """The roof a record is compared with, from its ``peak_label``: ``bf16`` (a matrix peak),
     ``fp32 vector``, ``bf16 sparse``; its ``dtype`` when it names no peak."""
     label = record.get("peak_label")
@@ -157,7 +159,7 @@ def _catalog_roofs(hw: str, scale: float, derate: float,
     return chip.memory_bandwidth * derate, peaks
 
 
-def _implied_roofs(records: Sequence[Mapping[str, Any]]) -> tuple[float | None, dict[str, float]]:
+def _implied_roofs(records: Sequence[Record]) -> tuple[float | None, dict[str, float]]:
     bandwidth = None
     for record in records:
         nbytes, t_memory = _number(record, "bytes"), _number(record, "t_memory_s")
@@ -173,7 +175,7 @@ def _implied_roofs(records: Sequence[Mapping[str, Any]]) -> tuple[float | None, 
     return bandwidth, peaks
 
 
-def _point(nodeid: str, record: Mapping[str, Any], regressed: bool) -> Point | None:
+def _point(nodeid: str, record: Record, regressed: bool) -> Point | None:
     intensity = _number(record, "intensity")
     performance = _number(record, "attainable_flops")
     if performance is None:
@@ -193,7 +195,7 @@ def _point(nodeid: str, record: Mapping[str, Any], regressed: bool) -> Point | N
 KERNELS = 5
 
 
-def _kernel_points(nodeid: str, record: Mapping[str, Any], hw: str) -> list[Point]:
+def _kernel_points(nodeid: str, record: Record, hw: str) -> list[Point]:
     """A record's profiled kernels (``judging.kernels``), each at its intensity and its
     measured FLOP/s, under the point of its bound, as Nsight Compute's roofline places
     kernels. A kernel that beat its bound carries no efficiency."""
@@ -219,7 +221,7 @@ def _kernel_points(nodeid: str, record: Mapping[str, Any], hw: str) -> list[Poin
     return out
 
 
-def _efficiency(record: Mapping[str, Any]) -> float | None:
+def _efficiency(record: Record) -> float | None:
     """The record's efficiency, None where the run beat its bound (never drawn above 100%)."""
     value = _number(record, "efficiency")
     if value is None or value > 1 or record.get("measured_note") == "faster-than-bound":
@@ -227,11 +229,11 @@ def _efficiency(record: Mapping[str, Any]) -> float | None:
     return value
 
 
-def charts(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+def charts(report: Report | Sequence[Record],
            comparison: Comparison | None = None) -> list[Chart]:
     """One chart per chip of *report* (a report or a list of records), sorted by chip."""
     regressed = set(comparison.regressed) if comparison else set()
-    by_chip: dict[str, list[tuple[Any, Mapping[str, Any]]]] = {}
+    by_chip: dict[str, list[tuple[Key, Record]]] = {}
     for key, record in index(records_of(report)).items():
         by_chip.setdefault(key[1], []).append((key, record))
     out: list[Chart] = []
@@ -516,7 +518,7 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else "..." + text[len(text) - width + 3:]
 
 
-def figure(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+def figure(report: Report | Sequence[Record],
            comparison: Comparison | None = None, *, title: str | None = None) -> Any:
     """A matplotlib Figure of *report* (a report or a list of records): per chip, a row with
     the chart (points numbered) and the table of its numbered points."""
@@ -553,7 +555,7 @@ def check_path(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def write(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+def write(report: Report | Sequence[Record],
           path: str | os.PathLike[str], comparison: Comparison | None = None, *,
           title: str | None = None) -> Path:
     """Draw *report* and write it to *path* (.png, .svg or .pdf), atomically."""

@@ -10,11 +10,14 @@ the others.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineError
+
+if TYPE_CHECKING:
+    from .records import Report
 
 WRITTEN, APPENDED, UNSET, EMPTY = "written", "appended", "unset", "empty"
 FAILED, REFUSED = "failed", "refused"  # not written: the file (why), or the chart itself
@@ -45,7 +48,7 @@ class Publication:
         return any(o.status in (FAILED, REFUSED) for o in self.outcomes)
 
 
-def publish(report: Mapping[str, Any], *, base: Mapping[str, Any] | None = None,
+def publish(report: Report, *, base: Report | None = None,
             rules: Iterable[Any] = (), base_name: str = "", comparison: Any = None,
             md: str | os.PathLike[str] | None = None, github_summary: bool = False,
             plots: Iterable[str | os.PathLike[str]] = (), title: str | None = None
@@ -84,7 +87,7 @@ def publish(report: Mapping[str, Any], *, base: Mapping[str, Any] | None = None,
     return done
 
 
-def _plot(report: Mapping[str, Any], target: str | os.PathLike[str], comparison: Any,
+def _plot(report: Report, target: str | os.PathLike[str], comparison: Any,
           title: str | None) -> Outcome:
     from ..atomic import why_not_written
     from . import plot

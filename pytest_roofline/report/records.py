@@ -59,7 +59,7 @@ import platform
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ..engine.regimes import REGIMES
 from ..errors import BaselineError, brief
@@ -73,7 +73,11 @@ from ..fields import (
     STRINGS,
     TEXTS,
     UNPRICED_REQUIRED,
+    Record,
 )
+
+if TYPE_CHECKING:
+    from ..engine.analysis import Result
 
 FORMAT = "pytest-roofline"
 VERSION = 1
@@ -83,29 +87,47 @@ VERSION = 1
 UNPRICED = ("error", "skipped")
 
 
-def make_record(nodeid: str, result: Any, expected: Sequence[str] | None, outcome: str,
-                message: str = "") -> dict[str, Any]:
+class _Results(TypedDict):
+    format: str
+    version: int
+    results: list[Record]
+
+
+class Report(_Results, total=False):
+    """A report, as :func:`make_report` writes it and :func:`load_report` reads it (the
+    fields other than ``format``, ``version`` and ``results`` may be absent from a file)."""
+
+    datetime: str
+    pytest_roofline_version: str
+    machine: dict[str, str]
+    settings: dict[str, Any]
+    #: the reports a merged report was made of (``report.merge``)
+    merged_from: list[dict[str, Any]]
+
+
+def make_record(nodeid: str, result: Result, expected: Sequence[str] | None, outcome: str,
+                message: str = "") -> Record:
     """A RECORD from an analysis Result (scalars only)."""
     return {"nodeid": nodeid, **record_fields(result, expected, outcome, message)}
 
 
-def record_fields(result: Any, expected: Sequence[str] | None, outcome: str,
-                  message: str = "") -> dict[str, Any]:
+def record_fields(result: Result, expected: Sequence[str] | None, outcome: str,
+                  message: str = "") -> Record:
     """A RECORD's fields but ``nodeid``, in order: the Result's figures, then the verdict."""
-    record: dict[str, Any] = result.to_dict()
+    record = result.to_dict()
     record[EXPECTED] = None if expected is None else list(expected)
     record[OUTCOME] = outcome
     record[MESSAGE] = message
     return record
 
 
-def key(record: Mapping[str, Any]) -> tuple[str, str, str]:
+def key(record: Record) -> tuple[str, str, str]:
     """What identifies a record across runs: test, chip and precision."""
     return (str(record["nodeid"]), str(record["hw"]), str(record["dtype"]))
 
 
-def make_report(records: Iterable[Mapping[str, Any]],
-                settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def make_report(records: Iterable[Record],
+                settings: Mapping[str, Any] | None = None) -> Report:
     from ..version import __version__
 
     return {
@@ -116,11 +138,11 @@ def make_report(records: Iterable[Mapping[str, Any]],
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
                     "node": platform.node(), "processor": platform.processor()},
         "settings": dict(settings or {}),
-        "results": sorted((dict(r) for r in records), key=key),
+        "results": sorted((r.copy() for r in records), key=key),
     }
 
 
-def write_report(path: str | os.PathLike[str], report: Mapping[str, Any]) -> None:
+def write_report(path: str | os.PathLike[str], report: Report) -> None:
     """Write atomically: a temporary file in the same folder, then a rename. The JSON is
     streamed to the file, never held whole in memory (a run's report can be large)."""
     from ..atomic import write_with
@@ -139,7 +161,7 @@ def _refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number a report may hold")
 
 
-def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+def load_report(path: str | os.PathLike[str]) -> Report:
     """Read and check a report or baseline file; errors name the file and what is wrong.
 
     The one reader of report files (``compare``, ``plot``, ``markdown``, baselines): a file that
@@ -182,7 +204,8 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         problem = record_problem(record)
         if problem:
             raise BaselineError(f"{source}: results[{i}] {problem}")
-    return data
+    # checked: the one place a file's JSON becomes a Report, and its records Records
+    return cast(Report, data)
 
 
 _KIND = {**dict.fromkeys(TEXTS, "text"), "regime": "regime",

@@ -37,6 +37,7 @@ from typing import Any
 
 from .. import units
 from ..errors import RuleError, did_you_mean
+from ..fields import Record, RecordKey
 from .defaults import RULES_HELP
 
 #: The checks that always apply, in the order they are reported.
@@ -71,15 +72,15 @@ class Metric:
     """A figure of a record that a rule can watch."""
 
     name: str
-    field: str  # the record field holding the figure
+    field: RecordKey  # the record field holding the figure
     label: str  # how messages name it
     worse: str  # "fall" or "rise": the direction that counts as a regression
     dimension: str | None  # units.parse dimension of absolute limits; None: a plain number
     show: Callable[[float], str]  # formats a value with its unit
 
-    def value(self, record: Any) -> float | None:
+    def value(self, record: Record) -> float | None:
         """The figure in *record*, or None when the record has no usable number."""
-        raw = record.get(self.field) if hasattr(record, "get") else None
+        raw = record.get(self.field)
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw != raw:
             return None
         return float(raw)
@@ -152,7 +153,7 @@ class Rule:
             return f"{self.metric}:{self.threshold:g}"
         return f"{self.metric}:{self.limit.replace(' ', '')}"
 
-    def check(self, base: Any, new: Any) -> str | None:
+    def check(self, base: Record, new: Record) -> str | None:
         """The failure message when *new* breaks the rule against *base*, else None.
 
         *base* and *new* are records (mappings); a record without a number for the

@@ -14,6 +14,7 @@ from typing import Any
 from .. import fields as F
 from .. import units
 from ..efficiency import AT_BOUND, FASTER, percent
+from ..fields import Record, RecordKey
 from ..text_table import render
 
 
@@ -25,7 +26,7 @@ class Column:
     cells cut at the end, before test ids take a line of their own)."""
 
     header: str
-    cell: Callable[[Mapping[str, Any]], str]
+    cell: Callable[[Record], str]
     align: str = "l"
     drop: int | None = None
     squeeze: bool = False
@@ -42,7 +43,7 @@ VERDICTS = {"passed": "ok", "failed": "FAIL", "report": "-", "error": "ERROR",
             "skipped": "skip"}
 
 
-def _figure(record: Mapping[str, Any], key: str, unit: str) -> str:
+def _figure(record: Record, key: RecordKey, unit: str) -> str:
     value = record.get(key)
     return units.si(float(value), unit) if isinstance(value, (int, float)) else "?"
 
@@ -53,7 +54,7 @@ def _intensity(value: Any) -> str:
     return units.flop_per_byte(value)
 
 
-def _time(record: Mapping[str, Any]) -> str:
+def _time(record: Record) -> str:
     value = record.get("time_s")
     return units.format_time(float(value)) if isinstance(value, (int, float)) else "?"
 
@@ -80,7 +81,7 @@ FORMATS = {column.header: column.cell for column in COLUMNS}
 ID_WIDTH = 32
 
 
-def _reused(record: Mapping[str, Any]) -> bool:
+def _reused(record: Record) -> bool:
     """Whether the chip kept some of the record's tensor traffic on chip (its DRAM intensity
     then differs from the workload's)."""
     dram, tensor = record.get("intensity"), record.get("workload_intensity")
@@ -88,7 +89,7 @@ def _reused(record: Mapping[str, Any]) -> bool:
         dram != tensor
 
 
-def is_failure(record: Mapping[str, Any]) -> bool:
+def is_failure(record: Record) -> bool:
     return record.get("outcome") in ("failed", "error")
 
 
@@ -97,13 +98,13 @@ def natural(text: str) -> tuple[Any, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
-def order(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def order(records: Sequence[Record]) -> list[Record]:
     """Failures first, then by test id (numbers in ids read as numbers) and chip."""
     return sorted(records, key=lambda r: (not is_failure(r), natural(str(r.get("nodeid"))),
                                           str(r.get("hw"))))
 
 
-def unknown_note(record: Mapping[str, Any]) -> str:
+def unknown_note(record: Record) -> str:
     """``"2 ops without a formula"`` for a record whose traced workload holds such ops."""
     unknown = record.get("unknown")
     if not isinstance(unknown, dict) or not unknown:
@@ -113,7 +114,7 @@ def unknown_note(record: Mapping[str, Any]) -> str:
 
 
 def summary(
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[Record],
     *,
     mode: str = "auto",
     width: int | None = None,
@@ -169,12 +170,12 @@ def summary(
 # -- measured results ------------------------------------------------------------------------
 
 
-def _measured(record: Mapping[str, Any]) -> str:
+def _measured(record: Record) -> str:
     value = record.get("measured_s")
     return units.format_time(float(value)) if isinstance(value, (int, float)) else "-"
 
 
-def percent_of_roof(record: Mapping[str, Any]) -> str:
+def percent_of_roof(record: Record) -> str:
     """``68%`` of the roof; a measurement above its bound with its figure, never as 100%:
     ``160%!`` faster than the bound, ``103%~`` at it within the measurement's allowance
     (a report of an older version holding an efficiency above 1 shows ``faster!``)."""
@@ -195,7 +196,7 @@ def percent_of_roof(record: Mapping[str, Any]) -> str:
     return percent(float(value))
 
 
-def _mfu(record: Mapping[str, Any]) -> str:
+def _mfu(record: Record) -> str:
     value = record.get("mfu")
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "-"
@@ -208,11 +209,11 @@ MEASURED_COLUMNS: tuple[Column, ...] = (Column("measured", _measured),
                                         Column("% roof", percent_of_roof), Column("MFU", _mfu))
 
 
-def has_measured(records: Sequence[Mapping[str, Any]]) -> bool:
+def has_measured(records: Sequence[Record]) -> bool:
     return any(isinstance(r.get("measured_s"), (int, float)) for r in records)
 
 
-def measured_by(records: Sequence[Mapping[str, Any]]) -> str:
+def measured_by(records: Sequence[Record]) -> str:
     """Where the measured times came from: ``measured: pytest-benchmark median (2 tests),
     roofline.measure median (1 test)`` (tests counted once whatever their chips)."""
     tests: dict[str, set[str]] = {}
@@ -225,7 +226,7 @@ def measured_by(records: Sequence[Mapping[str, Any]]) -> str:
     return "measured: " + ", ".join(parts)
 
 
-def measured_notes(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def measured_notes(records: Sequence[Record]) -> list[str]:
     """How GPU calls were timed, and what their figures are read with, each kind once with
     its tests counted (``measured_method``, and the notes' first words: ``the GPU
     throttled (2 tests)``); the whole notes are in the JSON record's ``measured_notes``."""
@@ -249,7 +250,7 @@ def measured_notes(records: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10,
+def headroom(records: Sequence[Record], *, top: int = 10,
              width: int | None = None) -> list[str]:
     """Measured tests ranked by headroom: time share x (1 - efficiency).
 
@@ -258,16 +259,17 @@ def headroom(records: Sequence[Mapping[str, Any]], *, top: int = 10,
     time and little of its roof reached is the one worth optimizing; one at its roof has
     none left however long it takes.
     """
-    first: dict[str, Mapping[str, Any]] = {}
+    first: dict[str, tuple[float, float, Record]] = {}
     for record in records:
-        if isinstance(record.get("measured_s"), (int, float)) and isinstance(
-                record.get("efficiency"), (int, float)):
-            first.setdefault(str(record.get("nodeid")), record)
-    total = sum(float(r["measured_s"]) for r in first.values())
+        measured, efficiency = record.get("measured_s"), record.get("efficiency")
+        if isinstance(measured, (int, float)) and isinstance(efficiency, (int, float)):
+            first.setdefault(str(record.get("nodeid")),
+                             (float(measured), float(efficiency), record))
+    total = sum(measured for measured, _, _ in first.values())
     if not first or total <= 0:
         return []
-    ranked = sorted(((float(r["measured_s"]) / total * max(0.0, 1 - float(r["efficiency"])),
-                      float(r["measured_s"]) / total, r) for r in first.values()),
+    ranked = sorted(((measured / total * max(0.0, 1 - efficiency), measured / total, r)
+                     for measured, efficiency, r in first.values()),
                     key=lambda row: (-row[0], str(row[2].get("nodeid"))))
     rows = [[str(r.get("nodeid")), str(r.get("hw")), _measured(r), f"{share:.0%}",
              percent_of_roof(r), f"{room:.1%}"] for room, share, r in ranked[:top]]
