@@ -87,14 +87,22 @@ class Catalog(SpecIndex):
         return self.get(key)
 
     def register_path(self, path: str | os.PathLike[str]) -> list[Hardware]:
-        """Register a spec file, or every ``*.yaml``/``*.yml`` file of a folder."""
+        """Register a spec file, or every ``*.yaml``/``*.yml`` file of a folder: all of them
+        or, when one is refused, none (the catalog is left as it was, so one bad file never
+        leaves a chip behind that every later lookup or listing trips over)."""
         folder = Path(self.name_text(path))
         if not is_file(folder) and _is_dir(folder):
             files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
-            return [self.register(f) for f in files]
-        if not is_file(folder):
+        elif is_file(folder):
+            files = [folder]
+        else:
             raise SpecError(f"{folder}: no such spec file or folder")
-        return [self.register(folder)]
+        before = self.checkpoint()
+        try:
+            return [self.register(f) for f in files]
+        except BaseException:
+            self.restore(before)
+            raise
 
     def _resolve(self, key: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         data, origin = self._raw[key]
