@@ -526,3 +526,19 @@ def test_the_summary_labels_its_intensity_where_a_chip_kept_traffic_on_chip() ->
     assert not summary([_record("t.py::x")], mode="all")[-1].startswith("FLOP/B:")
     # the note fits the 80 columns of a CI log as the table does
     assert max(len(line) for line in summary([reused], mode="all", width=80)) <= 80
+
+
+def test_a_row_no_chip_could_price_loads_back_even_when_no_kernel_names_a_precision() -> None:
+    """The error row of a chip that cannot price a workload of vector kernels alone (no
+    matrix kernel names a precision) says the precision is unknown, in words: the report
+    reader requires the dtype as text, and a null there made the whole report unreadable."""
+    from pytest_roofline import get_hardware
+    from pytest_roofline.judging.verdict import judge
+    from pytest_roofline.report.records import record_problem
+
+    vector_only = ops.elementwise(1000, dtype="fp64")
+    judgement = judge(Expectation(hw=(get_hardware("h100"),)), vector_only,
+                      analyzed=lambda: ["cannot analyze it on h100-sxm: a made-up reason"])
+    [(chip, record)] = judgement.fields
+    assert chip == "h100-sxm" and record["dtype"] == "unknown"
+    assert record_problem({**record, "nodeid": "t.py::t", "hw": chip}) == ""

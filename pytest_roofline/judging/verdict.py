@@ -175,14 +175,14 @@ def _unpriced(expectation: Expectation, workload: Workload, unpriced: list[tuple
     every chip is optional: nothing was judged."""
     judged = list(judged or [])
     failures = []
-    if dtype is None:  # the precision the kernels name, as the ridge would take it
+    if dtype is None:  # the precision the kernels name, as the ridge would take it; where
+        # none names one, said so in words: the record's dtype is text a reader requires
         dtype = expectation.dtype or next(
-            (k.dtype for k in workload.kernels if k.unit == "matrix" and k.dtype), None)
+            (k.dtype for k in workload.kernels if k.unit == "matrix" and k.dtype), "unknown")
     for chip, why in unpriced:
         skipped = chip in expectation.optional_hw
         judged.append((chip, {
-            # dtype None: no kernel names a precision (a record the reader refuses)
-            "workload": workload.name, "dtype": dtype,  # type: ignore[typeddict-item]
+            "workload": workload.name, "dtype": dtype,
             F.EXPECTED: expectation.expected, F.OUTCOME: "skipped" if skipped else "error",
             F.MESSAGE: why + (" (skipped: optional_hw)" if skipped else ""),
             F.EXPECTATION: expectation.label}))
