@@ -40,18 +40,15 @@ Rules (the same for every caller, deterministic on any machine):
   does FLOPs but moves no memory bytes has no finite intensity and is a WorkloadError; a kernel
   inside a program may move none (a fused softmax stays on chip): its ``intensity`` is None.
   Figures too large for a float (sizes near 2**53 multiplied together) are a WorkloadError.
-* ``measured`` (seconds a real run of the same work took) adds ``efficiency`` = roofline time
-  / measured time: the fraction of the roof reached, in (0, 1]. A run faster than its bound
-  has none (None, never a clamped 1): within the measurement's allowance it is at the bound,
-  beyond it it beat a lower bound: the workload overcounts its FLOPs or bytes, or its data
-  stayed in a cache faster than the memory roof used (``pytest_roofline.measuring.diagnose``
-  says which); ``Result.notes`` gives the figure. The rule is :mod:`pytest_roofline.efficiency`.
-  A measurement that says how many cores it kept busy (a ``Measurement``'s
-  ``parallelism``), on a calibration that measured its memory roof per thread count, is set
-  against the memory roof of that many threads (``Hardware.memory_roof``;
-  ``Result.roof_threads`` names it): numpy's elementwise loops run on one core, which cannot
-  reach the bandwidth of all of them. Compute peaks stay those of every core. A bare number
-  of seconds says nothing of threads: the chip's own roofs, a bound for any run.
+* ``measured`` (seconds a real run took) adds ``efficiency`` = roofline time / measured time,
+  in (0, 1] (the rule: :mod:`pytest_roofline.efficiency`). A run faster than its bound has
+  none (None, never a clamped 1): within the measurement's allowance it is at the bound,
+  beyond it the workload overcounts, or its data stayed in a faster cache (``measuring.
+  diagnose`` says which); ``Result.notes`` gives the figure. A measurement naming the cores
+  it kept busy (``Measurement.parallelism``) on a calibration with a memory roof per thread
+  count is set against that many threads' roof (``Hardware.memory_roof``, named by
+  ``Result.roof_threads``): numpy's elementwise loops run on one core. Compute peaks stay
+  every core's; a bare number of seconds is set against the chip's own roofs.
 """
 
 from __future__ import annotations
