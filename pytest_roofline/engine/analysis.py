@@ -33,8 +33,7 @@ Rules (the same for every caller, deterministic on any machine):
 * FLOP convention: 2 FLOPs per multiply-accumulate (the vendors'). ``flops_per_mac=1`` halves
   every FLOP count and every peak alike, so intensities and ridges halve while times and
   regimes do not change.
-* ``derate`` (0 < derate <= 1) scales every roof alike (compute, memory, links), never compute
-  alone, so it changes times but never a regime.
+* ``derate`` (0 < derate <= 1) scales every roof alike: it changes times, never a regime.
 * Every figure of a result is finite and >= 0. Zero work (no FLOPs, no bytes) is a defined
   result: 0 s, intensity 0, attainable 0 FLOP/s, compute-bound by the tie rule. A program that
   does FLOPs but moves no memory bytes has no finite intensity and is a WorkloadError; a kernel
