@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import fields as F
+from ..profiling.text import percent, rows_table
+from ..units import format_time
 
 #: Kernels shown per profiled test in the summary and Markdown.
 TOP = 5
@@ -35,8 +37,6 @@ def _head(nodeid: str, profile: Mapping[str, Any]) -> str:
 def summary_lines(records: Iterable[Mapping[str, Any]], *, width: int | None = None,
                   top: int = TOP) -> list[str]:
     """The kernels losing the most time (measured - bound) of each profiled test."""
-    from ..profiling.text import rows_table
-
     profiled = _profiled(records)
     if not profiled:
         return []
@@ -62,13 +62,9 @@ def summary_lines(records: Iterable[Mapping[str, Any]], *, width: int | None = N
 
 def markdown_lines(records: Iterable[Mapping[str, Any]], *, top: int = TOP) -> list[str]:
     """The same as a Markdown section: one table per profiled test."""
-    from ..units import format_time
-
     profiled = _profiled(records)
     if not profiled:
         return []
-    from ..profiling.text import percent
-
     lines = ["", "### Profiled kernels", ""]
     for nodeid, profile in profiled:
         lines += [f"`{nodeid}` on {profile.get('hw')}: "

@@ -13,8 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..atomic import ENCODING_ERRORS, write_text
 from . import table
 from .compare import Comparison, Key, index, records_of, where
+from .kernels import markdown_lines
 from .rules import METRICS, format_number
 from .table import Column, has_measured, natural
 
@@ -133,8 +135,6 @@ def render(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
             lines += ["", f"... and {len(ordered) - len(shown)} more results (all passed or "
                           f"report-only; see the JSON report)."]
         lines += ["", INTENSITY_NOTE]
-        from .kernels import markdown_lines
-
         lines += markdown_lines(r for _, r in shown)
     else:
         lines.append("No roofline results.")
@@ -168,8 +168,6 @@ def _value(rule: str, value: Any) -> str:
 
 def write(path: str | os.PathLike[str], text: str) -> Path:
     """Write *text* to *path* (folders created), atomically."""
-    from ..atomic import write_text
-
     return write_text(path, text)
 
 
@@ -181,8 +179,6 @@ def append_step_summary(text: str, path: str | os.PathLike[str] | None = None) -
     target = path if path is not None else os.environ.get(STEP_SUMMARY)
     if not target:
         return None
-    from ..atomic import ENCODING_ERRORS
-
     with open(target, "a", encoding="utf-8", errors=ENCODING_ERRORS) as handle:
         handle.write(text if text.endswith("\n") else text + "\n")
         handle.write("\n")

@@ -34,7 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_with
 from ..errors import RooflineError
+from ..hardware import get_hardware, is_dynamic
+from ..units import si
 from .compare import Comparison, index, records_of
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -140,8 +143,6 @@ def roof_name(record: Mapping[str, Any]) -> str:
 
 def _catalog_roofs(hw: str, scale: float, derate: float,
                    names: set[str]) -> tuple[float, dict[str, float]] | None:
-    from ..hardware import get_hardware, is_dynamic
-
     if is_dynamic(hw):  # a calibration: this machine's may not be the report's; use its records
         return None
     try:
@@ -333,8 +334,6 @@ def _draw(ax: Any, chart: Chart) -> None:
     """The roofs and the points (each with its number); labels are placed by _number_points
     once the layout is final."""
     import numpy as np
-
-    from ..units import si
 
     (x_lo, x_hi), (y_lo, y_hi) = bounds(chart)
     xs = np.logspace(x_lo, x_hi, 512)
@@ -557,8 +556,6 @@ def write(report: Mapping[str, Any] | Sequence[Mapping[str, Any]],
           path: str | os.PathLike[str], comparison: Comparison | None = None, *,
           title: str | None = None) -> Path:
     """Draw *report* and write it to *path* (.png, .svg or .pdf), atomically."""
-    from ..atomic import write_with
-
     target = check_path(path)
     fig = figure(report, comparison, title=title)
     return write_with(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lower()[1:],

@@ -14,7 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..atomic import why_not_written
 from ..errors import RooflineError
+from . import markdown, plot
+from .compare import compare
 
 WRITTEN, APPENDED, UNSET, EMPTY = "written", "appended", "unset", "empty"
 FAILED, REFUSED = "failed", "refused"  # not written: the file (why), or the chart itself
@@ -52,16 +55,10 @@ def publish(report: Mapping[str, Any], *, base: Mapping[str, Any] | None = None,
             ) -> Publication:
     """Compare *report* with *base* (or take *comparison*), then write the Markdown file
     *md*, append the job summary when *github_summary*, and draw each chart of *plots*."""
-    from ..atomic import why_not_written
-
     if comparison is None and base is not None:
-        from .compare import compare
-
         comparison = compare(base, report, tuple(rules), base=base_name)
     done = Publication(comparison)
     if md is not None or github_summary:
-        from . import markdown
-
         text = markdown.render(report, comparison)
         if md is not None:
             try:
@@ -86,9 +83,6 @@ def publish(report: Mapping[str, Any], *, base: Mapping[str, Any] | None = None,
 
 def _plot(report: Mapping[str, Any], target: str | os.PathLike[str], comparison: Any,
           title: str | None) -> Outcome:
-    from ..atomic import why_not_written
-    from . import plot
-
     if not report["results"]:
         return Outcome("plot", EMPTY, str(target))
     try:

@@ -74,6 +74,8 @@ from ..fields import (
     TEXTS,
     UNPRICED_REQUIRED,
 )
+from ..specfiles import check_shape, is_file, read_text
+from ..version import __version__
 
 FORMAT = "pytest-roofline"
 VERSION = 1
@@ -106,8 +108,6 @@ def key(record: Mapping[str, Any]) -> tuple[str, str, str]:
 
 def make_report(records: Iterable[Mapping[str, Any]],
                 settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    from ..version import __version__
-
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -147,8 +147,6 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     Infinity anywhere, or whose records lack a field or hold one of the wrong type, is a
     :class:`BaselineError` naming the file, never a traceback or a figure read as ``nan``.
     """
-    from ..specfiles import check_shape, is_file, read_text
-
     source = Path(path)
     if not is_file(source):
         raise BaselineError(f"{source}: no such roofline report or baseline file")
@@ -197,8 +195,6 @@ def record_problem(record: object) -> str:
 
     One pass over the record's fields; a field a hook added is free-form, but nested no
     deeper than a spec may be."""
-    from ..specfiles import check_shape
-
     if not isinstance(record, dict):
         return "is not a record"
     required = UNPRICED_REQUIRED if record.get("outcome") in UNPRICED else REQUIRED
