@@ -13,7 +13,6 @@ from collections.abc import Mapping
 import pytest
 
 from ..errors import RooflineError, brief
-from ..tracing import register_op
 
 _DONE = pytest.StashKey[set[object]]()
 _BROKEN = pytest.StashKey[str]()
@@ -40,6 +39,8 @@ def prepare_ops(config: pytest.Config) -> None:
     if not new:
         return
     done.update(i.plugin for i in new)
+    from ..tracing import register_op  # loaded on use: most suites register no formula
+
     for impl in reversed(new):  # pluggy's order: the last registered first
         where = _where(config, impl.plugin)
         try:

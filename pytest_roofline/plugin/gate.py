@@ -24,7 +24,7 @@ import pytest
 
 from ..atomic import why_not_written
 from ..errors import RooflineError
-from ..report import ascii_plot, baseline, plot, rules
+from ..report import rules
 from ..report.compare import check_record, compare, index, records_of
 from ..report.defaults import BASELINE_FOLDER, BASELINE_NAME
 from ..report.markdown import STEP_SUMMARY
@@ -102,6 +102,8 @@ def _build_state(config: pytest.Config) -> GateState:
                      else config.rootpath / BASELINE_FOLDER)
     save, from_cli = pick(config, "roofline_save")
     if save:
+        from ..report import baseline
+
         _not_a_test_path(config, "--roofline-save", str(save), from_cli)
         try:
             state.save_name = baseline.check_name(str(save))
@@ -129,6 +131,8 @@ def _build_state(config: pytest.Config) -> GateState:
 
 def _prepare_compare(config: pytest.Config, state: GateState, name: str,
                      from_cli: bool) -> None:
+    from ..report import baseline
+
     mode, _ = pick(config, "roofline_compare_missing")
     mode = mode or "warn"
     if mode not in MISSING_MODES:
@@ -179,6 +183,8 @@ def _not_a_test_path(config: pytest.Config, option: str, name: str, from_cli: bo
 
 def _check_plot(path: Path) -> Path:
     import importlib.util
+
+    from ..report import plot
 
     plot.check_path(path)
     if importlib.util.find_spec("matplotlib") is None:
@@ -261,6 +267,8 @@ def _save(state: GateState, report: dict[str, Any], exitstatus: int) -> None:
         state.notes.append((f"roofline: baseline {state.save_name!r} not saved: the run "
                             f"produced no roofline results", True))
         return
+    from ..report import baseline
+
     target = baseline.path_for(state.storage, state.save_name)
     try:
         path = baseline.save(state.storage, state.save_name, report)
@@ -315,6 +323,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         regressions = {f"  {r.line}" for r in comparison.regressions}
         lines.extend((line, line in regressions) for line in comparison.lines(LIST_LIMIT))
     if state.plot_term:
+        from ..report import ascii_plot
+
         report = _report(config)
         if report["results"]:
             columns = config.get_terminal_writer().fullwidth

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import fields as F
-from ..profiling.text import percent, rows_table
 from ..units import format_time
 
 #: Kernels shown per profiled test in the summary and Markdown.
@@ -40,6 +39,8 @@ def summary_lines(records: Iterable[Mapping[str, Any]], *, width: int | None = N
     profiled = _profiled(records)
     if not profiled:
         return []
+    from ..profiling.text import rows_table  # loaded when a test was profiled
+
     cols = width or 80
     lines = ["Profiled kernels losing the most time (measured - bound):"]
     for nodeid, profile in profiled:
@@ -65,6 +66,8 @@ def markdown_lines(records: Iterable[Mapping[str, Any]], *, top: int = TOP) -> l
     profiled = _profiled(records)
     if not profiled:
         return []
+    from ..profiling.text import percent  # loaded when a test was profiled
+
     lines = ["", "### Profiled kernels", ""]
     for nodeid, profile in profiled:
         lines += [f"`{nodeid}` on {profile.get('hw')}: "

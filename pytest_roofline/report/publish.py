@@ -16,7 +16,7 @@ from typing import Any
 
 from ..atomic import why_not_written
 from ..errors import RooflineError
-from . import markdown, plot
+from . import markdown
 from .compare import compare
 
 WRITTEN, APPENDED, UNSET, EMPTY = "written", "appended", "unset", "empty"
@@ -83,6 +83,8 @@ def publish(report: Mapping[str, Any], *, base: Mapping[str, Any] | None = None,
 
 def _plot(report: Mapping[str, Any], target: str | os.PathLike[str], comparison: Any,
           title: str | None) -> Outcome:
+    from . import plot  # the chart's module, loaded when a chart is asked for
+
     if not report["results"]:
         return Outcome("plot", EMPTY, str(target))
     try:
