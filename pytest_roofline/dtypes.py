@@ -25,7 +25,7 @@ at the chip's int8 (int4) matrix peak only in int8 (int4); ``int16``, ``int32``,
 
 from __future__ import annotations
 
-from .errors import UnsupportedPrecisionError, brief
+from .errors import UnsupportedPrecisionError, brief, close_matches
 
 #: Bytes one element occupies in memory. tf32 is computed on the matrix units but stored as fp32.
 ITEMSIZE: dict[str, float] = {
@@ -161,8 +161,6 @@ def element_bytes(name: object) -> float:
 def _suggest(key: str) -> str:
     """Close precisions, by the names the message lists (an alias hit names its precision):
     never a spelling such as 'f16' that the list of known precisions does not show."""
-    from .errors import close_matches
-
     hits = [_ALIASES.get(h, h) for h in close_matches(key, [*ITEMSIZE, *_ALIASES])]
     names = list(dict.fromkeys(hits))
     return " Did you mean " + " or ".join(map(repr, names)) + "?" if names else ""

@@ -43,6 +43,8 @@ numpy integers and whole floats included: :func:`pytest_roofline.ops._common.siz
 
 from __future__ import annotations
 
+import numbers
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +54,10 @@ from .engine.sweeps import sweep
 from .engine.workload import Workload
 from .errors import RooflineError, WorkloadError, brief
 from .hardware import Hardware, get_hardware
+from .models import Transformer, load
+from .models.training import stage_scale
 from .ops._common import size
+from .text_table import render
 
 LIMITS = ("memory", "tpot", "max_batch")
 #: The largest chip count searched (2**24 chips: past any machine built).
@@ -137,8 +142,6 @@ def _wrap(text: str, width: int | None, indent: str = "") -> list[str]:
     """*text* as lines of at most *width* columns (one line when None)."""
     if width is None:
         return [indent + text]
-    import textwrap
-
     return textwrap.wrap(text, width, initial_indent=indent,
                          subsequent_indent=indent + "  ") or [indent]
 
@@ -146,8 +149,6 @@ def _wrap(text: str, width: int | None, indent: str = "") -> list[str]:
 def _fitted(headers: list[str], rows: list[list[str]], width: int | None) -> list[str]:
     """The table; in *width* columns, the configuration (column 1) on a line of its own
     above the figures when one row would be wider: never cut, as it is the answer."""
-    from .text_table import render
-
     if width is None:
         return render(headers, rows)
     longest = max(len(r[1]) for r in rows)
@@ -178,8 +179,6 @@ def _whole(value: object, what: str, where: str = "plan", most: int | None = Non
 
 def _fraction(value: object, where: str) -> float:
     """``memory_fraction``: a number in (0, 1]."""
-    import numbers
-
     if (isinstance(value, bool) or not isinstance(value, numbers.Real)
             or not 0 < float(value) <= 1):
         raise RooflineError(f"{where}: memory_fraction must be a number in (0, 1] (the share "
@@ -253,8 +252,6 @@ def plan(model: Any, hw: Hardware | str, *, chips: int, ttft: object = None,
     (see the module docstring); targets are seconds or strings such as ``"50 ms"``; a
     configuration may fill *memory_fraction* of each chip's memory."""
     import numpy as np
-
-    from .models import Transformer, load
 
     transformer = load(model) if isinstance(model, str) else model
     if not isinstance(transformer, Transformer) or transformer.config.architecture != "decoder":
@@ -336,8 +333,6 @@ def decode_step(model: Any, config: Config, *, isl: int, osl: int, dtype: str = 
                 link: str | None = None) -> Workload:
     """The per-chip decode step a configuration stands for: what a test marked with
     ``max_time=`` (the TPOT target) checks on a chip."""
-    from .models import load
-
     transformer: Any = load(model) if isinstance(model, str) else model
     isl, osl = _whole(isl, "isl", "decode_step"), _whole(osl, "osl", "decode_step")
     step: Workload = transformer.decode(config.batch, isl + osl // 2, tp=config.tp, ep=config.ep,
@@ -422,9 +417,6 @@ def plan_training(model: Any, hw: Hardware | str, *, chips: int, batch: int, seq
     One step is analyzed per (dp, tp, pp, zero, recompute); the microbatches change only the
     pipeline bubble, which scales the stage's kernels (their times are linear in their
     counts), and the activations, so each count costs a footprint and no analysis."""
-    from .models import Transformer, load
-    from .models.training import stage_scale
-
     transformer = load(model) if isinstance(model, str) else model
     if not isinstance(transformer, Transformer) or transformer.config.architecture != "decoder":
         raise RooflineError(f"plan_training: the model must be a decoder LLM, got "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -108,8 +109,6 @@ def fingerprint(raw: bytes) -> dict[str, int]:
 def load_builtin(path: Path, what: str = "spec file") -> dict[str, Any]:
     """A built-in spec file's mapping: from its folder's :data:`PARSED_NAME` while that
     matches the file's bytes, else parsed from the YAML (:func:`load_yaml`)."""
-    import json
-
     try:
         raw = path.read_bytes()
     except OSError:
@@ -135,8 +134,6 @@ def parsed_folder(folder: Path, what: str = "spec file") -> str:
     """The text of *folder*'s :data:`PARSED_NAME`: every ``*.yaml`` file parsed with the
     safe YAML loader, except files whose mapping JSON cannot hold exactly (keys other than
     strings, dates): those are parsed from YAML when used."""
-    import json
-
     entries: dict[str, Any] = {}
     for path in sorted(folder.glob("*.yaml")):
         data = load_yaml(path, what)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from .errors import UnitError, brief
@@ -63,8 +64,6 @@ def registry() -> Any:
     """The application-wide pint registry (built on first use)."""
     global _registry
     if _registry is None:
-        from pathlib import Path
-
         import pint
 
         _registry = pint.UnitRegistry(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.report import table
+from pytest_roofline.report import markdown, table
 from pytest_roofline.report.table import COLUMNS, Column
 
 RECORD = {"nodeid": "tests/test_gemm.py::test_gemm[4096]", "hw": "h100", "dtype": "bf16",
@@ -67,7 +67,53 @@ def test_an_added_column_is_one_entry() -> None:
     assert {len(m) for m in steps} == {0, 1, 2, 3, 4, 5, 6}
 
 
+def _markdown_table(records: list[dict[str, object]]) -> tuple[list[str], list[str]]:
+    """The header cells and the first row's cells of the Markdown results table."""
+    lines = markdown.render(records).splitlines()
+    start = lines.index("### Results") + 2
+    return ([c.strip() for c in lines[start].strip("|").split("|")],
+            [c.strip() for c in lines[start + 2].strip("|").split("|")])
+
+
+def test_a_column_added_to_the_one_list_shows_in_the_terminal_and_in_markdown(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One entry in COLUMNS is a column of both tables: its header and cell in the terminal
+    summary, its Markdown header and Markdown cell (where given) in the Markdown table, in
+    the same place (after the expectation, before the verdict or at the row's end)."""
+    watts = Column("watts", lambda r: "700 W", align="r", markdown_header="power (W)",
+                   markdown_cell=lambda r: "700")
+    monkeypatch.setattr(table, "COLUMNS", (*COLUMNS, watts))
+    lines = table.summary([RECORD])
+    assert lines[0].split()[-3:] == ["expected", "watts", "verdict"]
+    assert lines[1].split()[-4:] == ["compute", "700", "W", "ok"]
+    headers, row = _markdown_table([RECORD])
+    assert headers[-2:] == ["expected", "power (W)"]
+    assert row[-2:] == ["compute", "700"]
+    # without a Markdown header or cell of its own, the terminal's are shown
+    monkeypatch.setattr(table, "COLUMNS", (*COLUMNS, Column("watts", lambda r: "700 W")))
+    headers, row = _markdown_table([RECORD])
+    assert (headers[-1], row[-1]) == ("watts", "700 W")
+    # measured columns follow the built-in ones, with their Markdown headers
+    headers, row = _markdown_table([{**RECORD, "measured_s": 2.8e-4, "efficiency": 0.5}])
+    assert headers[-5:] == ["expected", "watts", "measured", "% of roof", "MFU"]
+    assert row[-4:] == ["700 W", "280 us", "50%", "-"]
+
+
+def test_the_markdown_table_reads_the_same_columns_as_the_terminal() -> None:
+    """The Markdown header row is the status, the test, then each column's Markdown
+    header; only the chip, the DRAM intensity and the % of roof read differently."""
+    headers, row = _markdown_table([RECORD])
+    assert headers == ["", "test", "chip", "dtype", "FLOPs", "bytes", "DRAM FLOP/B", "ridge",
+                       "regime", "time", "expected"]
+    assert row[2:] == [c.cell(RECORD) for c in COLUMNS]
+    renamed = {c.header: c.markdown_header for c in (*COLUMNS, *table.MEASURED_COLUMNS)
+               if c.markdown_header is not None}
+    assert renamed == {"hw": "chip", "FLOP/B": "DRAM FLOP/B", "% roof": "% of roof"}
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
+    ({"markdown_header": " "}, "column 'x': markdown_header ' ' is not None or a non-blank "
+                               "header"),
     ({"align": "c"}, "column 'x': align 'c' is not 'l' or 'r'"),
     ({"drop": 0}, "column 'x': drop 0 is not None or an integer >= 1"),
     ({"drop": True}, "column 'x': drop True is not None or an integer >= 1"),

@@ -32,7 +32,9 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import RooflineError
+from ..version import __version__
 from .analyze import cmd_analyze, cmd_sweep
+from .calibrate import add_parser as add_calibrate
 from .common import (
     EXIT_USAGE,
     PROG,
@@ -46,6 +48,8 @@ from .common import (
     width_of,
 )
 from .hw import cmd_hw_list, cmd_hw_show
+from .plan import add_parser as add_plan
+from .profile import add_parser as add_profile
 from .reports import cmd_baselines, cmd_compare, cmd_markdown, cmd_merge, cmd_plot
 
 # -- the parser ------------------------------------------------------------------------------
@@ -53,8 +57,6 @@ from .reports import cmd_baselines, cmd_compare, cmd_markdown, cmd_merge, cmd_pl
 
 def build_parser() -> argparse.ArgumentParser:
     common = common_options()
-    from ..version import __version__
-
     parser = Parser(
         prog=PROG, description="Roofline verdicts from the command line: chips, ops and "
         "models, sweeps, and the baseline gate for CI.",
@@ -126,10 +128,6 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("baselines", parents=[common], help="the saved baselines")
     add_storage_option(listing)
     listing.set_defaults(func=cmd_baselines)
-
-    from .calibrate import add_parser as add_calibrate
-    from .plan import add_parser as add_plan
-    from .profile import add_parser as add_profile
 
     add_calibrate(sub, common)
     add_plan(sub, common)

@@ -13,8 +13,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import RooflineError
+from ..errors import RooflineError, did_you_mean
 from ..report import rules
+from ..text_table import wrap_line
+from ..units import format_time, si
 from . import common
 from .common import (
     EXIT_OK,
@@ -32,6 +34,7 @@ from .common import (
     print_json,
     register_specs,
     render_table,
+    terminal_width,
     width_of,
 )
 
@@ -156,8 +159,6 @@ def _op_names() -> list[str]:
 
 def _op(name: str) -> Callable[..., Any]:
     from .. import ops
-    from ..errors import did_you_mean
-
     names = _op_names()
     if name not in names:
         raise UsageError(f"unknown op {name!r}." + did_you_mean(name, names)
@@ -233,9 +234,6 @@ class _Target:
                 + f"phases: {', '.join(PHASES)} (as the model offers)\n\n"
                 f"`{PROG} {command} OP --help` lists the op's options. Example:\n"
                 f"  {PROG} {example}")
-        from ..text_table import wrap_line
-        from .common import terminal_width
-
         text = "\n".join(part for line in text.split("\n")
                          for part in wrap_line(line, terminal_width()))
         print(text, file=sys.stdout if full else sys.stderr)
@@ -275,8 +273,6 @@ def _verdict_hint(workload: Any, chip: Any, regime: str, settings: dict[str, Any
 
 
 def _fmt(value: Any, unit: str) -> str:
-    from ..units import format_time, si
-
     if not isinstance(value, (int, float)):
         return "-"
     if unit == "s":
@@ -429,8 +425,6 @@ def cmd_sweep(argv: Sequence[str]) -> int:
     signature = inspect.signature(target.func).parameters
     sizes = [n for n in target.params if _is_size(signature[n])]
     if args.param not in sizes:
-        from ..errors import did_you_mean
-
         what = (f"is not a size of {target.label}: a sweep steps through whole numbers"
                 if args.param in target.params else f"{target.label} has no such parameter")
         raise UsageError(f"--param {args.param!r}: {what}."
@@ -501,8 +495,6 @@ def _fits_up_to(sample: Any, fits_at: Callable[[int], bool], lo: int, hi: int) -
 
 
 def _capacity_line(param: str, lo: int, hi: int, limit: int | None, capacity: float) -> str:
-    from ..units import si
-
     memory = si(capacity, "B")
     if limit is None:
         return "  footprint unknown: no fit check"

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from .common import EXIT_OK, echo, print_json, render_table
+from ..errors import RooflineError
+from ..text_table import wrap_line
+from ..units import si
+from .common import EXIT_OK, echo, print_json, render_table, terminal_width
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -44,9 +49,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     def say(text: str) -> None:
         if not args.json:
-            from ..text_table import wrap_line
-            from .common import terminal_width
-
             print("\n".join(wrap_line(f"calibrating {name}: {text}", terminal_width(), hang=4)),
                   file=sys.stderr, flush=True)
 
@@ -82,8 +84,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def figure_rows(spec: dict[str, Any]) -> list[list[str]]:
     """The table's rows: each figure, its best rate, its samples' spread (to a tenth of a
     percent: a spread under 0.5% is not 0), marked ``*`` where it did not settle."""
-    from ..units import si
-
     provenance = spec["provenance"]
     unsettled = set((provenance.get("conditions") or {}).get("unsettled") or ())
     rows = []
@@ -108,11 +108,6 @@ def rate(text: str, unit: str) -> str:
 
 def _check_output(output: str) -> None:
     """An ``-o`` file whose folder is missing or not writable, said before measuring."""
-    import os
-    from pathlib import Path
-
-    from ..errors import RooflineError
-
     folder = Path(output).resolve().parent
     if not folder.is_dir():
         raise RooflineError(f"calibrate -o {output!r}: the folder {str(folder)!r} does not "

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any, NoReturn
 
 from ..errors import RooflineError
 from ..report import baseline, rules
+from ..text_table import render, wrap_line
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -47,8 +49,6 @@ class Parser(argparse.ArgumentParser):
 
 def fit_help(text: str) -> str:
     """*text* with each line wider than the terminal wrapped, its indentation kept."""
-    from ..text_table import wrap_line
-
     width = terminal_width()
     return "\n".join(part for line in text.split("\n") for part in wrap_line(line, width))
 
@@ -96,8 +96,6 @@ def positive(text: str) -> int:
 
 def terminal_width() -> int:
     """The columns of the terminal: ``COLUMNS`` when set, else the terminal's, else 80."""
-    import shutil
-
     return max(shutil.get_terminal_size().columns, 40)
 
 
@@ -106,8 +104,6 @@ def wrap(text: str, width: int | None, indent: str = "", hang: str = "  ") -> st
     the first indented by *indent*, the others by *indent* + *hang*, a URL or path longer
     than a line on a line of its own, whole (see
     :func:`pytest_roofline.text_table.wrap_line`)."""
-    from ..text_table import wrap_line
-
     return "\n".join(wrap_line(indent + text, width, hang=len(hang)))
 
 
@@ -206,8 +202,6 @@ def echo(text: str = "", *, raw: bool = False) -> None:
     from ..atomic import encodable
 
     if not raw and WIDTH is not None and any(len(line) > WIDTH for line in text.split("\n")):
-        from ..text_table import wrap_line
-
         text = "\n".join(part for line in text.split("\n") for part in wrap_line(line, WIDTH))
     try:
         print(encodable(text, sys.stdout.encoding or "utf-8"))
@@ -232,8 +226,6 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: s
                  width: int | None = None, optional: Sequence[int] = ()) -> str:
     """A table; in *width* columns when given, leaving out the *optional* columns (in their
     order) where they do not fit, then each row's first cell on a line of its own."""
-    from ..text_table import render
-
     width = WIDTH if width is None else width
     if width is None:
         return "\n".join(render(headers, rows, align=align))

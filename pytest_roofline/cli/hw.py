@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..units import si
 from .common import EXIT_OK, PROG, echo, print_json, render_table, width_of, wrap
 
 # -- hw --------------------------------------------------------------------------------------
@@ -12,8 +13,6 @@ from .common import EXIT_OK, PROG, echo, print_json, render_table, width_of, wra
 
 def cmd_hw_list(args: argparse.Namespace) -> int:
     from ..hardware import get_hardware, list_hardware
-    from ..units import si
-
     chips = [get_hardware(n) for n in list_hardware()]
     if args.json:
         print_json([c.summary() for c in chips])
@@ -36,7 +35,6 @@ def cmd_hw_list(args: argparse.Namespace) -> int:
 def cmd_hw_show(args: argparse.Namespace) -> int:
     from ..hardware import get_hardware
     from ..hardware.chip import IN_NETWORK_ALGORITHMS
-    from ..units import si
 
     chip = get_hardware(args.name)
     if args.json:

@@ -15,6 +15,8 @@ import dataclasses
 import re
 from typing import Any
 
+from ..errors import UnitError
+from ..units import fraction as read
 from .common import EXIT_OK, UsageError, echo, positive, print_json, terminal_width
 
 #: Options of one mode only (dest, flag), with their defaults where the mode has one.
@@ -27,9 +29,6 @@ TRAINING = {"batch": ("--batch", None), "seq": ("--seq", None),
 
 def share(text: str) -> float:
     """``--memory-fraction``: ``0.9`` or ``90%``, in (0, 1]."""
-    from ..errors import UnitError
-    from ..units import fraction as read
-
     try:
         number = read(text)
     except UnitError:

@@ -8,8 +8,21 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import RooflineError
 from ..report import baseline, rules
-from .common import EXIT_OK, EXIT_REGRESSION, PROG, echo, print_json, render_table
+from ..report.records import write_report
+from . import common
+from .common import (
+    EXIT_OK,
+    EXIT_REGRESSION,
+    PROG,
+    echo,
+    print_json,
+    render_table,
+    terminal_width,
+    width_of,
+    wrap,
+)
 
 if TYPE_CHECKING:
     from ..report.records import Report
@@ -35,8 +48,6 @@ def _load_many(storage: str, names: list[str] | str) -> tuple[Report, str]:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from ..report.records import write_report
-
     report, _ = _load_many(args.storage, args.reports)
     if args.output in (None, "-"):
         print_json(report)
@@ -81,8 +92,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print_json(result.to_dict())
     elif args.csv != "-":
         from ..report.compare import side_by_side
-        from .common import width_of, wrap
-
         width = width_of(args)
         echo(wrap(f"comparing {new_label} against {base_label} (checks: "
                   f"{rules.describe(rule_objs)})", width))
@@ -94,8 +103,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _width() -> int:
-    from .common import terminal_width
-
     return terminal_width()
 
 
@@ -111,7 +118,6 @@ def _write_markdown(args: argparse.Namespace, report: Report, comparison: Any) -
 def _check(done: Any) -> None:
     """Word what :func:`.report.publish.publish` did: a note, or the first failure as an
     error (exit status 2)."""
-    from ..errors import RooflineError
     from ..report.markdown import STEP_SUMMARY
 
     for outcome in done.outcomes:
@@ -144,8 +150,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
     report, _ = _load_many(args.storage, args.report)
     comparison = _comparison(args, report)
     if args.output in (None, "term", "-"):
-        from . import common
-
         columns = args.width if args.width is not None else (
             ascii_plot.chart_width(common.WIDTH) if common.WIDTH is not None else 72)
         text = ascii_plot.render(report, comparison, width=columns, height=args.height,

@@ -58,7 +58,7 @@ from typing import Any, NamedTuple, Protocol, cast
 from .. import fields
 from ..efficiency import Efficiency, efficiency
 from ..errors import RooflineError, UnsupportedPrecisionError, WorkloadError, brief
-from ..hardware import Hardware, get_hardware
+from ..hardware import Hardware, foreign_to_this_machine, get_hardware
 from .fusion import kept_on_chip, onchip_level
 from .regimes import REGIMES as REGIMES
 from .settings import check_analysis
@@ -373,8 +373,6 @@ def analyze(
     check_analysis(flops_per_mac, derate, sparse)
     seconds = _measured(measured)
     if seconds is not None and getattr(measured, "here", False) is True:
-        from ..hardware import foreign_to_this_machine
-
         reason = foreign_to_this_machine(chip)
         if reason is not None:
             raise RooflineError(f"a measurement against {chip.name} is refused: {reason}")

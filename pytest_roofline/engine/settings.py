@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import RooflineError, brief
+from ..units import fraction
 
 #: What each setting allows, as every error about it says.
 ALLOWED = {
@@ -57,8 +58,6 @@ def check(name: str, value: object, *, text: bool = False) -> Any:
         return int(value)  # type: ignore[call-overload]
     if name in ("derate", "margin"):
         if text or not isinstance(value, str):
-            from ..units import fraction
-
             number = fraction(value)
         else:
             raise BadSetting(name, value)

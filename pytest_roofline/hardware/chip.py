@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -329,8 +329,6 @@ class Hardware:
 
     def replace(self, **changes: Any) -> Hardware:
         """A copy with some fields changed (validated like any other)."""
-        from dataclasses import replace
-
         return replace(self, **changes)
 
     def summary(self) -> dict[str, Any]:

@@ -19,8 +19,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine.workload import holds_arrays, is_array
+from .. import units
+from ..dtypes import canonical
+from ..engine import settings
+from ..engine.regimes import REGIMES
+from ..engine.workload import holds_arrays, is_array, total
 from ..errors import RooflineError, brief, closest, did_you_mean
+from ..hardware import get_hardware
+from ..specfiles import is_path
+from ..units import flop_per_byte, format_time, fraction
 from .signature import KEYS, POSITIONAL
 from .signature import roofline as roofline
 
@@ -91,8 +98,6 @@ class Expectation:
         if self.max_intensity is not None:
             parts.append(f"I<={_num(self.max_intensity)}")
         if self.max_time is not None:
-            from ..units import format_time
-
             parts.append(f"t<={format_time(self.max_time)}")
         if self.fits is not None:
             parts.append("fits" if self.fits else "no fit")
@@ -108,8 +113,6 @@ class Expectation:
 
 
 def _num(x: float) -> str:
-    from ..units import flop_per_byte
-
     return flop_per_byte(x)
 
 
@@ -283,9 +286,6 @@ def _hardware(value: object, base: Path | None, from_option: bool) -> tuple[Hard
 
 
 def _lookup(item: str | os.PathLike[str], base: Path | None, key: str) -> Hardware:
-    from ..hardware import get_hardware
-    from ..specfiles import is_path
-
     text = os.fspath(item)
     if base is not None and is_path(text) and not os.path.isabs(text):
         local = base / text
@@ -300,8 +300,6 @@ def _lookup(item: str | os.PathLike[str], base: Path | None, key: str) -> Hardwa
 def _dtype(value: object, hardware: Sequence[Hardware], sparse: bool) -> str | None:
     if value is None:
         return None
-    from ..dtypes import canonical
-
     try:
         name = canonical(value)
     except RooflineError as exc:
@@ -317,8 +315,6 @@ def _dtype(value: object, hardware: Sequence[Hardware], sparse: bool) -> str | N
 def _regime(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
-    from ..engine.regimes import REGIMES
-
     items = [value] if isinstance(value, str) else value
     allowed = f"allowed: {', '.join(map(repr, REGIMES))} or a list of them"
     if not isinstance(items, (list, tuple, set, frozenset)) or not items:
@@ -345,8 +341,6 @@ def _intensity(value: object, key: str) -> float | None:
 
 
 def _margin(value: object) -> float:
-    from ..engine import settings
-
     try:
         number: float = settings.check("margin", value, text=True)
     except settings.BadSetting as exc:
@@ -356,8 +350,6 @@ def _margin(value: object) -> float:
 
 def _fraction(value: object, key: str, allowed: str, low_open: bool = False) -> float:
     """A number or a percentage string; *low_open*: in (0, 1], else in [0, 1)."""
-    from ..units import fraction
-
     number = fraction(value)
     inside = (0 < number <= 1) if low_open else (0 <= number < 1)
     if not inside:
@@ -366,8 +358,6 @@ def _fraction(value: object, key: str, allowed: str, low_open: bool = False) -> 
 
 
 def _quantity(value: object, key: str, dimension: str, allow_zero: bool = True) -> float:
-    from .. import units
-
     if is_array(value):
         raise MarkerError(f"{key}= is an array; the marker takes one value (sweep() takes "
                           f"arrays)")
@@ -395,8 +385,6 @@ def _workload(kwargs: Mapping[str, Any], name: str) -> Workload | None:
                 if not isinstance(item, Workload):
                     raise MarkerError(f"workload[{i}]={item!r} is a {type(item).__name__}; "
                                       f"expected {allowed}")
-            from ..engine.workload import total
-
             workload = total(workload, name=" + ".join(w.name for w in workload))
         if not isinstance(workload, Workload):
             raise MarkerError(f"workload={workload!r} is a {type(workload).__name__}; expected "

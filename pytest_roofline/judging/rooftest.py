@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.analysis import Result
 from ..engine.workload import Knob, Workload, total
 from ..errors import RooflineError, WorkloadError
-from ..hardware import Hardware
+from ..hardware import Hardware, foreign_to_this_machine
 from .marker import Expectation, MarkerError, _check_scalar
 from .verdict import Judgement, analyze_all, analyze_each, judge
 
@@ -176,7 +176,6 @@ class RooflineTest:
         test's workload (as :meth:`trace`). The marker's ``min_kernel_efficiency=`` asserts
         each kernel's efficiency; a kernel faster than its bound fails the test unless
         ``allow_faster=True``. Returns the Profile."""
-        from ..hardware import foreign_to_this_machine
         from ..profiling.rules import ProfileError
         from ..profiling.run import Profiler
 

@@ -14,12 +14,15 @@ program of several kernels they are the shares of time each resource bounds.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import fields as F
 from .. import units
+from ..efficiency import efficiency
 from ..engine.analysis import Result, Timed, analyze
 from ..engine.breakdown import format_breakdown
 from ..engine.regimes import REGIMES
@@ -29,6 +32,7 @@ from ..errors import RooflineError
 from ..fields import Record
 from ..hardware import foreign_to_this_machine
 from ..report.records import record_fields
+from ..text_table import wrap_line
 from .marker import Expectation
 
 if TYPE_CHECKING:
@@ -82,8 +86,6 @@ class Judgement:
         """Each record ``[hw, fields]`` as JSON text, written once for every test sharing
         this Judgement (what a pytest-xdist worker's call report carries)."""
         if self._texts is None:
-            import json
-
             self._texts = [json.dumps((hw, fields), allow_nan=True)
                            for hw, fields in self.fields]
         return self._texts
@@ -443,8 +445,6 @@ def _fitting_knob(workload: Workload, capacity: float) -> str:
     """`` It fits up to batch = 119.`` (the largest value of the workload's size knob whose
     footprint fits, by bisection: footprints grow with sizes), else the fewest chips whose
     memory could hold it at all (footprint over capacity, before any sharding overhead)."""
-    import math
-
     footprint = float(workload.footprint)
     chips = max(2, math.ceil(footprint / capacity)) if capacity > 0 else 0
     at_least = (f" The fewest chips that could hold it: {chips} ({chips} x "
@@ -472,8 +472,6 @@ def breakdown(checks: Sequence[Check], width: int | None = None) -> str:
     """The figures behind the verdicts, for the test's report section (in *width* columns
     when given: sentences and verdicts wrapped, the kernel table fitted; a ``FAIL:`` line's
     continuations indented under its verdict)."""
-    from ..text_table import wrap_line
-
     fmt, si = units.format_time, units.si
     blocks = []
     for check in checks:
@@ -493,7 +491,6 @@ def breakdown(checks: Sequence[Check], width: int | None = None) -> str:
             lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
         if r.measured is not None:
-            from ..efficiency import efficiency
             from ..measuring.diagnose import roof_threads_note
 
             reached = efficiency(float(r.time), float(r.measured)).describe() \

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -27,9 +28,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..atomic import encodable, why_not_written, write_text
 from ..errors import RooflineError
+from ..hardware import from_dict
+from ..specfiles import load_yaml
+from ..text_table import wrap_line
+from ..units import si
 from . import probe
-from .cpu import QUICK, Plan, Roofs
+from .cpu import QUICK, Plan, Roofs, calibrate_cpu
+from .gpu import calibrate_gpu
 
 if TYPE_CHECKING:
     from ..hardware import Hardware
@@ -44,11 +51,6 @@ Progress = Callable[[str], None]
 def stderr_progress(text: str) -> None:
     """A progress line on stderr, wrapped to the terminal's columns (``COLUMNS``, else the
     terminal's, else 80), a character stderr cannot hold escaped."""
-    import shutil
-
-    from ..atomic import encodable
-    from ..text_table import wrap_line
-
     lines = wrap_line(f"pytest-roofline: {text}", shutil.get_terminal_size().columns, hang=4)
     print(encodable("\n".join(lines), sys.stderr.encoding or "utf-8"), file=sys.stderr,
           flush=True)
@@ -94,8 +96,6 @@ def cache_dir() -> Path:
 
 def unwritable(path: Path, exc: OSError) -> RooflineError:
     """The one-line error of a calibration cache that cannot be written."""
-    from ..atomic import why_not_written
-
     return RooflineError(f"the calibration cache {path.parent} cannot be written "
                          f"({why_not_written(exc, path)}); set XDG_CACHE_HOME to a writable "
                          f"folder, or calibrate into a file (pytest-roofline calibrate -o "
@@ -190,8 +190,6 @@ def calibrate(device: str = "cpu", *, quick: bool = False,
     facts: dict[str, Any] = {"device": device, "python": platform.python_version(),
                              "platform": platform.platform()}
     if device == "cpu":
-        from .cpu import calibrate_cpu
-
         roofs = calibrate_cpu(plan, say)
         cores = probe.cores()
         cpuinfo = probe.cpu_model()
@@ -200,8 +198,6 @@ def calibrate(device: str = "cpu", *, quick: bool = False,
                      cores_label=f"{cores} core{'s' if cores != 1 else ''}",
                      vendor=cpuinfo.split()[0] if cpuinfo else "")
     else:
-        from .gpu import calibrate_gpu
-
         roofs, gpu = calibrate_gpu(int(device.split(":")[1]), plan, say)
         facts.update(gpu, vendor="NVIDIA",
                      default_dtype="bf16" if "bf16" in roofs.matrix else "fp32",
@@ -214,8 +210,6 @@ def calibrate(device: str = "cpu", *, quick: bool = False,
 def save(path: str | os.PathLike[str], spec: Mapping[str, Any]) -> Path:
     """Write *spec* as YAML: a temporary file in the same folder, then a rename."""
     import yaml
-
-    from ..atomic import write_text
 
     text = ("# A hardware spec measured by `pytest-roofline calibrate` "
             "(schema: specs/hardware/README.md).\n"
@@ -271,8 +265,6 @@ def store(device: str, spec: Mapping[str, Any], *, replace: bool = False
       while something else ran, and taking it would make every later efficiency read high.
 
     Returns the cached file and, when the new spec was not cached, a sentence saying why."""
-    from ..specfiles import load_yaml
-
     path = cache_path(device)
     if replace or not path.is_file():
         return _saved(path, spec), None
@@ -327,8 +319,6 @@ def _figures(spec: Mapping[str, Any]) -> dict[str, float]:
 def _lower(spec: Mapping[str, Any], cached: Mapping[str, Any]) -> list[str]:
     """The roofs of *spec* more than LOWER below *cached*'s, as ``matrix.fp64 21.6 < 104
     GFLOP/s``."""
-    from ..units import si
-
     new, old = _figures(spec), _figures(cached)
     out = []
     for key, value in new.items():
@@ -359,9 +349,6 @@ def locked(path: Path) -> Iterator[None]:
 def load(device: str = "cpu", *, calibrate_missing: bool = True,
          quick: bool = False) -> Hardware:
     """The calibrated chip of *device*: the cached spec, or a new calibration (saved)."""
-    from ..hardware import from_dict
-    from ..specfiles import load_yaml
-
     device, name = parse_device(device)
     path = cache_path(device)
     if not path.is_file():

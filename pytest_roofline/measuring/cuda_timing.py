@@ -43,6 +43,7 @@ Only imported when a CUDA call is timed; torch is already imported by the caller
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -331,8 +332,6 @@ def _graph_samples(torch: Any, steps: list[Callable[[], Any]], *, calls: int, re
 
 @contextlib.contextmanager
 def _quiet_capture() -> Iterator[None]:
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield

@@ -17,10 +17,13 @@ while the calibration was measured (:func:`load_note`).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 
 from .. import units
 from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency
+from .cpu import LOADED
 
 __all__ = ["FASTER", "FASTER_DOCS", "TOLERANCE", "efficiency_failure", "explain_faster",
            "is_faster", "judged", "load_note", "roof_threads_note"]
@@ -88,8 +91,6 @@ def load_note(chip: Any, other_cores: float | None) -> str:
     the call was timed (*other_cores*) or while *chip* (a calibration) was measured
     (``other cores busy: 1.2 when timed, 1.0 when calibrated``); '' when
     neither was loaded, or neither is known."""
-    from .cpu import LOADED
-
     timed = other_cores is not None and float(other_cores) >= LOADED
     then = calibration_load(chip)
     conditions = (getattr(chip, "provenance", None) or {}).get("conditions") or {}
@@ -132,8 +133,6 @@ def efficiency_failure(result: Any, minimum: float, spread: float = 0.0, *,
 def short_of(value: float, minimum: float) -> str:
     """*value* as a percentage to a tenth, cut rather than rounded where rounding would
     reach *minimum* (0.1995 against 0.2 reads 19.9%, never 20.0%)."""
-    import math
-
     text = f"{value:.1%}"
     if value < minimum and float(text[:-1]) >= minimum * 100:
         text = f"{math.floor(value * 1000) / 10:.1f}%"
@@ -142,8 +141,6 @@ def short_of(value: float, minimum: float) -> str:
 
 def calibration_load(chip: Any) -> float | None:
     """The cores other processes kept busy while *chip* (a calibration) was measured."""
-    from collections.abc import Mapping
-
     conditions = (getattr(chip, "provenance", None) or {}).get("conditions") or {}
     value = conditions.get("other_cores") if isinstance(conditions, Mapping) else None
     return float(value) if isinstance(value, (int, float)) and value >= 0 else None

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
+from ..hardware import builtin_spec_dir
 from . import probe
 
 
@@ -41,10 +43,6 @@ def _model_token(chip: Any) -> str:
 
 def _published(chip: Any) -> bool:
     """Whether *chip* is one of the built-in specs of published chips."""
-    from pathlib import Path
-
-    from ..hardware import builtin_spec_dir
-
     origin = str(getattr(chip, "origin", "") or "")
     try:
         return Path(origin).resolve().parent == builtin_spec_dir().resolve()

@@ -35,6 +35,10 @@ from typing import Any
 
 from .. import units
 from ..errors import RooflineError
+from ..specfiles import load_yaml
+from . import calibration, probe
+from .cpu import CALM, LOADED, QUICK, Plan, _gemm, _stream
+from .diagnose import calibration_load, is_faster
 
 #: A re-measured roof this much above the calibration's has moved (a calibration repeats
 #: within 5% on a quiet machine; twice that leaves room for a busy one).
@@ -61,9 +65,6 @@ _DONE: dict[tuple[str, str], Rechecked] = {}
 
 
 def _measure_memory(threads: int) -> float:
-    from . import probe
-    from .cpu import Plan, _stream
-
     caches = probe.caches()
     llc = caches[-1].capacity if caches else 32 * float(1 << 20)
     pools: list[ThreadPoolExecutor] = []
@@ -76,8 +77,6 @@ def _measure_memory(threads: int) -> float:
 
 
 def _measure_peak(dtype: str) -> float:
-    from .cpu import QUICK, _gemm
-
     sample, _ = _gemm({"fp64": "float64", "fp32": "float32"}[dtype], QUICK)
     return max(sample() for _ in range(3))
 
@@ -140,9 +139,6 @@ def recheck(result: Any, chip: Any) -> str | None:
 def stale(chip: Any, measured: Any) -> str | None:
     """Why *chip*'s roofs are stale for *measured* (a Measurement): the calibration was taken
     under load and the measurement on a quieter machine. None when not (or unknown)."""
-    from .cpu import CALM, LOADED
-    from .diagnose import calibration_load
-
     if _cpu_calibration(chip) is None:
         return None
     then = calibration_load(chip)
@@ -174,8 +170,6 @@ def refreshed(result: Any, chip: Any, measured: Any) -> tuple[Any, str] | None:
     """*chip* with the roof *result* was set against measured again and raised, and the
     sentence saying why and what, when *measured* beat the bound or ran on a machine quieter
     than the calibration's (see the module docstring) and the roof moved; else None."""
-    from .diagnose import is_faster
-
     if getattr(measured, "here", False) is not True:
         return None
     if _gpu_calibration(chip):
@@ -230,9 +224,6 @@ def _raised_peak(result: Any, chip: Any) -> tuple[Any, str] | None:
 
 def _store_peak(device: str, key: str, now: float) -> str:
     """Raise *key* to *now* in *device*'s cached calibration; the words saying where."""
-    from ..specfiles import load_yaml
-    from . import calibration
-
     path = calibration.cache_path(device)
     try:
         with calibration.locked(path):
@@ -251,8 +242,6 @@ def _store_peak(device: str, key: str, now: float) -> str:
 
 
 def _recalibrate(provenance: Any) -> str:
-    from . import calibration
-
     quick = bool((provenance.get("conditions") or {}).get("quick"))
     # the lock of first uses: pytest-xdist workers re-checking at once measure one at a time
     with calibration.locked(calibration.cache_path("cpu")):

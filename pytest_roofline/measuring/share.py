@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import probe
+
 #: Cores short of saturation a machine may be while a starved call counts as crowded out.
 SLACK = 0.5
 #: A share of a core below this counts as starved (the parallelism of a thread that ran
@@ -33,8 +35,6 @@ def starved(result: Any, chip: Any, measured: Any) -> tuple[Any, str] | None:
     """*chip* with its 1-thread memory roof scaled to the share of a core *measured* got,
     and the sentence saying so, when *result* was set against that roof on a saturated
     machine (see the module docstring); else None."""
-    from . import probe
-
     cpu_time = getattr(measured, "cpu_time", None)
     parallelism = getattr(measured, "parallelism", None)
     others = getattr(measured, "other_cores", None)

@@ -29,7 +29,9 @@ from typing import Any
 
 from ..efficiency import quantile
 from ..efficiency import spread as spread_of
-from ..errors import RooflineError
+from ..errors import RooflineError, WorkloadError
+from ..ops._common import size
+from .cuda_timing import cuda_index
 from .probe import OtherUse
 
 
@@ -167,9 +169,6 @@ class Timer:
     cache: str = "cold"
 
     def __post_init__(self) -> None:
-        from ..errors import WorkloadError
-        from ..ops._common import size
-
         for name in ("warmup", "repeats", "max_repeats"):  # counts: the rule of every size
             minimum = 0 if name == "warmup" else 1
             try:
@@ -191,8 +190,6 @@ class Timer:
         if not callable(fn):
             raise MeasureError(f"measure() needs a callable, got {type(fn).__name__}: {fn!r}")
         if "torch" in sys.modules:
-            from .cuda_timing import cuda_index
-
             index = cuda_index(args, kwargs)
             if index is not None:
                 return self._on_gpu(fn, args, kwargs, index)

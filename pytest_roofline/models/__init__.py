@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..engine.breakdown import breakdown, format_breakdown
-from .catalog import CATALOG, Model, builtin_model_dir
+from .catalog import CATALOG, Model, build, builtin_model_dir
 from .cnn import ResNet
 from .config import ModelConfig, ResNetConfig, TransformerConfig
 from .config import from_dict as config_from_dict
@@ -50,8 +50,6 @@ def load(name_or_path: str | os.PathLike[str] | ModelConfig | Mapping[str, Any])
 
     An unknown name raises :class:`~pytest_roofline.UnknownModelError` listing close matches.
     """
-    from .catalog import build
-
     if isinstance(name_or_path, (TransformerConfig, ResNetConfig)):
         return build(name_or_path)
     if isinstance(name_or_path, Mapping):

@@ -206,8 +206,6 @@ def check_batch(batch: Number, p: Parallelism, where: str) -> None:
 def check_links(where: str, **links: object) -> None:
     """Refuse a link argument that is not a link name (``link``, ``dp_link``, ``pp_link``),
     or a ``link_count`` that is not a size, naming the argument and the value."""
-    from ..ops._common import size
-
     for name, value in links.items():
         if value is None:
             continue

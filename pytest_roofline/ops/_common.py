@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import dtypes
 from ..engine.workload import Number, is_array
-from ..errors import WorkloadError, brief
+from ..errors import RooflineError, WorkloadError, brief
 
 #: The largest size accepted: 2**53, the last whole number a float holds exactly.
 MAX_SIZE = 1 << 53
@@ -40,8 +40,6 @@ def input_error(excinfo: Any) -> bool:
     """A ``__tracebackhide__`` for ops: pytest leaves out an op's own frames when the error
     is about the input (a RooflineError), so the failure shows the caller's line and the
     one-line message, not the op's arguments (arrays print as dozens of lines)."""
-    from ..errors import RooflineError
-
     return bool(excinfo.errisinstance(RooflineError))
 
 

@@ -25,8 +25,12 @@ did not ask for it to be judged).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
+
+from ..hardware import foreign_to_this_machine
+from ..units import format_time
 
 #: The methods of pytest-benchmark's fixture that run the benchmarked function.
 _CALLS = ("__call__", "pedantic")
@@ -164,11 +168,6 @@ def take_timing(fixture: Any, test: Any) -> str | None:
     timing = measurement(fixture)
     if timing is None:
         return None
-    import dataclasses
-
-    from ..hardware import foreign_to_this_machine
-    from ..units import format_time
-
     test.take_measurement(dataclasses.replace(timing, here=True), by=SOURCE, asked=False)
     elsewhere = [chip.name for chip in test.hardware if foreign_to_this_machine(chip)]
     if not elsewhere:

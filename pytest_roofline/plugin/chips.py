@@ -5,6 +5,8 @@ ends)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,9 +22,6 @@ def has_hardware_hooks(config: pytest.Config) -> bool:
 def prepare_hardware(config: pytest.Config, session: RooflineSession,
                       at_configure: bool = False) -> None:
     """Register --roofline-specs files and hook-provided chips; check --roofline-hw names."""
-    import os
-    from collections.abc import Mapping
-
     from ..errors import RooflineError
     from ..hardware import CATALOG, Hardware
     from ..specfiles import is_path

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 
 import pytest
 
+from ..errors import RooflineError, brief
+
 _DONE = pytest.StashKey[set[object]]()
 _BROKEN = pytest.StashKey[str]()
 
@@ -26,8 +28,6 @@ def prepare_ops(config: pytest.Config) -> None:
     """Register the formulas of every ``pytest_roofline_register_ops`` implementation not
     asked yet (a conftest found later during collection is asked before its first test);
     a RooflineError, now and for every later call, when one of them failed."""
-    from ..errors import RooflineError, brief
-
     broken = config.stash.get(_BROKEN, None)
     if broken is not None:
         raise RooflineError(broken)
@@ -39,7 +39,7 @@ def prepare_ops(config: pytest.Config) -> None:
     if not new:
         return
     done.update(i.plugin for i in new)
-    from ..tracing import register_op
+    from ..tracing import register_op  # loaded on use: most suites register no formula
 
     for impl in reversed(new):  # pluggy's order: the last registered first
         where = _where(config, impl.plugin)

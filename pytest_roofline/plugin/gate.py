@@ -22,9 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..atomic import why_not_written
 from ..errors import RooflineError
+from ..report import rules
+from ..report.compare import check_record, compare, index, records_of
 from ..report.defaults import BASELINE_FOLDER, BASELINE_NAME
+from ..report.markdown import STEP_SUMMARY
+from ..report.publish import publish
+from ..text_table import wrap_line
 from .options import pick
+from .state import published_report
 
 if TYPE_CHECKING:
     from ..fields import Record
@@ -89,8 +96,6 @@ def _build_state(config: pytest.Config) -> GateState:
     state = GateState(is_worker=hasattr(config, "workerinput"))
     raw_rules, rules_from_cli = pick(config, "roofline_compare_fail")
     if raw_rules:
-        from ..report import rules
-
         try:
             state.rules = rules.parse_rules(raw_rules)
         except RooflineError as exc:
@@ -160,8 +165,6 @@ def _prepare_compare(config: pytest.Config, state: GateState, name: str,
         state.missing = f"roofline: no baseline to compare against: {exc}"
         state.compare_path = None
         return
-    from ..report.compare import index, records_of
-
     state.base_index = index(records_of(state.base_report))
 
 
@@ -218,23 +221,17 @@ class _Comparer:
 
     def pytest_roofline_result(self, config: pytest.Config, item: pytest.Item, nodeid: str,
                                result: Any, record: Record) -> list[str] | None:
-        from ..report.compare import check_record
-
         messages = check_record(self.state.base_index, record, self.state.rules)
         return [f"regression against baseline {self.state.label}: {m}"
                 for m in messages] or None
 
 
 def _why(exc: OSError, path: str | os.PathLike[str]) -> str:
-    from ..atomic import why_not_written
-
     return why_not_written(exc, path)
 
 
 def _report(config: pytest.Config) -> Report:
     """The run's one report (built once, after ``pytest_roofline_json``)."""
-    from .state import published_report
-
     return published_report(config)
 
 
@@ -247,12 +244,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             or state.github_summary or state.plots):
         return
     report = _report(config)
-    from ..report.publish import publish
-
     comparison = None
     if state.base_report is not None:
-        from ..report.compare import compare
-
         comparison = compare(state.base_report, report, state.rules,
                              base=state.compare_name or "")
     state.comparison = comparison
@@ -296,8 +289,6 @@ def _save(state: GateState, report: Report, exitstatus: int) -> None:
 
 def _note(state: GateState, outcome: Any) -> None:
     """The summary's line on one output of :func:`.report.publish.publish`."""
-    from ..report.markdown import STEP_SUMMARY
-
     what, status, target, why = outcome.what, outcome.status, outcome.target, outcome.why
     if status == "refused":
         state.not_written(f"roofline: cannot draw the plot: {why}")
@@ -330,8 +321,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         lines.append((state.missing, True))
     comparison = state.comparison
     if comparison is not None:
-        from ..report import rules
-
         lines.append((f"compared against baseline {state.label} ({state.compare_path}); "
                       f"checks: {rules.describe(state.rules)}", False))
         regressions = {f"  {r.line}" for r in comparison.regressions}
@@ -349,8 +338,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not lines:
         return
     terminalreporter.write_sep("=", "roofline baseline and reports")
-    from ..text_table import wrap_line
-
     width = config.get_terminal_writer().fullwidth
     for line, red in lines:  # a path longer than a line keeps a line of its own, whole
         for part in wrap_line(line, width, hang=4):

@@ -19,12 +19,13 @@ consumers read.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .options import GATE_OPTIONS, MARKER_HELP, ROOFLINE_OPTIONS, add_options, given
+from .options import GATE_OPTIONS, MARKER_HELP, ROOFLINE_OPTIONS, add_options, given, marker_help
 from .state import SESSION_KEY, get_session, published_report, start_session
 
 if TYPE_CHECKING:
@@ -58,10 +59,6 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("markers", False):  # pytest --markers: wrapped to the terminal
-        import shutil
-
-        from .options import marker_help
-
         config.addinivalue_line("markers", marker_help(shutil.get_terminal_size().columns))
     else:  # one line, as pytest reads it for the marker's name
         config.addinivalue_line("markers", MARKER_HELP)

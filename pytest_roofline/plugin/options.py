@@ -8,6 +8,7 @@ imported only by a session that uses one). The command line beats the ini file.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -52,8 +53,6 @@ def marker_help(width: int) -> str:
     columns: the signature's lines aligned after its parenthesis, the description following
     it and continued 4 in. pytest reads the name from the signature up to its parenthesis,
     as it does from the one-line text."""
-    import textwrap
-
     from ..text_table import wrap_line
 
     prefix = "@pytest.mark."

@@ -8,12 +8,14 @@ afterwards; pint, numpy and yaml are imported when the first roofline test is se
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
+from .chips import prepare_hardware, show_calibration
 from .state import get_session
 
 if TYPE_CHECKING:
@@ -199,8 +201,6 @@ class Runner:
         if cached is None:
             from ..errors import RooflineError
             from ..judging.marker import merge, parse
-            from .chips import prepare_hardware, show_calibration
-
             try:
                 prepare_hardware(item.config, session)
                 settings = session.settings
@@ -426,6 +426,4 @@ def _marks(item: pytest.Item) -> list[pytest.Mark]:
 
 def to_text(record: tuple[str, Fields]) -> str:
     """A record ``(hw, fields)`` as its call report carries it: JSON text."""
-    import json
-
     return json.dumps(record, allow_nan=True)

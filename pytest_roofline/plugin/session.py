@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from ..fields import Record
+from ..report.records import make_report
+from ..text_table import wrap_line
 from .settings import AUTO_SUMMARY_ROWS, Settings
 
 if TYPE_CHECKING:
@@ -175,8 +177,6 @@ class RooflineSession:
             measured_notes,
             summary,
         )
-        from ..text_table import wrap_line
-
         if mode == "failed" or (mode == "auto" and total > AUTO_SUMMARY_ROWS):
             failed = [r for r in self._records if is_failure(r)]
             failed += [record for record in map(_built, self._kept)
@@ -207,8 +207,6 @@ class RooflineSession:
     def report(self) -> Report:
         """A JSON report of the records so far (see :mod:`pytest_roofline.report.records`);
         the run's own is :func:`.state.published_report`."""
-        from ..report.records import make_report
-
         # make_report copies each record: records not built yet are built for the copy
         # alone, so a large run never holds them twice
         return make_report(self._each(), self.settings.to_dict())

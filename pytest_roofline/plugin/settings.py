@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..engine import settings
 from ..errors import RooflineError
 
 SUMMARY_MODES = ("auto", "all", "failed", "none")
@@ -46,8 +47,6 @@ class Settings:
     margin: float = 0.0
 
     def __post_init__(self) -> None:
-        from ..engine import settings
-
         for name in ("flops_per_mac", "derate", "margin"):
             try:
                 settings.check(name, getattr(self, name))
@@ -88,8 +87,6 @@ def split_names(values: Iterable[str]) -> tuple[str, ...]:
 
 def _setting(name: str, value: object, option: str) -> Any:
     """An option's value of an analysis setting (:mod:`pytest_roofline.engine.settings`)."""
-    from ..engine import settings
-
     try:
         return settings.check(name, value, text=True)
     except settings.BadSetting as exc:

@@ -20,6 +20,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnknownHardwareError
+from ..hardware import get_hardware, list_hardware
 
 if TYPE_CHECKING:
     from ..hardware import Hardware
@@ -55,8 +56,6 @@ def chip_of(device: dict[str, Any] | None) -> Hardware:
 
 def as_device(chip: Hardware) -> Hardware:
     """The chip one device of *chip* is: the chip itself, or the spec of one of its dies."""
-    from ..hardware import get_hardware
-
     return get_hardware(chip.die) if chip.device_is == "die" and chip.die else chip
 
 
@@ -69,8 +68,6 @@ def _compute_units(device: dict[str, Any]) -> int | None:
 def _by_units(device: dict[str, Any]) -> Hardware:
     """The one built-in chip (a device of it) with the trace device's compute units and a
     memory within 12% of its size, or a one-line error naming ``--hw``."""
-    from ..hardware import get_hardware, list_hardware
-
     units = _compute_units(device)
     memory = float(device.get("totalGlobalMem") or 0)
     shown = (f"the trace's device {str(device.get('name') or '')!r} "
@@ -93,8 +90,6 @@ def _by_units(device: dict[str, Any]) -> Hardware:
 
 
 def _by_name(name: str, device: dict[str, Any]) -> Hardware:
-    from ..hardware import get_hardware
-
     lowered = name.lower().replace("nvidia ", "").replace("tesla ", "")
     model = re.search(r"\b([a-z]+\d+[a-z]*)\b", lowered)
     if model is None:

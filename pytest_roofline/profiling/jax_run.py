@@ -22,9 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..atomic import why_not_written, write_with
+from ..hardware import Hardware, get_hardware
 from . import jax_trace
 from .model import Profile
 from .rules import ProfileError
+from .xplane import is_xspace
 
 _JAX_HINT = "pip install 'pytest-roofline[jax]'"
 #: ``jax.profiler``'s perfetto export beside an XSpace: ``<host>.trace.json.gz``.
@@ -41,8 +44,6 @@ def kind_of(path: str | os.PathLike[str]) -> str:
     """``"xspace"`` for a ``jax.profiler`` trace directory or XSpace file, ``"perfetto"``
     for ``jax.profiler``'s perfetto JSON, ``"json"`` for anything else (a PyTorch trace is
     JSON)."""
-    from .xplane import is_xspace
-
     where = Path(path)
     if where.is_dir():
         return "xspace"
@@ -118,8 +119,6 @@ def gpu_index() -> int | None:
 
 
 def _hardware(hw: Any) -> Any:
-    from ..hardware import Hardware, get_hardware
-
     return hw if isinstance(hw, Hardware) else get_hardware(hw)
 
 
@@ -173,8 +172,6 @@ def _name(fn: Any) -> str:
 
 
 def _keep(path: Path, target: Path) -> None:
-    from ..atomic import why_not_written, write_with
-
     try:
         write_with(target, lambda tmp: shutil.copyfile(path, tmp))
     except OSError as exc:

@@ -30,8 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..efficiency import spread as spread_of
+from ..engine.analysis import analyze
+from ..hardware import get_hardware
 from . import hlo_pricing
 from .hlo import Instruction, Module, parse_module
+from .join import _likely, _precision
 from .model import KernelRow, Profile, Unpriced, judge_calls, rows_sorted
 from .rules import ProfileError
 from .xplane import Event, Plane, XPlaneError, read_space
@@ -217,10 +221,6 @@ TICK = 1e-9
 def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
           notes: tuple[str, ...] = ()) -> Profile:
     """The :class:`Profile` of *trace* on *chip*, per call of *repeats* runs."""
-    from ..efficiency import spread as spread_of
-    from ..engine.analysis import analyze
-    from .join import _likely, _precision
-
     refuse_if_empty(trace)
     groups: dict[tuple[int, str], _Group] = {}
     unpriced: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -309,8 +309,6 @@ _CHIPS: dict[tuple[str, int, int], tuple[tuple[float, str], ...]] = {
 def chip_of(stats: dict[str, Any] | None) -> Hardware:
     """The built-in chip a device plane's stats describe (vendor, compute capability and
     memory size), or a ProfileError that says to name it with ``--hw`` (``hw=``)."""
-    from ..hardware import get_hardware
-
     if not stats:
         raise ProfileError("the trace names no device (a trace of XLA:CPU): name the chip "
                            "with --hw (hw=), e.g. a spec of the machine that recorded it")

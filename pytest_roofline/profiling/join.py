@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..efficiency import spread as spread_of
+from ..engine.analysis import analyze
+from ..units import si
 from . import capture, copies, pricing
 from .capture import Captured
 from .devices import runs_tf32
@@ -428,8 +430,6 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
     *repeats* (the figures of one run). *launches*: the work of the Triton launches'
     profiler ranges (``triton::<kernel>(<shapes>)``), or why a launch has none; graph
     replays priced by *captures* (:mod:`.capture`) where one matches."""
-    from ..engine.analysis import analyze
-
     joiner = Joiner(trace, chip, launches)
     joiner.run()
     replayed = _replays(joiner, captures)
@@ -554,8 +554,6 @@ def _replay_row(group: _Replay, tick: float, repeats: int) -> KernelRow:
 def _likely(regime: str, nbytes: float, chip: Any, precision: str | None) -> str:
     """The likely cause of a row faster than its bound: a memory-bound call whose bytes fit
     in the chip's on-chip memory ran from there; else its counts are too high."""
-    from ..units import si
-
     levels = [lv for lv in getattr(chip, "onchip", ()) or () if float(lv.capacity) > 0]
     cache = max(levels, key=lambda lv: float(lv.capacity)) if levels else None
     if regime == "memory" and cache is not None and nbytes <= 2 * float(cache.capacity):

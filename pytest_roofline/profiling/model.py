@@ -33,7 +33,9 @@ from ..efficiency import (
     figure,
     percent,
 )
+from ..units import format_time
 from .rules import ProfileError, minimum_for
+from .text import render_profile
 
 __all__ = ["AT_BOUND", "CAUSES", "FASTER", "NO_WORK", "TOLERANCE", "KernelRow", "Profile",
            "Unpriced", "cause_of", "judge_calls", "rows_sorted"]
@@ -282,14 +284,10 @@ class Profile:
 
     def table(self, top: int = 10, width: int = 80) -> str:
         """The report: the rows that lose the most time, then what was not priced."""
-        from .text import render_profile
-
         return render_profile(self.to_dict(top), top=top, width=width)
 
 
 def _us(seconds: float) -> str:
-    from ..units import format_time
-
     return str(format_time(seconds))
 
 

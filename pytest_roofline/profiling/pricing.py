@@ -42,7 +42,8 @@ import ast
 from typing import Any
 
 from .. import dtypes
-from ..engine.workload import Workload
+from ..engine.workload import Kernel, Workload
+from ..tracing import TraceError, Tracer
 
 #: The profiler's names of tensor dtypes -> torch attribute names.
 DTYPES = {
@@ -113,8 +114,6 @@ ONE_GRADIENT = ("the gradients an old convolution backward op computed are not r
 def memory_only(workload: Workload) -> Workload:
     """*workload* bounded by its memory alone: its bytes, no FLOPs (a kernel that runs an
     algorithm with fewer multiplies than the formula counts, Winograd or FFT)."""
-    from ..engine.workload import Kernel
-
     kernels = [Kernel(k.name, 0.0, k.bytes, unit="vector", dtype=k.dtype, count=k.count)
                for k in workload.kernels]
     return Workload(kernels, name=workload.name)
@@ -184,8 +183,6 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
 def _trace(op: Any, args: list[Any], kwargs: dict[str, Any], name: str,
            dtype: str | None) -> Workload | str:
     """The op's Workload under the public Tracer (the only call into tracing)."""
-    from ..tracing import TraceError, Tracer
-
     call = _PUBLIC.get(name)
     run = op if call is None else _public(call)
     try:

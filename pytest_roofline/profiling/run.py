@@ -22,11 +22,22 @@ A JAX call (a jitted function, JAX arrays among the arguments) and a ``jax.profi
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..atomic import why_not_written, write_with
+from ..engine.analysis import analyze
+from ..errors import WorkloadError
+from ..hardware import Hardware, foreign_to_this_machine, get_hardware
+from ..measuring.cuda_timing import cuda_index
+from ..ops._common import size
+from . import jax_run, trace_file
+from .capture import Captured, note_of, paths_of
+from .devices import chip_of
+from .join import Joiner, build
 from .model import Profile
 from .rules import ProfileError
 
@@ -45,9 +56,6 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
     1 GiB), its CUDA/HIP graph replays priced from the traces of their *capture* (a file or
     a folder of them, :mod:`.capture`) where given; or of a ``jax.profiler`` trace (its
     directory or ``.xplane.pb``: :mod:`.jax_run`)."""
-    from . import jax_run, trace_file
-    from .join import build
-
     if max_bytes is None:
         max_bytes = trace_file.MAX_BYTES
     elif isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
@@ -70,8 +78,6 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
                 trace.steps.items(), key=lambda item: (-item[1], item[0]))[:6]),)
     captures: tuple[Any, ...] = ()
     if capture is not None:
-        from .capture import note_of
-
         captures = read_captures(capture, chip)
         notes += (note_of(captures),)
     with trace_file.paused_gc():
@@ -80,9 +86,6 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
 
 
 def _chip(hw: Any, trace: Any) -> Any:
-    from ..hardware import Hardware, get_hardware
-    from .devices import chip_of
-
     if not trace.on_device and trace.accelerator:
         # priced as a CPU trace, its host ops' times would stand for the device's work
         raise ProfileError(f"an {trace.accelerator} accelerator trace, not a CPU trace: the "
@@ -113,9 +116,6 @@ class Profiler:
 
     def __init__(self, *, hw: Any = None, warmup: int = 1, repeats: int = 5,
                  trace_to: str | os.PathLike[str] | None = None) -> None:
-        from ..errors import WorkloadError
-        from ..ops._common import size
-
         for name, value, low in (("warmup", warmup, 0), ("repeats", repeats, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ProfileError(f"Profiler: {name}={value!r} must be a whole number >= "
@@ -137,8 +137,6 @@ class Profiler:
         if not callable(fn):
             raise ProfileError(f"profile(fn, *args): fn must be callable, got "
                                f"{type(fn).__name__}")
-        from . import jax_run
-
         if jax_run.is_jax_call(fn, args, kwargs):
             return self._jax(fn, args, kwargs)
         try:
@@ -174,9 +172,6 @@ class Profiler:
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "trace.json")
             prof.export_chrome_trace(path)
-            from . import trace_file
-            from .join import build
-
             if not os.path.isfile(path):  # never the temporary file's name: torch's failure
                 raise ProfileError("torch.profiler wrote no trace of the profiled calls "
                                    "(its export_chrome_trace() left no file): nothing to "
@@ -202,8 +197,6 @@ class Profiler:
              kwargs: dict[str, Any]) -> Profile:
         """A JAX call, under jax.profiler (:mod:`.jax_run`), on this machine's CPU unless
         *hw* names a chip this machine holds."""
-        from . import jax_run
-
         if self.trace_to is not None and not self.trace_to.name.endswith(".xplane.pb"):
             raise ProfileError(f"Profiler: trace_to={str(self.trace_to)!r} must end in "
                                f".xplane.pb for a JAX call (jax.profiler writes an XSpace)")
@@ -212,8 +205,6 @@ class Profiler:
                                     trace_to=self.trace_to)
 
     def _chip(self, cuda: int | None) -> Any:
-        from ..hardware import Hardware, foreign_to_this_machine, get_hardware
-
         hw = self.hw
         if hw is None:
             hw = "host" if cuda is None else f"cuda:{cuda}"
@@ -227,10 +218,6 @@ class Profiler:
 def _keep(path: str, target: Path) -> None:
     """Copy the exported trace to *target*, gzip-compressed when it ends in ``.gz``."""
     import gzip
-    import shutil
-
-    from ..atomic import why_not_written, write_with
-
     def write(tmp: str) -> None:
         with open(path, "rb") as src, (gzip.open(tmp, "wb") if target.suffix == ".gz"
                                        else open(tmp, "wb")) as dst:
@@ -245,8 +232,6 @@ def _keep(path: str, target: Path) -> None:
 
 def _on_cuda(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
     """The CUDA device index of the first tensor argument on a GPU (None: all on CPU)."""
-    from ..measuring.cuda_timing import cuda_index
-
     return cuda_index(args, kwargs)
 
 
@@ -261,11 +246,6 @@ def profile(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Profile:
 
 def read_captures(capture: str | os.PathLike[str], chip: Any) -> tuple[Any, ...]:
     """Each capture trace of *capture* priced on *chip*."""
-    from ..engine.analysis import analyze
-    from . import trace_file
-    from .capture import Captured, paths_of
-    from .join import Joiner
-
     out = []
     for path in paths_of(capture):
         with trace_file.paused_gc():

@@ -8,6 +8,7 @@ its continuation lines indented, never cut.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,8 +39,6 @@ def percent(row: Mapping[str, Any]) -> str:
 
 def wrap_words(text: str, width: int) -> list[str]:
     """*text* in lines of at most *width* columns, continuations indented."""
-    import textwrap
-
     return textwrap.wrap(text, width=width, subsequent_indent="    ") or [""]
 
 

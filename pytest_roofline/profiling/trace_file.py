@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import gzip
+import io
 import json
 import math
 import os
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import RooflineError
+from ..errors import RooflineError, brief
 
 #: Categories of CPU ops, of launches on the host, and of work on the device.
 OP_CATEGORIES = frozenset({"cpu_op", "operator", "Operator"})
@@ -213,7 +214,6 @@ def load(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> dict[str, 
 def _inflate(raw: bytes, name: str, max_bytes: int, limit: str) -> bytes:
     """The gzip data *raw* inflated, refused once past *max_bytes* (a gzip bomb is never
     inflated whole)."""
-    import io
     import zlib
 
     try:
@@ -266,8 +266,6 @@ class _Event:
         self.path, self.index, self.event = path, index, event
 
     def fail(self, key: str, value: Any, allowed: str) -> TraceFileError:
-        from ..errors import brief
-
         name = self.event.get("name")
         what = f" ({brief(name, 40)})" if isinstance(name, str) else ""
         return TraceFileError(f"trace file {self.path!r}: event {self.index}{what} has "
@@ -490,8 +488,6 @@ def _device(properties: Any, path: str) -> dict[str, Any] | None:
             properties[0], dict):
         return None
     device = properties[0]
-    from ..errors import brief
-
     for key, check, allowed in (("name", lambda v: isinstance(v, str), "a string"),
                                 ("totalGlobalMem", lambda v: type(v) in _NUMBERS and
                                  math.isfinite(float(v)) and v >= 0, "a number of bytes")):

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 
 from ..fields import Record
-from ..text_table import wrap_line
+from ..text_table import cut_middle, wrap_line
 from ..units import si
 from .compare import Comparison
 from .plot import Chart, bounds, charts
@@ -42,8 +42,6 @@ def _legend_line(letter: str, name: str, regime: str, intensity: str, verdict: s
                  limit: int) -> list[str]:
     """A legend entry in at most *limit* columns: the name shortened in the middle first
     (to 16 characters), then the verdict on a line of its own below."""
-    from ..text_table import cut_middle, wrap_line
-
     fixed = f"  {letter}  " + " " + f"{regime:<8} {intensity:>9} FLOP/B"
     room = max(16, min(32, limit - len(fixed)))
     head = f"  {letter}  {cut_middle(name, room):<{room}} {regime:<8} {intensity:>9} FLOP/B"

@@ -15,6 +15,7 @@ the regime (always), the memory fit (always), then each rule given.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,9 +23,12 @@ from typing import Any, Literal
 from ..engine.regimes import REGIMES
 from ..errors import BaselineError
 from ..fields import Record, RecordKey
+from ..text_table import render
+from ..units import format_time, si
 from . import records as records_mod
 from .records import Report
-from .rules import Rule, format_number, parse_rules
+from .rules import METRICS, Rule, format_number, parse_rules
+from .table import natural
 
 Key = tuple[str, str, str]
 
@@ -106,8 +110,6 @@ def _number(record: Record, name: RecordKey) -> float | None:
 
 
 def _bytes(value: float | None) -> str:
-    from ..units import si
-
     return "unknown" if value is None else si(value, "B", digits=4)
 
 
@@ -349,8 +351,6 @@ def rows(comparison: Comparison,
                                                                    Record | None, str]]:
     """Every result: ``(key, baseline record, new record, status)``, regressions first, then
     changed, unchanged, new and vanished ones (*vanished*: the baseline's records by key)."""
-    from .table import natural
-
     order = {"REGRESSED": 0, "changed": 1, "same": 2}
     compared = sorted(((k, b, n, _status(comparison, k)) for k, b, n in comparison.pairs),
                       key=lambda row: (order[row[3]], natural(row[0][0]), row[0][1:]))
@@ -374,10 +374,6 @@ def side_by_side(comparison: Comparison, base_report: Any, new_report: Any,
     id a line of its own; the chip and the old and new values of a judged figure always
     stay.
     """
-    from ..text_table import render
-    from ..units import format_time
-    from .rules import METRICS
-
     old_index = index(records_of(base_report))
     new_index = index(records_of(new_report))
     judged = [r.metric for r in comparison.rules]
@@ -425,8 +421,6 @@ def to_csv(comparison: Comparison, base_report: Any, new_report: Any) -> str:
     """Every result old against new as CSV: figures in SI units, relative changes as
     fractions (0.1 = +10%), empty cells where a side has no value."""
     import csv
-    import io
-
     old_index = index(records_of(base_report))
     new_index = index(records_of(new_report))
     buffer = io.StringIO()

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import fields as F
 from ..fields import Record
+from ..units import format_time
 
 #: Kernels shown per profiled test in the summary and Markdown.
 TOP = 5
@@ -36,11 +37,11 @@ def _head(nodeid: str, profile: Mapping[str, Any]) -> str:
 def summary_lines(records: Iterable[Record], *, width: int | None = None,
                   top: int = TOP) -> list[str]:
     """The kernels losing the most time (measured - bound) of each profiled test."""
-    from ..profiling.text import rows_table
-
     profiled = _profiled(records)
     if not profiled:
         return []
+    from ..profiling.text import rows_table  # loaded when a test was profiled
+
     cols = width or 80
     lines = ["Profiled kernels losing the most time (measured - bound):"]
     for nodeid, profile in profiled:
@@ -63,12 +64,10 @@ def summary_lines(records: Iterable[Record], *, width: int | None = None,
 
 def markdown_lines(records: Iterable[Record], *, top: int = TOP) -> list[str]:
     """The same as a Markdown section: one table per profiled test."""
-    from ..units import format_time
-
     profiled = _profiled(records)
     if not profiled:
         return []
-    from ..profiling.text import percent
+    from ..profiling.text import percent  # loaded when a test was profiled
 
     lines = ["", "### Profiled kernels", ""]
     for nodeid, profile in profiled:

@@ -13,18 +13,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..atomic import ENCODING_ERRORS, write_text
 from ..fields import Record
+from . import table
 from .compare import Comparison, Key, index, records_of, where
+from .kernels import markdown_lines
 from .records import Report
 from .rules import METRICS, format_number
-from .table import FORMATS, MEASURED_COLUMNS, has_measured, natural
+from .table import Column, has_measured, natural
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 _STATUS = {"passed": "ok", "failed": "**FAIL**", "error": "**ERROR**", "report": "report"}
-_FIGURES = ("FLOPs", "bytes", "FLOP/B", "ridge", "regime", "time", "expected")
-#: Column headers: the intensity shown is the DRAM intensity on the chip, after on-chip reuse
-_HEADERS = {"FLOP/B": "DRAM FLOP/B"}
-_COLUMNS = ("", "test", "chip", "dtype", *(_HEADERS.get(f, f) for f in _FIGURES))
 INTENSITY_NOTE = ("DRAM FLOP/B: FLOPs over the DRAM traffic on each chip, after its on-chip "
                   "memory keeps the handoffs it can hold (`dram_intensity` in the JSON "
                   "report); `workload_intensity` is over all tensor traffic, the same on "
@@ -44,14 +43,21 @@ def code(text: object) -> str:
     return f"{fence}{pad}{value}{pad}{fence}"
 
 
-def _row(key: Key, record: Record, regressed: bool) -> str:
+def _columns(measured: bool) -> tuple[Column, ...]:
+    """The results table's columns after the status and the test id: the terminal
+    summary's (read at each call), with the measured ones when a record was measured."""
+    return (*table.COLUMNS, *(table.MEASURED_COLUMNS if measured else ()))
+
+
+def _row(key: Key, record: Record, regressed: bool,
+         columns: Sequence[Column]) -> str:
     outcome = str(record.get("outcome", ""))
     status = _STATUS.get(outcome, cell(outcome))
     if regressed:
         status = f"{status}, **REGRESSED**" if outcome in ("failed", "error") else "**REGRESSED**"
-    # the figures and the expectation label exactly as the terminal summary shows them
-    figures = [cell(FORMATS[name](record)) for name in _FIGURES]
-    cells = [status, code(cell(key[0])), cell(key[1]), cell(key[2]), *figures]
+    # the figures and the expectation label exactly as the terminal summary shows them,
+    # unless a column has a Markdown formatter of its own
+    cells = [status, code(cell(key[0])), *(cell(c.cell_in_markdown(record)) for c in columns)]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -121,20 +127,16 @@ def render(report: Report | Sequence[Record],
 
     lines += ["### Results", ""]
     if items:
-        measured = has_measured([r for _, r in items])
-        extra = _MEASURED if measured else ()
-        lines += ["| " + " | ".join((*_COLUMNS, *extra)) + " |",
-                  "|" + "---|" * (len(_COLUMNS) + len(extra))]
+        columns = _columns(has_measured([r for _, r in items]))
+        headers = ("", "test", *(c.header_in_markdown for c in columns))
+        lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         ordered = sorted(items, key=lambda item: _rank(item, regressed))
         shown = ordered if max_rows is None else ordered[:max_rows]
-        lines += [_row(k, r, k in regressed) + (_measured_cells(r) if measured else "")
-                  for k, r in shown]
+        lines += [_row(k, r, k in regressed, columns) for k, r in shown]
         if len(shown) < len(ordered):
             lines += ["", f"... and {len(ordered) - len(shown)} more results (all passed or "
                           f"report-only; see the JSON report)."]
         lines += ["", INTENSITY_NOTE]
-        from .kernels import markdown_lines
-
         lines += markdown_lines(r for _, r in shown)
     else:
         lines.append("No roofline results.")
@@ -152,16 +154,8 @@ def render(report: Report | Sequence[Record],
     return "\n".join(lines)
 
 
-_MEASURED = ("measured", "% of roof", "MFU")
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
-
-
-def _measured_cells(record: Record) -> str:
-    """The measured time and the % of the roof, as cells appended to a result row."""
-    return " " + " | ".join(cell(column.cell(record)) for column in MEASURED_COLUMNS) + " |"
 
 
 def _value(rule: str, value: Any) -> str:
@@ -176,8 +170,6 @@ def _value(rule: str, value: Any) -> str:
 
 def write(path: str | os.PathLike[str], text: str) -> Path:
     """Write *text* to *path* (folders created), atomically."""
-    from ..atomic import write_text
-
     return write_text(path, text)
 
 
@@ -189,8 +181,6 @@ def append_step_summary(text: str, path: str | os.PathLike[str] | None = None) -
     target = path if path is not None else os.environ.get(STEP_SUMMARY)
     if not target:
         return None
-    from ..atomic import ENCODING_ERRORS
-
     with open(target, "a", encoding="utf-8", errors=ENCODING_ERRORS) as handle:
         handle.write(text if text.endswith("\n") else text + "\n")
         handle.write("\n")

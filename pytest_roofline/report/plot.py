@@ -34,8 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_with
 from ..errors import RooflineError
 from ..fields import Record, RecordKey
+from ..hardware import get_hardware, is_dynamic
+from ..units import si
 from .compare import Comparison, Key, index, records_of
 from .records import Report
 
@@ -142,8 +145,6 @@ def roof_name(record: Record) -> str:
 
 def _catalog_roofs(hw: str, scale: float, derate: float,
                    names: set[str]) -> tuple[float, dict[str, float]] | None:
-    from ..hardware import get_hardware, is_dynamic
-
     if is_dynamic(hw):  # a calibration: this machine's may not be the report's; use its records
         return None
     try:
@@ -335,8 +336,6 @@ def _draw(ax: Any, chart: Chart) -> None:
     """The roofs and the points (each with its number); labels are placed by _number_points
     once the layout is final."""
     import numpy as np
-
-    from ..units import si
 
     (x_lo, x_hi), (y_lo, y_hi) = bounds(chart)
     xs = np.logspace(x_lo, x_hi, 512)
@@ -559,8 +558,6 @@ def write(report: Report | Sequence[Record],
           path: str | os.PathLike[str], comparison: Comparison | None = None, *,
           title: str | None = None) -> Path:
     """Draw *report* and write it to *path* (.png, .svg or .pdf), atomically."""
-    from ..atomic import write_with
-
     target = check_path(path)
     fig = figure(report, comparison, title=title)
     return write_with(target, lambda tmp: fig.savefig(tmp, format=target.suffix.lower()[1:],

@@ -14,7 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..atomic import why_not_written
 from ..errors import RooflineError
+from . import markdown
+from .compare import compare
 
 if TYPE_CHECKING:
     from .records import Report
@@ -55,16 +58,10 @@ def publish(report: Report, *, base: Report | None = None,
             ) -> Publication:
     """Compare *report* with *base* (or take *comparison*), then write the Markdown file
     *md*, append the job summary when *github_summary*, and draw each chart of *plots*."""
-    from ..atomic import why_not_written
-
     if comparison is None and base is not None:
-        from .compare import compare
-
         comparison = compare(base, report, tuple(rules), base=base_name)
     done = Publication(comparison)
     if md is not None or github_summary:
-        from . import markdown
-
         text = markdown.render(report, comparison)
         if md is not None:
             try:
@@ -89,8 +86,7 @@ def publish(report: Report, *, base: Report | None = None,
 
 def _plot(report: Report, target: str | os.PathLike[str], comparison: Any,
           title: str | None) -> Outcome:
-    from ..atomic import why_not_written
-    from . import plot
+    from . import plot  # the chart's module, loaded when a chart is asked for
 
     if not report["results"]:
         return Outcome("plot", EMPTY, str(target))

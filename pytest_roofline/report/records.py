@@ -75,6 +75,8 @@ from ..fields import (
     UNPRICED_REQUIRED,
     Record,
 )
+from ..specfiles import check_shape, is_file, read_text
+from ..version import __version__
 
 if TYPE_CHECKING:
     from ..engine.analysis import Result
@@ -128,8 +130,6 @@ def key(record: Record) -> tuple[str, str, str]:
 
 def make_report(records: Iterable[Record],
                 settings: Mapping[str, Any] | None = None) -> Report:
-    from ..version import __version__
-
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -169,8 +169,6 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     Infinity anywhere, or whose records lack a field or hold one of the wrong type, is a
     :class:`BaselineError` naming the file, never a traceback or a figure read as ``nan``.
     """
-    from ..specfiles import check_shape, is_file, read_text
-
     source = Path(path)
     if not is_file(source):
         raise BaselineError(f"{source}: no such roofline report or baseline file")
@@ -220,8 +218,6 @@ def record_problem(record: object) -> str:
 
     One pass over the record's fields; a field a hook added is free-form, but nested no
     deeper than a spec may be."""
-    from ..specfiles import check_shape
-
     if not isinstance(record, dict):
         return "is not a record"
     required = UNPRICED_REQUIRED if record.get("outcome") in UNPRICED else REQUIRED

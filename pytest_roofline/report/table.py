@@ -23,13 +23,19 @@ class Column:
     """One column of the summary: its *header*, how a record's *cell* reads, its alignment
     (*align*: ``l`` or ``r``), and how it gives way on a narrow terminal: *drop* (the n-th
     column left out to fit, 1 first; None: never left out) and *squeeze* (abbreviated, its
-    cells cut at the end, before test ids take a line of their own)."""
+    cells cut at the end, before test ids take a line of their own).
+
+    The Markdown report's results table shows the same columns: *markdown_header* and
+    *markdown_cell* are its header and cell where they differ from the terminal's (None:
+    the same)."""
 
     header: str
     cell: Callable[[Record], str]
     align: str = "l"
     drop: int | None = None
     squeeze: bool = False
+    markdown_header: str | None = None
+    markdown_cell: Callable[[Record], str] | None = None
 
     def __post_init__(self) -> None:
         if self.align not in ("l", "r"):
@@ -37,6 +43,18 @@ class Column:
         if self.drop is not None and (type(self.drop) is not int or self.drop < 1):
             raise ValueError(f"column {self.header!r}: drop {self.drop!r} is not None or an "
                              f"integer >= 1")
+        if self.markdown_header is not None and not self.markdown_header.strip():
+            raise ValueError(f"column {self.header!r}: markdown_header "
+                             f"{self.markdown_header!r} is not None or a non-blank header")
+
+    @property
+    def header_in_markdown(self) -> str:
+        """The column's header in the Markdown report."""
+        return self.header if self.markdown_header is None else self.markdown_header
+
+    def cell_in_markdown(self, record: Record) -> str:
+        """A record's cell in the Markdown report (before escaping for a table)."""
+        return (self.cell if self.markdown_cell is None else self.markdown_cell)(record)
 
 
 VERDICTS = {"passed": "ok", "failed": "FAIL", "report": "-", "error": "ERROR",
@@ -59,15 +77,18 @@ def _time(record: Record) -> str:
     return units.format_time(float(value)) if isinstance(value, (int, float)) else "?"
 
 
-#: The summary's columns between the test id and the verdict, in their order. On a narrow
-#: terminal the ridge, FLOPs, bytes, precision and FLOP/B columns are left out (in that
-#: order) and the expectation is abbreviated.
+#: The summary's columns between the test id and the verdict, in their order; the Markdown
+#: report's results table shows the same ones (between the status and test id, and the
+#: end). On a narrow terminal the ridge, FLOPs, bytes, precision and FLOP/B columns are
+#: left out (in that order) and the expectation is abbreviated. The intensity shown is the
+#: DRAM intensity on the chip, after on-chip reuse, which the Markdown header says.
 COLUMNS: tuple[Column, ...] = (
-    Column("hw", lambda r: str(r.get("hw", "?"))),
+    Column("hw", lambda r: str(r.get("hw", "?")), markdown_header="chip"),
     Column("dtype", lambda r: str(r.get("dtype", "?")), drop=4),
     Column("FLOPs", lambda r: _figure(r, "flops", ""), align="r", drop=2),
     Column("bytes", lambda r: _figure(r, "bytes", "B"), align="r", drop=3),
-    Column("FLOP/B", lambda r: _intensity(r.get("intensity")), align="r", drop=5),
+    Column("FLOP/B", lambda r: _intensity(r.get("intensity")), align="r", drop=5,
+           markdown_header="DRAM FLOP/B"),
     Column("ridge", lambda r: _intensity(r.get("ridge")), align="r", drop=1),
     Column("regime", lambda r: str(r.get("regime", "?"))),
     Column("time", _time, align="r"),
@@ -206,7 +227,9 @@ def _mfu(record: Record) -> str:
 #: The columns added to the summary when a record carries a measured time: the time, the
 #: fraction of the roof, and MFU (model matrix FLOPs over time and matrix peak).
 MEASURED_COLUMNS: tuple[Column, ...] = (Column("measured", _measured),
-                                        Column("% roof", percent_of_roof), Column("MFU", _mfu))
+                                        Column("% roof", percent_of_roof,
+                                               markdown_header="% of roof"),
+                                        Column("MFU", _mfu))
 
 
 def has_measured(records: Sequence[Record]) -> bool:

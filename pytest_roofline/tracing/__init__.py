@@ -28,9 +28,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .. import dtypes
-from ..engine.workload import Kernel, Workload
+from ..engine.overlap import OVERLAP, overlapped
+from ..engine.workload import Kernel, Workload, describe_unknown
 from ..errors import WorkloadError
+from . import registry
 from ._base import Recording, TraceError, detect
+from ._mesh import MeshError, links_option
+from .registry import scoped
 
 __all__ = ["FRAMEWORKS", "FUSION", "Recording", "TraceError", "Tracer", "register_op",
            "require", "trace", "unregister_op", "untraced"]
@@ -46,15 +50,11 @@ _DEFAULT_FUSION = {"torch": "none", "jax": "epilogue"}
 def register_op(name: str, formula: Any = None) -> Any:
     """Give the traced op *name* a formula (see :mod:`.registry`); a decorator without
     *formula*."""
-    from . import registry
-
     return registry.register_op(name, formula)
 
 
 def unregister_op(name: str) -> None:
     """Forget the formula registered for *name*."""
-    from . import registry
-
     registry.unregister_op(name)
 
 
@@ -127,14 +127,10 @@ class Tracer:
                              f"{', '.join(map(repr, FRAMEWORKS))}")
         if name is not None and not isinstance(name, str):
             raise TraceError(f"Tracer: name={name!r} must be a string")
-        from ._mesh import MeshError, links_option
-
         try:
             self.links = links_option(links)
         except MeshError as exc:
             raise TraceError(f"Tracer: {exc}") from None
-        from ..engine.overlap import OVERLAP
-
         if not isinstance(overlap, str) or overlap not in OVERLAP:
             raise TraceError(f"Tracer: overlap={overlap!r} is not allowed; allowed: "
                              f"{', '.join(map(repr, OVERLAP))}")
@@ -142,8 +138,6 @@ class Tracer:
         if not isinstance(strict, bool):
             raise TraceError(f"Tracer: strict={strict!r} must be True or False")
         self.strict = strict
-        from .registry import scoped
-
         self.formulas = scoped(formulas)
         self.dtype: str | None = dtype
         self.fusion = fusion
@@ -163,8 +157,6 @@ class Tracer:
         framework = self.framework or detect(fn, args, kwargs)
         require(framework)
         fusion = self.fusion or _DEFAULT_FUSION[framework]
-        from ._mesh import MeshError
-
         try:
             recording = self._record(fn, args, kwargs, framework, fusion)
         except MeshError as exc:
@@ -214,8 +206,6 @@ class Tracer:
         traced = workload(list(recording.kernels), footprint=recording.footprint, name=name,
                           unknown=unknown, assumed=dict(recording.assumed))
         if self.overlap == "full":
-            from ..engine.overlap import overlapped
-
             try:
                 return overlapped(traced)
             except WorkloadError as exc:
@@ -227,8 +217,6 @@ def refuse_unknown(unknown: dict[str, int], name: str) -> None:
     """Under ``strict``: a TraceError naming the ops without a formula, and how to give one."""
     if not unknown:
         return
-    from ..engine.workload import describe_unknown
-
     first = next(iter(sorted(unknown)))
     raise TraceError(f"{name}: {describe_unknown(unknown)}; strict tracing counts no op as "
                      f"0 FLOPs: give each a formula, pytest_roofline.register_op({first!r}, "

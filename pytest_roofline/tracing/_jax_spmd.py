@@ -32,6 +32,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .. import dtypes
 from ..engine.workload import Kernel
 from ..ops import _family as R
 from . import _kernels as K
@@ -65,8 +66,6 @@ _IOTA = re.compile(r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?
 def _width(hlo_type: str, default: float | None = 4) -> float | None:
     """Bytes per element of an HLO element type (``f32``, ``bf16``, ``s8``, ``pred``), from
     the one rule of widths (``dtypes.element_bytes``); *default* for a type it does not know."""
-    from .. import dtypes
-
     try:
         return dtypes.element_bytes(hlo_type)
     except (LookupError, ValueError):

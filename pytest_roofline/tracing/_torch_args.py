@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from . import _kernels as K
+from ._torch_compat import written_keywords
 
 
 def tensors(value: object) -> Iterable[torch.Tensor]:
@@ -27,8 +28,6 @@ def operands(args: tuple[Any, ...], kwargs: dict[str, Any],
     out: the op writes it (it is among the op's outputs), it never reads it."""
     found = list(tensors(args))
     if kwargs:
-        from ._torch_compat import written_keywords
-
         written = written_keywords(func) if func is not None else set()
         found += tensors([v for k, v in kwargs.items() if k not in written])
     return found

@@ -30,6 +30,7 @@ on the mesh's integer tensor and what is derived from it (:class:`DTensors` trac
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -121,8 +122,6 @@ def _inplace(name: str, op: str, args: tuple[Any, ...],
 
 def dtensor_type() -> Any:
     """DTensor's class when ``torch.distributed.tensor`` is loaded (else None: no import)."""
-    import sys
-
     module = sys.modules.get("torch.distributed.tensor")
     return getattr(module, "DTensor", None)
 

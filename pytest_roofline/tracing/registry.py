@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from ..engine.workload import Kernel, Workload
 from ._base import TraceError
+from ._formula_check import call
 
 __all__ = [
     "BUILTIN",
@@ -213,8 +214,6 @@ def apply(name: str, formula: Formula, where: str, args: Iterable[Any],
     the unknown ops of a Workload it returns. With *nbytes* (the bytes the call moves, as the
     tracer knows them), the formula may return a number: its FLOPs alone, one kernel priced
     at the matrix peak (the faster roof: the time stays a lower bound)."""
-    from ._formula_check import call
-
     result = call(name, formula, args, kwargs, numbers=nbytes is not None)
     label = f"{where}.{name}" if where else name
     if isinstance(result, float):

@@ -9,11 +9,13 @@ from typing import Any
 
 from ... import dtypes
 from ...engine import fusion as _fusion
+from ...engine.overlap import overlapped
 from ...engine.workload import Kernel, Knob, Number, Workload, is_array
 from ...errors import WorkloadError
 from ...ops._common import show, size, sweep_size
 from ...ops._family import ADAM_FLOPS, adam_step_bytes
 from ...ops.vector import softmax_kernel
+from .. import training as T
 from .footprint import Footprints
 from .graph import KernelGraph, Linear, attention_dims, materialize, rename, with_backward
 from .options import Group, PhaseOptions, Plan, expert_parallel_plan, plan_for
@@ -223,8 +225,6 @@ class Transformer(Footprints, KernelGraph):
         workload = self._workload(kernels, footprint.total, name, b, build,
                                   hint=footprint.hint())
         if par.overlap == "full":
-            from ...engine.overlap import overlapped
-
             workload = overlapped(workload)
         return workload
 
@@ -241,8 +241,6 @@ class Transformer(Footprints, KernelGraph):
         pp), and the once-a-step kernels (``rest``: the optimizer update, data-parallel and
         pipeline communication). A planner varies the microbatch count by rescaling
         ``stage`` alone, without reading kernel names."""
-        from .. import training as T
-
         b = sweep_size(batch, "train_step: batch")
         s = size(seq, "train_step: seq")
         par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
@@ -284,8 +282,6 @@ class Transformer(Footprints, KernelGraph):
         """Per-chip bytes of :meth:`train_step` with the same settings: a
         :class:`~pytest_roofline.models.training.TrainingFootprint` (weights, gradients,
         optimizer states, activations; ``total``, ``describe()``, ``hint()``)."""
-        from .. import training as T
-
         b = sweep_size(batch, "train_footprint: batch")
         s = size(seq, "train_footprint: seq")
         par = T.Parallelism.of(dp=dp, zero=zero, pp=pp, microbatches=microbatches,
@@ -316,8 +312,6 @@ class Transformer(Footprints, KernelGraph):
         return plan
 
     def _train_footprint(self, plan: Plan, par: Any, local: Number, seq: int) -> Any:
-        from .. import training as T
-
         c = self.config
         per_chip = self._params_per_chip(plan)
         layer = self._linear_params_per_chip(plan) / c.layers
@@ -375,8 +369,6 @@ def _overlap(workload: Workload, options: PhaseOptions) -> Workload:
     """``overlap=`` of a phase (see :mod:`pytest_roofline.engine.overlap`): checked in *options*."""
     if options.overlap == "none":
         return workload
-    from ...engine.overlap import overlapped
-
     return overlapped(workload)
 
 
