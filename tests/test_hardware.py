@@ -440,3 +440,18 @@ def test_the_check_of_this_machine_is_registered_by_the_measuring_package(
     monkeypatch.setattr(resolvers, "MEASURABLE", [])
     reason = resolvers.foreign_to_this_machine(h100)
     assert reason is not None and "pytest_roofline.measuring" in reason
+
+
+def test_a_kept_peak_is_never_an_older_chips() -> None:
+    """peak_key keeps its answers per chip: a copy with other peaks (``replace``) answers
+    from its own figures, and a refused precision is refused again (never kept as an
+    answer)."""
+    h100 = get_hardware("h100")
+    label, peak = h100.peak_key("bf16")
+    assert (label, peak) == h100.peak_key("bf16") == ("matrix:bf16", h100.matrix["bf16"])
+    halved = h100.replace(matrix={k: v / 2 for k, v in h100.matrix.items()})
+    assert halved.peak_key("bf16") == ("matrix:bf16", peak / 2)
+    assert h100.peak_key("bf16") == (label, peak)
+    for _ in range(2):
+        with pytest.raises(UnsupportedPrecisionError):
+            get_hardware("tpu-v5e").peak_key("fp16")

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from .. import fields
 from ..errors import RooflineError, WorkloadError, brief
 from ..hardware import Hardware, get_hardware
-from .analysis import REGIMES, _latency_notes, analyze, divide, program
+from .analysis import analyze
+from .bounds import divide, latency_notes, program
+from .regimes import REGIMES
 from .settings import check_analysis, check_names
 from .workload import Workload, intensity
 
@@ -143,7 +145,7 @@ def sweep(
         capacity=capacity, fits=fits,
         shares={name: arr(value) for name, value in p.shares.items()},
         flops_per_mac=flops_per_mac, derate=float(derate), peak_label=p.ridge_label,
-        notes=_latency_notes(workload.kernels, chip))
+        notes=latency_notes(workload.kernels, chip))
 
 
 def crossover(

@@ -122,6 +122,9 @@ class Hardware:
     compute_units: int | None = None
     device_is: str = "module"
     die: str | None = None
+    #: The peaks :meth:`peak_key` has answered, by its arguments (a copy starts empty)
+    _peaks: dict[tuple[object, str, bool], tuple[str, float]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         where = f"hardware {self.name!r}"
@@ -237,6 +240,19 @@ class Hardware:
 
     def peak_key(self, dtype: str | None = None, unit: str = "matrix",
                  sparse: bool = False) -> tuple[str, float]:
+        """``(label, FLOP/s)`` where *label* says which peak was used, e.g. ``"vector:fp32"``
+        (see :meth:`_find_peak`). A chip is frozen, so each answer is kept: the analysis
+        asks for the same few peaks at every call."""
+        key = (dtype, unit, sparse)
+        try:
+            return self._peaks[key]
+        except (KeyError, TypeError):  # not asked yet, or an argument no dict can key
+            found = self._find_peak(dtype, unit, sparse)
+        if type(dtype) is str or dtype is None:
+            self._peaks[key] = found
+        return found
+
+    def _find_peak(self, dtype: str | None, unit: str, sparse: bool) -> tuple[str, float]:
         """``(label, FLOP/s)`` where *label* says which peak was used, e.g. ``"vector:fp32"``.
 
         Vector work in a precision of 8 bits or fewer (fp8, int8, fp4 programs) runs at the
