@@ -15,8 +15,10 @@ dict at run time (nothing is checked or copied); the reader of files
 numbers (one per point of the sweep) or a number where it does not vary.
 """
 
-from __future__ import annotations
 
+# No ``from __future__ import annotations`` here: the TypedDicts' annotations are evaluated
+# once as types, where as strings each of their 70-odd keys would be compiled into a
+# ForwardRef when the module is imported (the plugin imports it for every marked run).
 from typing import Any, Final, Literal, TypedDict
 
 
