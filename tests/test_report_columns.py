@@ -121,3 +121,10 @@ def test_the_markdown_table_reads_the_same_columns_as_the_terminal() -> None:
 def test_a_bad_column_is_refused(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Column("x", str, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_column_is_frozen() -> None:
+    column = Column("x", str, align="r")
+    with pytest.raises(AttributeError, match="a Column is frozen: cannot set 'align'"):
+        column.align = "l"  # type: ignore[misc]
+    assert column.align == "r" and not hasattr(column, "__dict__")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .. import fields as F
@@ -18,7 +17,6 @@ from ..fields import Record, RecordKey
 from ..text_table import render
 
 
-@dataclass(frozen=True, slots=True)
 class Column:
     """One column of the summary: its *header*, how a record's *cell* reads, its alignment
     (*align*: ``l`` or ``r``), and how it gives way on a narrow terminal: *drop* (the n-th
@@ -27,25 +25,42 @@ class Column:
 
     The Markdown report's results table shows the same columns: *markdown_header* and
     *markdown_cell* are its header and cell where they differ from the terminal's (None:
-    the same)."""
+    the same). Frozen, and checked when made. (A plain slotted class, not a dataclass: the
+    plugin imports this module at start-up, and a dataclass is built by compiling code.)"""
 
+    __slots__ = ("align", "cell", "drop", "header", "markdown_cell", "markdown_header",
+                 "squeeze")
     header: str
     cell: Callable[[Record], str]
-    align: str = "l"
-    drop: int | None = None
-    squeeze: bool = False
-    markdown_header: str | None = None
-    markdown_cell: Callable[[Record], str] | None = None
+    align: str
+    drop: int | None
+    squeeze: bool
+    markdown_header: str | None
+    markdown_cell: Callable[[Record], str] | None
 
-    def __post_init__(self) -> None:
-        if self.align not in ("l", "r"):
-            raise ValueError(f"column {self.header!r}: align {self.align!r} is not 'l' or 'r'")
-        if self.drop is not None and (type(self.drop) is not int or self.drop < 1):
-            raise ValueError(f"column {self.header!r}: drop {self.drop!r} is not None or an "
+    def __init__(self, header: str, cell: Callable[[Record], str], align: str = "l",
+                 drop: int | None = None, squeeze: bool = False,
+                 markdown_header: str | None = None,
+                 markdown_cell: Callable[[Record], str] | None = None) -> None:
+        if align not in ("l", "r"):
+            raise ValueError(f"column {header!r}: align {align!r} is not 'l' or 'r'")
+        if drop is not None and (type(drop) is not int or drop < 1):
+            raise ValueError(f"column {header!r}: drop {drop!r} is not None or an "
                              f"integer >= 1")
-        if self.markdown_header is not None and not self.markdown_header.strip():
-            raise ValueError(f"column {self.header!r}: markdown_header "
-                             f"{self.markdown_header!r} is not None or a non-blank header")
+        if markdown_header is not None and not markdown_header.strip():
+            raise ValueError(f"column {header!r}: markdown_header "
+                             f"{markdown_header!r} is not None or a non-blank header")
+        for name, value in (("header", header), ("cell", cell), ("align", align),
+                            ("drop", drop), ("squeeze", squeeze),
+                            ("markdown_header", markdown_header),
+                            ("markdown_cell", markdown_cell)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Column is frozen: cannot set {name!r}")
+
+    def __repr__(self) -> str:
+        return f"Column({self.header!r}, align={self.align!r}, drop={self.drop!r})"
 
     @property
     def header_in_markdown(self) -> str:
