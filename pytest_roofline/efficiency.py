@@ -1,7 +1,17 @@
 """A measured time against its roofline bound: the one rule every layer judges by.
 
 A roofline time is a lower bound: no honest run of the same work on the same chip is faster.
-So a measurement sets against its bound in one of four ways, decided here for the measured
+Two ceilings judge a measurement (:mod:`pytest_roofline.engine.limits` works out the second):
+
+* **the roof**, what the % reads against: the memory the work is priced on (DRAM) and the
+  peak of its precision, the roofline bound users know;
+* **the physical limit**, what the alarm reads against: the fastest place its data could
+  come from (what fits in the last-level cache at that cache's bandwidth, the rest from
+  DRAM) and the chip's theoretical peak (on a calibrated CPU: cores x FMA lanes x the
+  highest clock, not a timed roof). It is never above the roof; without cache figures it is
+  the roof itself.
+
+So a measurement sets against its bound in one of five ways, decided here for the measured
 test (``analyze(..., measured=)``), the per-kernel profile and the judging of both alike:
 
 * **no work** (a bound of 0: a view, ``t``, ``empty``, a 0-size matmul): time spent doing no
@@ -9,9 +19,12 @@ test (``analyze(..., measured=)``), the per-kernel profile and the judging of bo
 * **under the bound** (measured >= bound): the efficiency, bound / measured, in (0, 1].
 * **at the bound** (faster than the bound, but by less than the measurement's allowance):
   no efficiency either; its figure (``103%``) is shown as it is, marked, never as 100%.
-* **faster than the bound** (by more than the allowance): a finding, with its figure (``160%
-  of it``): the counts are too high, the data stayed in a cache the bound charges to memory,
-  or the roofs are too low.
+* **above the roof** (faster than the bound by more than the allowance, but not than the
+  physical limit): a finding, never a failure: the data came from a cache the roof charges
+  to DRAM (``127% cache``), or a calibrated roof was measured low (``121% peak``).
+* **faster than physics** (faster than the physical limit by more than the allowance): the
+  alarm, "faster than the bound", with its figure against the roof (``160%!``): the counts
+  are too high, or the trace's clock or the chip's figures are wrong.
 
 **The allowance** for the timer and the device's noise is the larger of
 
@@ -41,6 +54,11 @@ SPREAD_CAP = 0.10
 FASTER = "faster-than-bound"
 AT_BOUND = "at-bound"
 NO_WORK = "no-work"
+#: The record note of a run above its roof but within its physical limit: a finding.
+ABOVE_ROOF = "above-roof"
+#: The word a table cell gives a finding above the roof: data from a cache (memory-bound
+#: work), or a roof measured lower than the chip's theoretical peak (compute-bound work).
+CACHE, PEAK = "cache", "peak"
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -72,11 +90,20 @@ def fraction(spread: float = 0.0) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Efficiency:
-    """A bound (s) against a measured time (s), with the allowance (s) of the measurement."""
+    """A bound (s) against a measured time (s), with the allowance (s) of the measurement
+    and the physical limit (s, at most the bound; None: the bound itself)."""
 
     bound: float
     measured: float
     allowance: float
+    limit: float | None = None
+    #: what a finding above the roof is called in a cell: :data:`CACHE` or :data:`PEAK`
+    finding: str = CACHE
+
+    @property
+    def floor(self) -> float:
+        """The physical limit (s): the least time the work can take; the alarm's ceiling."""
+        return self.bound if self.limit is None else min(self.limit, self.bound)
 
     @property
     def no_work(self) -> bool:
@@ -91,8 +118,17 @@ class Efficiency:
 
     @property
     def faster(self) -> bool:
-        """Faster than the bound by more than the allowance: a finding."""
-        return self.bound > 0 and self.bound > self.measured + self.allowance
+        """Faster than the physical limit by more than the allowance: the alarm (a count or
+        a clock is wrong)."""
+        floor = self.floor
+        return floor > 0 and floor > self.measured + self.allowance
+
+    @property
+    def above_roof(self) -> bool:
+        """Faster than the bound by more than the allowance, within the physical limit: a
+        finding (a cache, a roof measured low), never a failure."""
+        return (self.bound > 0 and self.bound > self.measured + self.allowance
+                and not self.faster)
 
     @property
     def at_bound(self) -> bool:
@@ -109,19 +145,26 @@ class Efficiency:
 
     @property
     def note(self) -> str | None:
-        """:data:`FASTER`, :data:`AT_BOUND`, :data:`NO_WORK` or None (under the bound)."""
+        """:data:`FASTER`, :data:`ABOVE_ROOF`, :data:`AT_BOUND`, :data:`NO_WORK` or None
+        (under the bound)."""
         if self.no_work:
             return NO_WORK
-        return FASTER if self.faster else AT_BOUND if self.at_bound else None
+        if self.faster:
+            return FASTER
+        return ABOVE_ROOF if self.above_roof else AT_BOUND if self.at_bound else None
 
     def percent(self) -> str:
-        """A table cell: ``68%``; ``103%~`` at the bound within noise; ``160%!`` faster than
-        it; ``faster!`` for a time of 0 beyond its tick; ``no work``."""
+        """A table cell: ``68%``; ``103%~`` at the bound within noise; ``127% cache`` above
+        the roof within the physical limit; ``160%!`` faster than physics; ``faster!`` for a
+        time of 0 beyond its tick; ``no work``."""
         if self.no_work:
             return "no work"
         ratio = self.ratio
         if ratio is None:
-            return "faster!" if self.faster else "0 s~"
+            return "faster!" if self.faster else f"0 s {self.finding}" if self.above_roof \
+                else "0 s~"
+        if self.above_roof:
+            return f"{percent(ratio)} {self.finding}"
         mark = "!" if self.faster else "~" if self.at_bound else ""
         return percent(ratio) + mark
 
@@ -133,18 +176,25 @@ class Efficiency:
         ratio = self.ratio
         if self.faster:
             return f"faster than the bound: {figure(ratio)}"
+        if self.above_roof:
+            return (f"above the roof within the physical limit ({self.finding}): "
+                    f"{figure(ratio)}")
         if self.at_bound:
             return f"at the bound within noise: {figure(ratio)}"
         return f"{percent(ratio or 0.0)} of the roof"
 
 
 def efficiency(bound: float, measured: float, *, spread: float = 0.0, tick: float = 0.0,
-               kernels: int = 1) -> Efficiency:
+               kernels: int = 1, limit: float | None = None,
+               finding: str = CACHE) -> Efficiency:
     """*measured* seconds (timing *kernels* kernels on a clock of *tick* seconds, with the
-    given *spread*) against a *bound* in seconds (see the module docstring)."""
+    given *spread*) against a *bound* in seconds and its physical *limit* (s; None: the
+    bound), see the module docstring."""
     bound, measured = max(0.0, float(bound)), max(0.0, float(measured))
     allowance = max(max(0.0, float(tick)) * max(1, int(kernels)), fraction(spread) * measured)
-    return Efficiency(bound=bound, measured=measured, allowance=allowance)
+    floor = None if limit is None else min(bound, max(0.0, float(limit)))
+    return Efficiency(bound=bound, measured=measured, allowance=allowance, limit=floor,
+                      finding=finding)
 
 
 def percent(ratio: float) -> str:

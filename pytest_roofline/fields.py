@@ -54,6 +54,7 @@ class Record(TypedDict, total=False):
     peak_label: str
     measured_s: float | None
     efficiency: float | None
+    limit_s: float | None
     roof_threads: int
     notes: list[str]
     expected: list[str] | None
@@ -79,7 +80,7 @@ RecordKey = Literal[
     "workload_intensity", "ridge", "regime", "time_s", "t_compute_s",
     "t_memory_s", "t_network_s", "attainable_flops", "footprint_B", "capacity_B",
     "fits", "flops_per_mac", "derate", "peak_label", "measured_s",
-    "efficiency", "roof_threads", "notes", "expected", "expectation",
+    "efficiency", "limit_s", "roof_threads", "notes", "expected", "expectation",
     "outcome", "message", "measured_spread", "measured_other_cores", "measured_note",
     "measured_by", "measured_method", "measured_notes", "mfu", "profile",
     "unknown",
@@ -135,7 +136,7 @@ RESULT: tuple[tuple[str, RecordKey], ...] = (
 )
 #: Written only when the test was timed.
 MEASURED: tuple[tuple[str, RecordKey], ...] = (
-    ("measured", "measured_s"), ("efficiency", "efficiency"))
+    ("measured", "measured_s"), ("efficiency", "efficiency"), ("limit", "limit_s"))
 #: Written only when set: the thread count of the memory roof used, the figures' notes.
 ROOF_THREADS: Final = "roof_threads"
 NOTES: Final = "notes"
@@ -173,7 +174,7 @@ UNPRICED_REQUIRED: tuple[RecordKey, ...] = ("nodeid", "hw", "dtype", "outcome")
 NUMBERS: tuple[RecordKey, ...] = ("flops", "bytes", "intensity", "ridge", "time_s")
 OPTIONAL_NUMBERS: tuple[RecordKey, ...] = (
     "link_bytes", "t_compute_s", "t_memory_s", "t_network_s", "attainable_flops",
-    "footprint_B", "capacity_B", "flops_per_mac", "derate")
+    "footprint_B", "capacity_B", "flops_per_mac", "derate", "limit_s")
 TEXTS: tuple[RecordKey, ...] = ("nodeid", "hw", "dtype", "outcome")
 #: Free text, or null.
 STRINGS: tuple[RecordKey, ...] = ("message", "expectation", "workload")

@@ -197,16 +197,14 @@ def test_on_cuda_reads_the_device_index(monkeypatch: pytest.MonkeyPatch) -> None
     assert profile_run._on_cuda(torch, ([torch.empty(2), _CudaArg()],), {}) == 0
 
 
-@pytest.mark.parametrize(("device", "fix"), [
-    ("cuda:0", "set it against the published chip, or recalibrate"),
-    ("cpu", "recalibrate on a quiet machine (pytest-roofline calibrate)"),
-])
-def test_a_kernel_above_a_calibrated_roof_is_named_so(device: str, fix: str) -> None:
-    # A calibration's peak is what a few kernels reached; a prefill GEMM on an H200 ran above
-    # the calibrated 755 TFLOP/s. The likely cause names the calibration, not the formula.
-    from pytest_roofline.profiling.join import _likely
+@pytest.mark.parametrize("device", ["cuda:0", "cpu"])
+def test_a_kernel_beyond_a_calibrated_limit_names_the_theoretical_peak(device: str) -> None:
+    # A calibration's roof is what a few kernels reached; its alarm reads against the
+    # theoretical peak it keeps (provenance.limits), and a spec's against its datasheet.
+    from pytest_roofline.profiling.rows import likely
 
     chip = OWN_CHIP.replace(name="calibrated", provenance={"device": device})
-    said = _likely("compute", 1e9, chip, None)
-    assert said.startswith("it ran above calibrated's calibrated peak") and said.endswith(fix)
-    assert "overcounts" in _likely("compute", 1e9, OWN_CHIP, None)  # a spec: the counts
+    said = likely("compute", 1e9, chip, "matrix:bf16")
+    assert said.startswith("it beat calibrated's theoretical peak (matrix:bf16)")
+    spec = likely("compute", 1e9, OWN_CHIP, "matrix:bf16")
+    assert "datasheet peak" in spec and "FLOPs are overcounted" in spec

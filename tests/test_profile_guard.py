@@ -88,8 +88,8 @@ def test_one_gemm_kernel_made_twice_as_fast_in_a_real_h200_trace_is_flagged(
     assert profile.faster == (row,)
     [line] = [x for x in profile.check(0.5) if "physics" in x]  # a 50% gate fails on it
     assert "faster than physics" in line and f"{row.fastest:.0%} of it" in line
-    assert "1 of 6 call(s)" in line
-    assert f"{row.fastest:.0%}!" in profile.table(top=30)
+    assert "1 of 6 calls" in line
+    assert f"{row.fastest:.0%}! 1/6" in profile.table(top=30)
 
 
 def test_the_timer_tick_is_read_from_the_trace() -> None:
@@ -200,7 +200,7 @@ def test_cli_exit_codes_are_decided_by_the_gates_asked_for(
     # no gate: a report, exit 0, the faster kernel shown with its figure
     assert main(["profile", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "FASTER THAN THE BOUND (1)" in out and "FAIL" not in out
+    assert "FASTER THAN PHYSICS (1)" in out and "FAIL" not in out
     # --fail-faster: exit 1 on it; --allow-faster lifts it
     assert main(["profile", str(path), "--fail-faster"]) == 1
     assert "FAIL: faster than physics on h200: mm(" in capsys.readouterr().out
@@ -334,14 +334,16 @@ def test_a_trace_is_read_with_the_cyclic_collector_paused_then_restored(
 
 def test_calls_faster_than_their_bound_are_counted_per_run(tmp_path: Path) -> None:
     # profile(..., repeats=3) of a call running the GEMM twice: six calls in the trace, two
-    # a run. One of the two is 10x faster than its bound in every run: "1 of 2 call(s)".
+    # a run. One of the two is 10x faster than its bound in every run: whole calls in
+    # words, "3 of 6 calls", never a fraction of a call per run.
     from pytest_roofline.profiling import join
 
     fast, slow = GEMM_BOUND / 10 * 1e6, GEMM_BOUND * 2 * 1e6
     trace = trace_file.read(_write(tmp_path, _mm_calls([[fast], [slow]] * 3)))
     [row] = join.build(trace, GPU, source="t", repeats=3).rows
     assert row.count == 2 and row.faster_calls == 1
-    assert "ran 1 of 2 call(s) faster than its bound (10 times it)" in row.cause()
+    assert "ran 3 of 6 calls faster than its bound (10 times it)" in row.cause()
+    assert row.percent() == "10x! 3/6"
 
 
 # -- graph replays priced from their capture --------------------------------------------------

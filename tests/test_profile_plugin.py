@@ -53,7 +53,7 @@ sources: {made-up: "a chip slower than anything real, for tests"}
 memory: {capacity: 80 GB, bandwidth: 1 MB/s, source: made-up}
 matrix: {fp32: 1 GFLOP/s, source: made-up}
 onchip:
-  - {name: L2, capacity: 1 MiB, source: made-up}
+  - {name: L2, capacity: 1 MiB, bandwidth: 2 MB/s, source: made-up}
 """
 TESTS = """
 import pytest, torch

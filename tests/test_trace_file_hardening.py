@@ -170,14 +170,24 @@ def test_the_command_line_exits_2_with_one_line(tmp_path: Path,
 # -- what reads but cannot be right ------------------------------------------------------------
 
 
-def test_ops_that_overlap_without_nesting_are_cut_and_named(tmp_path: Path) -> None:
-    """aten::mul spans 0-100 us; aten::add starts inside it at 50 and runs to 10,000: without
-    the cut the CPU profile counted 100 + 9,950 us of ops inside 100 us of the first's."""
+def test_ops_that_overlap_without_nesting_run_after_each_other_and_are_named(
+        tmp_path: Path) -> None:
+    """aten::mul spans 0-100 us; aten::add starts inside it at 50 and runs to 10,000. Only
+    containment is nesting: the add ran after the mul, with its whole 9,950 us (cut to the
+    mul's end it read 50 us, 199x faster than it ran), and the mul keeps its 100 us."""
     events = [op(ts=0, dur=100), op(name="aten::add", ts=50, dur=9_950)]
+    trace = trace_file.read(write(tmp_path, events))
+    assert [(r.name, r.seconds) for r in trace.roots] == [
+        ("aten::mul", pytest.approx(100e-6)), ("aten::add", pytest.approx(9_950e-6))]
     result = rl.read_trace(write(tmp_path, events), hw=CPU)
-    assert result.total == pytest.approx(100e-6)
+    assert result.total == pytest.approx(10_050e-6)
     assert result.priced_share <= 1.0
     assert any("overlap" in note and "'aten::add'" in note for note in result.notes)
+    # a child that ends inside its parent is nested, as before
+    nested = trace_file.read(write(tmp_path, [op(ts=0, dur=100),
+                                              op(name="aten::add", ts=50, dur=40)]))
+    assert [r.name for r in nested.roots] == ["aten::mul"]
+    assert [c.name for c in nested.roots[0].children] == ["aten::add"]
 
 
 def test_launches_sharing_a_correlation_id_are_named(tmp_path: Path) -> None:

@@ -48,6 +48,9 @@ Rules (the same for every caller, deterministic on any machine):
   count is set against that many threads' roof (``Hardware.memory_roof``, named by
   ``Result.roof_threads``): numpy's elementwise loops run on one core. Compute peaks stay
   every core's; a bare number of seconds is set against the chip's own roofs.
+  ``limit`` is the run's physical limit (:mod:`pytest_roofline.engine.limits`): a run above
+  its roof but within the limit is a finding (a cache, a roof measured low), never a
+  failure; only a run faster than the limit is "faster than the bound".
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from ..efficiency import Efficiency, efficiency
 from ..errors import RooflineError, WorkloadError, brief
 from ..hardware import Hardware, foreign_to_this_machine, get_hardware
 from .bounds import latency_notes, program
+from .limits import limit_of
 from .regimes import REGIMES as REGIMES
 from .settings import check_analysis
 from .workload import Number, Workload, intensity, is_array
@@ -129,6 +133,10 @@ class Result(NamedTuple):
     roof_threads: int | None = None  # the measured memory roof of this many threads was used
     #: what the figures rest on beyond the chip's published roofs (a measured link latency)
     notes: tuple[str, ...] = ()
+    #: s, the physical limit of a measured run (:mod:`pytest_roofline.engine.limits`): the
+    #: least time the work can take, what "faster than physics" is judged by (None: not
+    #: measured)
+    limit: float | None = None
 
     @property
     def bound_times(self) -> dict[str, float]:
@@ -170,6 +178,7 @@ class Result(NamedTuple):
         if self.measured is not None:  # fields.MEASURED
             record["measured_s"] = self.measured
             record["efficiency"] = self.efficiency
+            record["limit_s"] = self.limit
         if self.roof_threads is not None:
             record[fields.ROOF_THREADS] = self.roof_threads
         if self.notes:
@@ -227,7 +236,7 @@ def analyze(
         reason = foreign_to_this_machine(chip)
         if reason is not None:
             raise RooflineError(f"a measurement against {chip.name} is refused: {reason}")
-    roof_threads = None
+    roof_threads, published = None, chip
     if seconds is not None and chip.memory_by_threads:
         roof_threads, bandwidth = chip.memory_roof(_parallelism(measured))
         if roof_threads is not None and bandwidth != chip.memory_bandwidth:
@@ -252,7 +261,7 @@ def analyze(
         for i, (row, kernel) in enumerate(zip(rows, workload.kernels, strict=True))])
     capacity = chip.memory_capacity
     flops = p.flops
-    return Result(
+    result = Result(
         workload=workload.name, hw=chip.name, dtype=p.ridge_label.partition(":")[2],
         flops=flops, bytes=p.bytes, link_bytes=p.link_bytes,
         intensity=(kernels[0].intensity if len(kernels) == 1  # the one kernel's figures
@@ -264,36 +273,46 @@ def analyze(
         attainable=flops / time if time > 0 else 0.0, footprint=footprint, capacity=capacity,
         fits=None if footprint == 0 else footprint <= capacity, shares=p.shares,
         kernels=kernels, flops_per_mac=flops_per_mac, derate=float(derate),
-        peak_label=p.ridge_label, measured=seconds,
-        efficiency=None if seconds is None else efficiency_of(time, seconds, measured),
-        roof_threads=roof_threads,
-        notes=latency_notes(workload.kernels, chip) + (
-            () if seconds is None else _faster_note(time, seconds, measured)))
+        peak_label=p.ridge_label, measured=seconds, roof_threads=roof_threads,
+        notes=latency_notes(workload.kernels, chip))
+    if seconds is None:
+        return result
+    limit = limit_of(result, published)
+    return result._replace(
+        limit=limit, efficiency=efficiency_of(time, seconds, measured, limit=limit),
+        notes=result.notes + _faster_note(time, seconds, measured, limit))
 
 
-def efficiency_of(time: float, seconds: float, measured: Any = None) -> float | None:
+def efficiency_of(time: float, seconds: float, measured: Any = None, *,
+                  limit: float | None = None) -> float | None:
     """Roofline time over measured time where the run is under its bound; None where it is
-    not (no work, at the bound within noise, or faster than it): never a figure clamped to
-    1. The rule, and its allowance for noise, is :mod:`pytest_roofline.efficiency`'s."""
-    return _judged(time, seconds, measured).value
+    not (no work, at the bound within noise, above it or faster than physics): never a
+    figure clamped to 1. The rule, and its allowance for noise, is
+    :mod:`pytest_roofline.efficiency`'s."""
+    return _judged(time, seconds, measured, limit).value
 
 
-def _judged(time: float, seconds: float, measured: Any) -> Efficiency:
+def _judged(time: float, seconds: float, measured: Any, limit: float | None) -> Efficiency:
     spread = getattr(measured, "spread", 0.0)
     return efficiency(time, seconds, spread=float(spread) if isinstance(
-        spread, (int, float)) and not isinstance(spread, bool) else 0.0)
+        spread, (int, float)) and not isinstance(spread, bool) else 0.0, limit=limit)
 
 
-def _faster_note(time: float, seconds: float | None, measured: Any) -> tuple[str, ...]:
+def _faster_note(time: float, seconds: float | None, measured: Any,
+                 limit: float | None) -> tuple[str, ...]:
     if seconds is None:
         return ()
-    judged = _judged(time, seconds, measured)
+    judged = _judged(time, seconds, measured, limit)
     if judged.faster:
+        return (f"{judged.describe()}: measured {seconds:.3g} s beats the physical limit "
+                f"({judged.floor:.3g} s) by more than its allowance ({judged.allowance:.3g} "
+                f"s), so no efficiency is given: the workload overcounts its FLOPs or bytes, "
+                f"or the roofs are too low (a calibration on a busy machine)",)
+    if judged.above_roof:
         return (f"{judged.describe()}: measured {seconds:.3g} s beats the roofline time "
-                f"by more than its allowance ({judged.allowance:.3g} s), so no efficiency "
-                f"is given: the workload overcounts its FLOPs or bytes, its data stayed in "
-                f"a cache the bound charges to memory, or the roofs are too low (a "
-                f"calibration on a busy machine)",)
+                f"({time:.3g} s) but not the physical limit ({judged.floor:.3g} s): its "
+                f"data came from a cache the bound charges to memory, or a roof was "
+                f"measured low; no efficiency is given, and it is no failure",)
     if judged.at_bound or judged.no_work:
         return (f"{judged.describe()} (measured {seconds:.3g} s, bound {time:.3g} s), so "
                 f"no efficiency is given",)

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from .. import fields as F
 from .. import units
-from ..efficiency import efficiency
 from ..engine.analysis import Result, Timed, analyze
 from ..engine.breakdown import format_breakdown
 from ..engine.regimes import REGIMES
@@ -46,6 +45,8 @@ class Check:
     result: Result
     failures: tuple[str, ...]
     checked: bool
+    #: the spread of the measurement its verdict allowed for: the breakdown judges with it
+    spread: float = 0.0
 
     @property
     def outcome(self) -> str:
@@ -60,7 +61,7 @@ class Check:
 
     def with_failures(self, extra: Sequence[str]) -> Check:
         """This check with more failed lines (from a ``pytest_roofline_result`` hook)."""
-        return Check(self.result, (*self.failures, *extra), True)
+        return Check(self.result, (*self.failures, *extra), True, self.spread)
 
 
 class Judgement:
@@ -130,7 +131,7 @@ def judge(expectation: Expectation, workload: Workload | None, *, flops_per_mac:
     note = describe_unknown(workload.unknown)
     if note:  # ops without a formula: said in the failure line, the message and the record
         checks = tuple(c if not c.failures else Check(
-            c.result, (*c.failures[:-1], f"{c.failures[-1]} ({note})"), c.checked)
+            c.result, (*c.failures[:-1], f"{c.failures[-1]} ({note})"), c.checked, c.spread)
             for c in checks)
     for check in checks:
         # Results of analyze() hold floats, bools, None and text only
@@ -285,7 +286,7 @@ def evaluate(expectation: Expectation, workload: Workload, results: Sequence[Res
     return tuple(
         Check(r, tuple(_failures(expectation, workload, r, flops_per_mac, derate)
                        + _measured_failures(expectation, r, spread, other_cores)),
-              expectation.checks)
+              expectation.checks, spread)
         for r in results)
 
 
@@ -491,10 +492,11 @@ def breakdown(checks: Sequence[Check], width: int | None = None) -> str:
             lines.append(f"  footprint {si(float(r.footprint), 'B')} of "
                          f"{si(r.capacity, 'B')}: {'fits' if r.fits else 'does not fit'}")
         if r.measured is not None:
-            from ..measuring.diagnose import roof_threads_note
+            from ..measuring.diagnose import judged, roof_threads_note
 
-            reached = efficiency(float(r.time), float(r.measured)).describe() \
-                if r.efficiency is None else f"{float(r.efficiency):.1%} of the roof"
+            verdict = judged(r, check.spread)
+            reached = verdict.describe() if r.efficiency is None and verdict is not None \
+                else f"{float(r.efficiency or 0):.1%} of the roof"
             lines.append(f"  measured {fmt(float(r.measured))}: {reached}"
                          + roof_threads_note(r))
         if len(r.kernels) > 1:

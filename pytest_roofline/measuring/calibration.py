@@ -34,7 +34,7 @@ from ..hardware import from_dict
 from ..specfiles import load_yaml
 from ..text_table import wrap_line
 from ..units import si
-from . import probe
+from . import ceilings, probe
 from .cpu import QUICK, Plan, Roofs, calibrate_cpu
 from .gpu import calibrate_gpu
 
@@ -204,7 +204,18 @@ def calibrate(device: str = "cpu", *, quick: bool = False,
                      cores_label=f"{gpu['multiprocessors']} SMs")
     spec = to_spec(roofs, name=name, facts=facts)
     spec["provenance"]["conditions"]["quick"] = quick  # a re-check recalibrates alike
+    spec["provenance"]["limits"] = limits_of(device, facts)
     return spec, roofs.warnings()
+
+
+def limits_of(device: str, facts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The physical limits a calibration keeps beside its timed roofs (``provenance.limits``,
+    read by :mod:`pytest_roofline.engine.limits`): the host's theoretical peaks and
+    last-level cache (:mod:`.ceilings`); a GPU's L2 as its driver reports it."""
+    if device == "cpu":
+        return ceilings.host_limits()
+    l2 = float((facts or {}).get("l2_cache") or 0)
+    return {"llc_B": l2, "note": "L2 as the driver reports it"} if l2 > 0 else {}
 
 
 def save(path: str | os.PathLike[str], spec: Mapping[str, Any]) -> Path:
@@ -369,7 +380,12 @@ def load(device: str = "cpu", *, calibrate_missing: bool = True,
         except OSError as exc:  # checked before measuring: the lock file is written first
             raise unwritable(path, exc) from None
     try:
-        return from_dict(load_yaml(path), str(path))
+        spec = load_yaml(path)
+        if device == "cpu" and isinstance(spec, dict) and isinstance(
+                spec.get("provenance"), dict) and "limits" not in spec["provenance"]:
+            # a calibration saved before the limits were kept: this machine's, read now
+            spec["provenance"]["limits"] = limits_of(device)
+        return from_dict(spec, str(path))
     except RooflineError as exc:
         raise RooflineError(f"{exc} (a damaged calibration: run pytest-roofline calibrate "
                             f"--device {device} to measure again)") from None

@@ -35,11 +35,14 @@ def judged(result: Any, spread: float = 0.0) -> Efficiency | None:
     measured = getattr(result, "measured", None)
     if measured is None or not float(measured) >= 0:
         return None
-    return efficiency(float(result.time), float(measured), spread=float(spread))
+    limit = getattr(result, "limit", None)
+    return efficiency(float(result.time), float(measured), spread=float(spread),
+                      limit=None if limit is None else float(limit))
 
 
 def is_faster(result: Any, spread: float = 0.0) -> bool:
-    """Whether *result*'s measurement beat its bound by more than its allowance."""
+    """Whether *result*'s measurement beat its physical limit (the bound, where it has none)
+    by more than its allowance."""
     verdict = judged(result, spread)
     return verdict is not None and verdict.faster
 
@@ -79,8 +82,11 @@ def explain_faster(result: Any, chip: Any = None, spread: float = 0.0,
     if not rechecked and getattr(chip, "provenance", None) and "calibrated" not in load:
         load = "; ".join(x for x in (load, "stale roofs? pytest-roofline calibrate") if x)
     threads = roof_threads_note(result).replace(" (", ", ").rstrip(")")
+    limit = getattr(result, "limit", None)
+    beyond = (f" (limit {fmt(float(limit))})"
+              if limit is not None and 0 < float(limit) < float(result.time) else "")
     return (f"measured {fmt(float(result.measured))} is faster than the roofline bound "
-            f"{fmt(float(result.time))} on {result.hw} ({result.dtype}{threads}) by "
+            f"{fmt(float(result.time))}{beyond} on {result.hw} ({result.dtype}{threads}) by "
             f"{1 - float(result.measured) / float(result.time):.0%}: overcounted, or data "
             f"in a cache ({where}){'; ' + load if load else ''}; {FASTER_DOCS}."
             + (f" {rechecked}" if rechecked else ""))

@@ -38,6 +38,7 @@ class Captured:
     regime: str  # of the op that holds the largest share of the bound
     precision: str
     unpriced: tuple[str, ...]  # ops of the capture no formula prices
+    limit: float | None = None  # s, the physical limit of its ops (None: the bound)
 
 
 def paths_of(capture: str | os.PathLike[str]) -> list[Path]:

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..efficiency import spread as spread_of
 from ..engine.analysis import analyze
+from ..engine.limits import limit_of
 from ..hardware import get_hardware
 from . import hlo_pricing
 from .hlo import Instruction, Module, parse_module
-from .join import _likely, _precision
-from .model import KernelRow, Profile, Unpriced, judge_calls, rows_sorted
+from .model import Profile, Unpriced, rows_sorted
+from .rows import judged_row, precision_of
 from .rules import ProfileError
 from .xplane import Event, Plane, XPlaneError, read_space
 
@@ -132,7 +132,10 @@ def _executed(events: tuple[Event, ...]) -> list[Event]:
 
 
 def _own_times(events: list[Event]) -> list[tuple[Event, float]]:
-    """Each event with its time outside the events its span holds on its line."""
+    """Each event with its time outside the events its span holds on its line. Only
+    containment is nesting: an event that starts before the previous one ends and ends
+    after it (two kernels overlapping on a stream by a few ns) ran after it, and keeps its
+    whole duration, as the previous one keeps its own."""
     out: list[tuple[Event, float]] = []
     by_line: dict[tuple[str, str], list[Event]] = defaultdict(list)
     for event in events:
@@ -142,7 +145,7 @@ def _own_times(events: list[Event]) -> list[tuple[Event, float]]:
         inner = [0.0] * len(line)
         stack: list[int] = []
         for i, event in enumerate(line):
-            while stack and event.start_ns >= _end(line[stack[-1]]):
+            while stack and not _holds(line[stack[-1]], event):
                 stack.pop()
             if stack:
                 inner[stack[-1]] += event.seconds
@@ -153,6 +156,11 @@ def _own_times(events: list[Event]) -> list[tuple[Event, float]]:
 
 def _end(event: Event) -> float:
     return event.start_ns + event.seconds * 1e9
+
+
+def _holds(outer: Event, event: Event) -> bool:
+    """Whether *event*'s span lies inside *outer*'s (to half a ns: spans end in float ns)."""
+    return outer.start_ns <= event.start_ns < _end(outer) and _end(event) <= _end(outer) + 0.5
 
 
 @dataclass
@@ -249,27 +257,22 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
         count = max(group.launches.values()) if group.launches else len(group.times)
         measured = sum(group.times)
         if group.workload is None:  # no work: no roof
-            bound, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "-", "-"
+            bound, limit, flops, nbytes, regime, precision = 0.0, None, 0.0, 0.0, "-", "-"
         else:
             result = analyze(group.workload, chip)
-            bound = float(result.time) * count
-            flops, nbytes = float(result.flops) * count, float(result.bytes) * count
-            regime, precision = str(result.regime), _precision(result)
+            bound, limit = float(result.time), limit_of(result, chip)
+            flops, nbytes = float(result.flops), float(result.bytes)
+            regime, precision = str(result.regime), precision_of(result)
         if len(group.launches) <= 1:  # one event a call: each call judged on its own
-            spread = spread_of(group.times, 4)
+            spread = None
             calls = [(seconds, 1) for seconds in group.times]
         else:  # several kernels a call, not told apart by call: the calls' mean
             spread = 0.0
             calls = [(measured / count, max(1, round(len(group.times) / count)))] * count
-        verdict, allowance = judge_calls(bound / count, calls, tick=TICK, spread=spread)
-        likely = _likely(regime, nbytes / count, chip, None) if verdict.faster else ""
-        rows.append(KernelRow(
-            op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
-            count=count / repeats, measured=measured / repeats, bound=bound / repeats,
-            flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
-            precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
-            spread=spread, likely=likely, fastest=verdict.fastest,
-            faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats))
+        rows.append(judged_row(
+            op=group.op, shapes=group.shapes, kernels=tuple(group.kernels), calls=calls,
+            bound=bound, limit=limit, flops=flops, nbytes=nbytes, regime=regime,
+            precision=precision, tick=TICK, repeats=repeats, chip=chip, spread=spread))
     missing = sorted((Unpriced(name, sum(t) / repeats, len(t) / repeats, reason)
                       for (name, reason), t in unpriced.items()),
                      key=lambda u: (-u.seconds, u.name))

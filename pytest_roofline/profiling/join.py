@@ -41,13 +41,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..efficiency import spread as spread_of
 from ..engine.analysis import analyze
-from ..units import si
+from ..engine.limits import limit_of
 from . import capture, copies, pricing
 from .capture import Captured
 from .devices import runs_tf32
-from .model import KernelRow, Profile, Unpriced, judge_calls, rows_sorted
+from .model import KernelRow, Profile, Unpriced, rows_sorted
+from .rows import judged_row, precision_of
 from .trace_file import Device, Op, TraceFile
 
 if TYPE_CHECKING:
@@ -208,6 +208,26 @@ GRAPH_REPLAY = "graph replay"
 OUTSIDE = "launched outside any op"
 
 
+#: Kernels that only help a call's main kernel: a memset (zeroing an output or a split-K
+#: workspace) and a split-K reduction. A call that ran nothing else lost its main kernel.
+_HELPERS = re.compile(r"^memset|splitk_?reduce|reduce_?splitk", re.IGNORECASE)
+#: Ops whose whole work can be a memset (``zero_``, ``fill_``, ``zeros``): never incomplete.
+_FILLS = re.compile(r"zero|fill|full|ones|empty|memset", re.IGNORECASE)
+INCOMPLETE = ("incomplete call: its main kernel is not in the trace (sampled, or cut by "
+              "the trace's window), only a memset or split-K reduction")
+
+
+def incomplete(group: _Group, kernels: list[str]) -> bool:
+    """Whether a call of *group* that ran *kernels* is incomplete: it has work to do, yet
+    every kernel recorded for it only helps a main one (a memset, a split-K reduction),
+    as a sampling profiler leaves a GEMM whose kernel it dropped. Such a call is left out
+    of its row's time and of the guard, and named (:data:`INCOMPLETE`): judged against the
+    whole GEMM's bound, a 1 us memset reads hundreds of times faster than physics."""
+    if group.workload is None or not kernels or _FILLS.search(group.op):
+        return False
+    return all(_HELPERS.search(short_kernel(name).strip()) for name in kernels)
+
+
 def orphan_reason(device: Device) -> str:
     """Why a kernel no op launched is unpriced: its launch is not in the trace (it began
     before the trace's window), it is a node of a CUDA/HIP graph replay, or it was launched
@@ -313,7 +333,11 @@ class Joiner:
             if group is not None:
                 self.claimed.update(id(d) for d in launched)
             seconds = sum(d.seconds for d in launched)
-            if group is not None:
+            if group is not None and incomplete(group, names):
+                helpers = ", ".join(sorted({short_kernel(n).strip() for n in names}))
+                self.unpriced[(f"{group.op}({group.shapes}) [{helpers}]", INCOMPLETE)
+                              ].append(seconds)
+            elif group is not None:
                 group.times.append(seconds)
                 group.timed.append(len(launched))
                 for name in names:
@@ -439,33 +463,24 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
     timed = [group for group in joiner.groups.values() if group.times]
     layouts = told_apart(timed)
     for group in timed:
-        count = len(group.times)
-        measured = sum(group.times)
         if group.workload is None:
-            call, flops, nbytes, regime, precision = 0.0, 0.0, 0.0, "-", "-"
+            call, limit, flops, nbytes, regime, precision = 0.0, None, 0.0, 0.0, "-", "-"
         else:
-            result = analyzed.get(id(group.workload))
-            if result is None:
+            priced = analyzed.get(id(group.workload))
+            if priced is None:
                 result = analyze(group.workload, chip)
-                analyzed[id(group.workload)] = result
+                priced = analyzed[id(group.workload)] = (result, limit_of(result, chip))
+            result, limit = priced
             call = float(result.time)
-            flops, nbytes = float(result.flops) * count, float(result.bytes) * count
+            flops, nbytes = float(result.flops), float(result.bytes)
             regime = str(result.regime) if call > 0 else "-"  # no work: no roof
-            precision = _precision(result) if call > 0 else "-"
-        spread = spread_of(group.times, 4)
-        verdict, allowance = judge_calls(call, list(zip(group.times, group.timed,
-                                                        strict=True)),
-                                         tick=tick, spread=spread)
-        likely = (_likely(regime, nbytes / count, chip, group.precision_dtype)
-                  if verdict.faster else "")
-        rows.append(KernelRow(
+            precision = precision_of(result) if call > 0 else "-"
+        rows.append(judged_row(
             op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
-            count=count / repeats, measured=measured / repeats, bound=call * count / repeats,
-            flops=flops / repeats, bytes=nbytes / repeats, regime=regime,
-            precision=precision, efficiency=verdict.efficiency, faster=verdict.faster,
-            spread=spread, likely=likely, fastest=verdict.fastest,
-            faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats,
-            assumed=group.assumed, layout=layouts.get(id(group), "")))
+            calls=list(zip(group.times, group.timed, strict=True)), bound=call, limit=limit,
+            flops=flops, nbytes=nbytes, regime=regime, precision=precision, tick=tick,
+            repeats=repeats, chip=chip, assumed=group.assumed,
+            layout=layouts.get(id(group), "")))
     rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
     rows += [_replay_row(r, tick, repeats) for r in replayed.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)
@@ -479,22 +494,14 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
 
 def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:
     """The row of a group of host copies: bytes over the PCIe link (:mod:`.copies`), each
-    copy judged on its own."""
-    count = len(group.times)
-    measured = sum(group.times)
-    spread = spread_of(group.times, 4)
-    verdict, allowance = judge_calls(group.bound, [(t, 1) for t in group.times], tick=tick,
-                                     spread=spread)
-    likely = ("its bytes as recorded cross the link faster than its spec'd bandwidth: check "
-              "the pcie link in the chip's spec") if verdict.faster else ""
-    return KernelRow(
+    copy judged on its own (no cache holds a transfer: its limit is its bound)."""
+    return judged_row(
         op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
-        count=count / repeats, measured=measured / repeats,
-        bound=group.bound * count / repeats,
-        flops=0.0, bytes=group.nbytes * count / repeats, regime="network",
-        precision=f"link:{copies.LINK}", efficiency=verdict.efficiency,
-        faster=verdict.faster, spread=spread, likely=likely, fastest=verdict.fastest,
-        faster_calls=verdict.faster_calls / repeats, allowance=allowance / repeats)
+        calls=[(t, 1) for t in group.times], bound=group.bound, limit=None, flops=0.0,
+        nbytes=group.nbytes, regime="network", precision=f"link:{copies.LINK}", tick=tick,
+        repeats=repeats, chip=None,
+        why=("its bytes as recorded cross the link faster than its spec'd bandwidth: check "
+             "the pcie link in the chip's spec"))
 
 
 @dataclass
@@ -527,55 +534,16 @@ def _replays(joiner: Joiner, captures: tuple[Captured, ...]) -> dict[str, _Repla
 
 
 def _replay_row(group: _Replay, tick: float, repeats: int) -> KernelRow:
-    """The row of a graph's replays: each replay against its capture's bound."""
-    count = len(group.times)
-    spread = spread_of(group.times, 4)
+    """The row of a graph's replays: each replay against its capture's bound and limit."""
     cap = group.capture
-    verdict, allowance = judge_calls(cap.bound, list(zip(group.times, group.timed,
-                                                         strict=True)),
-                                     tick=tick, spread=spread)
-    likely = ((f"{group.matched} captures have its {cap.launches} kernels and the lowest "
-               f"bound of them was used: " if group.matched > 1 else "")
-              + "its capture's ops overcount it, or its data stayed on chip") \
-        if verdict.faster else ""
+    why = ((f"{group.matched} captures have its {cap.launches} kernels and the lowest "
+            f"bound of them was used: " if group.matched > 1 else "")
+           + "its capture's ops overcount it")
     shapes = (f"{cap.launches} kernels, as {cap.source}"
               + (f", lowest of {group.matched}" if group.matched > 1 else "")
               + (f", {len(cap.unpriced)} ops unpriced" if cap.unpriced else ""))
-    return KernelRow(
+    return judged_row(
         op="graph replay", shapes=shapes, kernels=tuple(group.kernels),
-        count=count / repeats, measured=sum(group.times) / repeats,
-        bound=cap.bound * count / repeats, flops=cap.flops * count / repeats,
-        bytes=cap.bytes * count / repeats, regime=cap.regime, precision=cap.precision,
-        efficiency=verdict.efficiency, faster=verdict.faster, spread=spread, likely=likely,
-        fastest=verdict.fastest, faster_calls=verdict.faster_calls / repeats,
-        allowance=allowance / repeats)
-
-
-def _likely(regime: str, nbytes: float, chip: Any, precision: str | None) -> str:
-    """The likely cause of a row faster than its bound: a memory-bound call whose bytes fit
-    in the chip's on-chip memory ran from there; else its counts are too high."""
-    levels = [lv for lv in getattr(chip, "onchip", ()) or () if float(lv.capacity) > 0]
-    cache = max(levels, key=lambda lv: float(lv.capacity)) if levels else None
-    if regime == "memory" and cache is not None and nbytes <= 2 * float(cache.capacity):
-        return (f"its {si(nbytes, 'B')} a call is within reach of the {cache.name} "
-                f"({si(float(cache.capacity), 'B')}), so its data likely stayed on chip "
-                f"between kernels, which the bound charges to memory")
-    device = str((getattr(chip, "provenance", None) or {}).get("device") or "")
-    if device:
-        roof = "peak" if regime == "compute" else "bandwidth"
-        fix = ("set it against the published chip, or recalibrate" if device != "cpu" else
-               "recalibrate on a quiet machine (pytest-roofline calibrate)")
-        return (f"it ran above {chip.name}'s calibrated {roof}, which a few kernels measured: "
-                f"another shape, another library or a higher clock can beat them; {fix}")
-    return (f"its formula likely overcounts it ({si(nbytes, 'B')} a call"
-            + (", priced in TF32" if precision else "") + "): check the op's counts")
-
-
-def _precision(result: Any) -> str:
-    """The peak of the kernel that sets most of the bound (``matrix:tf32``)."""
-    kernels = list(result.kernels)
-    if not kernels:
-        return str(result.peak_label)
-    main = max(kernels, key=lambda k: float(k.time))
-    return str(main.peak_label)
-
+        calls=list(zip(group.times, group.timed, strict=True)), bound=cap.bound,
+        limit=cap.limit, flops=cap.flops, nbytes=cap.bytes, regime=cap.regime,
+        precision=cap.precision, tick=tick, repeats=repeats, chip=None, why=why)

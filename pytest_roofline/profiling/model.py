@@ -7,12 +7,17 @@ the bound was priced in. The rows come sorted by the time they lose (measured - 
 the kernels most worth a look first.
 
 **Each call judged, never only a row's total** (:mod:`pytest_roofline.efficiency`, the one
-rule of every layer): a call faster than its bound by more than its allowance (one tick of
-the trace's clock per kernel it ran, zero-duration kernels included, or a small fixed
-fraction of its time, the larger) flags its row ``faster`` with the fastest call's figure
-(``160%``), whatever the row's total says: one 2x-too-fast call hidden in an average is a
-missed alarm. A row has an efficiency only where its calls, together, stay under their
-bound; one above it within the allowance is ``at-bound`` with its figure, never 100%.
+rule of every layer), against two ceilings: the roof (the bound, what the % reads against)
+and the physical limit (:mod:`pytest_roofline.engine.limits`: the data from the last-level
+cache, the chip's theoretical peak). A call faster than its physical limit by more than its
+allowance (one tick of the trace's clock per kernel it ran, zero-duration kernels included,
+or a small fixed fraction of its time, the larger) flags its row ``faster`` with the
+fastest call's figure (``160%!``), whatever the row's total says: one 2x-too-fast call
+hidden in an average is a missed alarm. A call above its roof but within its limit flags
+its row ``above-roof``, a finding shown with its figure (``127% cache``) and never a
+failure. The cell says when only some calls are flagged (``160%! 1/6``: 1 call of 6).
+A row has an efficiency only where its calls, together, stay under their bound and none
+is flagged; one above it within the allowance is ``at-bound`` with its figure, never 100%.
 A row whose bound is 0 (a view, ``t``, ``empty``, a 0-size matmul) is time spent doing no
 work: named, never judged by a kernel gate.
 """
@@ -24,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..efficiency import (
+    ABOVE_ROOF,
     AT_BOUND,
+    CACHE,
     FASTER,
     NO_WORK,
     TOLERANCE,
@@ -37,8 +44,8 @@ from ..units import format_time
 from .rules import ProfileError, minimum_for
 from .text import render_profile
 
-__all__ = ["AT_BOUND", "CAUSES", "FASTER", "NO_WORK", "TOLERANCE", "KernelRow", "Profile",
-           "Unpriced", "cause_of", "judge_calls", "rows_sorted"]
+__all__ = ["ABOVE_ROOF", "AT_BOUND", "CAUSES", "FASTER", "NO_WORK", "TOLERANCE", "KernelRow",
+           "Profile", "Unpriced", "cause_of", "judge_calls", "rows_sorted"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,12 @@ class KernelRow:
     #: where another row of its op has the same shapes, its inputs' strides, which tell them
     #: apart (``input 1 strides 16777216:128:4096:1``, ``contiguous``); else empty
     layout: str = ""
+    #: s, the physical limit of its calls together (None: the bound itself)
+    limit: float | None = None
+    above: bool = False  # a call (or the total) beat its roof, within its physical limit
+    above_calls: float = 0.0  # calls above their roof within their limit (a run)
+    finding: str = CACHE  # what a finding above the roof is called (cache, peak)
+    repeats: int = 1  # the runs its counts are per (calls in words are whole calls)
 
     @property
     def lost(self) -> float:
@@ -97,37 +110,61 @@ class KernelRow:
 
     @property
     def judged(self) -> Efficiency:
-        """The row's total against its bound (its allowance, the calls' together)."""
-        return Efficiency(bound=self.bound, measured=self.measured, allowance=self.allowance)
+        """The row's total against its bound and limit (its allowance, the calls')."""
+        return Efficiency(bound=self.bound, measured=self.measured, allowance=self.allowance,
+                          limit=self.limit, finding=self.finding)
 
     @property
     def note(self) -> str | None:
-        """``faster-than-bound``, ``at-bound``, ``no-work`` or None (under its bound)."""
+        """``faster-than-bound``, ``above-roof``, ``at-bound``, ``no-work`` or None (under
+        its bound)."""
         if self.faster:
             return FASTER
+        if self.above:
+            return ABOVE_ROOF
         return self.judged.note
 
     @property
     def figure(self) -> float | None:
-        """The ratio shown: the fastest call's for a faster row, else bound / measured."""
-        return self.fastest if self.faster else self.judged.ratio
+        """The ratio shown: the fastest flagged call's for a flagged row, else bound /
+        measured."""
+        return self.fastest if self.faster or self.above else self.judged.ratio
+
+    def flagged(self) -> str:
+        """The calls a flagged row's figure is of, in words where not all of them:
+        ``1 of 6 calls``; '' where every call (or only the total) is."""
+        flagged = self.faster_calls if self.faster else self.above_calls if self.above else 0
+        whole, of = round(flagged * self.repeats), round(self.count * self.repeats)
+        if not whole or whole >= of:
+            return ""
+        return f"{whole} of {of} calls"
 
     def percent(self) -> str:
-        """A table cell: ``68%``, ``103%~`` (at the bound), ``160%!`` (faster), ``no work``."""
+        """A table cell: ``68%``, ``103%~`` (at the bound), ``127% cache`` (above the roof,
+        within the physical limit), ``160%!`` (faster than physics), ``no work``; a flagged
+        row whose figure is some of its calls' says how many (``160%! 1/6``)."""
         if self.faster:
-            return "faster!" if self.fastest is None else percent(self.fastest) + "!"
-        return self.judged.percent()
+            cell = "faster!" if self.fastest is None else percent(self.fastest) + "!"
+        elif self.above:
+            cell = (f"0 s {self.finding}" if self.fastest is None
+                    else f"{percent(self.fastest)} {self.finding}")
+        else:
+            return self.judged.percent()
+        part = self.flagged()
+        return f"{cell} {part.replace(' of ', '/').removesuffix(' calls')}" if part else cell
 
     def cause(self) -> str:
-        """Why a row beat its bound, most likely first."""
-        calls = (f"{_count(self.faster_calls)} of {_count(self.count)} call(s) "
-                 if self.faster_calls and self.faster_calls != self.count else "")
+        """Why a row beat its physical limit, most likely first."""
+        calls = f"{self.flagged()} " if self.flagged() else ""
+        limit = "" if self.limit is None or self.limit >= self.bound else (
+            f" and a physical limit of {_us(self.limit)}")
         return (f"{self.label} ran {calls}faster than its bound "
                 f"({figure(self.fastest)}): measured "
-                f"{_us(self.measured)} for a bound of {_us(self.bound)} ({self.regime}-bound, "
-                f"{self.precision}); a lower bound cannot be beaten by honest counts: "
-                + (self.likely or "its formula overcounts its FLOPs or bytes, or its data "
-                   "stayed in a cache that the bound charges to memory"))
+                f"{_us(self.measured)} for a bound of {_us(self.bound)}{limit} "
+                f"({self.regime}-bound, {self.precision}); a lower bound cannot be beaten by "
+                f"honest counts: "
+                + (self.likely or "its formula overcounts its FLOPs or bytes, or the chip's "
+                   "figures or the trace's clock are wrong"))
 
     def to_dict(self) -> dict[str, Any]:
         note = self.note
@@ -137,8 +174,12 @@ class KernelRow:
                 "precision": self.precision, "efficiency": self.efficiency,
                 "ratio": self.figure,
                 **({"note": note} if note else {}),
+                "cell": self.percent(),
+                **({"limit_s": self.limit} if self.limit is not None else {}),
                 **({"likely": self.likely, "faster_calls": self.faster_calls}
                    if self.faster else {}),
+                **({"above_calls": self.above_calls, "finding": self.finding}
+                   if self.above else {}),
                 "spread": self.spread, "assumed": list(self.assumed),
                 "layout": self.layout}
 
@@ -167,9 +208,10 @@ class Unpriced:
 #: is not in the trace's window, CUDA/HIP graph replays, kernels launched outside any op, ops
 #: that are not aten ops (compiled regions, custom ops, collectives), aten ops without a
 #: formula, and ops whose recorded inputs do not rebuild a call (or a host copy that cannot
-#: be priced on its link).
+#: be priced on its link), and calls whose main kernel the trace lacks (only a memset or a
+#: split-K reduction recorded: :func:`.join.incomplete`), never judged.
 CAUSES = ("no launch in the trace", "graph replay", "outside any op", "not an aten op",
-          "no formula", "inputs not priceable")
+          "no formula", "inputs not priceable", "incomplete call")
 
 
 def cause_of(reason: str) -> str:
@@ -184,6 +226,8 @@ def cause_of(reason: str) -> str:
         return CAUSES[3]
     if reason.startswith("no formula"):
         return CAUSES[4]
+    if reason.startswith("incomplete call"):
+        return CAUSES[6]
     return CAUSES[5]
 
 
@@ -237,7 +281,13 @@ class Profile:
 
     @property
     def faster(self) -> tuple[KernelRow, ...]:
+        """The rows faster than physics: the alarm."""
         return tuple(r for r in self.rows if r.faster)
+
+    @property
+    def above(self) -> tuple[KernelRow, ...]:
+        """The rows above their roof within their physical limit: findings."""
+        return tuple(r for r in self.rows if r.above)
 
     @property
     def max_efficiency(self) -> float | None:
@@ -276,7 +326,8 @@ class Profile:
                 "measured_s": self.total, "priced_s": self.priced,
                 "priced_share": self.priced_share, "efficiency": self.efficiency,
                 "max_efficiency": self.max_efficiency, "repeats": self.repeats,
-                "faster": [r.label for r in self.faster], "idle_s": self.idle,
+                "faster": [r.label for r in self.faster],
+                "above_roof": [r.label for r in self.above], "idle_s": self.idle,
                 "rows": [r.to_dict() for r in rows], "rows_total": len(self.rows),
                 "unpriced": [u.to_dict() for u in self.unpriced],
                 "unpriced_by_cause": self.by_cause(),
@@ -296,39 +347,59 @@ def _count(value: float) -> str:
 
 
 def judge_calls(bound: float, calls: Sequence[tuple[float, int]], *, tick: float,
-                spread: float) -> tuple[KernelRowVerdict, float]:
-    """Each call (its measured seconds, the kernels it timed) against its *bound* (s a call),
-    then the calls together: the verdict of a row, and its total allowance (s)."""
-    faster_calls, fastest, allowance = 0, 0.0, 0.0
-    zero = False
+                spread: float, limit: float | None = None,
+                finding: str = CACHE) -> tuple[KernelRowVerdict, float]:
+    """Each call (its measured seconds, the kernels it timed) against its *bound* and its
+    physical *limit* (s a call; None: the bound), then the calls together: the verdict of
+    a row, and its total allowance (s)."""
+    faster_calls = above_calls = 0
+    fastest = above_best = 0.0
+    zero = above_zero = False
+    allowance = 0.0
     for seconds, kernels in calls:
-        judged = efficiency(bound, seconds, spread=spread, tick=tick, kernels=kernels)
+        judged = efficiency(bound, seconds, spread=spread, tick=tick, kernels=kernels,
+                            limit=limit, finding=finding)
         allowance += judged.allowance
+        ratio = judged.ratio
         if judged.faster:
             faster_calls += 1
-            ratio = judged.ratio
             if ratio is None:
                 zero = True
             else:
                 fastest = max(fastest, ratio)
-    total = Efficiency(bound=bound * len(calls), measured=sum(s for s, _ in calls),
-                       allowance=allowance)
+        elif judged.above_roof:
+            above_calls += 1
+            if ratio is None:
+                above_zero = True
+            else:
+                above_best = max(above_best, ratio)
+    n = len(calls)
+    total = Efficiency(bound=bound * n, measured=sum(s for s, _ in calls),
+                       allowance=allowance, limit=None if limit is None else limit * n)
     faster = faster_calls > 0 or total.faster
-    figure = None if zero else (fastest if faster_calls else total.ratio)
-    return KernelRowVerdict(efficiency=None if faster else total.value, faster=faster,
-                            fastest=figure if faster else None,
-                            faster_calls=faster_calls), allowance
+    above = not faster and (above_calls > 0 or total.above_roof)
+    if faster:
+        shown = None if zero else (fastest if faster_calls else total.ratio)
+    elif above:
+        shown = None if above_zero else (above_best if above_calls else total.ratio)
+    else:
+        shown = None
+    return KernelRowVerdict(efficiency=None if faster or above else total.value,
+                            faster=faster, fastest=shown, faster_calls=faster_calls,
+                            above=above, above_calls=above_calls), allowance
 
 
 @dataclass(frozen=True)
 class KernelRowVerdict:
-    """A row's verdict: its efficiency, whether a call beat its bound, the fastest call's
-    figure and how many calls did."""
+    """A row's verdict: its efficiency, whether a call beat its physical limit (faster) or
+    only its roof (above), the flagged calls' best figure and how many calls were flagged."""
 
     efficiency: float | None
     faster: bool
     fastest: float | None
     faster_calls: int
+    above: bool = False
+    above_calls: int = 0
 
 
 def rows_sorted(rows: Sequence[KernelRow]) -> tuple[KernelRow, ...]:

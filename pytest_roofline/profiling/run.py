@@ -30,6 +30,7 @@ from typing import Any
 
 from ..atomic import why_not_written, write_with
 from ..engine.analysis import analyze
+from ..engine.limits import limit_of
 from ..errors import WorkloadError
 from ..hardware import Hardware, foreign_to_this_machine, get_hardware
 from ..measuring.cuda_timing import cuda_index
@@ -259,7 +260,7 @@ def read_captures(capture: str | os.PathLike[str], chip: Any) -> tuple[Any, ...]
         trace.on_device = False  # its launches ran nothing: walk its ops by their shapes
         joiner = Joiner(trace, chip)
         joiner.run()
-        bound = flops = nbytes = 0.0
+        bound = flops = nbytes = limit = 0.0
         main: tuple[float, str, str] = (-1.0, "memory", "-")
         for group in joiner.groups.values():
             if group.workload is None or not group.times:
@@ -267,6 +268,7 @@ def read_captures(capture: str | os.PathLike[str], chip: Any) -> tuple[Any, ...]
             result = analyze(group.workload, chip)
             time = float(result.time) * len(group.times)
             bound += time
+            limit += limit_of(result, chip) * len(group.times)
             flops += float(result.flops) * len(group.times)
             nbytes += float(result.bytes) * len(group.times)
             if time > main[0]:
@@ -274,5 +276,5 @@ def read_captures(capture: str | os.PathLike[str], chip: Any) -> tuple[Any, ...]
         unpriced = tuple(sorted({name for name, _ in joiner.unpriced}))
         out.append(Captured(source=path.name, launches=trace.launches, bound=bound,
                             flops=flops, bytes=nbytes, regime=main[1], precision=main[2],
-                            unpriced=unpriced))
+                            unpriced=unpriced, limit=limit))
     return tuple(out)

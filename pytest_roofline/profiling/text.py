@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from ..efficiency import AT_BOUND, FASTER, NO_WORK
+from ..efficiency import ABOVE_ROOF, AT_BOUND, FASTER, NO_WORK
 from ..efficiency import percent as percent_of
 from ..text_table import render, wrap_line
 from ..units import format_time
@@ -21,7 +21,11 @@ from ..units import format_time
 def percent(row: Mapping[str, Any]) -> str:
     """``68%`` of the roof; a row above its bound with its figure, never as 100%: ``160%!``
     faster than it (``faster!`` where the time read 0), ``103%~`` at it within the
-    measurement's allowance; ``no work`` for a row whose bound is 0."""
+    measurement's allowance; ``no work`` for a row whose bound is 0. A row that renders its
+    own cell (``cell``, :meth:`KernelRow.percent`: the one judgement) shows it as it is."""
+    cell = row.get("cell")
+    if isinstance(cell, str) and cell:
+        return cell
     note = row.get("note")
     ratio = row.get("ratio")
     figure = percent_of(float(ratio)) if isinstance(ratio, (int, float)) else None
@@ -90,12 +94,17 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
     lines = [*head, *rows_table(profile, top, width)]
     faster = list(profile.get("faster") or [])
     if faster:
-        lines.append(f"FASTER THAN THE BOUND ({len(faster)}): {', '.join(faster[:3])}"
-                     f"{' ...' if len(faster) > 3 else ''}: counts too high, data kept in a "
-                     f"cache, or a lower precision than priced")
+        lines.append(f"FASTER THAN PHYSICS ({len(faster)}): {', '.join(faster[:3])}"
+                     f"{' ...' if len(faster) > 3 else ''}: beyond the physical limit, so "
+                     f"counts too high, a lower precision than priced, or a wrong clock")
+    above = list(profile.get("above_roof") or [])
+    if above:
+        lines.append(f"above the roof, within the physical limit ({len(above)}): findings, "
+                     f"never failures (data from a cache, or a roof measured low)")
     marks = {r.get("note") for r in list(profile.get("rows") or [])[:top]}
-    if FASTER in marks or AT_BOUND in marks:
-        lines.append("% roof: ! a call beat its bound (its figure); ~ above it within noise")
+    if FASTER in marks or AT_BOUND in marks or ABOVE_ROOF in marks:
+        lines.append("% roof: ! beat its physical limit; cache/peak above the roof within "
+                     "it; ~ above the roof within noise; 1/6: that many of its calls")
     if any(r.get("assumed") for r in list(profile.get("rows") or [])[:top]):
         lines.append(ASSUMED_LEGEND)
     idle = float(profile.get("idle_s") or 0)

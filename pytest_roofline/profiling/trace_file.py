@@ -360,8 +360,9 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
 
     Every field read is checked (a :class:`TraceFileError` names the event, the field, its
     value and what is allowed); what reads but cannot be right is kept and warned of in
-    :attr:`TraceFile.warnings`: CPU ops on one thread that overlap without nesting (each is
-    cut at the end of the op it starts in, so no time is counted twice) and launches that
+    :attr:`TraceFile.warnings`: CPU ops on one thread that overlap without nesting (only
+    containment is nesting: each is read as running after the op it starts in, its span
+    whole and never taken from that op's) and launches that
     share a correlation id (every kernel of the id goes to the first)."""
     events = data["traceEvents"]
     threads: dict[tuple[Any, Any], list[tuple[float, int, float, Any, float, float]]] = {}
@@ -430,16 +431,17 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
         stack: list[Op] = []
         ends: list[float] = []  # of the ops on the stack, in us as the file writes them
         for start, kind, _, what, start_us, end_us in items:
-            while stack and start >= stack[-1].end:
+            overlapped = False
+            # only containment is nesting: an op that starts inside another and ends after
+            # it ran after it, overlapping (in the file's own us: seconds since the epoch
+            # round off, and an op that starts where another ends is not an overlap)
+            while stack and (start >= stack[-1].end or (kind == 0 and end_us > ends[-1])):
+                overlapped = overlapped or (kind == 0 and start_us < ends[-1])
                 stack.pop()
                 ends.pop()
             if kind == 0:
-                # overlaps without nesting (in the file's own us: seconds since the epoch
-                # round off, and an op that starts where another ends is not an overlap)
-                if stack and start_us < ends[-1] < end_us:
+                if overlapped:
                     overlaps.append(what)
-                    what.seconds = max(0.0, stack[-1].end - what.start)
-                    end_us = ends[-1]
                 if len(stack) >= MAX_DEPTH:
                     raise TraceFileError(
                         f"trace file {path!r}: CPU ops on thread {pid}/{tid} nest more than "
@@ -466,8 +468,8 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     warnings: list[str] = []
     if overlaps:
         warnings.append(f"{len(overlaps)} CPU op(s) overlap the op they start in without "
-                        f"ending in it (first: {overlaps[0].name!r}); each is cut at that "
-                        f"op's end")
+                        f"ending in it (first: {overlaps[0].name!r}); each is read as "
+                        f"running after it, with its whole span, never nested in it")
     shared = sorted((k for k, n in by_id.items() if n > 1), key=str)
     if shared:
         warnings.append(f"{len(shared)} correlation id(s) are shared by several launches "
