@@ -61,6 +61,12 @@ ABOVE_ROOF = "above-roof"
 CACHE, PEAK = "cache", "peak"
 
 
+def finding_for(regime: str) -> str:
+    """What a run above its roof within its limit is called: compute-bound work beat a roof
+    measured under the theoretical peak (:data:`PEAK`); the rest read data from a cache."""
+    return PEAK if regime == "compute" else CACHE
+
+
 def quantile(sorted_values: Sequence[float], q: float) -> float:
     """Linear-interpolated quantile of already sorted values."""
     n = len(sorted_values)

@@ -6,6 +6,7 @@ the terminal summary (reports) and the command line's listings.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 GAP = 2  # spaces between columns
@@ -126,9 +127,25 @@ def wrap_line(line: str, width: int | None, hang: int = 2) -> list[str]:
     return lines or [indent]
 
 
+#: Control characters (C0, DEL, C1) and the bidirectional marks and overrides: what a
+#: name read from someone else's file must never send to a terminal, a Markdown page or a
+#: CSV as it is (an escape sequence rewrites what a CI log shows).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def escaped(text: str) -> str:
+    """*text* with its control and bidirectional-override characters written as escapes
+    (``\x1b``, ``\u202e``); the rest as it is."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _printable(cell: str) -> str:
     """*cell* as a UTF-8 output writes it: a lone surrogate (a test id from a file name that
-    is not UTF-8) as its ``\udcff`` escape, so that the column is padded to what is shown."""
+    is not UTF-8) as its ``\udcff`` escape, so that the column is padded to what is shown,
+    and control characters escaped (:func:`escaped`)."""
+    cell = escaped(cell)
     try:
         cell.encode("utf-8")
     except UnicodeEncodeError:

@@ -3,22 +3,25 @@ that ran it.
 
 Exit codes: 0 when the trace was read and priced and no gate asked for failed (without a gate
 the command reports, whatever it finds, kernels faster than their bound included); 1 when a
-gate failed: a kernel below ``--min-kernel-efficiency``, or a kernel faster than its bound
-under ``--min-kernel-efficiency`` or ``--fail-faster`` (unless ``--allow-faster``); 2 for a
-bad command line or a trace that cannot be read.
+gate failed: a kernel below ``--min-kernel-efficiency``, a kernel faster than its bound
+under ``--min-kernel-efficiency`` or ``--fail-faster`` (unless ``--allow-faster``), or a
+kernel slower than in ``--baseline`` by more than ``--fail-regression``; 2 for a bad command
+line or a trace that cannot be read.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
-from .common import EXIT_OK, EXIT_REGRESSION, echo, positive, print_json
+from .common import EXIT_OK, EXIT_REGRESSION, UsageError, echo, positive, print_json
 
 EXIT_CODES = ("exit codes: 0 priced, and no gate asked for failed (without a gate, whatever "
               "the trace holds); 1 a gate failed: a kernel below --min-kernel-efficiency, "
-              "or one faster than its bound under --min-kernel-efficiency or --fail-faster "
-              "(unless --allow-faster); 2 usage error or a trace that cannot be read")
+              "one faster than its bound under --min-kernel-efficiency or --fail-faster "
+              "(unless --allow-faster), or one slower than in --baseline by more than "
+              "--fail-regression; 2 usage error or a trace that cannot be read")
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -51,12 +54,32 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                              "(default 1073741824, 1 GiB)")
     parser.add_argument("--min-kernel-efficiency", metavar="FRACTION",
                         help="exit 1 when a priced kernel runs below this fraction of its "
-                             "roof (0.3 or 30%%), or when one beats its bound")
+                             "roof (0.3 or 30%%), or when one beats its bound; per kernel "
+                             "pattern as the marker takes it: 'aten::mm=0.4,*=0.01' (first "
+                             "match wins) or a JSON object '{\"*gemm*\": 0.5}'")
     parser.add_argument("--fail-faster", action="store_true",
                         help="exit 1 when a kernel beats its bound, without an efficiency "
                              "gate")
     parser.add_argument("--allow-faster", action="store_true",
                         help="a kernel faster than its bound is reported, never a failure")
+    parser.add_argument("--formulas", metavar="FILE", action="append", default=[],
+                        help="a Python file whose register_op(...) calls give ops their "
+                             "formulas (a vendor's custom ops): imported before the trace is "
+                             "priced (repeatable); rows it prices say so (formula)")
+    parser.add_argument("--csv", metavar="FILE",
+                        help="write every row as CSV: one line a row, every JSON field, "
+                             "stable columns ('-' for standard output)")
+    parser.add_argument("--baseline", metavar="OLD",
+                        help="compare with OLD, a trace or a profile saved with --json: per "
+                             "kernel (op, shapes, layout) the change of a call's time and "
+                             "of its %% of roof, and the kernels new and gone")
+    parser.add_argument("--fail-regression", metavar="PCT",
+                        help="with --baseline: exit 1 when a kernel's call is slower than in "
+                             "OLD by more than PCT (10%% or 0.1), beyond the noise of both "
+                             "(their clock ticks and spreads)")
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="with --baseline: write the comparison as Markdown, fit for a "
+                             "pull request's comment ('-' for standard output)")
     parser.set_defaults(func=cmd_profile)
 
 
@@ -64,19 +87,137 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..profiling import read_trace
     from ..profiling.rules import parse_minimum
 
+    if (args.fail_regression is not None or args.markdown is not None) and not args.baseline:
+        raise UsageError("--fail-regression and --markdown compare with a baseline: give "
+                         "--baseline OLD (a trace, or a profile saved with --json)")
+    limit = None if args.fail_regression is None else _percent(args.fail_regression)
     minimum = None if args.min_kernel_efficiency is None else parse_minimum(
-        args.min_kernel_efficiency, "--min-kernel-efficiency")
+        _patterns(args.min_kernel_efficiency), "--min-kernel-efficiency")
+    for path in args.formulas:
+        load_formulas(path)
     result = read_trace(args.trace, hw=args.hw, capture=args.capture,
                         max_bytes=args.max_bytes)
     gated = minimum is not None or args.fail_faster
     failures = result.check(minimum if minimum is not None else {},
                             allow_faster=args.allow_faster) if gated else []
+    profile = result.to_dict()
+    compared = None
+    if args.baseline:
+        from ..profiling.diff import diff
+
+        compared = diff(_baseline(args.baseline, args.hw, args.max_bytes), profile,
+                        limit=limit)
+        failures += [f"regressed against {args.baseline}: {line.removeprefix('REGRESSED: ')}"
+                     for line in compared.lines() if line.startswith("REGRESSED: ")]
+    if args.csv:
+        from ..profiling.csv_rows import to_csv
+
+        _write(args.csv, to_csv(profile))
+    if compared is not None and args.markdown:
+        _write(args.markdown, compared.markdown())
     if args.json:
-        print_json({**result.to_dict(), "failures": failures})
+        print_json({**profile, "failures": failures,
+                    **({"baseline": compared.to_dict()} if compared is not None else {})})
     else:
         echo(result.table(top=args.top))
+        if compared is not None:
+            for line in compared.lines(args.top):
+                echo(line)
         for line in failures[: args.top]:
             echo(f"FAIL: {line}")
         if len(failures) > args.top:
             echo(f"FAIL: {len(failures) - args.top} more (--json lists every one)")
     return EXIT_REGRESSION if failures else EXIT_OK
+
+
+def _percent(text: str) -> float:
+    """``--fail-regression``: ``10%`` or ``0.1``, a fraction >= 0."""
+    value = text.strip()
+    try:
+        number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number < float("inf"):
+        raise UsageError(f"--fail-regression {text!r} is not allowed; expected a percentage "
+                         f"of a call's time such as 10% (or 0.1)")
+    return number
+
+
+def _patterns(text: str) -> Any:
+    """``--min-kernel-efficiency``: one fraction, ``PATTERN=FRACTION,...`` or a JSON object
+    of patterns to fractions (the marker's mapping)."""
+    value = text.strip()
+    if value.startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except ValueError as exc:
+            raise UsageError(f"--min-kernel-efficiency {text!r:.80} is not a JSON object of "
+                             f"patterns to fractions: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise UsageError("--min-kernel-efficiency: a JSON value must be an object of "
+                             "kernel-name patterns to fractions, {\"*gemm*\": 0.5}")
+        return parsed
+    if "=" not in value:
+        return value
+    out: dict[str, str] = {}
+    for part in value.split(","):
+        pattern, sep, fraction = part.rpartition("=")
+        if not sep or not pattern.strip():
+            raise UsageError(f"--min-kernel-efficiency: {part.strip()!r:.60} is not "
+                             f"PATTERN=FRACTION, as in 'aten::mm=0.4,*=0.01'")
+        out[pattern.strip()] = fraction.strip()
+    return out
+
+
+def load_formulas(path: str) -> None:
+    """Import the Python file *path* for its ``register_op`` calls."""
+    import importlib.util
+    from pathlib import Path
+
+    where = Path(path)
+    if not where.is_file():
+        raise UsageError(f"--formulas {path!r}: no such file; give a Python file whose "
+                         f"register_op(...) calls give ops their formulas")
+    spec = importlib.util.spec_from_file_location(f"_roofline_formulas_{where.stem}", where)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"--formulas {path!r} is not a Python file that can be imported")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's file: say which and why, one line
+        raise UsageError(f"--formulas {path!r} failed to import: {type(exc).__name__}: "
+                         f"{str(exc)[:120]}") from None
+
+
+def _baseline(path: str, hw: Any, max_bytes: int | None) -> dict[str, Any]:
+    """The profile of *path*: a saved ``--json`` profile as it is, else a trace read."""
+    from ..profiling import read_trace
+    from ..profiling.rules import ProfileError
+
+    if path.endswith(".json"):  # a saved profile, or a trace: which, its keys say
+        import os
+
+        cap = max_bytes or (1 << 30)
+        if os.path.getsize(path) > cap:
+            raise ProfileError(f"--baseline {path!r} is larger than {cap} bytes "
+                               f"(--max-bytes)")
+        with open(path, encoding="utf-8") as handle:
+            try:
+                data = json.load(handle)
+            except ValueError as exc:
+                raise ProfileError(f"--baseline {path!r} is not JSON: {exc}") from None
+        if isinstance(data, dict) and "traceEvents" not in data:
+            if isinstance(data.get("rows"), list):
+                return data
+            raise ProfileError(f"--baseline {path!r} is neither a trace (no traceEvents) "
+                               f"nor a profile saved with --json (no rows)")
+    return read_trace(path, hw=hw, max_bytes=max_bytes).to_dict()
+
+
+def _write(where: str, text: str) -> None:
+    if where == "-":
+        echo(text.rstrip("\n"))
+        return
+    from ..atomic import write_text
+
+    write_text(where, text)

@@ -1,9 +1,10 @@
 """A test's profiled calls judged per kernel: ``min_kernel_efficiency`` and the
 faster-than-physics guard, and the profile carried in the test's record.
 
-A record carries, under ``"profile"``, the profile's JSON form cut to the rows that lose the
-most time (:data:`TOP`), so the summary, the JSON report, Markdown and the chart show the
-same kernels; the record of the chip the calls were profiled on takes it.
+A record carries, under ``"profile"``, the profile's JSON form with every row, so that a
+baseline and its compare rules see each kernel (``efficiency:10%`` names the kernel that
+lost its roof); the summary and Markdown show the rows that lose the most time. The record
+of the chip the calls were profiled on takes it.
 """
 
 from __future__ import annotations
@@ -17,10 +18,6 @@ from ..fields import Record
 if TYPE_CHECKING:
     from ..profiling.model import Profile
     from .marker import Expectation
-
-#: Rows of each profile kept in a test's record.
-TOP = 8
-
 
 def failures(expectation: Expectation, profiles: Sequence[Profile]) -> list[str]:
     """The failure lines of the test's profiles: kernels below ``min_kernel_efficiency``
@@ -48,7 +45,7 @@ def attach(records: list[tuple[str, Record]], profiles: Sequence[Profile],
             break
         fields = out[index][1]
         fields.setdefault(F.PROFILE, [])
-        fields[F.PROFILE].append(profile.to_dict(TOP))
+        fields[F.PROFILE].append(profile.to_dict())
     if failed and out:
         for _, fields in out:
             if fields.get("outcome") in ("passed", "report"):

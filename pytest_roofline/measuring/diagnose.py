@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import units
-from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency
+from ..efficiency import FASTER, TOLERANCE, Efficiency, efficiency, finding_for
 from .cpu import LOADED
 
 __all__ = ["FASTER", "FASTER_DOCS", "TOLERANCE", "efficiency_failure", "explain_faster",
@@ -37,7 +37,8 @@ def judged(result: Any, spread: float = 0.0) -> Efficiency | None:
         return None
     limit = getattr(result, "limit", None)
     return efficiency(float(result.time), float(measured), spread=float(spread),
-                      limit=None if limit is None else float(limit))
+                      limit=None if limit is None else float(limit),
+                      finding=finding_for(str(getattr(result, "regime", ""))))
 
 
 def is_faster(result: Any, spread: float = 0.0) -> bool:

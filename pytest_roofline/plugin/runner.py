@@ -250,22 +250,27 @@ class Runner:
         failures: list[str] = [*crosscheck, *judgement.unpriced]
         checks: Sequence[Check] = judgement.checks
         records: list[tuple[str, Fields]]
+        profiled = bool(test.profiles) or test.expectation.min_kernel_efficiency is not None
+        failed: list[str] = []
+        if profiled:
+            from ..judging import kernels
+
+            failed = kernels.failures(test.expectation, test.profiles)
         if not hooked and not crosscheck:  # the common case: the judgement's fields, shared
             records = judgement.fields
             for check in checks:
                 failures.extend(check.failures)
-        else:
-            checks, records, extra = self.amend(item, judgement, crosscheck, hook, hooked)
+            if profiled:
+                records = kernels.attach(list(records), test.profiles, failed)
+        else:  # the hooks see the records whole, their profiles included
+            checks, records, extra = self.amend(item, judgement, crosscheck, hook, hooked,
+                                                (test.profiles, failed) if profiled else None)
             failures.extend(extra)
-        if test.profiles or test.expectation.min_kernel_efficiency is not None:
-            from ..judging import kernels
-
-            failed = kernels.failures(test.expectation, test.profiles)
+        if profiled:
             failures.extend(failed)
-            records = kernels.attach(list(records), test.profiles, failed)
             if failed:  # the breakdown says so: the profiled chip's verdict is "failed"
-                profiled = {p.hw for p in test.profiles}
-                hit = [c.result.hw in profiled for c in checks] if profiled else []
+                chips = {p.hw for p in test.profiles}
+                hit = [c.result.hw in chips for c in checks] if chips else []
                 if not any(hit):
                     hit = [i == 0 for i in range(len(checks))]
                 checks = [c.with_failures(failed) if h else c
@@ -291,23 +296,32 @@ class Runner:
                                       for line in failures))
 
     def amend(self, item: pytest.Item, judgement: Judgement, crosscheck: list[str],
-              hook: Any, hooked: bool) -> tuple[list[Check], list[tuple[str, Fields]],
-                                                list[str]]:
+              hook: Any, hooked: bool, profiled: tuple[Any, list[str]] | None = None
+              ) -> tuple[list[Check], list[tuple[str, Fields]], list[str]]:
         """The checks and records with a failed cross-check and ``pytest_roofline_result``
-        hooks applied; the failed lines of the checks and hooks."""
+        hooks applied (each record with its profiles, *profiled*: the test's profiles and
+        their failed lines, so that a baseline's rules see every kernel); the failed lines
+        of the checks and hooks."""
         from .session import fields_of
 
         checks = list(judgement.checks)
         records: list[tuple[str, Fields]] = []
         failures: list[str] = []
         templates = judgement.records
+        built: list[tuple[str, Fields]] = []
         for i, (check, template) in enumerate(zip(judgement.checks, templates, strict=False)):
-            failures.extend(check.failures)
             record: Fields = {"nodeid": item.nodeid, **template}
             if crosscheck:  # the cross-check failed: so did this record
-                checks[i] = check = check.with_failures(crosscheck[:1])
+                checks[i] = check.with_failures(crosscheck[:1])
                 record["outcome"] = "failed"
-                record["message"] = " ".join(check.failures)
+                record["message"] = " ".join(checks[i].failures)
+            built.append((template["hw"], record))
+        if profiled is not None:
+            from ..judging import kernels
+
+            built = kernels.attach(built, profiled[0], profiled[1])
+        for i, (check, (hw, record)) in enumerate(zip(checks, built, strict=False)):
+            failures.extend(judgement.checks[i].failures)
             if hooked:
                 extra = _hook_failures(hook(config=item.config, item=item, nodeid=item.nodeid,
                                             result=check.result, record=record))
@@ -316,7 +330,7 @@ class Runner:
                     checks[i] = check.with_failures(extra)  # the report section: "failed"
                     record["outcome"] = "failed"
                     record["message"] = " ".join([*check.failures, *extra])
-            records.append((template["hw"], fields_of(record)))
+            records.append((hw, fields_of(record)))
         records.extend(judgement.fields[len(checks):])  # chips that cannot price it
         return checks, records, failures
 

@@ -279,7 +279,7 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
     total = sum(seconds for _, seconds in trace.ops) / repeats
     return Profile(hw=chip.name, source=source, on_device=trace.on_device, total=total,
                    rows=rows_sorted(rows), unpriced=tuple(missing), repeats=repeats,
-                   notes=notes)
+                   notes=notes, tick=TICK)
 
 
 def _group(trace: JaxTrace, program: int, name: str, label: str) -> _Group | str:

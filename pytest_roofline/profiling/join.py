@@ -67,6 +67,7 @@ class _Group:
     assumed: tuple[str, ...] = ()  # what its bound assumed where the trace is silent
     strides: Any = None  # its inputs' strides (size-1 dimensions made contiguous)
     dims: Any = None  # its inputs' recorded dims
+    formula: str = ""  # who gave a non-aten op its formula (register_op, the tracer's)
 
 
 @dataclass
@@ -364,7 +365,7 @@ class Joiner:
                 for kernel in launch.kernels:
                     group.kernels.setdefault(kernel.name)
             return group, ""
-        if not op.name.startswith("aten::"):
+        if not op.name.startswith("aten::") and not pricing.has_formula(op.name):
             return None, "not an aten op"
         tf32 = runs_tf32(kernels)
         strides = unit_strides(op.dims, op.args.get("Input Strides"))
@@ -401,7 +402,7 @@ class Joiner:
         group = _Group(op.name, shapes_of(op, types),
                        None if isinstance(result, str) else result,
                        "tf32" if tf32 else None, assumed=tuple(assumed), strides=strides,
-                       dims=op.dims)
+                       dims=op.dims, formula=pricing.formula_of(op.name))
         if not isinstance(result, str):  # the traced kernels' names (mm, addmm, ...)
             for kernel in result.kernels:
                 group.kernels.setdefault(kernel.name)
@@ -480,7 +481,7 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
             calls=list(zip(group.times, group.timed, strict=True)), bound=call, limit=limit,
             flops=flops, nbytes=nbytes, regime=regime, precision=precision, tick=tick,
             repeats=repeats, chip=chip, assumed=group.assumed,
-            layout=layouts.get(id(group), "")))
+            layout=layouts.get(id(group), ""), formula=group.formula))
     rows += [_copy_row(c, tick, repeats) for c in joiner.copies.values()]
     rows += [_replay_row(r, tick, repeats) for r in replayed.values()]
     unpriced = sorted((Unpriced(name, sum(times) / repeats, len(times) / repeats, reason)
@@ -489,7 +490,7 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
     return Profile(hw=chip.name, source=source, on_device=trace.on_device,
                    total=trace.total_seconds() / repeats, rows=rows_sorted(rows),
                    unpriced=tuple(unpriced), repeats=repeats,
-                   notes=(*notes, *sorted(joiner.assumed)))
+                   notes=(*notes, *sorted(joiner.assumed)), tick=tick)
 
 
 def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:

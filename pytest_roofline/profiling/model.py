@@ -40,7 +40,9 @@ from ..efficiency import (
     figure,
     percent,
 )
+from ..text_table import escaped
 from ..units import format_time
+from .categories import category_of
 from .rules import ProfileError, minimum_for
 from .text import render_profile
 
@@ -82,6 +84,9 @@ class KernelRow:
     above_calls: float = 0.0  # calls above their roof within their limit (a run)
     finding: str = CACHE  # what a finding above the roof is called (cache, peak)
     repeats: int = 1  # the runs its counts are per (calls in words are whole calls)
+    #: who gave an op that is not an aten op its formula (``register_op``, ``the tracer's
+    #: formula``); '' for the tracer's aten table
+    formula: str = ""
 
     @property
     def lost(self) -> float:
@@ -97,6 +102,12 @@ class KernelRow:
     @property
     def intensity(self) -> float | None:
         return self.flops / self.bytes if self.bytes > 0 else None
+
+    @property
+    def category(self) -> str:
+        """GEMM, attention, normalization, elementwise ... (:mod:`.categories`)."""
+        return category_of((self.op, *self.kernels),
+                           regime=None if self.no_work else self.regime)
 
     @property
     def measured_flops(self) -> float:
@@ -169,6 +180,7 @@ class KernelRow:
     def to_dict(self) -> dict[str, Any]:
         note = self.note
         return {"op": self.op, "shapes": self.shapes, "kernels": list(self.kernels),
+                "category": self.category,
                 "count": self.count, "measured_s": self.measured, "bound_s": self.bound,
                 "flops": self.flops, "bytes": self.bytes, "regime": self.regime,
                 "precision": self.precision, "efficiency": self.efficiency,
@@ -181,7 +193,7 @@ class KernelRow:
                 **({"above_calls": self.above_calls, "finding": self.finding}
                    if self.above else {}),
                 "spread": self.spread, "assumed": list(self.assumed),
-                "layout": self.layout}
+                "layout": self.layout, **({"formula": self.formula} if self.formula else {})}
 
 
 @dataclass(frozen=True)
@@ -243,6 +255,7 @@ class Profile:
     unpriced: tuple[Unpriced, ...]
     repeats: int = 1
     notes: tuple[str, ...] = field(default=())
+    tick: float = 0.0  # s, the clock tick of the trace's times (0: not known)
 
     def __post_init__(self) -> None:
         if any(r.efficiency is not None and not (0 <= r.efficiency <= 1) for r in self.rows):
@@ -273,6 +286,20 @@ class Profile:
         for item in self.unpriced:
             sums[item.cause] += item.seconds
         return {cause: seconds for cause, seconds in sums.items() if seconds > 0}
+
+    def by_category(self) -> dict[str, float]:
+        """Measured seconds by category (:mod:`.categories`: GEMM, attention, normalization,
+        elementwise, communication, copies ...), priced rows and unpriced time together,
+        largest first."""
+        sums: dict[str, float] = {}
+        for row in self.rows:
+            name = row.category
+            sums[name] = sums.get(name, 0.0) + row.measured
+        for item in self.unpriced:
+            name = category_of((item.name,))
+            sums[name] = sums.get(name, 0.0) + item.seconds
+        return dict(sorted(((k, v) for k, v in sums.items() if v > 0),
+                           key=lambda kv: (-kv[1], kv[0])))
 
     @property
     def idle(self) -> float:
@@ -307,14 +334,14 @@ class Profile:
         for row in self.rows:
             if row.faster:
                 if not allow_faster:
-                    out.append(f"faster than physics on {self.hw}: {row.cause()}")
+                    out.append(escaped(f"faster than physics on {self.hw}: {row.cause()}"))
                 continue
             if row.no_work:  # time spent doing no work: no roof to reach
                 continue
             need = minimum_for(row, minimum)
             if need is None or row.efficiency is None or row.efficiency >= need:
                 continue
-            out.append(f"kernel {row.label} ran at {_pct(row.efficiency)} of its roof on "
+            out.append(f"kernel {escaped(row.label)} ran at {_pct(row.efficiency)} of its roof on "
                        f"{self.hw}, below {need:.0%}: measured {_us(row.measured)} over "
                        f"{_count(row.count)} call(s), bound {_us(row.bound)} "
                        f"({row.regime}-bound, {row.precision})")
@@ -330,7 +357,8 @@ class Profile:
                 "above_roof": [r.label for r in self.above], "idle_s": self.idle,
                 "rows": [r.to_dict() for r in rows], "rows_total": len(self.rows),
                 "unpriced": [u.to_dict() for u in self.unpriced],
-                "unpriced_by_cause": self.by_cause(),
+                "unpriced_by_cause": self.by_cause(), "by_category": self.by_category(),
+                "tick_s": self.tick,
                 **({"notes": list(self.notes)} if self.notes else {})}
 
     def table(self, top: int = 10, width: int = 80) -> str:

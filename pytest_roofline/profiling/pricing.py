@@ -43,7 +43,7 @@ from typing import Any
 
 from .. import dtypes
 from ..engine.workload import Kernel, Workload
-from ..tracing import TraceError, Tracer
+from ..tracing import TraceError, Tracer, registry
 
 #: The profiler's names of tensor dtypes -> torch attribute names.
 DTYPES = {
@@ -145,7 +145,8 @@ def _legacy_conv_backward(where: tuple[int, int, int, bool], dims: list[Any],
 def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
            concrete: tuple[str, ...] | None, dtype: str | None,
            strides: list[Any] | None, list_dtype: str | None = None) -> Workload | str:
-    if not name.startswith("aten::"):
+    formula = None if name.startswith("aten::") else registry.lookup(name)
+    if not name.startswith("aten::") and formula is None:
         return f"{name} is not an aten op"
     if dims is None or types is None:
         return "its input shapes were not recorded (record_shapes=True)"
@@ -153,9 +154,12 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
         import torch
     except ImportError:
         return "pricing a recorded op needs torch installed"
-    base = name[len("aten::"):]
-    packet = getattr(torch.ops.aten, base, None)
-    if packet is None or not hasattr(packet, "overloads"):  # aten::name is the namespace's
+    space, _, base = name.partition("::")
+    packet = _packet(torch, space, base)
+    if formula is not None and packet is None:  # a formula, and no op of that name here
+        return _by_formula(torch, name, formula, dims, types, concrete, strides, dtype,
+                           list_dtype)
+    if packet is None:  # aten::name is the namespace's
         return f"torch has no op {name}"
     try:
         inputs = _inputs(torch, dims, types, concrete, strides, list_dtype)
@@ -178,6 +182,49 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
             return result
         failure = result
     return failure
+
+
+def has_formula(name: str) -> bool:
+    """Whether a recorded op that is not an aten op has a formula to price it by: one
+    ``register_op`` gave its name (a conftest's, a ``--formulas`` file's, a library's), or
+    one the tracer ships (:mod:`pytest_roofline.tracing.known_ops`)."""
+    return registry.lookup(name) is not None
+
+
+def formula_of(name: str) -> str:
+    """Who prices a recorded op that is not an aten op: ``register_op`` or ``the tracer's
+    formula``; '' for an aten op (the tracer's table) or one without a formula."""
+    if name.startswith("aten::") or not has_formula(name):
+        return ""
+    return "register_op" if name in registry.registered() else "the tracer's formula"
+
+
+def _packet(torch: Any, space: str, base: str) -> Any:
+    """``torch.ops.<space>.<base>`` where torch has that op, else None."""
+    try:
+        packet = getattr(getattr(torch.ops, space), base)
+    except (AttributeError, RuntimeError):
+        return None
+    return packet if hasattr(packet, "overloads") else None
+
+
+def _by_formula(torch: Any, name: str, formula: registry.Formula, dims: list[Any],
+                types: tuple[str, ...], concrete: tuple[str, ...] | None,
+                strides: list[Any] | None, dtype: str | None,
+                list_dtype: str | None) -> Workload | str:
+    """A recorded op torch does not know here (a vendor library's op, its library not
+    imported) priced by the formula ``register_op`` gave its name, called with its recorded
+    inputs in order (meta tensors, scalars as recorded)."""
+    inputs = _inputs(torch, dims, types, concrete, strides, list_dtype)
+    if isinstance(inputs, str):
+        return inputs
+    try:
+        kernels, unknown = registry.apply(name, formula, "", inputs, {}, dtype=dtype)
+    except TraceError as exc:
+        return f"its formula refused its recorded inputs: {str(exc)[:100]}"
+    if unknown:
+        return f"no formula for {', '.join(sorted(unknown))}"
+    return Workload(tuple(kernels), name=name)
 
 
 def _trace(op: Any, args: list[Any], kwargs: dict[str, Any], name: str,

@@ -14,20 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..efficiency import CACHE, PEAK
+from ..efficiency import finding_for as finding_of
 from ..efficiency import spread as spread_of
 from ..engine.fusion import onchip_level
 from ..engine.limits import calibrated
 from ..units import si
 from .model import KernelRow, judge_calls
 
-__all__ = ["finding_of", "judged_row", "likely", "precision_of"]
-
-
-def finding_of(regime: str) -> str:
-    """What a row above its roof within its limit is called: compute-bound work beat a roof
-    measured under the theoretical peak (``peak``); the rest read data from a cache."""
-    return PEAK if regime == "compute" else CACHE
+__all__ = ["judged_row", "likely", "precision_of"]
 
 
 def judged_row(*, op: str, shapes: str, kernels: Sequence[str],
@@ -35,7 +29,7 @@ def judged_row(*, op: str, shapes: str, kernels: Sequence[str],
                flops: float, nbytes: float, regime: str, precision: str, tick: float,
                repeats: int, chip: Any, spread: float | None = None,
                why: str | None = None, assumed: tuple[str, ...] = (),
-               layout: str = "") -> KernelRow:
+               layout: str = "", formula: str = "") -> KernelRow:
     """The row of *calls* (seconds, kernels timed) of one op: *bound* and *limit* are a
     call's (s), *flops* and *nbytes* a call's; totals are per run (over *repeats*). *why*
     replaces the likely cause of an alarm :func:`likely` would name."""
@@ -57,7 +51,7 @@ def judged_row(*, op: str, shapes: str, kernels: Sequence[str],
         assumed=assumed, layout=layout,
         limit=None if limit is None else limit * count / repeats, above=verdict.above,
         above_calls=verdict.above_calls / repeats, finding=finding_of(regime),
-        repeats=repeats)
+        repeats=repeats, formula=formula)
 
 
 def likely(regime: str, nbytes: float, chip: Any, precision: str) -> str:

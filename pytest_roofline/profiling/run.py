@@ -57,11 +57,14 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
     1 GiB), its CUDA/HIP graph replays priced from the traces of their *capture* (a file or
     a folder of them, :mod:`.capture`) where given; or of a ``jax.profiler`` trace (its
     directory or ``.xplane.pb``: :mod:`.jax_run`)."""
+    if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
+        raise ProfileError(f"read_trace: path={path!r:.60} must name a trace: a .json or "
+                           f".json.gz file, or a jax.profiler directory or .xplane.pb")
     if max_bytes is None:
         max_bytes = trace_file.MAX_BYTES
     elif isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-        raise ProfileError(f"read_trace: max_bytes={max_bytes!r} must be a whole number of "
-                           f"bytes >= 1")
+        raise ProfileError(f"read_trace: max_bytes={max_bytes!r:.40} must be a whole number "
+                           f"of bytes >= 1")
     if jax_run.kind_of(path) != "json":
         return jax_run.read_xplane(path, hw)
     trace = trace_file.read(path, max_bytes)
@@ -125,6 +128,10 @@ class Profiler:
                 size(value, name, minimum=low)
             except WorkloadError as exc:
                 raise ProfileError(f"Profiler: {exc}") from None
+        if trace_to is not None and (not isinstance(trace_to, (str, os.PathLike))
+                                     or not str(os.fspath(trace_to)).strip()):
+            raise ProfileError(f"Profiler: trace_to={trace_to!r:.60} must be a file path "
+                               f"(str or os.PathLike) ending in .json or .json.gz")
         if trace_to is not None and not str(os.fspath(trace_to)).endswith((
                 ".json", ".json.gz", ".xplane.pb")):
             raise ProfileError(f"Profiler: trace_to={os.fspath(trace_to)!r} must end in "

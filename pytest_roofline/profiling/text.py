@@ -14,7 +14,7 @@ from typing import Any
 
 from ..efficiency import ABOVE_ROOF, AT_BOUND, FASTER, NO_WORK
 from ..efficiency import percent as percent_of
-from ..text_table import render, wrap_line
+from ..text_table import escaped, render, wrap_line
 from ..units import format_time
 
 
@@ -107,6 +107,11 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
                      "it; ~ above the roof within noise; 1/6: that many of its calls")
     if any(r.get("assumed") for r in list(profile.get("rows") or [])[:top]):
         lines.append(ASSUMED_LEGEND)
+    categories = dict(profile.get("by_category") or {})
+    if categories and total > 0:
+        lines += wrap_words("by category: " + ", ".join(
+            f"{name} {float(seconds) / total:.1%}" for name, seconds in categories.items()),
+            width)
     idle = float(profile.get("idle_s") or 0)
     if idle > 0 and total > 0:
         lines.append(f"doing no work (views, empty, 0-size): {format_time(idle)}, "
@@ -129,5 +134,7 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
             lines.append(f"{len(unpriced) - top} more not priced")
     for note in profile.get("notes") or []:
         lines.append(f"note: {note}")
-    # the tables fit *width* already; a sentence longer than it wraps, never cut
-    return "\n".join(part for line in lines for part in wrap_line(line, width, hang=4))
+    # the tables fit *width* already; a sentence longer than it wraps, never cut; names from
+    # a trace never reach the terminal with their control characters
+    return "\n".join(part for line in lines for part in wrap_line(escaped(line), width,
+                                                                   hang=4))

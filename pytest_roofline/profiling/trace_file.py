@@ -31,6 +31,7 @@ import io
 import json
 import math
 import os
+import sys
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -174,6 +175,7 @@ MAX_DEPTH = 256
 def load(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> dict[str, Any]:
     """The JSON object of a trace file (``.json`` or gzip-compressed ``.json.gz``), of at
     most *max_bytes* bytes on disk and inflated."""
+    max_bytes = min(max_bytes, sys.maxsize - 1)  # past what memory holds: no limit at all
     where = Path(path)
     name = str(where)
     hint = "expected a PyTorch profiler trace (.json or .json.gz) from prof.export_chrome_trace()"
@@ -187,7 +189,9 @@ def load(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> dict[str, 
     limit = f"(max_bytes={max_bytes}; raise it with max_bytes= or --max-bytes)"
     try:
         with where.open("rb") as handle:
-            raw = handle.read(max_bytes + 1)
+            size = os.fstat(handle.fileno()).st_size
+            # a limit past the file's size reads it whole: never a buffer of the limit's size
+            raw = handle.read(max_bytes + 1 if size > max_bytes else -1)
     except OSError as exc:
         raise TraceFileError(f"trace file {name!r} cannot be read: "
                              f"{exc.strerror or type(exc).__name__}") from None
@@ -200,6 +204,9 @@ def load(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> dict[str, 
     except RecursionError:
         raise TraceFileError(f"trace file {name!r} nests its JSON deeper than can be read "
                              f"(a profiler trace nests a few levels)") from None
+    except MemoryError:
+        raise TraceFileError(f"trace file {name!r} needs more memory to read than this "
+                             f"process may use ({len(raw)} bytes of JSON)") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise TraceFileError(f"trace file {name!r} is not JSON (or gzip-compressed JSON): "
                              f"{str(exc).splitlines()[0][:120]}") from None
@@ -216,17 +223,32 @@ def _inflate(raw: bytes, name: str, max_bytes: int, limit: str) -> bytes:
     inflated whole)."""
     import zlib
 
+    chunks: list[bytes] = []
+    total = 0
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
-            out = stream.read(max_bytes + 1)
+            while total <= max_bytes:  # in pieces: never a buffer of the limit's size
+                chunk = stream.read(min(_CHUNK, max_bytes + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        out = b"".join(chunks)
     except (OSError, EOFError, zlib.error) as exc:
         raise TraceFileError(f"trace file {name!r} is not valid gzip: "
                              f"{str(exc).splitlines()[0][:120] or type(exc).__name__}"
                              ) from None
-    if len(out) > max_bytes:
+    except MemoryError:
+        raise TraceFileError(f"trace file {name!r} needs more memory to inflate than this "
+                             f"process may use (past {total} bytes) {limit}") from None
+    if total > max_bytes:
         raise TraceFileError(f"trace file {name!r} inflates to more than {max_bytes} bytes "
                              f"{limit}")
     return out
+
+
+#: Bytes inflated at a time.
+_CHUNK = 1 << 24
 
 
 def read(path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> TraceFile:

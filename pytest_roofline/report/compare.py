@@ -142,7 +142,59 @@ def check_pair(key: Key, base: Record, new: Record,
             spec = rule.spec
             found.append(Regression(key, str(rule), spec.value(base), spec.value(new),
                                     prefix + message))
+        if rule.metric == "efficiency":
+            found += _kernel_regressions(key, base, new, rule)
     return found
+
+
+def _profiles(record: Record) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for profile in record.get("profile") or ():
+        if isinstance(profile, Mapping):
+            out.setdefault(str(profile.get("hw")), []).append(profile)
+    return out
+
+
+def _kernel_regressions(key: Key, base: Record, new: Record, rule: Rule) -> list[Regression]:
+    """The efficiency *rule* on each profiled kernel of *new* that *base* profiled too
+    (matched by op, shapes and layout, :mod:`pytest_roofline.profiling.diff`): a kernel
+    whose % of roof fell beyond the rule, and whose call slowed beyond the noise of both
+    runs (their ticks and spreads), is a regression naming it."""
+    old_profiles = _profiles(base)
+    if not old_profiles:
+        return []
+    from ..profiling.diff import label_of, row_key, slower  # loaded when a test profiled
+
+    found: list[Regression] = []
+    for hw, profiles in _profiles(new).items():
+        for old, now in zip(old_profiles.get(hw, []), profiles, strict=False):
+            old_rows = {row_key(r): r for r in old.get("rows") or () if isinstance(r, Mapping)}
+            ticks = (_tick(old), _tick(now))
+            for row in now.get("rows") or ():
+                before = old_rows.get(row_key(row)) if isinstance(row, Mapping) else None
+                if before is None:
+                    continue
+                was, became = before.get("efficiency"), row.get("efficiency")
+                if not isinstance(was, (int, float)) or not isinstance(became, (int, float)):
+                    continue
+                message = rule.check(_efficiency(was), _efficiency(became))
+                if message is None or not slower(before, row, limit=0.0, base_tick=ticks[0],
+                                                 new_tick=ticks[1]):
+                    continue
+                found.append(Regression(
+                    key, str(rule), float(was), float(became),
+                    f"{where(key)}: kernel {label_of(row_key(row))} on {hw}: {message}"))
+    return found
+
+
+def _efficiency(value: float) -> Record:
+    return {"efficiency": float(value)}
+
+
+def _tick(profile: Mapping[str, Any]) -> float:
+    tick = profile.get("tick_s")
+    return float(tick) if isinstance(tick, (int, float)) and not isinstance(tick, bool) \
+        else 0.0
 
 
 def check_record(baseline: Mapping[Key, Record], record: Record,

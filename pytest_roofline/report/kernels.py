@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import fields as F
 from ..fields import Record
+from ..text_table import escaped
 from ..units import format_time
 
 #: Kernels shown per profiled test in the summary and Markdown.
@@ -50,14 +51,14 @@ def summary_lines(records: Iterable[Record], *, width: int | None = None,
         lines += ["  " + line for line in rows_table(profile, top, cols - 2)]
         faster = list(profile.get("faster") or [])
         if faster:
-            text = f"  faster than the bound: {', '.join(faster)}"
+            text = escaped(f"  faster than the bound: {', '.join(faster)}")
             lines.append(text if len(text) <= cols else text[: cols - 3] + "...")
         unpriced = list(profile.get("unpriced") or [])
         if unpriced:
             total = float(profile.get("measured_s") or 0)
             names = ", ".join(f"{u['name']} {float(u['measured_s']) / total:.0%}"
                               for u in unpriced[:3]) if total > 0 else ""
-            text = f"  not priced: {names}"
+            text = escaped(f"  not priced: {names}")
             lines.append(text if len(text) <= cols else text[: cols - 3] + "...")
     return lines
 
@@ -78,7 +79,8 @@ def markdown_lines(records: Iterable[Record], *, top: int = TOP) -> list[str]:
         for row in list(profile.get("rows") or [])[:top]:
             shapes = "; ".join(str(part) for part in (row.get("shapes", ""), row.get("layout"))
                                if part)
-            label = f"{str(row['op']).removeprefix('aten::')}({shapes})"
+            label = escaped(f"{str(row['op']).removeprefix('aten::')}({shapes})").replace(
+                "|", "\\|").replace("`", "'")
             lines.append(f"| `{label}` | {float(row['count']):g} | "
                          f"{format_time(float(row['measured_s']))} | "
                          f"{format_time(float(row['bound_s']))} | {percent(row)} | "

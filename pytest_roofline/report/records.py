@@ -44,8 +44,10 @@ a GPU was timed, ``"cuda-events, L2 flushed"``, and what its figures are read wi
 throttled clock, a launch-bound call),
 ``"roof_threads"`` (when the memory roof of that many threads of a calibrated CPU was used)
 and, when the run is above its bound (no efficiency then, never a clamped 1), a
-``"measured_note"``: ``"faster-than-bound"`` beyond its allowance for noise, ``"at-bound"``
-within it (:mod:`pytest_roofline.efficiency`), or ``"no-work"`` for a bound of 0.
+``"measured_note"``: ``"faster-than-bound"`` beyond its physical limit by more than its
+allowance for noise (``"limit_s"``, :mod:`pytest_roofline.engine.limits`), ``"above-roof"``
+above its bound within that limit (a finding), ``"at-bound"`` above it within the allowance
+(:mod:`pytest_roofline.efficiency`), or ``"no-work"`` for a bound of 0.
 
 Fields added by a ``pytest_roofline_result`` hook travel with the record. Records are keyed
 by ``(nodeid, hw, dtype)`` when compared against a baseline.

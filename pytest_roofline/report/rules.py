@@ -17,7 +17,10 @@ Further rules are written ``METRIC:LIMIT`` and parsed into :class:`Rule` objects
     efficiency:10%   measured efficiency (roofline time / measured time) fell by more than
                      10% of the baseline value; absolute: efficiency:0.05 (5 points of roof).
                      Records without a measurement are not checked. Efficiency carries
-                     across machines where measured times do not.
+                     across machines where measured times do not. Each profiled kernel
+                     (roofline.profile) is checked too, matched by op, shapes and layout:
+                     one whose % of roof fell beyond the limit, and whose call slowed
+                     beyond the noise of both runs, fails naming the kernel.
 
 "More than" is strict: ``intensity:10%`` accepts a fall of exactly 10%, and ``time:0%``
 fails on any rise at all. Amounts of time, FLOPs and bytes need their unit (a bare

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import fields as F
 from .. import units
-from ..efficiency import AT_BOUND, FASTER, percent
+from ..efficiency import ABOVE_ROOF, AT_BOUND, FASTER, finding_for, percent
 from ..fields import Record, RecordKey
 from ..text_table import render
 
@@ -213,8 +213,10 @@ def _measured(record: Record) -> str:
 
 def percent_of_roof(record: Record) -> str:
     """``68%`` of the roof; a measurement above its bound with its figure, never as 100%:
-    ``160%!`` faster than the bound, ``103%~`` at it within the measurement's allowance
-    (a report of an older version holding an efficiency above 1 shows ``faster!``)."""
+    ``160%!`` faster than the bound (beyond its physical limit), ``127% cache`` (``121%
+    peak`` compute-bound) above the roof within the limit, ``103%~`` at it within the
+    measurement's allowance (a report of an older version holding an efficiency above 1
+    shows ``faster!``)."""
     value = record.get("efficiency")
     note = record.get(F.MEASURED_NOTE)
     bound, measured = record.get("time_s"), record.get("measured_s")
@@ -225,6 +227,8 @@ def percent_of_roof(record: Record) -> str:
         return "faster!" if figure is None else figure + "!"
     if note == AT_BOUND:
         return (figure or "-") + "~"
+    if note == ABOVE_ROOF:
+        return f"{figure or '-'} {finding_for(str(record.get('regime') or ''))}"
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1:
         return "faster!"
     if not isinstance(value, (int, float)) or isinstance(value, bool):

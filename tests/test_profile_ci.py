@@ -1,0 +1,299 @@
+"""A trace in CI: profile baselines and diffs, CSV, the per-pattern gate, categories, the
+clock tick, and formulas from register_op in the trace reader.
+
+The H200, H100 and MI300X traces are public or this project's own (tests/data/traces/
+README.md); each changed copy is made in the test, its change stated.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pytest_roofline as rl
+from pytest_roofline.cli import main
+from pytest_roofline.profiling.csv_rows import COLUMNS, to_csv
+from pytest_roofline.profiling.diff import diff, slower
+
+pytest.importorskip("torch")
+pytest_plugins = ("pytester",)
+
+from test_profile_plugin import _warm_profiler  # noqa: E402  # before any in-process run
+
+_warm_profiler()
+
+DATA = Path(__file__).parent / "data" / "traces"
+PREFILL = DATA / "h200_llama3_8b_layer_prefill.json.gz"
+GEMM = "4096x4096bf16,4096x14336bf16"
+
+
+def _slowed(tmp_path: Path, factor: float = 2.0) -> Path:
+    """The prefill trace with every kernel of the 4096 x 4096 x 14336 GEMM (nvjet 320x128)
+    taking *factor* times as long."""
+    data = json.loads(gzip.decompress(PREFILL.read_bytes()))
+    for event in data["traceEvents"]:
+        if event.get("cat") == "kernel" and str(event.get("name", "")).startswith(
+                "nvjet_sm90_tst_320x128"):
+            event["dur"] = event["dur"] * factor
+    path = tmp_path / "prefill_slowed.json.gz"
+    with gzip.open(path, "wt") as handle:
+        json.dump(data, handle)
+    return path
+
+
+def test_a_kernel_slowed_2x_against_a_saved_profile_fails_and_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "base.json"
+    assert main(["profile", str(PREFILL), "--json"]) == 0
+    saved.write_text(capsys.readouterr().out)
+    slow = _slowed(tmp_path)
+    markdown = tmp_path / "diff.md"
+    code = main(["profile", str(slow), "--baseline", str(saved), "--fail-regression", "10%",
+                 "--markdown", str(markdown)])
+    out = " ".join(capsys.readouterr().out.split())  # the lines as wrapped, read whole
+    assert code == 1
+    assert f"REGRESSED: mm({GEMM}): 618 us -> 1.23 ms a call (+99.9%)" in out
+    assert f"FAIL: regressed against {saved}: mm({GEMM})" in out
+    text = markdown.read_text()
+    assert f"| `mm({GEMM})` | 618 us | 1.23 ms | +99.9% | 79% | 39% | regressed |" in text
+    assert "**regressed**" in text
+    # the same trace against itself: every kernel the same, exit 0; a trace as baseline too
+    assert main(["profile", str(PREFILL), "--baseline", str(PREFILL),
+                 "--fail-regression", "10%"]) == 0
+    assert "26 kernels took the same time a call" in " ".join(
+        capsys.readouterr().out.split())
+    # without a gate the comparison reports and passes
+    assert main(["profile", str(slow), "--baseline", str(PREFILL)]) == 0
+
+
+def test_two_public_runs_of_one_model_compare_kernel_by_kernel() -> None:
+    # TraceLens's BERT-small on an H100 and on an MI300X: the same ops and shapes, different
+    # kernels; the diff matches the ops and lists what each run alone ran
+    h100 = rl.read_trace(DATA / "tracelens_h100_bert_small.json.gz").to_dict()
+    mi300x = rl.read_trace(DATA / "tracelens_mi300x_bert_small.json.gz").to_dict()
+    compared = diff(h100, mi300x, limit=0.10)
+    assert len(compared.changes) >= 10
+    assert all(c.base is not None and c.new is not None for c in compared.changes)
+    names = {c.key[0] for c in compared.changes}
+    assert "aten::addmm" in names and len(names) >= 5
+    assert compared.markdown().startswith("### Kernels: tracelens_mi300x_bert_small.json.gz")
+    assert compared.to_dict()["failed"] == compared.failed
+
+
+def test_a_slowdown_within_the_clock_tick_is_no_regression() -> None:
+    # whole-microsecond clocks: a call of 6 us read as 7 us (+17%) is one tick, and each
+    # side allows one; 6 -> 9 us (+50%) is beyond both ticks
+    base = {"measured_s": 6e-6, "count": 1.0, "spread": 0.0}
+    assert not slower(base, {**base, "measured_s": 7e-6}, limit=0.1, base_tick=1e-6,
+                      new_tick=1e-6)
+    assert slower(base, {**base, "measured_s": 9e-6}, limit=0.1, base_tick=1e-6,
+                  new_tick=1e-6)
+    # a spread widens the allowance to at most 10% a side: +25% is beyond it
+    noisy = {**base, "measured_s": 1e-3, "spread": 0.5}
+    assert not slower(noisy, {**noisy, "measured_s": 1.15e-3}, limit=0.1)
+    assert slower(noisy, {**noisy, "measured_s": 1.25e-3}, limit=0.1)
+
+
+def test_the_json_carries_the_tick_and_each_rows_spread_and_category() -> None:
+    profile = rl.read_trace(PREFILL).to_dict()
+    assert profile["tick_s"] == pytest.approx(32e-9)  # the H200's clock ticks 32 ns
+    assert all("spread" in row and "category" in row for row in profile["rows"])
+    categories = profile["by_category"]
+    # the categories share out all of the measured time, priced and unpriced
+    assert sum(categories.values()) == pytest.approx(profile["measured_s"], rel=1e-9)
+    assert next(iter(categories)) == "GEMM"
+    [gemm] = [r for r in profile["rows"] if r["op"] == "aten::mm" and r["shapes"] == GEMM]
+    assert gemm["category"] == "GEMM"
+    old = rl.read_trace(DATA / "kineto_resnet50_v100_2021.json.gz", hw="v100").to_dict()
+    assert old["tick_s"] == pytest.approx(1e-6)  # whole microseconds in 2021
+
+
+def test_csv_has_every_json_field_in_stable_columns(tmp_path: Path) -> None:
+    profile = rl.read_trace(DATA / "kineto_resnet50_v100_2021.json.gz", hw="v100").to_dict()
+    rows = list(csv.reader(io.StringIO(to_csv(profile))))
+    assert tuple(rows[0]) == COLUMNS and len(rows) == len(profile["rows"]) + 1
+    keys = {key for row in profile["rows"] for key in row}
+    assert keys <= set(COLUMNS), keys - set(COLUMNS)
+    first = dict(zip(COLUMNS, rows[1], strict=True))
+    assert first["op"] == profile["rows"][0]["op"]
+    assert float(first["measured_s"]) == profile["rows"][0]["measured_s"]
+    # names from someone else's trace: escapes and overrides written escaped, never raw
+    hostile = {"rows": [{"op": "aten::\x1b[31mred\u202e", "kernels": ["k\x00"]}]}
+    text = to_csv(hostile)
+    assert "\x1b" not in text and "\u202e" not in text and "\\x1b[31mred\\u202e" in text
+    out = tmp_path / "rows.csv"
+    assert main(["profile", str(PREFILL), "--csv", str(out)]) == 0
+    assert out.read_text().splitlines()[0] == ",".join(COLUMNS)
+
+
+@pytest.mark.parametrize("gate", ["aten::mm=0.5,*=0.0001", '{"aten::mm": 0.5, "*": 0.0001}'])
+def test_the_cli_gate_takes_the_markers_per_pattern_thresholds(
+        gate: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # the prefill trace's GEMMs run at 78-93% of roof; the 4096 x 4096 x 14336 one slowed
+    # 2x runs at 39%: only it fails a 50% gate on aten::mm; the rest pass at 0.01%
+    assert main(["profile", str(PREFILL), "--min-kernel-efficiency", gate, "--json"]) == 0
+    capsys.readouterr()
+
+
+def test_the_cli_gate_names_the_kernel_under_its_pattern(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    slow = _slowed(tmp_path)
+    assert main(["profile", str(slow), "--min-kernel-efficiency", "aten::mm=0.5,*=0.0001",
+                 "--json"]) == 1
+    failures = json.loads(capsys.readouterr().out)["failures"]
+    assert len(failures) == 1 and failures[0].startswith(f"kernel mm({GEMM}) ran at 39.4%")
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--min-kernel-efficiency", "aten::mm=2"], "is not allowed; expected a fraction"),
+    (["--min-kernel-efficiency", "=0.5"], "is not PATTERN=FRACTION"),
+    (["--min-kernel-efficiency", "{nope"], "is not a JSON object"),
+    (["--fail-regression", "10%"], "give --baseline OLD"),
+    (["--baseline", "x.json", "--fail-regression", "lots"], "is not allowed"),
+    (["--formulas", "missing.py"], "no such file"),
+])
+def test_bad_cli_options_are_one_line_naming_the_option(
+        args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", str(PREFILL), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1
+
+
+# -- formulas from register_op ---------------------------------------------------------------
+
+
+_FORMULAS = '''
+import pytest_roofline as rl
+from pytest_roofline import ops
+
+
+@rl.register_op("demo_ci::scale")
+def scale(x, s):
+    return ops.elementwise(x, inputs=1, outputs=1, flops_per_element=1)
+'''
+
+
+def _custom_op_trace(tmp_path: Path) -> Path:
+    """A CPU trace of torch.ops.demo_ci.scale (a custom op whose CPU kernel is aten::mul)
+    then an add, on 1024 x 1024 fp32."""
+    import torch
+
+    if not hasattr(torch.ops.demo_ci, "scale"):
+        lib = torch.library.Library("demo_ci", "DEF")
+        lib.define("scale(Tensor x, float s) -> Tensor")
+        lib.impl("scale", lambda x, s: x * s, "CPU")
+        lib.impl("scale", lambda x, s: torch.empty_like(x), "Meta")
+        _custom_op_trace.lib = lib  # type: ignore[attr-defined]  # kept alive
+    path = tmp_path / "custom.json.gz"
+    hw = rl.Hardware(name="roomy", memory_bandwidth=1e12, memory_capacity=16e9,
+                     matrix={"fp32": 1e13}, default_dtype="fp32", vector_fallback="matrix")
+    rl.Profiler(hw=hw, trace_to=str(path))(
+        lambda t: torch.ops.demo_ci.scale(t, 2.0) + 1, torch.randn(1024, 1024))
+    return path
+
+
+def test_a_registered_formula_prices_a_custom_op_in_the_cli_and_not_its_inner_ops(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = _custom_op_trace(tmp_path)
+    formulas = tmp_path / "formulas.py"
+    formulas.write_text(_FORMULAS)
+    try:
+        assert main(["profile", str(trace), "--hw", "h100", "--json",
+                     "--formulas", str(formulas)]) == 0
+        rows = json.loads(capsys.readouterr().out)["rows"]
+    finally:
+        rl.unregister_op("demo_ci::scale")
+    [custom] = [r for r in rows if r["op"] == "demo_ci::scale"]
+    # 2**20 elements, one FLOP each; 4 B read and 4 B written each (a call of the five
+    # the Profiler recorded)
+    assert custom["count"] == 5
+    assert custom["flops"] / 5 == 2**20 and custom["bytes"] / 5 == 8 * 2**20
+    assert custom["formula"] == "register_op"
+    assert not [r for r in rows if r["op"] == "aten::mul"]  # priced once, by its owner
+    # without the formula the op is named unpriced and its inner mul priced
+    assert main(["profile", str(trace), "--hw", "h100", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert [u["reason"] for u in again["unpriced"] if u["name"] == "demo_ci::scale"] == [
+        "not an aten op"]
+    assert [r for r in again["rows"] if r["op"] == "aten::mul"]
+
+
+def test_a_registered_formula_prices_a_custom_op_in_profile(tmp_path: Path) -> None:
+    import torch
+
+    _custom_op_trace(tmp_path)  # defines the op
+    hw = rl.Hardware(name="roomy", memory_bandwidth=1e12, memory_capacity=16e9,
+                     matrix={"fp32": 1e13}, default_dtype="fp32", vector_fallback="matrix")
+    rl.register_op("demo_ci::scale",
+                   lambda x, s: rl.ops.elementwise(x, inputs=1, outputs=1,
+                                                   flops_per_element=1))
+    try:
+        profile = rl.Profiler(hw=hw)(lambda t: torch.ops.demo_ci.scale(t, 2.0) + 1,
+                                     torch.randn(1024, 1024))
+    finally:
+        rl.unregister_op("demo_ci::scale")
+    ops = {r.op: r for r in profile.rows}
+    assert "demo_ci::scale" in ops and "aten::mul" not in ops
+    assert ops["demo_ci::scale"].formula == "register_op" and not profile.unpriced
+
+
+# -- profile baselines in the plugin ---------------------------------------------------------
+
+
+_SUITE = """
+import pytest, torch
+
+@pytest.mark.roofline(hw="roomy.yaml")
+def test_gemm(roofline):
+    a, b = torch.randn(256, 512), torch.randn(512, 1024)
+    roofline.profile(torch.mm, a, b)
+"""
+_ROOMY = """\
+name: roomy
+default_dtype: fp32
+vector_fallback: matrix
+sources: {made-up: "roofs no CPU reaches, for tests"}
+memory: {capacity: 16 GB, bandwidth: 1 TB/s, source: made-up}
+matrix: {fp32: 10 TFLOP/s, source: made-up}
+"""
+
+
+def _halve(report: dict[str, Any]) -> dict[str, Any]:
+    """*report* as if every profiled kernel had run twice as fast: half its time, twice its
+    efficiency (the baseline a 2x slowdown is measured against)."""
+    for record in report["results"]:
+        for profile in record.get("profile") or []:
+            for row in profile["rows"]:
+                row["measured_s"] /= 2
+                if isinstance(row.get("efficiency"), float):
+                    row["efficiency"] = min(1.0, row["efficiency"] * 2)
+    return report
+
+
+def test_a_profiled_kernel_slowed_2x_fails_the_efficiency_rule_naming_it(
+        pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", roomy=_ROOMY)
+    pytester.makepyfile(test_suite=_SUITE)
+    first = pytester.runpytest_inprocess("-p", "no:randomly", "--roofline-json=base.json")
+    first.assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "base.json").read_text())
+    [record] = report["results"]
+    [row] = [r for r in record["profile"][0]["rows"] if r["op"] == "aten::mm"]
+    assert row["efficiency"] is not None
+    (pytester.path / "fast.json").write_text(json.dumps(_halve(report)))
+    second = pytester.runpytest_inprocess("-p", "no:randomly", "--roofline-compare=fast.json",
+                                          "--roofline-compare-fail=efficiency:10%")
+    text = " ".join(second.stdout.str().split())  # the lines as wrapped, read whole
+    second.assert_outcomes(failed=1)
+    assert ("roofline: regression against baseline 'fast.json': roomy (fp32): kernel "
+            "mm(256x512f32,512x1024f32) on roomy: measured efficiency fell") in text
+    # a report against itself: every kernel unchanged, the rule passes
+    (pytester.path / "same.json").write_text(json.dumps(report))
+    assert main(["compare", str(pytester.path / "same.json"),
+                 str(pytester.path / "same.json"), "--fail", "efficiency:10%"]) == 0
