@@ -179,3 +179,53 @@ def test_hw_show_json_says_what_a_device_is() -> None:
     assert hardware.get_hardware("mi250x").summary()["device"] == {
         "compute_units": 220, "is": "die", "die": "mi250x-gcd"}
     assert "device" not in hardware.get_hardware("tpu-v5e").summary()
+
+
+# -- a jax.profiler trace's device plane: the same catalog ----------------------------------
+
+
+def _plane(vendor: str, cap: tuple[int, int], memory: float, units: int | None = None,
+           clock_khz: int | None = None) -> dict[str, Any]:
+    stats: dict[str, Any] = {"device_vendor": vendor, "compute_cap_major": cap[0],
+                             "compute_cap_minor": cap[1], "memory_size": memory}
+    if units is not None:
+        stats["core_count"] = units
+    if clock_khz is not None:
+        stats["clock_rate"] = clock_khz
+    return stats
+
+
+@pytest.mark.parametrize(("stats", "chip"), [
+    # an 80 GB H100 reports 80 GiB less the driver's share, ~85e9 B: nearer 80 than 96 GB
+    (_plane("NVIDIA", (9, 0), 85e9, 132), "h100-sxm"),
+    # an H200 reports about 140 GiB (150e9 B): the 141 GB row
+    (_plane("NVIDIA", (9, 0), 150e9, 132), "h200"),
+    (_plane("NVIDIA", (8, 0), 42.5e9, 108), "a100-40gb"),
+    (_plane("NVIDIA", (8, 0), 85e9, 108), "a100-80gb-sxm"),
+    # MI300X: 304 CUs, 192 GB (TraceLens's trace reports 206e9 B, 192 GiB)
+    (_plane("AMD", (9, 4), 206_141_652_992, 304, 2_100_000), "mi300x"),
+    # gfx950 with 256 CUs and 288 GB: MI355X at 2.4 GHz, MI350X at 2.2 GHz (AMD's specs)
+    (_plane("AMD", (9, 5), 309_220_868_096, 256, 2_400_000), "mi355x"),
+    (_plane("AMD", (9, 5), 309_220_868_096, 256, 2_200_000), "mi350x"),
+])
+def test_a_jax_trace_names_its_chip_from_its_device_plane(stats: dict[str, Any],
+                                                          chip: str) -> None:
+    from pytest_roofline.profiling.jax_trace import chip_of as plane_chip
+
+    assert plane_chip(stats).name == chip
+
+
+@pytest.mark.parametrize("stats", [
+    _plane("AMD", (9, 5), 309e9, 256),  # no clock: MI350X or MI355X, not said
+    _plane("AMD", (9, 5), "lots", 256),  # type: ignore[arg-type]  # a string memory size
+    _plane("NVIDIA", (9, 0), 10**400, 132),  # past a float
+    _plane("NVIDIA", (12, 0), 32e9, 170),  # no such row
+    {},
+])
+def test_a_device_plane_the_catalog_cannot_tell_is_one_line_naming_hw(
+        stats: dict[str, Any]) -> None:
+    from pytest_roofline.profiling.jax_trace import chip_of as plane_chip
+
+    with pytest.raises(ProfileError, match=r"--hw") as raised:
+        plane_chip(stats)
+    assert len(str(raised.value)) < 200 and "\n" not in str(raised.value)

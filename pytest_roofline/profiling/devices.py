@@ -9,8 +9,10 @@ GB), their bandwidth: the bounds do not depend on the capacity.
 
 ROCm traces may name the device ``AMD Radeon Graphics`` or nothing at all: such a device is
 identified by its compute units (``numSms``, CUs on AMD) and memory size against the
-catalog's specs (``device.compute_units``, ``memory.capacity``), or refused in one line
-naming ``--hw``. A chip whose devices are its dies (``device.is: die``, an MI250X's GCDs)
+catalog's specs (``device.compute_units``, ``memory.capacity``), two chips that share both
+told apart by their clock (``clockRate`` against ``clock.boost``), or refused in one line
+naming ``--hw`` (:func:`by_units`, which a jax.profiler trace's device plane goes through
+too). A chip whose devices are its dies (``device.is: die``, an MI250X's GCDs)
 is priced as one die, the spec ``device.die`` names.
 """
 
@@ -75,12 +77,32 @@ def _by_units(device: dict[str, Any]) -> Hardware:
     if units is None or memory <= 0:
         raise UnknownHardwareError(f"{shown} names no model, and its compute units and memory "
                                    f"are not both recorded: name the chip with --hw (hw=)")
+    return by_units(units, memory, clock=_clock(device), shown=shown)
+
+
+def _clock(device: dict[str, Any]) -> float | None:
+    """The device's clock in Hz (``clockRate``, in kHz as CUDA and HIP report it)."""
+    value = device.get("clockRate")
+    return float(value) * 1e3 if isinstance(value, (int, float)) and not isinstance(
+        value, bool) and value > 0 else None
+
+
+def by_units(units: int, memory: float, *, clock: float | None = None,
+             shown: str = "the trace's device") -> Hardware:
+    """The one built-in chip with *units* compute units and a memory (B) within 12% of its
+    capacity; where several fit (MI350X and MI355X: 256 CUs, 288 GB each), the one whose
+    spec's clock is the device's *clock* (Hz) within 5% (2.2 against 2.4 GHz); else a
+    one-line error naming ``--hw``. One rule for a Kineto trace's ``deviceProperties`` and a
+    jax.profiler trace's device plane alike."""
     found = []
     for name in list_hardware():
         chip = get_hardware(name)
         if chip.device_is == "module" and chip.compute_units == units and \
                 abs(chip.memory_capacity - memory) / chip.memory_capacity < 0.12:
             found.append(chip)
+    if len(found) > 1 and clock:
+        timed = [c for c in found if c.clock and abs(c.clock - clock) / c.clock < 0.05]
+        found = timed or found
     if len(found) != 1:
         which = (f"it fits {', '.join(c.name for c in found)}" if found else
                  "no built-in chip has them")

@@ -37,6 +37,8 @@ from . import hlo_pricing
 from .hlo import Instruction, Module, parse_module
 from .model import Profile, Unpriced, rows_sorted
 from .rows import judged_row, precision_of
+from ..errors import UnknownHardwareError
+from .devices import as_device, by_units
 from .rules import ProfileError
 from .xplane import Event, Plane, XPlaneError, read_space
 
@@ -298,7 +300,8 @@ def _group(trace: JaxTrace, program: int, name: str, label: str) -> _Group | str
 
 
 #: (vendor, compute capability) -> built-in chips by memory size (GB, decimal): the device
-#: planes of a GPU trace carry these, not the product name.
+#: planes of a GPU trace carry these, not the product name. An AMD device with its compute
+#: units is identified by them first (:func:`.devices.by_units`).
 _CHIPS: dict[tuple[str, int, int], tuple[tuple[float, str], ...]] = {
     ("amd", 9, 4): ((192, "mi300x"), (256, "mi325x")),
     ("amd", 9, 0): ((128, "mi250x"),),
@@ -310,21 +313,45 @@ _CHIPS: dict[tuple[str, int, int], tuple[tuple[float, str], ...]] = {
 
 
 def chip_of(stats: dict[str, Any] | None) -> Hardware:
-    """The built-in chip a device plane's stats describe (vendor, compute capability and
-    memory size), or a ProfileError that says to name it with ``--hw`` (``hw=``)."""
+    """The built-in chip a device plane's stats describe (vendor, compute capability, memory
+    size, compute units and clock), or a ProfileError that says to name it with ``--hw``
+    (``hw=``). Memory sizes are what the driver reports: an 80 GB H100 reports 80 GiB, less
+    what the driver keeps, so the nearest size of the table is taken (within 15%)."""
     if not stats:
         raise ProfileError("the trace names no device (a trace of XLA:CPU): name the chip "
                            "with --hw (hw=), e.g. a spec of the machine that recorded it")
     vendor = str(stats.get("device_vendor") or "").lower()
     vendor = "nvidia" if "nvidia" in vendor else "amd" if "amd" in vendor else vendor
     major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-    memory = float(stats.get("memory_size") or 0) / 1e9
-    what = (f"{stats.get('device_vendor') or 'unknown vendor'} device of compute capability "
-            f"{major}.{minor} with {memory:.0f} GB")
+    memory = _number(stats.get("memory_size")) / 1e9
+    what = (f"{_short(stats.get('device_vendor')) or 'unknown vendor'} device of compute "
+            f"capability {_short(major)}.{_short(minor)} with {memory:.0f} GB")
+    units, clock = stats.get("core_count"), _number(stats.get("clock_rate")) * 1e3
+    if vendor == "amd" and isinstance(units, int) and not isinstance(units, bool) and \
+            units > 0 and memory > 0:
+        try:
+            return as_device(by_units(units, memory * 1e9, clock=clock or None,
+                                      shown=f"the trace's {what}"))
+        except UnknownHardwareError:
+            pass  # the table below may still know it
     sizes = _CHIPS.get((vendor, major, minor), ()) if isinstance(major, int) and isinstance(
         minor, int) else ()
-    near = [name for gb, name in sizes if memory and abs(memory - gb) / gb < 0.15]
-    if len(set(near)) != 1:
+    near = sorted((abs(memory - gb) / gb, name) for gb, name in sizes if memory)
+    if not near or near[0][0] >= 0.15 or (len(near) > 1 and near[1][0] - near[0][0] < 0.02
+                                          and near[1][1] != near[0][1]):
         raise ProfileError(f"the trace's {what} is not one chip of the catalog: name it with "
                            f"--hw (hw=)")
-    return get_hardware(near[0])
+    return get_hardware(near[0][1])
+
+
+def _number(value: Any) -> float:
+    """A device stat as a finite number >= 0 (0 where it is missing, text or out of range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    number = float(value) if abs(value) < 1e30 else 0.0
+    return number if number >= 0 and number == number else 0.0
+
+
+def _short(value: Any) -> str:
+    text = str(value) if value is not None else ""
+    return text if len(text) <= 12 else text[:12] + "..."
