@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.analysis import analyze
 from ..engine.limits import limit_of
+from ..errors import UnknownHardwareError
 from ..hardware import get_hardware
 from . import hlo_pricing
+from .devices import as_device, by_units
 from .hlo import Instruction, Module, parse_module
 from .model import Profile, Unpriced, rows_sorted
 from .rows import judged_row, precision_of
-from ..errors import UnknownHardwareError
-from .devices import as_device, by_units
 from .rules import ProfileError
 from .xplane import Event, Plane, XPlaneError, read_space
 

@@ -31,8 +31,8 @@ import io
 import json
 import math
 import os
-import sys
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
