@@ -16,6 +16,13 @@ from pathlib import Path
 # (tl.cdiv and co) are wrapped at that import, the kernels' when they are defined.
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# The suite's calibrations go to a cache of its own, never the user's: a calibration taken
+# while the suite loads both cores would judge the user's later runs. One folder for the
+# whole run (pytest-xdist's workers share its run id), so ``host`` is calibrated once.
+os.environ["XDG_CACHE_HOME"] = os.path.join(
+    __import__("tempfile").gettempdir(),
+    f"pytest-roofline-suite-{os.environ.get('PYTEST_XDIST_TESTRUNUID') or os.getpid()}")
+
 import pint  # noqa: F401
 import pytest
 import yaml  # noqa: F401
@@ -39,6 +46,38 @@ import pytest_roofline.report.kernels
 import pytest_roofline.report.markdown  # noqa: F401
 
 allow_torchvision_without_extension()  # before transformers imports torchvision
+
+_PROFILER_WARM = False
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The suite's cache goes with the run (on the controller, once its workers are done)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        import shutil
+
+        shutil.rmtree(os.environ["XDG_CACHE_HOME"], ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _warm_torch_profiler(request: pytest.FixtureRequest) -> None:
+    """Before a test's first in-process pytester run, where torch is installed: torch's
+    profiler and what exporting a trace loads do not survive the second import an inner
+    run's module reset brings (the process aborts), so one tiny profile loads them first.
+    Tests without pytester, or without torch, pay nothing."""
+    global _PROFILER_WARM
+    if _PROFILER_WARM or "pytester" not in request.fixturenames:
+        return
+    _PROFILER_WARM = True
+    try:
+        import torch.profiler
+    except ImportError:
+        return
+    import tempfile
+
+    with torch.profiler.profile(record_shapes=True) as prof:
+        torch.ones(2) + 1
+    with tempfile.TemporaryDirectory() as folder:
+        prof.export_chrome_trace(os.path.join(folder, "warm.json"))
 
 
 @pytest.fixture(scope="session")

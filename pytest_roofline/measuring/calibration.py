@@ -80,7 +80,9 @@ def cache_dir() -> Path:
     if os.path.isabs(base):
         return Path(base) / "pytest-roofline"
     try:
-        home = Path.home()
+        # HOME set but empty names no folder (Path.home() reads it as "/"): the user
+        # database's home, as if HOME were unset
+        home = Path.home() if os.environ.get("HOME", None) != "" else _database_home()
     except (RuntimeError, KeyError, OSError):
         home = Path("~")
     if not home.is_absolute() and os.environ.get("HOME"):
@@ -92,6 +94,17 @@ def cache_dir() -> Path:
                             "unset and the user has no home folder; set XDG_CACHE_HOME to a "
                             "writable folder")
     return home / ".cache" / "pytest-roofline"
+
+
+def _database_home() -> Path:
+    """The user's home in the user database (``pwd``), or ``~`` where it names none."""
+    try:
+        import pwd
+
+        folder = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError, OSError, AttributeError):
+        return Path("~")
+    return Path(folder) if folder and folder != "/" else Path("~")
 
 
 def unwritable(path: Path, exc: OSError) -> RooflineError:
@@ -235,6 +248,10 @@ def _provenance(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+#: Bytes written to probe the cache folder: more than a calibrated spec holds (~10 kB).
+_PROBE_BYTES = 1 << 16
+
+
 def writable(device: str) -> Path:
     """The cached spec's path of *device*, once its folder is known to take a file: the
     one-line error of :func:`unwritable` comes before any measuring, not after it."""
@@ -243,8 +260,10 @@ def writable(device: str) -> Path:
     path = cache_path(device)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".probe-"):
-            pass
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".probe-") as probe_file:
+            # as large as a spec gets: a full disk or a file-size limit is said now too
+            probe_file.write(b"\0" * _PROBE_BYTES)
+            probe_file.flush()
     except OSError as exc:
         raise unwritable(path, exc) from None
     return path
@@ -366,6 +385,10 @@ def load(device: str = "cpu", *, calibrate_missing: bool = True,
         if not calibrate_missing:
             raise RooflineError(f"{name} is not calibrated on this machine (no {path}); run "
                                 f"pytest-roofline calibrate --device {device}")
+        if device != "cpu":  # no such GPU: said before a lock file or a word of calibrating
+            from .gpu import torch_device
+
+            torch_device(int(device.split(":")[1]))
         try:
             with locked(path):
                 if not path.is_file():  # another process may have written it meanwhile

@@ -1,0 +1,113 @@
+"""Hostile and odd inputs to the trace reader and the calibration cache: names printed
+escaped, limits that never allocate, arguments refused in one line, faults said before any
+measuring."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pytest_roofline as rl
+from pytest_roofline.cli import main
+from pytest_roofline.profiling import ProfileError
+
+DATA = Path(__file__).parent / "data" / "traces"
+HOSTILE = "aten::evil\x1b[31mRED\x1b[0m\u202e\x00"
+
+
+def _hostile_trace(tmp_path: Path) -> Path:
+    """A CPU trace of one op no formula prices, named with an escape sequence, a
+    right-to-left override and a NUL."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": HOSTILE, "pid": 1, "tid": 1, "ts": 0,
+               "dur": 10, "args": {"Input Dims": [[4]], "Input type": ["float"]}},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1,
+               "ts": 20, "dur": 10,
+               "args": {"Input Dims": [[4], [4], []], "Input type": ["float", "float",
+                                                                   "Scalar"]}}]
+    path = tmp_path / "hostile.json.gz"
+    with gzip.open(path, "wt") as handle:
+        json.dump({"traceEvents": events}, handle)
+    return path
+
+
+def test_names_from_a_trace_reach_the_terminal_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    path = _hostile_trace(tmp_path)
+    assert main(["profile", str(path), "--hw", "h100"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "\x00" not in out
+    assert "\\u202e\\x00" in out  # escaped, where the cut label shows it
+    # the JSON keeps the name as it is
+    assert main(["profile", str(path), "--hw", "h100", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert [u["name"] for u in record["unpriced"]] == [HOSTILE]
+
+
+def test_a_huge_max_bytes_is_no_limit_never_an_allocation(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    trace = str(DATA / "cpu_mlp.json.gz")
+    assert main(["profile", trace, "--hw", "h100", "--max-bytes", str(10**30)]) == 0
+    assert rl.read_trace(trace, hw="h100", max_bytes=10**30).rows
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("path", ["", "  ", 5, None])
+def test_read_trace_refuses_what_names_no_trace(path: object) -> None:
+    with pytest.raises(ProfileError, match=r"read_trace: path=.* must name a trace"):
+        rl.read_trace(path)  # type: ignore[arg-type]
+
+
+def test_a_profiler_refuses_a_trace_path_that_is_not_one() -> None:
+    with pytest.raises(ProfileError, match=r"trace_to=5 must be a file path"):
+        rl.Profiler(trace_to=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE is POSIX")
+def test_a_file_size_limit_is_said_before_calibrating(tmp_path: Path) -> None:
+    # a 1,000-byte file-size limit: the cache's probe (64 KiB, more than a spec) fails at
+    # once, one line naming the folder, never after seconds of measuring
+    code = ("import resource\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))\n"
+            "from pytest_roofline.cli import main\n"
+            "raise SystemExit(main(['calibrate', '--quick']))\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert f"the calibration cache {tmp_path / 'pytest-roofline'} cannot be written" in \
+        done.stderr
+    assert "calibrating" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_empty_home_is_not_the_root_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_roofline.measuring import calibration
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "")
+    try:
+        folder = calibration.cache_dir()
+    except rl.RooflineError as exc:  # a user with no home in the database: said so
+        assert "XDG_CACHE_HOME" in str(exc)
+        return
+    assert folder != Path("/.cache/pytest-roofline") and folder.is_absolute()
+
+
+def test_a_gpu_that_is_not_there_leaves_no_lock_in_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: cuda:99 is the case tested")
+    from pytest_roofline.measuring import calibration
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with pytest.raises(rl.RooflineError, match="no CUDA device"):
+        calibration.load("cuda:99")
+    assert not list(tmp_path.rglob("*.lock")) and not list(tmp_path.rglob("*.yaml"))
