@@ -111,3 +111,76 @@ def test_a_gpu_that_is_not_there_leaves_no_lock_in_the_cache(
     with pytest.raises(rl.RooflineError, match="no CUDA device"):
         calibration.load("cuda:99")
     assert not list(tmp_path.rglob("*.lock")) and not list(tmp_path.rglob("*.yaml"))
+
+
+# -- jax.profiler traces -----------------------------------------------------------------------
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # int64 on the wire: two's complement
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes | int) -> bytes:
+    if isinstance(payload, int):
+        return _varint(number << 3) + _varint(payload)
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _xspace(duration_ps: int) -> bytes:
+    """An XSpace of one plane, one line, one event of *duration_ps* (protobuf by hand: the
+    fields the reader reads, as XPlane's schema numbers them)."""
+    event = _field(1, 1) + _field(2, 0) + _field(3, duration_ps)
+    line = _field(1, 1) + _field(2, b"Stream #1") + _field(4, event)
+    plane = _field(1, 1) + _field(2, b"/device:GPU:0") + _field(3, line)
+    return _field(1, plane)
+
+
+def test_a_negative_event_duration_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    from pytest_roofline.profiling import xplane
+
+    assert xplane.parse_space(_xspace(5_000_000))[0].events[0].seconds == pytest.approx(5e-6)
+    path = tmp_path / "bad.xplane.pb"
+    path.write_bytes(_xspace(-1))
+    with pytest.raises(xplane.XPlaneError, match=r"bad.xplane.pb.*duration_ps -1 is negative"):
+        xplane.read_space(path)
+
+
+def test_an_xspace_larger_than_max_bytes_is_refused_unread(tmp_path: Path) -> None:
+    from pytest_roofline.profiling import xplane
+
+    sparse = tmp_path / "huge.xplane.pb"
+    with open(sparse, "wb") as handle:  # 2 GiB, sparse: never read
+        handle.truncate(2 << 30)
+    with pytest.raises(xplane.XPlaneError, match=r"larger than 1073741824 bytes"):
+        xplane.read_space(sparse)
+
+
+def test_a_trace_directory_passes_over_fifos_and_dangling_links_and_names_other_hosts(
+        tmp_path: Path) -> None:
+    from pytest_roofline.profiling import jax_trace
+
+    run = tmp_path / "plugins" / "profile" / "2026_12_05"
+    run.mkdir(parents=True)
+    (run / "host-a.xplane.pb").write_bytes(_xspace(1000))
+    (run / "host-b.xplane.pb").write_bytes(_xspace(1000))
+    os.utime(run / "host-a.xplane.pb", (1, 1))  # host-b is the newest
+    os.symlink(tmp_path / "gone", run / "host-c.xplane.pb")  # dangling
+    os.mkfifo(run / "host-d.xplane.pb")  # would block a read
+    found, notes = jax_trace.located(tmp_path)
+    assert found.name == "host-b.xplane.pb"
+    assert notes == ("read host-b.xplane.pb, one host of a run of 2; not read: "
+                     "host-a.xplane.pb (give each file to read its host)",)
+
+
+def test_capture_is_refused_for_a_jax_trace_and_max_bytes_reaches_it() -> None:
+    trace = Path(__file__).parent / "data" / "jax_traces" / "cpu_mlp.xplane.pb"
+    with pytest.raises(ProfileError, match="graph captures are read for a PyTorch trace"):
+        rl.read_trace(trace, hw="h100", capture=trace)
+    with pytest.raises(rl.RooflineError, match="larger than 100 bytes"):
+        rl.read_trace(trace, hw="h100", max_bytes=100)

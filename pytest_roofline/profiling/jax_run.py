@@ -87,9 +87,11 @@ def perfetto_xspace(path: str | os.PathLike[str]) -> Path:
                        f".xplane.pb jax.profiler.trace wrote beside it (or its directory)")
 
 
-def read_xplane(path: str | os.PathLike[str], hw: Any = None) -> Profile:
+def read_xplane(path: str | os.PathLike[str], hw: Any = None, *,
+                max_bytes: int | None = None) -> Profile:
     """The :class:`Profile` of a ``jax.profiler`` trace (a directory or its ``.xplane.pb``;
-    its perfetto ``.trace.json.gz`` when the ``.xplane.pb`` is beside it)."""
+    its perfetto ``.trace.json.gz`` when the ``.xplane.pb`` is beside it), of at most
+    *max_bytes* bytes."""
     notes: tuple[str, ...] = ()
     if kind_of(path) == "perfetto":
         sibling = perfetto_xspace(path)
@@ -99,7 +101,8 @@ def read_xplane(path: str | os.PathLike[str], hw: Any = None) -> Profile:
         raise ProfileError(f"{os.fspath(path)!r} is not a jax.profiler trace (a directory or "
                            f"an .xplane.pb): a PyTorch profiler trace (JSON) is read by "
                            f"pytest-roofline profile / read_trace, which tells them apart")
-    trace = jax_trace.read(path)
+    notes += jax_trace.located(path)[1]
+    trace = jax_trace.read(path, max_bytes)
     jax_trace.refuse_if_empty(trace)
     if hw is None:
         chip = jax_trace.chip_of(trace.device)

@@ -83,27 +83,56 @@ class JaxTrace:
 
 def find(path: str | os.PathLike[str]) -> Path:
     """The ``.xplane.pb`` of *path*: the file itself, or the newest one under a directory
-    that ``jax.profiler.trace(dir)`` wrote."""
+    that ``jax.profiler.trace(dir)`` wrote. Only regular files count: a FIFO (which would
+    block the read), a socket or a dangling link under the directory is passed over."""
+    return located(path)[0]
+
+
+def located(path: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
+    """:func:`find`'s file, and a note naming the other hosts' files of the same run (a
+    multi-host job writes one ``<host>.xplane.pb`` a host into one run folder): the file
+    read is one host's, and the note says which were not."""
     where = Path(path)
     if where.is_dir():
-        found = sorted(where.rglob("*.xplane.pb"), key=lambda p: (p.stat().st_mtime, str(p)))
+        found = sorted((p for p in where.rglob("*.xplane.pb") if _regular(p)),
+                       key=_newest)
         if not found:
             raise ProfileError(f"trace {str(where)!r} is a directory holding no .xplane.pb: "
                                f"give a PyTorch profiler trace file (.json or .json.gz), "
                                f"or the directory jax.profiler.trace(dir) wrote, or its "
                                f".xplane.pb")
-        return found[-1]
+        newest = found[-1]
+        hosts = sorted(p.name for p in found[:-1] if p.parent == newest.parent)
+        note = () if not hosts else (
+            f"read {newest.name}, one host of a run of {len(hosts) + 1}; not read: "
+            + ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+            + " (give each file to read its host)",)
+        return newest, note
     if not where.is_file():
-        raise ProfileError(f"trace {str(where)!r} does not exist; expected a jax.profiler "
-                           f"trace directory or its .xplane.pb, or a PyTorch profiler trace "
-                           f"(.json or .json.gz)")
-    return where
+        raise ProfileError(f"trace {str(where)!r} does not exist or is not a regular file; "
+                           f"expected a jax.profiler trace directory or its .xplane.pb, or "
+                           f"a PyTorch profiler trace (.json or .json.gz)")
+    return where, ()
 
 
-def read(path: str | os.PathLike[str]) -> JaxTrace:
-    """Read the XSpace at *path* (a file or a trace directory)."""
-    where = find(path)
-    planes = read_space(where)
+def _regular(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _newest(path: Path) -> tuple[float, str]:
+    try:
+        return path.stat().st_mtime, str(path)
+    except OSError:  # gone since it was listed
+        return 0.0, str(path)
+
+
+def read(path: str | os.PathLike[str], max_bytes: int | None = None) -> JaxTrace:
+    """Read the XSpace at *path* (a file or a trace directory), of at most *max_bytes*."""
+    where, _ = located(path)
+    planes = read_space(where, max_bytes)
     return collect(planes, str(where))
 
 

@@ -66,7 +66,10 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
         raise ProfileError(f"read_trace: max_bytes={max_bytes!r:.40} must be a whole number "
                            f"of bytes >= 1")
     if jax_run.kind_of(path) != "json":
-        return jax_run.read_xplane(path, hw)
+        if capture is not None:
+            raise ProfileError(f"capture={os.fspath(capture)!r:.80}: graph captures are read "
+                               f"for a PyTorch trace; a jax.profiler trace has none to give")
+        return jax_run.read_xplane(path, hw, max_bytes=max_bytes)
     trace = trace_file.read(path, max_bytes)
     if not trace.shapes and capture is None:  # the shapes of replays are in the capture
         raise ProfileError(f"trace file {str(path)!r} has no input shapes: record it with "

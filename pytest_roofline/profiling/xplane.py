@@ -40,6 +40,10 @@ class XPlaneError(RooflineError, ValueError):
     """A file that cannot be read as a ``jax.profiler`` XSpace (``.xplane.pb``)."""
 
 
+class _BadField(Exception):
+    """A field whose value cannot be right (its message names the event and the field)."""
+
+
 class _Truncated(Exception):
     pass
 
@@ -207,6 +211,11 @@ def _plane(data: bytes, keep_metadata: bool) -> Plane:
             duration = event.get(3, [0])[0]
             if not isinstance(offset, int) or not isinstance(duration, int):
                 continue
+            offset, duration = signed(offset), signed(duration)  # both int64 on the wire
+            if duration < 0:
+                raise _BadField(f"event {meta_name[:60]!r} on {line_name[:40]!r} of plane "
+                                f"{name[:40]!r}: duration_ps {duration} is negative (a "
+                                f"duration is >= 0)")
             stats = {**meta_stats, **_stats(event.get(4), names)}
             events.append(Event(meta_name, name, line_name, offset / 1000.0,
                                 duration * _PS, stats))
@@ -227,14 +236,29 @@ def is_xspace(raw: bytes) -> bool:
     return i < len(raw) and raw[i] in (0x08, 0x12) and size > 0
 
 
-def read_space(path: str | os.PathLike[str]) -> list[Plane]:
-    """The planes of the XSpace file *path*."""
+#: The most bytes an XSpace file may hold unless told otherwise (1 GiB, as a PyTorch
+#: trace's limit): past it the file is refused before it is read.
+MAX_BYTES = 1 << 30
+
+
+def read_space(path: str | os.PathLike[str], max_bytes: int | None = None) -> list[Plane]:
+    """The planes of the XSpace file *path*, of at most *max_bytes* bytes (default
+    :data:`MAX_BYTES`; a larger file, a sparse one included, is refused unread)."""
     where = Path(path)
+    limit = MAX_BYTES if max_bytes is None else max_bytes
     try:
+        size = where.stat().st_size
+        if size > limit:
+            raise XPlaneError(f"jax.profiler trace {str(where)!r} is larger than {limit} "
+                              f"bytes (max_bytes={limit}; raise it with max_bytes= or "
+                              f"--max-bytes)")
         raw = where.read_bytes()
     except OSError as exc:
         raise XPlaneError(f"jax.profiler trace {str(where)!r} cannot be read: "
                           f"{exc.strerror or exc}") from None
+    except MemoryError:
+        raise XPlaneError(f"jax.profiler trace {str(where)!r} needs more memory to read "
+                          f"than this process may use ({size} bytes)") from None
     return parse_space(raw, str(where))
 
 
@@ -248,6 +272,10 @@ def parse_space(raw: bytes, where: str = "<xspace>") -> list[Plane]:
                   if number == 1 and wire == 2]
     except (_Truncated, UnicodeDecodeError, struct.error):
         planes = []
+    except _BadField as exc:
+        raise XPlaneError(f"{where!r}: {exc}") from None
+    except RecursionError:
+        raise XPlaneError(f"{where!r} nests its messages deeper than an XSpace does") from None
     if not planes:
         raise XPlaneError(f"{where!r} is not a jax.profiler XSpace (.xplane.pb): it holds no "
                           f"readable plane (truncated, or another file)")
