@@ -95,6 +95,9 @@ def test_a_calibrated_chip_is_limited_by_its_theoretical_peak_never_its_timed_ro
     # a precision with no theoretical figure has no compute limit: never the timed roof
     unknown = _calibrated(None)
     assert limit_of(rl.analyze(gemm, unknown), unknown) == 0.0
+    # a GPU's calibration keeps no theoretical peaks: its timed GEMM roof stays its limit
+    gpu = unknown.replace(provenance={"device": "cuda:0", "limits": {"llc_B": 50e6}})
+    assert limit_of(rl.analyze(gemm, gpu), gpu) == pytest.approx(2 * 1024**3 / 100e9)
 
 
 @settings(max_examples=60, deadline=None)

@@ -21,9 +21,10 @@ can take on this chip:
   cache size is the one the OS reports (``provenance.limits.llc_B``).
 * **compute**: the chip's theoretical peak. A published chip's peaks are its datasheet's
   (already theoretical: units x FLOPs per clock x boost clock), so the limit equals the
-  roof. A calibrated chip's are in ``provenance.limits.peaks`` (on a CPU: cores x FMA lanes
-  x the highest clock, :mod:`pytest_roofline.measuring.ceilings`); a precision with none
-  there has no compute limit (0), never the timed roof.
+  roof. A calibrated CPU's are in ``provenance.limits.peaks`` (cores x FMA lanes x the
+  highest clock, :mod:`pytest_roofline.measuring.ceilings`); a precision with none there
+  has no compute limit (0), never the timed roof. A calibrated GPU keeps none: its GEMM
+  roof, which a call above it raises (``measuring.recheck``), stays its limit.
 * **network**: the link time, as the bound prices it (no cache holds a collective).
 
 A kernel's limit is the largest of the three, a kernel and its epilogue kernels taken as
@@ -77,7 +78,10 @@ def theoretical_ratio(chip: Hardware, label: str, roof: float) -> float:
     if not calibrated(chip):
         return 1.0
     peaks = _limits(chip).get("peaks")
-    peaks = peaks if isinstance(peaks, Mapping) else {}
+    if not isinstance(peaks, Mapping):
+        # a GPU's calibration keeps no theoretical peaks: its GEMM roof, which a faster call
+        # raises (measuring.recheck), is its limit, as before there were two ceilings
+        return 1.0 if (chip.provenance or {}).get("device") != "cpu" else _INF
     worst = 1.0
     for part in label.split(" + "):
         theoretical = peaks.get(part.partition(":")[2] or part)
