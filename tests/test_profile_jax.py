@@ -484,3 +484,36 @@ def test_min_kernel_efficiency_judges_jax_rows_as_torch_rows(
     rows = records["test_below"]["profile"][0]["rows"]
     assert {r["op"].split(".")[0] for r in rows} >= {"ynn_fusion"}
     assert records["test_no_kernel_matches"]["outcome"] == "passed"
+
+
+# -- every way a JAX call is written --------------------------------------------------------
+
+
+def _mlp_params(params: dict[str, Any], x: Any) -> Any:
+    return jnp.maximum(x @ params["w1"], 0.0) @ params["w2"]
+
+
+def _params() -> tuple[dict[str, Any], Any]:
+    return {"w1": jnp.ones((64, 128)), "w2": jnp.ones((128, 32))}, jnp.ones((16, 64))
+
+
+def test_a_call_on_a_pytree_a_partial_or_compiled_ahead_of_time_is_profiled() -> None:
+    # the two dots of a 16x64 @ 64x128 and 16x128 @ 128x32 MLP: 2*16*64*128 + 2*16*128*32
+    # = 393,216 FLOPs a call, whichever way the call is written
+    import functools
+
+    params, x = _params()
+    dots = 2 * 16 * 64 * 128 + 2 * 16 * 128 * 32
+    for fn, args in ((lambda d: _mlp_params(d["p"], d["x"]), ({"p": params, "x": x},)),
+                     (functools.partial(_mlp_params, params), (x,)),
+                     (jax.jit(_mlp_params).lower(params, x).compile(), (params, x))):
+        profile = rl.Profiler(hw=ROOMY, repeats=2)(fn, *args)
+        assert profile.rows and profile.priced_share == pytest.approx(1.0)
+        matrix = sum(r.flops for r in profile.rows if "dot" in r.op or "dot" in str(r.kernels))
+        assert matrix == pytest.approx(dots, rel=0.01), [r.label for r in profile.rows]
+
+
+def test_a_call_that_ran_nothing_is_refused_never_an_empty_profile() -> None:
+    pytest.importorskip("torch")
+    with pytest.raises(ProfileError, match=r"ran no torch op the profiler records"):
+        rl.Profiler(hw=ROOMY)(lambda: sum(range(10)))

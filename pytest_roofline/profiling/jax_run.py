@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -35,9 +36,28 @@ PERFETTO = ".trace.json.gz"
 
 
 def is_jax_call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """True when *fn* or an argument is a JAX object (a jitted function, an array)."""
-    values = (fn, *args, *kwargs.values())
-    return any(type(v).__module__.split(".")[0] in ("jax", "jaxlib") for v in values)
+    """True when *fn* or an argument is a JAX object (a jitted or compiled function, an
+    array), also inside a pytree of arguments (dicts, lists, tuples: a model's parameters)
+    or a ``functools.partial`` that holds them."""
+    return _holds_jax((fn, *args, *kwargs.values()), depth=0, seen=[0])
+
+
+def _holds_jax(value: Any, *, depth: int, seen: list[int]) -> bool:
+    """Whether *value* is, or holds, a JAX object (walking at most 6 levels and 10,000
+    values: a pytree of arrays shows one long before)."""
+    seen[0] += 1
+    if seen[0] > 10_000 or depth > 6:
+        return False
+    if type(value).__module__.split(".")[0] in ("jax", "jaxlib"):
+        return True
+    if isinstance(value, functools.partial):
+        return _holds_jax((value.func, *value.args, *value.keywords.values()),
+                          depth=depth + 1, seen=seen)
+    if isinstance(value, dict):
+        value = tuple(value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_jax(v, depth=depth + 1, seen=seen) for v in value)
+    return False
 
 
 def kind_of(path: str | os.PathLike[str]) -> str:
@@ -133,7 +153,10 @@ def profile_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str
         import jax
     except ImportError:
         raise ProfileError(f"profiling a JAX call needs jax: {_JAX_HINT}") from None
-    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+    # a jitted function, or one compiled ahead of time (jax.jit(f).lower(x).compile(), a
+    # jax.stages.Compiled: called as it is, never jitted again), else jitted whole
+    jitted = fn if hasattr(fn, "lower") or isinstance(fn, jax.stages.Compiled) \
+        else jax.jit(fn)
 
     def call() -> None:
         try:

@@ -200,6 +200,10 @@ class Profiler:
                 f"process where torch.profiler shows kernels and read it with "
                 f"pytest-roofline profile TRACE")
         name = getattr(fn, "__name__", type(fn).__name__)
+        if not trace.roots and not trace.orphans:  # never an empty profile that passes
+            raise ProfileError(f"profile({name}): the call ran no torch op the profiler "
+                               f"records, so it has no kernel to judge (a call of numpy or "
+                               f"plain Python?): time it with roofline.measure(fn, *args)")
         with trace_file.paused_gc():
             return build(trace, chip, source=f"profile({name})", repeats=self.repeats,
                          launches=launches.workloads, notes=trace.warnings)
