@@ -19,6 +19,7 @@ from ..efficiency import spread as spread_of
 from ..engine.fusion import onchip_level
 from ..engine.limits import calibrated
 from ..units import si
+from .categories import category_of
 from .model import KernelRow, judge_calls
 
 __all__ = ["judged_row", "likely", "precision_of"]
@@ -40,7 +41,9 @@ def judged_row(*, op: str, shapes: str, kernels: Sequence[str],
                                      finding=finding_of(regime))
     cause = ""
     if verdict.faster:
-        cause = why if why is not None else likely(regime, nbytes, chip, precision)
+        exact = not assumed and category_of((op, *kernels), regime=regime) in EXACT
+        cause = why if why is not None else likely(regime, nbytes, chip, precision,
+                                                   exact=exact)
     return KernelRow(
         op=op, shapes=shapes, kernels=tuple(kernels), count=count / repeats,
         measured=sum(seconds for seconds, _ in calls) / repeats, bound=bound * count / repeats,
@@ -54,15 +57,26 @@ def judged_row(*, op: str, shapes: str, kernels: Sequence[str],
         repeats=repeats, formula=formula)
 
 
-def likely(regime: str, nbytes: float, chip: Any, precision: str) -> str:
+#: Categories whose bytes are their tensors' own, read and written once (an elementwise
+#: op, a copy, a fill): their count is exact, so an alarm on them never blames it.
+EXACT = ("elementwise", "copies")
+
+
+def likely(regime: str, nbytes: float, chip: Any, precision: str, *,
+           exact: bool = False) -> str:
     """The likely cause of a row faster than its physical limit. The limit already lets
     the data come from the last-level cache and the work run at the chip's theoretical
     peak, so a cache is never the cause: a count too high, a precision lower than priced,
-    or figures (the chip's, the trace's clock) that are not the run's."""
+    or figures (the chip's, the trace's clock) that are not the run's. An *exact* count
+    (bytes that are its tensors' own, nothing assumed) is never the one blamed."""
     level = onchip_level(chip)
     if regime == "memory":
         held = (f"even with {si(level.capacity, 'B')} of it from the {level.name}"
                 if level is not None else "with every byte from DRAM")
+        if exact:
+            return (f"its {si(nbytes, 'B')} a call, its tensors' own, beat {chip.name}'s "
+                    f"memory {held}: it ran on a faster part than {chip.name}, or the "
+                    f"trace's clock is off")
         return (f"its {si(nbytes, 'B')} a call beat {chip.name}'s memory {held}: its bytes "
                 f"are overcounted, or it ran on a faster part than {chip.name}, or the "
                 f"trace's clock is off")
