@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine.analysis import analyze
 from ..engine.limits import limit_of
-from . import capture, copies, pricing
+from . import capture, collectives, copies, pricing
 from .capture import Captured
 from .devices import runs_tf32
 from .model import KernelRow, Profile, Unpriced, rows_sorted
@@ -350,6 +350,21 @@ class Joiner:
         for child in op.children:
             self._walk_device(child, (*ancestors, op))
 
+    def _collective(self, op: Op) -> tuple[_Group | None, str]:
+        """A collective's group, priced on the network roof from its recorded sizes
+        (:mod:`.collectives`), or the reason it is not."""
+        workload, label, why = collectives.price(op.args)
+        if workload is None:
+            return None, why
+        shapes = f"{label}, {op.args.get('In msg nelems')} {op.args.get('dtype')}"
+        key = (op.name, shapes)
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = _Group(op.name, shapes, workload, None)
+            for kernel in workload.kernels:
+                group.kernels.setdefault(kernel.name)
+        return group, ""
+
     def _group(self, op: Op, kernels: list[str]) -> tuple[_Group | None, str]:
         """The group of *op*'s calls with its inputs (priced once), or the reason it has
         none."""
@@ -365,6 +380,8 @@ class Joiner:
                 for kernel in launch.kernels:
                     group.kernels.setdefault(kernel.name)
             return group, ""
+        if op.name == collectives.COLLECTIVE_OP:
+            return self._collective(op)
         if not op.name.startswith("aten::") and not pricing.has_formula(op.name):
             return None, "not an aten op"
         tf32 = runs_tf32(kernels)
@@ -476,6 +493,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
             flops, nbytes = float(result.flops), float(result.bytes)
             regime = str(result.regime) if call > 0 else "-"  # no work: no roof
             precision = precision_of(result) if call > 0 else "-"
+            if regime == "network" and chip.links:  # a collective: the link it is priced on
+                precision = f"link:{chip.default_link or next(iter(chip.links))}"
         rows.append(judged_row(
             op=group.op, shapes=group.shapes, kernels=tuple(group.kernels),
             calls=list(zip(group.times, group.timed, strict=True)), bound=call, limit=limit,
