@@ -174,8 +174,9 @@ def test_a_trace_directory_passes_over_fifos_and_dangling_links_and_names_other_
     os.mkfifo(run / "host-d.xplane.pb")  # would block a read
     found, notes = jax_trace.located(tmp_path)
     assert found.name == "host-b.xplane.pb"
-    assert notes == ("read host-b.xplane.pb, one host of a run of 2; not read: "
-                     "host-a.xplane.pb (give each file to read its host)",)
+    assert notes == ("read host-b.xplane.pb, the newest; 1 other .xplane.pb beside it "
+                     "(other hosts of a run?) not read: host-a.xplane.pb (give each file to "
+                     "read it)",)
 
 
 def test_capture_is_refused_for_a_jax_trace_and_max_bytes_reaches_it() -> None:
@@ -184,3 +185,23 @@ def test_capture_is_refused_for_a_jax_trace_and_max_bytes_reaches_it() -> None:
         rl.read_trace(trace, hw="h100", capture=trace)
     with pytest.raises(rl.RooflineError, match="larger than 100 bytes"):
         rl.read_trace(trace, hw="h100", max_bytes=100)
+
+
+def test_messages_stay_short_and_name_the_argument(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    trace = str(DATA / "cpu_mlp.json.gz")
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error: exit 2, one line
+        main(["profile", trace, "--hw", "h100", "--top", "x" * 5000])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err) < 200 and "--top" in err
+    assert main(["profile", trace, "--hw", "h100", "--top", "9" * 5000]) == 0  # every row
+    capsys.readouterr()
+    w = rl.models.load("llama-3-8b").train_step(batch=1, seq=128, tp=8, link_count=100)
+    with pytest.raises(rl.RooflineError, match=r"^link_count=100 is not allowed on h100-sxm: "
+                                               r"it has 18 nvlink links; expected 1 to 18$"):
+        rl.analyze(w, "h100")
+    pytest.importorskip("torch")
+    with pytest.raises(rl.RooflineError) as raised:
+        rl.trace(lambda: 1)
+    assert len(str(raised.value)) < 200

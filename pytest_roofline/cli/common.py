@@ -84,13 +84,16 @@ def flops_per_mac(text: str) -> int:
 
 def positive(text: str) -> int:
     """A count option (``--chips``, ``--top``): a whole number >= 1."""
+    value = text.strip()
+    if value.isdigit() and len(value) > 18:  # past any count or size: as many as there are
+        return sys.maxsize
     try:
-        number = int(text)
+        number = int(value)
     except ValueError:
         number = 0
     if number < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a whole number "
-                                         f">= 1")
+        raise argparse.ArgumentTypeError(f"{text[:30]!r} is not allowed; expected a whole "
+                                         f"number >= 1")
     return number
 
 

@@ -340,7 +340,8 @@ class Hardware:
             return link.total
         if count < 1 or count > link.count:
             raise UnknownHardwareError(
-                f"{self.name} has {link.count} {link.name} links, cannot use {count}")
+                f"link_count={count!r:.20} is not allowed on {self.name}: it has "
+                f"{link.count} {link.name} links; expected 1 to {link.count}")
         return link.bandwidth * count
 
     def replace(self, **changes: Any) -> Hardware:

@@ -89,9 +89,9 @@ def find(path: str | os.PathLike[str]) -> Path:
 
 
 def located(path: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
-    """:func:`find`'s file, and a note naming the other hosts' files of the same run (a
+    """:func:`find`'s file, and a note naming the other ``.xplane.pb`` files beside it (a
     multi-host job writes one ``<host>.xplane.pb`` a host into one run folder): the file
-    read is one host's, and the note says which were not."""
+    read is one of them, and the note says which were not."""
     where = Path(path)
     if where.is_dir():
         found = sorted((p for p in where.rglob("*.xplane.pb") if _regular(p)),
@@ -104,9 +104,10 @@ def located(path: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
         newest = found[-1]
         hosts = sorted(p.name for p in found[:-1] if p.parent == newest.parent)
         note = () if not hosts else (
-            f"read {newest.name}, one host of a run of {len(hosts) + 1}; not read: "
-            + ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
-            + " (give each file to read its host)",)
+            f"read {newest.name}, the newest; {len(hosts)} other .xplane.pb beside it (other "
+            f"hosts of a run?) not read: " + ", ".join(hosts[:4])
+            + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+            + " (give each file to read it)",)
         return newest, note
     if not where.is_file():
         raise ProfileError(f"trace {str(where)!r} does not exist or is not a regular file; "

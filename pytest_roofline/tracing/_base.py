@@ -126,10 +126,9 @@ def detect(fn: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
         raise TraceError("trace(): found both torch tensors and jax arrays among the "
                          "arguments; trace one framework at a time")
     kinds = ", ".join(type(v).__name__ for v in _leaves(args)) or "none"
-    raise TraceError(f"trace(): found no torch tensor or jax array among the arguments or "
-                     f"what fn closes over (argument types: {kinds}); pass what fn takes, "
-                     f"e.g. torch.empty(..., device='meta') or jax.ShapeDtypeStruct(shape, "
-                     f"dtype), or give Tracer(framework='torch' or 'jax')")
+    raise TraceError(f"trace(): no torch tensor or jax array in the arguments (types: "
+                     f"{kinds[:40]}); pass what fn takes (meta tensors, ShapeDtypeStructs) "
+                     f"or Tracer(framework='torch' or 'jax')")
 
 
 def _frameworks(values: list[object]) -> set[str]:
