@@ -272,9 +272,10 @@ def _host_add(block: Block, request: pytest.FixtureRequest) -> None:
     pytester.makepyfile(test_block=HOST_ADD + block.text)
     result = runpytest(pytester, "-rA", f"--roofline-json={pytester.path / 'r.json'}")
     record = json.loads((pytester.path / "r.json").read_text())["results"][0]
-    # a quick calibration of a busy machine may read below the run: then no efficiency
+    # a quick calibration of a busy machine may read below the run: then no efficiency (a
+    # finding above the roof, its data from a cache, or the alarm beyond its limit)
     assert record["roof_threads"] >= 1 and (
-        record["measured_note"] in ("faster-than-bound", "at-bound")
+        record["measured_note"] in ("faster-than-bound", "above-roof", "at-bound")
         if record["efficiency"] is None else 0 < record["efficiency"] <= 1)
     if os.environ.get("PYTEST_ROOFLINE_TIMING") == "1":
         result.assert_outcomes(passed=1)

@@ -54,8 +54,7 @@ def price(args: Mapping[str, Any]) -> tuple[Workload | None, str, str]:
     name = str(args.get("Collective name") or "")
     label = f"{name}" if name else "collective"
     if not name:
-        return None, label, ("a collective whose trace records no 'Collective name' "
-                             "(torch before 2.2): its sizes are unknown")
+        return None, label, "collective sizes not recorded (torch before 2.2)"
     kind = _KINDS.get(name)
     if kind is None:
         return None, label, f"no formula for the collective {name!r}"

@@ -48,6 +48,7 @@ from .capture import Captured
 from .devices import runs_tf32
 from .model import KernelRow, Profile, Unpriced, rows_sorted
 from .rows import judged_row, precision_of
+from .timeline import timeline
 from .trace_file import Device, Op, TraceFile
 
 if TYPE_CHECKING:
@@ -509,7 +510,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
     return Profile(hw=chip.name, source=source, on_device=trace.on_device,
                    total=trace.total_seconds() / repeats, rows=rows_sorted(rows),
                    unpriced=tuple(unpriced), repeats=repeats,
-                   notes=(*notes, *sorted(joiner.assumed)), tick=tick)
+                   notes=(*notes, *sorted(joiner.assumed)), tick=tick,
+                   timeline=timeline(trace.timeline) if trace.on_device else None)
 
 
 def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:

@@ -256,6 +256,8 @@ class Profile:
     repeats: int = 1
     notes: tuple[str, ...] = field(default=())
     tick: float = 0.0  # s, the clock tick of the trace's times (0: not known)
+    #: where a GPU trace's device time went (:mod:`.timeline`): its span and its parts
+    timeline: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         if any(r.efficiency is not None and not (0 <= r.efficiency <= 1) for r in self.rows):
@@ -359,6 +361,7 @@ class Profile:
                 "unpriced": [u.to_dict() for u in self.unpriced],
                 "unpriced_by_cause": self.by_cause(), "by_category": self.by_category(),
                 "tick_s": self.tick,
+                **({"timeline": dict(self.timeline)} if self.timeline else {}),
                 **({"notes": list(self.notes)} if self.notes else {})}
 
     def table(self, top: int = 10, width: int = 80) -> str:

@@ -112,6 +112,15 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
         lines += wrap_words("by category: " + ", ".join(
             f"{name} {float(seconds) / total:.1%}" for name, seconds in categories.items()),
             width)
+    parts = profile.get("timeline")
+    if isinstance(parts, Mapping) and float(parts.get("span_s") or 0) > 0:
+        span = float(parts["span_s"])
+        lines += wrap_words(
+            f"timeline of {format_time(span)}: compute {float(parts['compute_s']) / span:.1%}, "
+            f"communication exposed {float(parts['exposed_communication_s']) / span:.1%} "
+            f"(and {float(parts['overlapped_communication_s']) / span:.1%} hidden behind "
+            f"compute), copies {float(parts['copies_s']) / span:.1%}, idle "
+            f"{float(parts['idle_s']) / span:.1%}", width)
     idle = float(profile.get("idle_s") or 0)
     if idle > 0 and total > 0:
         lines.append(f"doing no work (views, empty, 0-size): {format_time(idle)}, "

@@ -73,6 +73,8 @@ class Device:
     #: (a graph launch, ``cudaGraphLaunch``; a launch outside any op); None where the trace
     #: holds no launch of it (it began before the trace's window) or it was not needed
     launch: str | None = None
+    start: float = 0.0  # us on the trace's clock (its ts as written), for the timeline
+    stream: Any = None  # the device and stream it ran on (pid, tid)
 
     @property
     def graph(self) -> bool:
@@ -155,6 +157,8 @@ class TraceFile:
     #: the host's launches of device work (kernels, copies, memsets): in a trace of a CUDA
     #: graph's capture, whose launches ran nothing, the graph's nodes
     launches: int = 0
+    #: every piece of device work, kernels, copies and memsets, in the file's order
+    timeline: tuple[Device, ...] = ()
 
     def total_seconds(self) -> float:
         """The measured time the profile shares out: the device time of every kernel (GPU),
@@ -391,6 +395,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     devices: dict[Any, list[Device]] = {}  # correlation id -> the device work of one launch
     orphans: list[Device] = []
     by_id: dict[Any, int] = {}  # correlation id -> how many launches carry it
+    timeline: list[Device] = []  # every piece of device work, in the file's order
     durations: dict[bool, list[float]] = {True: [], False: []}  # device, host: a sample
     steps: dict[str, int] = {}
     launches = 0
@@ -438,7 +443,9 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             integer = integer and float(event["dur"]).is_integer()
             if len(durations[True]) < _SAMPLE:
                 durations[True].append(dur_us)
-            work = Device(read.name(), seconds, cat, args)
+            work = Device(read.name(), seconds, cat, args, start=start_us,
+                          stream=(event.get("pid"), event.get("tid")))
+            timeline.append(work)
             correlation = read.key("correlation", optional=True)
             if correlation is None:
                 orphans.append(work)
@@ -503,7 +510,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
                      integer_times=integer and on_device, warnings=tuple(warnings),
                      accelerator=None if on_device else _accelerator(events, device),
                      tick=timer_tick(durations[on_device]), steps=steps,
-                     launches=launches)
+                     launches=launches, timeline=tuple(timeline))
 
 
 def _device(properties: Any, path: str) -> dict[str, Any] | None:
