@@ -517,3 +517,28 @@ def test_a_call_that_ran_nothing_is_refused_never_an_empty_profile() -> None:
     pytest.importorskip("torch")
     with pytest.raises(ProfileError, match=r"ran no torch op the profiler records"):
         rl.Profiler(hw=ROOMY)(lambda: sum(range(10)))
+
+
+def test_an_op_xla_cpu_runs_as_two_events_is_one_call_an_execution() -> None:
+    # XLA:CPU runs a sort as a copy then the sort, both events naming the sort's HLO op:
+    # read per event, the sort was counted twice a call, each event judged against the
+    # whole sort's bound; the events of one execution (its run_id) are one call
+    x = jnp.arange(1 << 16, dtype=jnp.float32)[::-1]
+    profile = rl.Profiler(hw=ROOMY, repeats=4)(jax.jit(lambda v: jnp.sort(v) * 2), x)
+    [row] = [r for r in profile.rows if r.op.startswith("sort")]
+    assert row.count == 1 and not row.faster
+    from pytest_roofline.profiling import jax_trace
+
+    events = [e for e, _ in jax_trace.read(_kept_sort(x)).ops
+              if str(e.stats.get("hlo_op")).startswith("sort")]
+    runs = {e.stats["run_id"] for e in events}
+    assert len(runs) == 4 and len(events) == 8  # two events an execution, one call each
+
+
+def _kept_sort(x: Any) -> Path:
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp())
+    path = folder / "sort.xplane.pb"
+    rl.Profiler(hw=ROOMY, repeats=4, trace_to=path)(jax.jit(lambda v: jnp.sort(v) * 2), x)
+    return path

@@ -23,6 +23,7 @@ no compiled program at all, is refused with what to record instead.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections import defaultdict
@@ -203,6 +204,9 @@ class _Group:
     kernels: dict[str, None]
     times: list[float] = field(default_factory=list)
     launches: dict[str, int] = field(default_factory=dict)
+    #: [seconds, events] of each call on the host, where an op of one execution ran as
+    #: several events in a row (:func:`_continues`)
+    calls: list[list[float]] = field(default_factory=list)
 
 
 def _program_of(event: Event, trace: JaxTrace) -> int | None:
@@ -265,6 +269,7 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
     groups: dict[tuple[int, str], _Group] = {}
     unpriced: dict[tuple[str, str], list[float]] = defaultdict(list)
     several = len({_program_of(event, trace) for event, _ in trace.ops}) > 1
+    continued = set() if trace.on_device else _continues([e for e, _ in trace.ops])
     for event, seconds in trace.ops:
         name = str(event.stats["hlo_op"])
         program = _program_of(event, trace)
@@ -281,13 +286,26 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
                 continue
             group = groups[(program, name)] = group_or_reason
         group.times.append(seconds)
+        if id(event) in continued and group.calls:
+            group.calls[-1][0] += seconds
+            group.calls[-1][1] += 1
+        else:
+            group.calls.append([seconds, 1.0])
         if trace.on_device:
             group.kernels.setdefault(event.name)
             group.launches[event.name] = group.launches.get(event.name, 0) + 1
     rows = []
     for group in groups.values():
-        count = max(group.launches.values()) if group.launches else len(group.times)
         measured = sum(group.times)
+        if not trace.on_device and len(group.calls) < len(group.times):
+            # an op that ran as several events in a row, one call (XLA:CPU runs a sort as a
+            # copy then the sort, both under the sort's name): each call with its events
+            calls = [(seconds, int(n)) for seconds, n in group.calls]
+            count = len(calls)
+            spread = None
+        else:
+            calls = []
+            count = max(group.launches.values()) if group.launches else len(group.times)
         if group.workload is None:  # no work: no roof
             bound, limit, flops, nbytes, regime, precision = 0.0, None, 0.0, 0.0, "-", "-"
         else:
@@ -295,10 +313,10 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
             bound, limit = float(result.time), limit_of(result, chip)
             flops, nbytes = float(result.flops), float(result.bytes)
             regime, precision = str(result.regime), precision_of(result)
-        if len(group.launches) <= 1:  # one event a call: each call judged on its own
+        if not calls and len(group.launches) <= 1:  # one event a call: each judged alone
             spread = None
             calls = [(seconds, 1) for seconds in group.times]
-        else:  # several kernels a call, not told apart by call: the calls' mean
+        elif not calls:  # several kernels a call, not told apart by call: the calls' mean
             spread = 0.0
             calls = [(measured / count, max(1, round(len(group.times) / count)))] * count
         rows.append(judged_row(
@@ -312,6 +330,22 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
     return Profile(hw=chip.name, source=source, on_device=trace.on_device, total=total,
                    rows=rows_sorted(rows), unpriced=tuple(missing), repeats=repeats,
                    notes=notes, tick=TICK)
+
+
+def _continues(events: list[Event]) -> set[int]:
+    """The ids of the host events that continue the previous event's call: the same op of
+    the same execution (``run_id``) with no other op's event between them in time (a loop
+    body's fusion, run again after the loop's other ops, is a call of its own). An op
+    whose events no other op separates is one call, read as slower, never as faster."""
+    out: set[int] = set()
+    ordered = sorted((e for e in events if e.stats.get("run_id") is not None),
+                     key=lambda e: (str(e.stats.get("run_id")), e.start_ns))
+    for before, event in itertools.pairwise(ordered):
+        if (before.stats.get("run_id") == event.stats.get("run_id")
+                and before.stats.get("hlo_op") == event.stats.get("hlo_op")
+                and before.stats.get("hlo_module") == event.stats.get("hlo_module")):
+            out.add(id(event))
+    return out
 
 
 def _group(trace: JaxTrace, program: int, name: str, label: str) -> _Group | str:

@@ -126,9 +126,9 @@ def detect(fn: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
         raise TraceError("trace(): found both torch tensors and jax arrays among the "
                          "arguments; trace one framework at a time")
     kinds = ", ".join(type(v).__name__ for v in _leaves(args)) or "none"
-    raise TraceError(f"trace(): no torch tensor or jax array in the arguments (types: "
-                     f"{kinds[:40]}); pass what fn takes (meta tensors, ShapeDtypeStructs) "
-                     f"or Tracer(framework='torch' or 'jax')")
+    raise TraceError(f"trace(): no torch tensor or jax array in the arguments or what fn "
+                     f"closes over (types: {kinds[:40]}); pass what fn takes (meta tensors, "
+                     f"ShapeDtypeStructs) or Tracer(framework='torch' or 'jax')")
 
 
 def _frameworks(values: list[object]) -> set[str]:
