@@ -542,3 +542,16 @@ def _kept_sort(x: Any) -> Path:
     path = folder / "sort.xplane.pb"
     rl.Profiler(hw=ROOMY, repeats=4, trace_to=path)(jax.jit(lambda v: jnp.sort(v) * 2), x)
     return path
+
+
+def test_a_slice_at_a_fusions_root_reads_only_what_it_keeps() -> None:
+    # (x + y + b)[:, 0] on 4096 x 4096 fp32 (a ViT's class token): XLA fuses the slice into
+    # the adds, which then run on column 0 alone. Charged: 4096 elements of x and of y
+    # (16 kB each), b whole (a broadcast operand, 16 kB) and the 16 kB written: 65,536 B,
+    # where the whole inputs are 134 MB (what XLA's cost analysis charges: never more)
+    x, y, b = jnp.ones((4096, 4096)), jnp.ones((4096, 4096)), jnp.ones((4096,))
+    fn = jax.jit(lambda x, y, b: (x + y + b)[:, 0])
+    profile = rl.Profiler(hw=ROOMY, repeats=2)(fn, x, y, b)
+    [row] = profile.rows
+    assert row.bytes == 4 * 4096 * 4
+    assert row.bytes <= fn.lower(x, y, b).compile().cost_analysis()["bytes accessed"]

@@ -14,7 +14,8 @@ holds the ops it fused. An executed op is priced here as **one kernel**:
   written once (an operand passed twice read once); what stays inside a fusion is never
   charged. An operand that every op inside reads through a slice, a dynamic slice or a
   gather is charged at most what those read (a bound must not charge the whole array for a
-  part of it). A buffer updated in place (a ``dynamic-update-slice`` or ``scatter`` into an
+  part of it), and so is one that reaches a slice at the fusion's root through elementwise
+  ops alone (the slice's share of it). A buffer updated in place (a ``dynamic-update-slice`` or ``scatter`` into an
   operand, as a KV cache or a loop's carry is) moves its update only: it is not read, and
   only the update is written. The workspace a GEMM custom call returns beside its result
   (a tuple's later elements) is scratch: not charged;
@@ -317,7 +318,61 @@ def _partial_reads(module: Module, fusion: Instruction) -> dict[int, float]:
     for uid, found in users.items():
         if found and all(u.opcode in SLICING and u.operands[:1] == (uid,) for u in found):
             out[module.by_id[uid].parameter] = sum(a.nbytes for u in found for a in u.arrays)
+    for parameter, nbytes in _root_slice_reads(module, comp, users).items():
+        out[parameter] = min(out.get(parameter, nbytes), nbytes)
     return out
+
+
+#: Opcodes that compute each output element from the same element of their operands: a
+#: slice of their result needs only that slice of each operand.
+ELEMENTWISE = frozenset({
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "remainder",
+    "atan2", "and", "or", "xor", "compare", "select", "clamp", "convert", "negate", "abs",
+    "exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt", "rsqrt", "cbrt",
+    "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil", "round-nearest-afz",
+    "round-nearest-even", "sign", "not", "is-finite", "copy", "erf"})
+
+
+def _root_slice_reads(module: Module, comp: Any,
+                      users: dict[int, list[Instruction]]) -> dict[int, float]:
+    """Parameter number -> bytes read, for a fusion whose root is a slice of elementwise
+    work (``(x + y + b)[:, 0]``, a ViT's class token; a bitcast or reshape of it too): each
+    parameter of the slice's input shape that reaches it only through elementwise ops is
+    read only where the slice keeps (its bytes times the share of elements kept: a lower
+    bound, whatever cache lines the strided reads touch); a parameter used anywhere else in
+    the fusion, or a path through any other op, keeps its whole read."""
+    root = module.by_id.get(comp.root)
+    while root is not None and root.opcode in ("bitcast", "reshape") and root.operands:
+        root = module.by_id.get(root.operands[0])
+    if root is None or root.opcode != "slice" or not root.arrays or not root.operands:
+        return {}
+    source = module.by_id.get(root.operands[0])
+    if source is None or not source.arrays or not source.arrays[0].elements:
+        return {}
+    shape = source.arrays[0].dims
+    share = root.arrays[0].elements / source.arrays[0].elements
+    uid_of = {id(ins): uid for uid, ins in zip(comp.ids, comp.instructions, strict=True)}
+    path: set[int] = set()
+    params: dict[int, Instruction] = {}
+    stack = [root.operands[0]]
+    while stack:
+        uid = stack.pop()
+        ins = module.by_id.get(uid)
+        if ins is None or uid in path:
+            continue
+        path.add(uid)
+        if ins.opcode == "parameter":
+            if ins.arrays and ins.arrays[0].dims == shape:
+                params[uid] = ins
+        elif ins.opcode == "broadcast":
+            continue  # a smaller operand broadcast in: read whole, as it is
+        elif ins.opcode in ELEMENTWISE and ins.arrays and ins.arrays[0].dims == shape:
+            stack.extend(ins.operands)
+        else:
+            return {}
+    return {ins.parameter: share * sum(a.nbytes for a in ins.arrays)
+            for uid, ins in params.items()
+            if all(uid_of.get(id(u)) in path for u in users.get(uid, []))}
 
 
 def price(module: Module, ins: Instruction) -> Workload | str:
