@@ -15,10 +15,11 @@ holds the ops it fused. An executed op is priced here as **one kernel**:
   charged. An operand that every op inside reads through a slice, a dynamic slice or a
   gather is charged at most what those read (a bound must not charge the whole array for a
   part of it), and so is one that reaches a slice at the fusion's root through elementwise
-  ops alone (the slice's share of it). A buffer updated in place (a ``dynamic-update-slice`` or ``scatter`` into an
-  operand, as a KV cache or a loop's carry is) moves its update only: it is not read, and
-  only the update is written. The workspace a GEMM custom call returns beside its result
-  (a tuple's later elements) is scratch: not charged;
+  ops alone (the slice's share of it). A buffer updated in place (a
+  ``dynamic-update-slice`` or ``scatter`` into an operand, as a KV cache or a loop's carry
+  is) moves its update only: it is not read, and only the update is written. The
+  workspace a GEMM custom call returns beside its result (a tuple's later elements) is
+  scratch: not charged;
 * a convolution (XLA's own, or a cuDNN/MIOpen custom call, forward or either gradient)
   is priced by the tracer's convolution formula over its valid taps; its workspace, too,
   is scratch;
