@@ -17,7 +17,8 @@ holds the ops it fused. An executed op is priced here as **one kernel**:
   part of it), and so is one that reaches a slice at the fusion's root through elementwise
   ops alone (the slice's share of it). A buffer updated in place (a
   ``dynamic-update-slice`` or ``scatter`` into an operand, as a KV cache or a loop's carry
-  is) moves its update only: it is not read, and only the update is written. The
+  is) moves its update only: it is not read, and only the update is written, at most the
+  buffer's bytes (a segment sum's updates combine into its rows). The
   workspace a GEMM custom call returns beside its result (a tuple's later elements) is
   scratch: not charged;
 * a convolution (XLA's own, or a cuDNN/MIOpen custom call, forward or either gradient)
@@ -282,8 +283,14 @@ def _in_place(module: Module, ins: Instruction) -> dict[int, float]:
         source = operands[position] if len(operands) > position else None
         return sum(a.nbytes for a in source.arrays) if source is not None else 0.0
 
+    def written(op: Instruction) -> float:
+        """The update's bytes, at most the buffer's: a scatter of many updates into the same
+        rows (a segment sum) combines them, and writes no more than the buffer holds."""
+        size = sum(a.nbytes for a in op.arrays[:1])
+        return min(update(op), size) if size > 0 else update(op)
+
     if ins.opcode in IN_PLACE:
-        return {0: 0.0, -1: update(ins)}
+        return {0: 0.0, -1: written(ins)}
     comp = module.computations.get(ins.called[0]) if ins.opcode == "fusion" and ins.called \
         else None
     root = module.by_id.get(comp.root) if comp is not None else None
@@ -298,7 +305,7 @@ def _in_place(module: Module, ins: Instruction) -> dict[int, float]:
         buffer = module.by_id.get(item.operands[0])
         if buffer is not None and buffer.opcode == "parameter":
             out[buffer.parameter] = 0.0
-            out[-1 - position] = update(item)
+            out[-1 - position] = written(item)
     return out
 
 
