@@ -205,3 +205,14 @@ def test_messages_stay_short_and_name_the_argument(
     with pytest.raises(rl.RooflineError) as raised:
         rl.trace(lambda: 1)
     assert len(str(raised.value)) < 200
+
+
+def test_a_profiler_inside_trace_adds_its_call_once() -> None:
+    # a 64 x 64 x 64 matmul is 2 * 64**3 = 524,288 FLOPs; the Profiler's warm-up and five
+    # timed calls were traced too (6x) before they were kept out of the recording
+    torch = pytest.importorskip("torch")
+    hw = rl.Hardware(name="roomy", memory_bandwidth=1e12, memory_capacity=16e9,
+                     matrix={"fp32": 1e13}, default_dtype="fp32", vector_fallback="matrix")
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    traced = rl.trace(lambda x, y: rl.Profiler(hw=hw)(torch.mm, x, y), a, b)
+    assert traced.flops == 2 * 64**3 and [k.name for k in traced.kernels] == ["mm"]

@@ -148,6 +148,19 @@ class Profiler:
         if not callable(fn):
             raise ProfileError(f"profile(fn, *args): fn must be callable, got "
                                f"{type(fn).__name__}")
+        from ..tracing import recording, untraced
+
+        if not recording():
+            return self._profile(fn, args, kwargs)
+        # inside trace() (or a trace=True body): the warm-up and the timed calls are not
+        # the traced work; the call is, once, as roofline.measure's is
+        with untraced():
+            result = self._profile(fn, args, kwargs)
+        fn(*args, **kwargs)
+        return result
+
+    def _profile(self, fn: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Profile:
         if jax_run.is_jax_call(fn, args, kwargs):
             return self._jax(fn, args, kwargs)
         try:

@@ -36,8 +36,19 @@ from ._base import Recording, TraceError, detect
 from ._mesh import MeshError, links_option
 from .registry import scoped
 
-__all__ = ["FRAMEWORKS", "FUSION", "Recording", "TraceError", "Tracer", "register_op",
-           "require", "trace", "unregister_op", "untraced"]
+__all__ = [
+    "FRAMEWORKS",
+    "FUSION",
+    "Recording",
+    "TraceError",
+    "Tracer",
+    "recording",
+    "register_op",
+    "require",
+    "trace",
+    "unregister_op",
+    "untraced",
+]
 
 #: Fusion policies: "none" (every op round-trips memory), "epilogue" (elementwise ops after a
 #: matrix product stay on chip, layout ops are free).
@@ -56,6 +67,13 @@ def register_op(name: str, formula: Any = None) -> Any:
 def unregister_op(name: str) -> None:
     """Forget the formula registered for *name*."""
     registry.unregister_op(name)
+
+
+def recording() -> bool:
+    """Whether a torch recording (``trace()``, a ``trace=True`` body) is in progress and
+    not paused."""
+    module = sys.modules.get(f"{__name__}._torch")
+    return any(not getattr(r, "is_paused", False) for r in getattr(module, "_ACTIVE", ()))
 
 
 @contextlib.contextmanager
