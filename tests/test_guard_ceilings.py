@@ -399,3 +399,22 @@ def test_profiled_mlps_on_the_host_never_read_faster_than_physics(
     report = json.loads((pytester.path / "r.json").read_text())
     profiles = [p for r in report["results"] for p in r.get("profile", [])]
     assert len(profiles) == 2 and not any(p["faster"] for p in profiles)
+
+
+def test_a_finding_never_hides_a_slow_row_from_its_gate() -> None:
+    # 16 calls of a 10 us bound whose limit is 1 us: one ran in 4 us (250% of the roof, data
+    # in the cache: a finding), fifteen in 50 us. Together they took 754 us for 160 us of
+    # bound (21%): the row's efficiency, which a 50% gate fails
+    from pytest_roofline.profiling.model import Profile
+    from pytest_roofline.profiling.rows import judged_row
+
+    row = judged_row(op="aten::add", shapes="x", kernels=("add",),
+                     calls=[(4e-6, 1)] + [(50e-6, 1)] * 15, bound=10e-6, limit=1e-6,
+                     flops=0.0, nbytes=1e6, regime="memory", precision="vector:fp32",
+                     tick=0.0, repeats=1, chip=get_hardware("h100"))
+    assert row.above and not row.faster and row.percent() == "250% cache 1/16"
+    assert row.efficiency == pytest.approx(160e-6 / 754e-6)
+    profile = Profile(hw="h100-sxm", source="t", on_device=True, total=754e-6, rows=(row,),
+                      unpriced=())
+    [line] = profile.check(0.5)
+    assert line.startswith("kernel add(x) ran at 21.2% of its roof")

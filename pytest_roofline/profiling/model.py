@@ -17,7 +17,9 @@ hidden in an average is a missed alarm. A call above its roof but within its lim
 its row ``above-roof``, a finding shown with its figure (``127% cache``) and never a
 failure. The cell says when only some calls are flagged (``160%! 1/6``: 1 call of 6).
 A row has an efficiency only where its calls, together, stay under their bound and none
-is flagged; one above it within the allowance is ``at-bound`` with its figure, never 100%.
+beat its physical limit (a row with some calls above the roof has its calls' together, which
+a gate reads); one above it within the allowance is ``at-bound`` with its figure, never
+100%.
 A row whose bound is 0 (a view, ``t``, ``empty``, a 0-size matmul) is time spent doing no
 work: named, never judged by a kernel gate.
 """
@@ -415,7 +417,9 @@ def judge_calls(bound: float, calls: Sequence[tuple[float, int]], *, tick: float
         shown = None if above_zero else (above_best if above_calls else total.ratio)
     else:
         shown = None
-    return KernelRowVerdict(efficiency=None if faster or above else total.value,
+    # a finding above the roof is no reason to drop the row's efficiency: where its calls
+    # together stay under their bound, it is theirs (a gate reads it); an alarm has none
+    return KernelRowVerdict(efficiency=None if faster else total.value,
                             faster=faster, fastest=shown, faster_calls=faster_calls,
                             above=above, above_calls=above_calls), allowance
 
