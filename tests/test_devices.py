@@ -229,3 +229,14 @@ def test_a_device_plane_the_catalog_cannot_tell_is_one_line_naming_hw(
     with pytest.raises(ProfileError, match=r"--hw") as raised:
         plane_chip(stats)
     assert len(str(raised.value)) < 200 and "\n" not in str(raised.value)
+
+
+def test_one_nearest_memory_rule_for_both_trace_formats() -> None:
+    from pytest_roofline.profiling.devices import nearest_size
+
+    sizes = (16, 24, 32, 40, 48, 64, 80, 94, 128, 141, 180, 192)
+    assert nearest_size(85.0, sizes) == 80  # an 80 GB H100: 80 GiB less the driver's share
+    assert nearest_size(150.0, sizes) == 141  # an H200: 140 GiB
+    assert nearest_size(88.0, sizes) == 94  # 6.4% from 94, 10% from 80: the nearer
+    assert nearest_size(10.0, sizes) is None and nearest_size(0.0, sizes) is None
+    assert nearest_size(86.8, (80, 94)) is None  # 8.5% and 7.7%: too close to tell

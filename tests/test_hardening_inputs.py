@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_profile_hlo import _varint
 
 import pytest_roofline as rl
 from pytest_roofline.cli import main
@@ -114,16 +115,6 @@ def test_a_gpu_that_is_not_there_leaves_no_lock_in_the_cache(
 
 
 # -- jax.profiler traces -----------------------------------------------------------------------
-
-
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1  # int64 on the wire: two's complement
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 def _field(number: int, payload: bytes | int) -> bytes:

@@ -27,6 +27,8 @@ MI300X = Path(__file__).parent / "data" / "jax_traces" / "mi300x_tracelens_jax08
 
 
 def _varint(value: int) -> bytes:
+    """A protobuf varint; a negative int64 as its two's complement (ten bytes)."""
+    value &= (1 << 64) - 1
     out = bytearray()
     while True:
         byte, value = value & 0x7F, value >> 7

@@ -16,6 +16,7 @@ import pytest
 import pytest_roofline as rl
 from pytest_roofline.hardware import Hardware
 from pytest_roofline.profiling import trace_file
+from pytest_roofline.profiling.rules import MAX_BYTES
 from pytest_roofline.profiling.trace_file import TraceFileError
 
 pytest.importorskip("torch")
@@ -71,7 +72,7 @@ def test_a_file_past_the_limit_is_refused_and_the_limit_can_be_raised(tmp_path: 
     size = path.stat().st_size
     one_line_error(path, f"larger than {size - 1} bytes", max_bytes=size - 1)
     assert rl.read_trace(path, hw=CPU, max_bytes=size).rows
-    assert trace_file.MAX_BYTES == 1 << 30  # the documented default (docs/profile.md)
+    assert MAX_BYTES == 1 << 30  # the documented default (docs/profile.md), every format's
     with pytest.raises(rl.RooflineError, match="max_bytes=0 must be a whole number"):
         rl.read_trace(path, hw=CPU, max_bytes=0)
 

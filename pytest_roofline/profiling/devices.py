@@ -111,6 +111,22 @@ def by_units(units: int, memory: float, *, clock: float | None = None,
     return found[0]
 
 
+def nearest_size(memory: float, sizes: tuple[float, ...]) -> float | None:
+    """The memory size (GB) of *sizes* nearest a device's reported *memory* (GB) within
+    12%, or None where none is, or two are about as near (within 2% of each other's
+    distance). Drivers report the memory less what they keep, and in GiB where the product
+    says GB: an 80 GB H100 reports about 85e9 B, nearer 80 than the 96 of an H20. One rule
+    for a Kineto trace's ``totalGlobalMem`` and a jax.profiler device plane's
+    ``memory_size``."""
+    if not memory > 0:
+        return None
+    near = sorted((abs(memory - gb) / gb, gb) for gb in sizes)
+    if not near or near[0][0] >= 0.12 or (len(near) > 1 and near[1][0] - near[0][0] < 0.02
+                                          and near[1][1] != near[0][1]):
+        return None
+    return near[0][1]
+
+
 def _by_name(name: str, device: dict[str, Any]) -> Hardware:
     lowered = name.lower().replace("nvidia ", "").replace("tesla ", "")
     model = re.search(r"\b([a-z]+\d+[a-z]*)\b", lowered)
@@ -119,8 +135,7 @@ def _by_name(name: str, device: dict[str, Any]) -> Hardware:
                                    f"catalog knows: name it with --hw (hw=)")
     word = model.group(1)
     memory = float(device.get("totalGlobalMem") or 0) / 1e9
-    size = next((gb for gb in (16, 24, 32, 40, 48, 64, 80, 94, 128, 141, 180, 192)
-                 if memory and abs(memory - gb) / gb < 0.12), None)
+    size = nearest_size(memory, (16, 24, 32, 40, 48, 64, 80, 94, 128, 141, 180, 192))
     form = "pcie" if "pcie" in lowered else "sxm"
     tries = [f"{word}-{size}gb-{form}", f"{word}-{size}gb", f"{word}-{form}", word] if size \
         else [f"{word}-{form}", word]

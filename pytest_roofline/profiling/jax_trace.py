@@ -36,7 +36,7 @@ from ..engine.limits import limit_of
 from ..errors import UnknownHardwareError
 from ..hardware import get_hardware
 from . import hlo_pricing
-from .devices import as_device, by_units
+from .devices import as_device, by_units, nearest_size
 from .hlo import Instruction, Module, parse_module
 from .model import Profile, Unpriced, rows_sorted
 from .rows import judged_row, precision_of
@@ -379,8 +379,9 @@ _CHIPS: dict[tuple[str, int, int], tuple[tuple[float, str], ...]] = {
 def chip_of(stats: dict[str, Any] | None) -> Hardware:
     """The built-in chip a device plane's stats describe (vendor, compute capability, memory
     size, compute units and clock), or a ProfileError that says to name it with ``--hw``
-    (``hw=``). Memory sizes are what the driver reports: an 80 GB H100 reports 80 GiB, less
-    what the driver keeps, so the nearest size of the table is taken (within 15%)."""
+    (``hw=``): an AMD device by its compute units (:func:`.devices.by_units`), else the
+    nearest memory size of its generation (:func:`.devices.nearest_size`), the rules a
+    Kineto trace's device goes through."""
     if not stats:
         raise ProfileError("the trace names no device (a trace of XLA:CPU): name the chip "
                            "with --hw (hw=), e.g. a spec of the machine that recorded it")
@@ -398,14 +399,13 @@ def chip_of(stats: dict[str, Any] | None) -> Hardware:
                                       shown=f"the trace's {what}"))
         except UnknownHardwareError:
             pass  # the table below may still know it
-    sizes = _CHIPS.get((vendor, major, minor), ()) if isinstance(major, int) and isinstance(
-        minor, int) else ()
-    near = sorted((abs(memory - gb) / gb, name) for gb, name in sizes if memory)
-    if not near or near[0][0] >= 0.15 or (len(near) > 1 and near[1][0] - near[0][0] < 0.02
-                                          and near[1][1] != near[0][1]):
+    sizes = dict(_CHIPS.get((vendor, major, minor), ())) if isinstance(major, int) and \
+        isinstance(minor, int) else {}
+    size = nearest_size(memory, tuple(sizes))
+    if size is None:
         raise ProfileError(f"the trace's {what} is not one chip of the catalog: name it with "
                            f"--hw (hw=)")
-    return get_hardware(near[0][1])
+    return get_hardware(sizes[size])
 
 
 def _number(value: Any) -> float:

@@ -17,6 +17,11 @@ from typing import Any
 
 from ..errors import RooflineError
 
+#: The most bytes a trace file may hold, and inflate to when compressed, whatever its format
+#: (1 GiB): past it the file is refused before it is read whole (``max_bytes=``,
+#: ``--max-bytes`` raise it).
+MAX_BYTES = 1 << 30
+
 
 class ProfileError(RooflineError, ValueError):
     """A profile that cannot be made or read (bad arguments, a trace without shapes)."""

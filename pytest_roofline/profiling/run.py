@@ -40,7 +40,7 @@ from .capture import Captured, note_of, paths_of
 from .devices import chip_of
 from .join import Joiner, build
 from .model import Profile
-from .rules import ProfileError
+from .rules import MAX_BYTES, ProfileError
 
 _TORCH_HINT = "pip install 'pytest-roofline[torch]'"
 _NESTED = ("profile() cannot run while another torch profiler records (torch.profiler.profile, "
@@ -53,7 +53,7 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
                capture: str | os.PathLike[str] | None = None, *,
                max_bytes: int | None = None) -> Profile:
     """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``) of at
-    most *max_bytes* bytes, on disk and inflated (default :data:`~.trace_file.MAX_BYTES`,
+    most *max_bytes* bytes, on disk and inflated (default :data:`~.rules.MAX_BYTES`,
     1 GiB), its CUDA/HIP graph replays priced from the traces of their *capture* (a file or
     a folder of them, :mod:`.capture`) where given; or of a ``jax.profiler`` trace (its
     directory or ``.xplane.pb``: :mod:`.jax_run`)."""
@@ -61,7 +61,7 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
         raise ProfileError(f"read_trace: path={path!r:.60} must name a trace: a .json or "
                            f".json.gz file, or a jax.profiler directory or .xplane.pb")
     if max_bytes is None:
-        max_bytes = trace_file.MAX_BYTES
+        max_bytes = MAX_BYTES
     elif isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
         raise ProfileError(f"read_trace: max_bytes={max_bytes!r:.40} must be a whole number "
                            f"of bytes >= 1")

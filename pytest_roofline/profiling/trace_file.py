@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RooflineError, brief
+from .rules import MAX_BYTES
 
 #: Categories of CPU ops, of launches on the host, and of work on the device.
 OP_CATEGORIES = frozenset({"cpu_op", "operator", "Operator"})
@@ -169,9 +170,6 @@ class TraceFile:
         return sum(r.seconds for r in self.roots)
 
 
-#: The most bytes a trace file may hold, and inflate to when gzip-compressed (1 GiB): past
-#: it the file is refused before it is read whole (``max_bytes=`` and ``--max-bytes`` raise it).
-MAX_BYTES = 1 << 30
 #: The deepest nesting of CPU ops on one thread: real traces nest a few dozen deep.
 MAX_DEPTH = 256
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RooflineError
+from .rules import MAX_BYTES
 
 _PS = 1e-12
 
@@ -236,14 +237,10 @@ def is_xspace(raw: bytes) -> bool:
     return i < len(raw) and raw[i] in (0x08, 0x12) and size > 0
 
 
-#: The most bytes an XSpace file may hold unless told otherwise (1 GiB, as a PyTorch
-#: trace's limit): past it the file is refused before it is read.
-MAX_BYTES = 1 << 30
-
-
 def read_space(path: str | os.PathLike[str], max_bytes: int | None = None) -> list[Plane]:
     """The planes of the XSpace file *path*, of at most *max_bytes* bytes (default
-    :data:`MAX_BYTES`; a larger file, a sparse one included, is refused unread)."""
+    :data:`.rules.MAX_BYTES`, every trace format's; a larger file, a sparse one included,
+    is refused unread)."""
     where = Path(path)
     limit = MAX_BYTES if max_bytes is None else max_bytes
     try:
