@@ -3,8 +3,9 @@ that ran it.
 
 Exit codes: 0 when the trace was read and priced and no gate asked for failed (without a gate
 the command reports, whatever it finds, kernels faster than their bound included); 1 when a
-gate failed: a kernel below ``--min-kernel-efficiency``, a kernel faster than its bound
-under ``--min-kernel-efficiency`` or ``--fail-faster`` (unless ``--allow-faster``), or a
+gate failed: a kernel below ``--min-kernel-efficiency``, a kernel faster than physics (its
+physical limit) under ``--min-kernel-efficiency`` or ``--fail-faster`` (unless
+``--allow-faster``), or a
 kernel slower than in ``--baseline`` by more than ``--fail-regression``; 2 for a bad command
 line or a trace that cannot be read.
 """
@@ -19,7 +20,7 @@ from .common import EXIT_OK, EXIT_REGRESSION, UsageError, echo, positive, print_
 
 EXIT_CODES = ("exit codes: 0 priced, and no gate asked for failed (without a gate, whatever "
               "the trace holds); 1 a gate failed: a kernel below --min-kernel-efficiency, "
-              "one faster than its bound under --min-kernel-efficiency or --fail-faster "
+              "one faster than physics under --min-kernel-efficiency or --fail-faster "
               "(unless --allow-faster), or one slower than in --baseline by more than "
               "--fail-regression; 2 usage error or a trace that cannot be read")
 
@@ -54,14 +55,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                              "(default 1073741824, 1 GiB)")
     parser.add_argument("--min-kernel-efficiency", metavar="FRACTION",
                         help="exit 1 when a priced kernel runs below this fraction of its "
-                             "roof (0.3 or 30%%), or when one beats its bound; per kernel "
-                             "pattern as the marker takes it: 'aten::mm=0.4,*=0.01' (first "
-                             "match wins) or a JSON object '{\"*gemm*\": 0.5}'")
+                             "roof (0.3 or 30%%), or when one beats its physical limit; per "
+                             "kernel pattern as the marker takes it: 'aten::mm=0.4,*=0.01' "
+                             "(first match wins) or a JSON object '{\"*gemm*\": 0.5}'")
     parser.add_argument("--fail-faster", action="store_true",
-                        help="exit 1 when a kernel beats its bound, without an efficiency "
-                             "gate")
+                        help="exit 1 when a kernel beats its physical limit (faster than "
+                             "physics: a count or a clock is wrong), without an efficiency "
+                             "gate; one above its roof within the limit is a finding, never "
+                             "a failure")
     parser.add_argument("--allow-faster", action="store_true",
-                        help="a kernel faster than its bound is reported, never a failure")
+                        help="a kernel faster than physics is reported, never a failure")
     parser.add_argument("--formulas", metavar="FILE", action="append", default=[],
                         help="a Python file whose register_op(...) calls give ops their "
                              "formulas (a vendor's custom ops): imported before the trace is "
