@@ -30,7 +30,7 @@ def synthetic(source: str, events: int, folder: str) -> str:
     import gzip
     import json
 
-    from pytest_roofline.profiling import trace_file
+    from pytest_roofline.profiling.torch import trace_file
 
     data = trace_file.load(source)
     base = [e for e in data["traceEvents"] if isinstance(e, dict)]
@@ -64,8 +64,8 @@ def peak_memory(path: str) -> float:
     """The peak of Python's allocations (bytes) while reading and pricing *path*."""
     import tracemalloc
 
-    from pytest_roofline.profiling import join, trace_file
     from pytest_roofline.profiling.devices import chip_of
+    from pytest_roofline.profiling.torch import join, trace_file
 
     tracemalloc.start()
     trace = trace_file.read(path)
@@ -80,8 +80,8 @@ def main(paths: list[str]) -> None:
     import torch
 
     import pytest_roofline as rl
-    from pytest_roofline.profiling import join, pricing, trace_file
     from pytest_roofline.profiling.devices import chip_of
+    from pytest_roofline.profiling.torch import join, pricing, trace_file
 
     rl.trace(lambda x: x + 1, torch.empty(2, device="meta"))  # the tracer's own imports
     for path in paths or [str(DATA / "v100_hta_trace_diff_test.json.gz"),

@@ -61,7 +61,7 @@ def _jax_functions() -> list[tuple[str, Any, tuple[Any, ...]]]:
 def _jax(chip: Any) -> None:
     import jax
 
-    from pytest_roofline.profiling import jax_trace
+    from pytest_roofline.profiling.jax import jax_trace
 
     for name, fn, args in _jax_functions():
         jax.block_until_ready(fn(*args))  # compiled outside the figures
@@ -92,8 +92,8 @@ def _torch(chip: Any) -> None:
         return
     import os
 
-    from pytest_roofline.profiling import trace_file
-    from pytest_roofline.profiling.join import build
+    from pytest_roofline.profiling.torch import trace_file
+    from pytest_roofline.profiling.torch.join import build
 
     def mlp(x: Any, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
         return torch.relu(x @ w1 + b1) @ w2 + b2
@@ -124,7 +124,7 @@ def _torch(chip: Any) -> None:
 
 def _files() -> None:
     from pytest_roofline.hardware import get_hardware
-    from pytest_roofline.profiling import jax_trace
+    from pytest_roofline.profiling.jax import jax_trace
 
     for path, hw in ((DATA / "cpu_mlp.xplane.pb", "h100"),
                      (DATA / "mi300x_tracelens_jax08_gemm.xplane.pb", None)):

@@ -38,9 +38,9 @@ import pytest_roofline.measuring.diagnose
 import pytest_roofline.measuring.timing
 import pytest_roofline.models
 import pytest_roofline.ops
-import pytest_roofline.profiling.join
 import pytest_roofline.profiling.run
 import pytest_roofline.profiling.text
+import pytest_roofline.profiling.torch.join
 import pytest_roofline.report.compare
 import pytest_roofline.report.kernels
 import pytest_roofline.report.markdown  # noqa: F401

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from pytest_roofline.profiling import pricing  # noqa: E402
+from pytest_roofline.profiling.torch import pricing  # noqa: E402
 
 
 def _case(stride: int, dilation: int, groups: int, transposed: bool):

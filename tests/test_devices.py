@@ -210,7 +210,7 @@ def _plane(vendor: str, cap: tuple[int, int], memory: float, units: int | None =
 ])
 def test_a_jax_trace_names_its_chip_from_its_device_plane(stats: dict[str, Any],
                                                           chip: str) -> None:
-    from pytest_roofline.profiling.jax_trace import chip_of as plane_chip
+    from pytest_roofline.profiling.jax.jax_trace import chip_of as plane_chip
 
     assert plane_chip(stats).name == chip
 
@@ -224,7 +224,7 @@ def test_a_jax_trace_names_its_chip_from_its_device_plane(stats: dict[str, Any],
 ])
 def test_a_device_plane_the_catalog_cannot_tell_is_one_line_naming_hw(
         stats: dict[str, Any]) -> None:
-    from pytest_roofline.profiling.jax_trace import chip_of as plane_chip
+    from pytest_roofline.profiling.jax.jax_trace import chip_of as plane_chip
 
     with pytest.raises(ProfileError, match=r"--hw") as raised:
         plane_chip(stats)

@@ -25,8 +25,8 @@ from pytest_roofline.engine.limits import cache_bytes, limit_of, theoretical_rat
 from pytest_roofline.hardware import Hardware, MemoryLevel, get_hardware
 from pytest_roofline.judging.verdict import Check, breakdown
 from pytest_roofline.measuring import ceilings
-from pytest_roofline.profiling import jax_trace
-from pytest_roofline.profiling.xplane import Event
+from pytest_roofline.profiling.jax import jax_trace
+from pytest_roofline.profiling.jax.xplane import Event
 
 pytest_plugins = ("pytester",)
 

@@ -133,7 +133,7 @@ def _xspace(duration_ps: int) -> bytes:
 
 
 def test_a_negative_event_duration_is_one_line_naming_the_file(tmp_path: Path) -> None:
-    from pytest_roofline.profiling import xplane
+    from pytest_roofline.profiling.jax import xplane
 
     assert xplane.parse_space(_xspace(5_000_000))[0].events[0].seconds == pytest.approx(5e-6)
     path = tmp_path / "bad.xplane.pb"
@@ -143,7 +143,7 @@ def test_a_negative_event_duration_is_one_line_naming_the_file(tmp_path: Path) -
 
 
 def test_an_xspace_larger_than_max_bytes_is_refused_unread(tmp_path: Path) -> None:
-    from pytest_roofline.profiling import xplane
+    from pytest_roofline.profiling.jax import xplane
 
     sparse = tmp_path / "huge.xplane.pb"
     with open(sparse, "wb") as handle:  # 2 GiB, sparse: never read
@@ -154,7 +154,7 @@ def test_an_xspace_larger_than_max_bytes_is_refused_unread(tmp_path: Path) -> No
 
 def test_a_trace_directory_passes_over_fifos_and_dangling_links_and_names_other_hosts(
         tmp_path: Path) -> None:
-    from pytest_roofline.profiling import jax_trace
+    from pytest_roofline.profiling.jax import jax_trace
 
     run = tmp_path / "plugins" / "profile" / "2026_12_05"
     run.mkdir(parents=True)

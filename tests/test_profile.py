@@ -21,10 +21,11 @@ from hypothesis import strategies as st
 import pytest_roofline as rl
 from pytest_roofline.efficiency import SPREAD_CAP, TOLERANCE
 from pytest_roofline.hardware import Hardware
-from pytest_roofline.profiling import ProfileError, pricing, trace_file
+from pytest_roofline.profiling import ProfileError
 from pytest_roofline.profiling.devices import chip_of, runs_tf32
 from pytest_roofline.profiling.model import judge_calls
 from pytest_roofline.profiling.rules import minimum_for, parse_minimum
+from pytest_roofline.profiling.torch import pricing, trace_file
 
 torch = pytest.importorskip("torch")
 

@@ -18,8 +18,8 @@ import pytest
 
 import pytest_roofline as rl
 from pytest_roofline.hardware import get_hardware
-from pytest_roofline.profiling import copies
-from pytest_roofline.profiling.trace_file import Device
+from pytest_roofline.profiling.torch import copies
+from pytest_roofline.profiling.torch.trace_file import Device
 
 pytest.importorskip("torch")
 

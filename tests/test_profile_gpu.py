@@ -16,7 +16,7 @@ import pytest_roofline as rl
 from pytest_roofline.hardware import Hardware
 from pytest_roofline.profiling import ProfileError
 from pytest_roofline.profiling import run as profile_run
-from pytest_roofline.profiling.join import element_dtype
+from pytest_roofline.profiling.torch.join import element_dtype
 
 DATA = Path(__file__).parent / "data" / "traces"
 H200 = sorted(DATA.glob("h200_*.json.gz"))

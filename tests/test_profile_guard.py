@@ -18,7 +18,7 @@ import pytest
 import pytest_roofline as rl
 from pytest_roofline.efficiency import SPREAD_CAP, TOLERANCE, efficiency
 from pytest_roofline.hardware import Hardware
-from pytest_roofline.profiling import trace_file
+from pytest_roofline.profiling.torch import trace_file
 
 pytest.importorskip("torch")
 
@@ -336,7 +336,7 @@ def test_calls_faster_than_their_bound_are_counted_per_run(tmp_path: Path) -> No
     # profile(..., repeats=3) of a call running the GEMM twice: six calls in the trace, two
     # a run. One of the two is 10x faster than its bound in every run: whole calls in
     # words, "3 of 6 calls", never a fraction of a call per run.
-    from pytest_roofline.profiling import join
+    from pytest_roofline.profiling.torch import join
 
     fast, slow = GEMM_BOUND / 10 * 1e6, GEMM_BOUND * 2 * 1e6
     trace = trace_file.read(_write(tmp_path, _mm_calls([[fast], [slow]] * 3)))

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 import pytest_roofline as rl
 from pytest_roofline.hardware import Hardware
-from pytest_roofline.profiling.hlo import parse_module
-from pytest_roofline.profiling.xplane import XPlaneError, read_space
+from pytest_roofline.profiling.jax.hlo import parse_module
+from pytest_roofline.profiling.jax.xplane import XPlaneError, read_space
 
 MI300X = Path(__file__).parent / "data" / "jax_traces" / "mi300x_tracelens_jax08_gemm.xplane.pb"
 
@@ -99,7 +99,7 @@ def test_a_fusion_is_one_kernel_its_matrix_and_vector_work_overlapped() -> None:
     """Matrix 2·64·128·256 FLOPs, vector 64·256·(1 add + 4 logistic, the ops table), bytes
     its three operands and its result; on a chip of 1 GFLOP/s matrix, 10 MFLOP/s vector and
     1 TB/s its bound is the larger time (the vector one, 8.19 ms), never the sum."""
-    from pytest_roofline.profiling.hlo_pricing import price
+    from pytest_roofline.profiling.jax.hlo_pricing import price
 
     module = _program()
     fused = price(module, module.by_name["fusion"])
@@ -121,7 +121,7 @@ def test_a_fusion_is_one_kernel_its_matrix_and_vector_work_overlapped() -> None:
 def test_a_program_with_fields_of_the_wrong_kind_prices_or_says_why() -> None:
     """A computation id written as text, a dimension of -1 (a varint of 2^64 - 1) and one
     of 2^60 elements: each read as what it can be, never a TypeError or a negative byte."""
-    from pytest_roofline.profiling.hlo_pricing import price
+    from pytest_roofline.profiling.jax.hlo_pricing import price
 
     entry = _msg((1, "main"), (5, "one"), *((2, i) for i in (
         _ins(10, "x", "parameter", (64,)),
@@ -153,7 +153,7 @@ _PROGRAM = next(stats["Hlo Proto"] for p in read_space(MI300X) for name, stats i
 def test_a_flipped_program_prices_each_op_or_says_why(where: int, byte: int) -> None:
     """Any byte of a real compiled program changed: every instruction is priced (finite
     figures >= 0) or comes back with a reason; the reader fails only in one line."""
-    from pytest_roofline.profiling.hlo_pricing import price
+    from pytest_roofline.profiling.jax.hlo_pricing import price
 
     raw = bytearray(_PROGRAM)
     raw[where] = byte

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import pytest_roofline as rl
 from pytest_roofline.hardware import Hardware
 from pytest_roofline.profiling import ProfileError
-from pytest_roofline.profiling.hlo import parse_module
-from pytest_roofline.profiling.xplane import XPlaneError, parse_space, read_space
+from pytest_roofline.profiling.jax.hlo import parse_module
+from pytest_roofline.profiling.jax.xplane import XPlaneError, parse_space, read_space
 
 pytest_plugins = ("pytester",)
 
@@ -345,7 +345,7 @@ def test_a_perfetto_trace_is_read_through_the_xspace_beside_it(tmp_path: Path) -
 
 
 def test_each_reader_names_the_others_trace(tmp_path: Path) -> None:
-    from pytest_roofline.profiling.jax_run import read_xplane
+    from pytest_roofline.profiling.jax.jax_run import read_xplane
 
     torch_trace = tmp_path / "torch.json"
     torch_trace.write_text(json.dumps({"traceEvents": []}))
@@ -358,7 +358,7 @@ def test_each_reader_names_the_others_trace(tmp_path: Path) -> None:
 
 
 def test_a_trace_without_executed_ops_or_programs_says_what_to_record() -> None:
-    from pytest_roofline.profiling import jax_trace
+    from pytest_roofline.profiling.jax import jax_trace
 
     planes = read_space(CPU_MLP)
     # the ops' events cut out: what a trace of XLA:CPU below host_tracer_level 3 may hold
@@ -408,7 +408,7 @@ _REAL = CPU_MLP.read_bytes()
 @given(st.integers(0, len(_REAL)), st.integers(0, 255), st.integers(0, len(_REAL) - 1))
 def test_a_cut_or_flipped_real_trace_reads_or_fails_in_one_line(cut: int, byte: int,
                                                                  where: int) -> None:
-    from pytest_roofline.profiling import jax_trace
+    from pytest_roofline.profiling.jax import jax_trace
 
     raw = bytearray(_REAL[:cut])
     if where < len(raw):
@@ -527,7 +527,7 @@ def test_an_op_xla_cpu_runs_as_two_events_is_one_call_an_execution() -> None:
     profile = rl.Profiler(hw=ROOMY, repeats=4)(jax.jit(lambda v: jnp.sort(v) * 2), x)
     [row] = [r for r in profile.rows if r.op.startswith("sort")]
     assert row.count == 1 and not row.faster
-    from pytest_roofline.profiling import jax_trace
+    from pytest_roofline.profiling.jax import jax_trace
 
     events = [e for e, _ in jax_trace.read(_kept_sort(x)).ops
               if str(e.stats.get("hlo_op")).startswith("sort")]

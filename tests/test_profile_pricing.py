@@ -11,7 +11,7 @@ from pytest_roofline.hardware import Hardware
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from pytest_roofline.profiling import pricing  # noqa: E402
+from pytest_roofline.profiling.torch import pricing  # noqa: E402
 
 #: Roofs no CPU reaches, so a real timing is never faster than its bound.
 ROOMY = Hardware(name="roomy-cpu", memory_bandwidth=1e12, memory_capacity=16e9,

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_roofline.profiling.join import layout
 from pytest_roofline.profiling.text import ASSUMED_LEGEND
+from pytest_roofline.profiling.torch.join import layout
 
 TRACES = Path(__file__).parent / "data" / "traces"
 RESNET = ("kineto_resnet50_v100_2021.json.gz", "v100")
@@ -30,8 +30,8 @@ def profile(name: str, hw: str | None):
 def test_the_stem_convolution_of_a_torch_1_8_trace_says_it_assumed_its_stride() -> None:
     # torch 1.8 records neither the stem's stride 2 and padding 3 nor its dtypes: its bound
     # takes one output position an image (the lowest bound), the row says so itself
-    from pytest_roofline.profiling import pricing
-    from pytest_roofline.profiling.join import NAMED_DTYPE_NOTE
+    from pytest_roofline.profiling.torch import pricing
+    from pytest_roofline.profiling.torch.join import NAMED_DTYPE_NOTE
 
     prof = profile(*RESNET)
     stem = [r for r in prof.rows if r.op == "aten::_convolution"

@@ -1,7 +1,7 @@
 """The same op, the same answer by every path: ``ops``, the torch tracer's table, the JAX
 tracer's table, the shipped flash-attn formulas (``known_ops``), a recorded trace's op priced
-by the profile (``profiling.pricing``; a JAX profile's executed HLO op by
-``profiling.hlo_pricing``), the model graph, the planners and the hardware catalog. Each
+by the profile (``profiling.torch.pricing``; a JAX profile's executed HLO op by
+``profiling.jax.hlo_pricing``), the model graph, the planners and the hardware catalog. Each
 test prices one set of shapes through every path that can take it and compares the OUTPUTS
 (FLOPs, bytes, unit), so that a rule copied and changed in any one place fails here; each
 also checks the count against a closed form written in the test."""
@@ -19,7 +19,7 @@ from pytest_roofline.engine.workload import Workload
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from pytest_roofline.profiling import pricing  # noqa: E402
+from pytest_roofline.profiling.torch import pricing  # noqa: E402
 from pytest_roofline.tracing import known_ops  # noqa: E402
 
 BF = "c10::BFloat16"
@@ -52,7 +52,7 @@ def executed(fn: object, *args: object, opcode: str) -> object:
     """The HLO op *opcode* of *fn*'s program (the lowered module, before XLA's fusion passes,
     so one op is one instruction), priced as a JAX profile prices an executed op."""
     jax = pytest.importorskip("jax")
-    from pytest_roofline.profiling import hlo, hlo_pricing
+    from pytest_roofline.profiling.jax import hlo, hlo_pricing
 
     proto = jax.jit(fn).lower(*args).compiler_ir("hlo").as_serialized_hlo_module_proto()
     module = hlo.parse_module(_field(1, proto), "test")  # an HloProto: field 1, the module
@@ -420,7 +420,7 @@ def test_every_xla_element_type_is_as_wide_on_every_jax_path() -> None:
     the SPMD reader's widths of HLO text are the same."""
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
-    from pytest_roofline.profiling import hlo
+    from pytest_roofline.profiling.jax import hlo
     from pytest_roofline.tracing import _jax_spmd
 
     n = 128

@@ -15,9 +15,9 @@ import pytest
 
 import pytest_roofline as rl
 from pytest_roofline.hardware import Hardware
-from pytest_roofline.profiling import trace_file
 from pytest_roofline.profiling.rules import MAX_BYTES
-from pytest_roofline.profiling.trace_file import TraceFileError
+from pytest_roofline.profiling.torch import trace_file
+from pytest_roofline.profiling.torch.trace_file import TraceFileError
 
 pytest.importorskip("torch")
 
@@ -220,7 +220,7 @@ def test_calls_that_differ_only_in_a_size_1_stride_are_one_row() -> None:
     [16, 8, 1, 128] slice is contiguous in one and a transposed view in the other, strides
     differing only in the size-1 dimension (128 and 1024), which never moves a pointer.
     They were two rows of the same label; they are one of 6 calls."""
-    from pytest_roofline.profiling.join import unit_strides
+    from pytest_roofline.profiling.torch.join import unit_strides
 
     assert unit_strides([[16, 8, 1, 128]], [[1024, 128, 1024, 1]]) == [[1024, 128, 128, 1]]
     assert unit_strides([[[2, 1], [1, 3]], []], [[[1, 5], [9, 1]], []]) == [[[1, 1], [3, 1]],

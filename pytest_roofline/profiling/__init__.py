@@ -9,13 +9,18 @@
 Both return a :class:`Profile` (see :mod:`.model`): per kernel its calls, measured time,
 bound, efficiency (never above 1: a kernel faster than its bound is flagged instead),
 regime and precision; what could not be priced, named with its time; the share priced.
-Modules: :mod:`.trace_file` reads the file, :mod:`.pricing` is the one adapter to the
-tracer, :mod:`.join` joins kernels to ops, :mod:`.run` profiles a call.
+One core and a wing per trace format (neither wing imports the other):
 
-JAX alike (a jitted call under ``jax.profiler``, or its ``.xplane.pb``): :mod:`.xplane`
-reads the XSpace, :mod:`.hlo` the compiled programs it holds, :mod:`.hlo_pricing` prices
-an executed fusion with the JAX tracer's table, :mod:`.jax_trace` joins the executed ops
-to their instructions, :mod:`.jax_run` profiles a call or reads a trace.
+* the core: :mod:`.run` (the ways in: ``profile(fn)``, ``read_trace(path)``; one size cap,
+  one handling of FIFOs, links and directories), :mod:`.rows` (the one place a judged row is
+  built), :mod:`.devices` (one chip identification over the hardware catalog),
+  :mod:`.collectives` (communication priced on the link roof), :mod:`.timeline`,
+  :mod:`.model` (the Profile), :mod:`.text`, :mod:`.categories`, :mod:`.diff`,
+  :mod:`.csv_rows` and :mod:`.rules`;
+* :mod:`.torch`: a Kineto trace (``export_chrome_trace``) read, joined and priced with the
+  torch tracer's table;
+* :mod:`.jax`: a ``jax.profiler`` XSpace (``.xplane.pb``) and the compiled HLO it holds,
+  priced with the JAX tracer's table.
 """
 
 from __future__ import annotations

@@ -229,7 +229,8 @@ CAUSES = ("no launch in the trace", "graph replay", "outside any op", "not an at
 
 
 def cause_of(reason: str) -> str:
-    """The cause (:data:`CAUSES`) a reason of :mod:`.join` or :mod:`.pricing` belongs to."""
+    """The cause (:data:`CAUSES`) a reason of :mod:`.torch.join` or :mod:`.torch.pricing`
+    belongs to."""
     if reason == "no launch in the trace":
         return CAUSES[0]
     if reason == "graph replay":

@@ -12,11 +12,11 @@
   ``cuda:N`` for one on a GPU, or one ``hw=`` names that this machine holds.
 * ``read_trace(path, hw=None, capture=None)`` prices a trace recorded anywhere (a GPU
   cluster's job) on the chip its ``deviceProperties`` name, or on *hw*; its graph replays
-  from the traces of their capture, where *capture* names them (:mod:`.capture`).
+  from the traces of their capture, where *capture* names them (:mod:`.torch.capture`).
 
 A JAX call (a jitted function, JAX arrays among the arguments) and a ``jax.profiler`` trace
 (its directory or ``.xplane.pb``, told apart by content) take the same two ways in through
-:mod:`.jax_run`, to the same :class:`Profile`.
+:mod:`.jax.jax_run`, to the same :class:`Profile`.
 """
 
 from __future__ import annotations
@@ -35,12 +35,13 @@ from ..errors import WorkloadError
 from ..hardware import Hardware, foreign_to_this_machine, get_hardware
 from ..measuring.cuda_timing import cuda_index
 from ..ops._common import size
-from . import jax_run, trace_file
-from .capture import Captured, note_of, paths_of
 from .devices import chip_of
-from .join import Joiner, build
+from .jax import jax_run
 from .model import Profile
 from .rules import MAX_BYTES, ProfileError
+from .torch import trace_file
+from .torch.capture import Captured, note_of, paths_of
+from .torch.join import Joiner, build
 
 _TORCH_HINT = "pip install 'pytest-roofline[torch]'"
 _NESTED = ("profile() cannot run while another torch profiler records (torch.profiler.profile, "
@@ -55,8 +56,8 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
     """The :class:`Profile` of a PyTorch profiler trace file (``.json``/``.json.gz``) of at
     most *max_bytes* bytes, on disk and inflated (default :data:`~.rules.MAX_BYTES`,
     1 GiB), its CUDA/HIP graph replays priced from the traces of their *capture* (a file or
-    a folder of them, :mod:`.capture`) where given; or of a ``jax.profiler`` trace (its
-    directory or ``.xplane.pb``: :mod:`.jax_run`)."""
+    a folder of them, :mod:`.torch.capture`) where given; or of a ``jax.profiler`` trace (its
+    directory or ``.xplane.pb``: :mod:`.jax.jax_run`)."""
     if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
         raise ProfileError(f"read_trace: path={path!r:.60} must name a trace: a .json or "
                            f".json.gz file, or a jax.profiler directory or .xplane.pb")
@@ -173,7 +174,7 @@ class Profiler:
             raise ProfileError(f"Profiler: trace_to={str(self.trace_to)!r} is a JAX "
                                f"XSpace's name; a torch call's trace is a chrome trace: "
                                f".json or .json.gz")
-        from ..tracing._torch_compat import profiler_active
+        from ..tracing.tables import profiler_active
 
         if profiler_active():
             raise ProfileError(_NESTED)
@@ -184,7 +185,7 @@ class Profiler:
         for _ in range(self.warmup):
             synchronize(fn(*args, **kwargs))
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda is not None else [])
-        from ..tracing._triton_profile import labelled
+        from ..tracing.tables import triton_launches as labelled
 
         with labelled() as launches, profile(activities=activities,
                                              record_shapes=True) as prof:
@@ -223,7 +224,7 @@ class Profiler:
 
     def _jax(self, fn: Callable[..., Any], args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Profile:
-        """A JAX call, under jax.profiler (:mod:`.jax_run`), on this machine's CPU unless
+        """A JAX call, under jax.profiler (:mod:`.jax.jax_run`), on this machine's CPU unless
         *hw* names a chip this machine holds."""
         if self.trace_to is not None and not self.trace_to.name.endswith(".xplane.pb"):
             raise ProfileError(f"Profiler: trace_to={str(self.trace_to)!r} must end in "

@@ -31,7 +31,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..hardware import Hardware
+    from ...hardware import Hardware
     from .trace_file import Device
 
 #: The copy kind in a memcpy's name, and the memory kinds in its ``(A -> B)``.

@@ -41,9 +41,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .. import dtypes
-from ..engine.workload import Kernel, Workload
-from ..tracing import TraceError, Tracer, registry
+from ... import dtypes
+from ...engine.workload import Kernel, Workload
+from ...tracing import TraceError, Tracer, registry
 
 #: The profiler's names of tensor dtypes -> torch attribute names.
 DTYPES = {
@@ -167,7 +167,7 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
         return f"its recorded sizes do not rebuild a tensor ({type(exc).__name__})"
     if isinstance(inputs, str):
         return inputs
-    from ..tracing._torch_compat import arguments
+    from ...tracing.tables import schema_arguments as arguments
 
     fill = _unrecorded_conv(base, dims) if concrete is None else {}
     failure = "no overload takes its inputs"

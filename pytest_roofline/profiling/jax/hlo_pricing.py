@@ -1,6 +1,6 @@
 """An executed HLO op priced by the JAX tracer's own table: one kernel per fusion.
 
-``trace()`` prices a JAX program primitive by primitive (:mod:`..tracing._jax_ops`). XLA
+``trace()`` prices a JAX program primitive by primitive (its table: ``tracing.tables``). XLA
 runs it as fusions, each an instruction of the compiled program whose called computation
 holds the ops it fused. An executed op is priced here as **one kernel**:
 
@@ -38,9 +38,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..engine.workload import Kernel, Workload
-from ..tracing import _jax_ops as P
-from ..tracing import _kernels as K
+from ...engine.workload import Kernel, Workload
+from ...tracing import tables
 from .hlo import Array, Instruction, Module
 
 #: HLO opcodes read as the JAX primitive whose formula prices them.
@@ -154,10 +153,10 @@ class _Counter:
                 return
             params = {"dimension_numbers": ((numbers[0], numbers[1]),
                                             (numbers[2], numbers[3]))}
-            prim = P.Prim(name="dot_general", label=self.label, params=params,
+            prim = tables.Prim(name="dot_general", label=self.label, params=params,
                           ins=ins_values[:2], outs=outs, nbytes=0.0, dtype=None)
             try:
-                self.matrix.append(P.kernel(prim))
+                self.matrix.append(tables.jax_kernel(prim))
             except _MISFIT:
                 self.missing.append(f"{ins.name}: a product whose dimensions do not fit")
             return
@@ -169,17 +168,17 @@ class _Counter:
             what = f"custom call {ins.target}" if code == "custom-call" else code
             self.missing.append(f"no formula for {what}")
             return
-        formula = P.VECTOR_FLOPS.get(name)
+        formula = tables.VECTOR_FLOPS.get(name)
         if formula is None:
             return  # a primitive that moves data only
-        prim = P.Prim(name=name, label=self.label, params=params, ins=ins_values, outs=outs,
+        prim = tables.Prim(name=name, label=self.label, params=params, ins=ins_values, outs=outs,
                       nbytes=0.0, dtype=None)
         try:
             flops = float(formula(prim))
         except _MISFIT:
             self.missing.append(f"{ins.name}: {code} of operands that do not fit")
             return
-        dtype = K.vector_dtype(P.precision(outs[0]) if outs else None)
+        dtype = tables.vector_dtype(tables.jax_precision(outs[0]) if outs else None)
         self.vector[dtype] = self.vector.get(dtype, 0.0) + flops
 
     def _convolution(self, ins: Instruction, operands: list[Instruction | None]) -> None:
@@ -195,10 +194,10 @@ class _Counter:
         if ins.conv is None or lhs is None or rhs is None or out is None:
             self.missing.append(f"{ins.name}: a convolution without its window or operands")
             return
-        prim = P.Prim(name="conv_general_dilated", label=self.label, params=ins.conv,
+        prim = tables.Prim(name="conv_general_dilated", label=self.label, params=ins.conv,
                       ins=_values([lhs, rhs]), outs=_values([out]), nbytes=0.0, dtype=None)
         try:
-            kernel = P.kernel(prim)
+            kernel = tables.jax_kernel(prim)
         except _MISFIT:
             self.missing.append(f"{ins.name}: a convolution whose dimensions do not fit")
             return
@@ -405,7 +404,8 @@ def price(module: Module, ins: Instruction) -> Workload | str:
         kernels.append(Kernel(f"{ins.name}.{dtype}" if kernels else ins.name, flops, 0.0,
                               unit="vector", dtype=dtype))
     if not kernels:
-        out_dtype = K.vector_dtype(P.precision(_Value(ins.arrays[0])) if ins.arrays else None)
+        first = tables.jax_precision(_Value(ins.arrays[0])) if ins.arrays else None
+        out_dtype = tables.vector_dtype(first)
         kernels.append(Kernel(ins.name, 0.0, 0.0, unit="vector", dtype=out_dtype))
     head = kernels[0].evolve(bytes=nbytes)
     rest = [k.evolve(epilogue_of=head.name) for k in kernels[1:]]

@@ -41,19 +41,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..engine.analysis import analyze
-from ..engine.limits import limit_of
-from . import capture, collectives, copies, pricing
+from ...engine.analysis import analyze
+from ...engine.limits import limit_of
+from .. import collectives
+from ..devices import runs_tf32
+from ..model import KernelRow, Profile, Unpriced, rows_sorted
+from ..rows import judged_row, precision_of
+from ..timeline import timeline
+from . import capture, copies, pricing
 from .capture import Captured
-from .devices import runs_tf32
-from .model import KernelRow, Profile, Unpriced, rows_sorted
-from .rows import judged_row, precision_of
-from .timeline import timeline
 from .trace_file import Device, Op, TraceFile
 
 if TYPE_CHECKING:
-    from ..engine.workload import Workload
-    from ..hardware import Hardware
+    from ...engine.workload import Workload
+    from ...hardware import Hardware
 
 
 @dataclass

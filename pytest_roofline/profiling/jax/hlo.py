@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .. import dtypes
+from ... import dtypes
 from .xplane import XPlaneError, _Truncated, integer, message, packed, signed, text
 
 #: XLA's ``PrimitiveType`` numbers -> the framework dtype name the tracer's tables read.

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .rules import ProfileError
+from ..rules import ProfileError
 
 
 @dataclass(frozen=True)

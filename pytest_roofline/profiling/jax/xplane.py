@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RooflineError
-from .rules import MAX_BYTES
+from ...errors import RooflineError
+from ..rules import MAX_BYTES
 
 _PS = 1e-12
 

@@ -31,21 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..engine.analysis import analyze
-from ..engine.limits import limit_of
-from ..errors import UnknownHardwareError
-from ..hardware import get_hardware
+from ...engine.analysis import analyze
+from ...engine.limits import limit_of
+from ...errors import UnknownHardwareError
+from ...hardware import get_hardware
+from ..devices import as_device, by_units, nearest_size
+from ..model import Profile, Unpriced, rows_sorted
+from ..rows import judged_row, precision_of
+from ..rules import ProfileError
 from . import hlo_pricing
-from .devices import as_device, by_units, nearest_size
 from .hlo import Instruction, Module, parse_module
-from .model import Profile, Unpriced, rows_sorted
-from .rows import judged_row, precision_of
-from .rules import ProfileError
 from .xplane import Event, Plane, XPlaneError, read_space
 
 if TYPE_CHECKING:
-    from ..engine.workload import Workload
-    from ..hardware import Hardware
+    from ...engine.workload import Workload
+    from ...hardware import Hardware
 
 #: How to record a trace these readers can price (said where one falls short).
 RECORD = ("jax.profiler.trace(dir, profiler_options=opts) with opts = "

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import RooflineError, brief
-from .rules import MAX_BYTES
+from ...errors import RooflineError, brief
+from ..rules import MAX_BYTES
 
 #: Categories of CPU ops, of launches on the host, and of work on the device.
 OP_CATEGORIES = frozenset({"cpu_op", "operator", "Operator"})

@@ -23,11 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..atomic import why_not_written, write_with
-from ..hardware import Hardware, get_hardware
+from ...atomic import why_not_written, write_with
+from ...hardware import Hardware, get_hardware
+from ..model import Profile
+from ..rules import ProfileError
 from . import jax_trace
-from .model import Profile
-from .rules import ProfileError
 from .xplane import is_xspace
 
 _JAX_HINT = "pip install 'pytest-roofline[jax]'"
