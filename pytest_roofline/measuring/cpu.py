@@ -89,7 +89,9 @@ class Figure:
                                "samples": [float(f"{s:.6g}") for s in self.samples],
                                "detail": self.detail}
         if self.others:
-            out["other_cores"] = [round(o, 2) for o in self.others]
+            # as measured: rounded, a sample at the calm boundary could flip sides, and the
+            # record would no longer give back its own value
+            out["other_cores"] = [float(o) for o in self.others]
         return out
 
 
