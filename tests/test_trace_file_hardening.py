@@ -140,6 +140,19 @@ def test_a_list_as_a_correlation_id_and_a_bad_device_memory(tmp_path: Path) -> N
                    "totalGlobalMem='80GB'; expected a number of bytes")
 
 
+@pytest.mark.parametrize("key", ["totalGlobalMem", "numSms", "multiProcessorCount",
+                                 "clockRate"])
+@pytest.mark.parametrize("value", [10 ** 400, 2 ** 64, -1, float("nan"), float("inf")])
+def test_device_numbers_are_bounded_before_arithmetic(tmp_path: Path, key: str,
+                                                      value: float) -> None:
+    """A 400-digit totalGlobalMem overflowed float() while naming the device; every number
+    read from deviceProperties is checked against [0, 2**64) first (2**64 itself refused:
+    the bound is exclusive)."""
+    device = [{"name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85e9, key: value}]
+    one_line_error(write(tmp_path, [op()], deviceProperties=device),
+                   f"{key}=.*below 2\\*\\*64")
+
+
 def test_huge_dims_and_the_aten_namespace_are_unpriced_not_crashes(tmp_path: Path) -> None:
     huge = op(ts=20, args={"Input Dims": [[10 ** 30, 4], [4, 4]],
                            "Input type": ["float", "float"]})

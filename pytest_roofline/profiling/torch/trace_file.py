@@ -511,6 +511,12 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
                      launches=launches, timeline=tuple(timeline))
 
 
+def _bounded(value: Any) -> bool:
+    """A finite number in [0, 2**64): what a device property can be, checked before any
+    arithmetic (a 400-digit integer would overflow a float)."""
+    return type(value) in _NUMBERS and 0 <= value < 2**64 and math.isfinite(float(value))
+
+
 def _device(properties: Any, path: str) -> dict[str, Any] | None:
     """The first GPU's properties, its name a string and its memory a number of bytes."""
     if not isinstance(properties, list) or not properties or not isinstance(
@@ -518,8 +524,10 @@ def _device(properties: Any, path: str) -> dict[str, Any] | None:
         return None
     device = properties[0]
     for key, check, allowed in (("name", lambda v: isinstance(v, str), "a string"),
-                                ("totalGlobalMem", lambda v: type(v) in _NUMBERS and
-                                 math.isfinite(float(v)) and v >= 0, "a number of bytes")):
+                                ("totalGlobalMem", _bounded, "a number of bytes below 2**64"),
+                                ("numSms", _bounded, "a count below 2**64"),
+                                ("multiProcessorCount", _bounded, "a count below 2**64"),
+                                ("clockRate", _bounded, "a clock in kHz below 2**64")):
         value = device.get(key)
         if value is not None and not check(value):
             raise TraceFileError(f"trace file {path!r}: deviceProperties[0] has "
