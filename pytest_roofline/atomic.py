@@ -15,6 +15,7 @@ taken again, a day later).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 import time
@@ -164,4 +165,36 @@ def why_not_written(exc: OSError, path: str | os.PathLike[str]) -> str:
             if not parent.is_dir():
                 return f"{parent} is a file, not a folder"
             break
+    if exc.errno == errno.EFBIG:
+        return f"past this process's file-size limit ({_file_size_limit()}; ulimit -f)"
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on the disk that holds {target.parent}"
     return exc.strerror or str(exc)
+
+
+def why_not_writable(path: str | os.PathLike[str]) -> str | None:
+    """Why *path* cannot be written (the caller names the path), checked before any work that would be lost (a missing
+    or read-only folder, a folder where the file goes); None when it looks writable. A full
+    disk or a file-size limit shows only on writing: :func:`why_not_written` says those."""
+    target = Path(path)
+    if target.is_dir():
+        return "it is a folder"
+    parent = target.parent
+    if not parent.exists():
+        return "its folder does not exist"
+    if not parent.is_dir():
+        return "its folder is a file, not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return "its folder is not writable"
+    return None
+
+
+def _file_size_limit() -> str:
+    """The soft RLIMIT_FSIZE in words ("unknown" where the platform has none)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):
+        return "unknown"
+    return "unlimited" if soft == resource.RLIM_INFINITY else f"{soft} bytes"

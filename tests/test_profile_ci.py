@@ -299,3 +299,37 @@ def test_a_profiled_kernel_slowed_down_fails_the_efficiency_rule_naming_it(
     (pytester.path / "same.json").write_text(json.dumps(report))
     assert main(["compare", str(pytester.path / "same.json"),
                  str(pytester.path / "same.json"), "--fail", "efficiency:10%"]) == 0
+
+
+def test_an_output_that_cannot_be_written_is_said_before_the_trace_is_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing_trace = str(tmp_path / "not-read.json")  # never opened: the outputs come first
+    for option, target, why in (("--csv", tmp_path / "no" / "rows.csv", "does not exist"),
+                                ("--csv", tmp_path, "it is a folder"),
+                                ("--markdown", tmp_path / "f.txt" / "d.md", "is a file")):
+        (tmp_path / "f.txt").write_text("")
+        baseline = ["--baseline", missing_trace] if option == "--markdown" else []
+        assert main(["profile", missing_trace, option, str(target), *baseline]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"pytest-roofline: error: {option} ") and why in err, err
+        assert "\n" not in err and len(err) < 200
+
+
+def test_a_file_size_limit_is_one_line_naming_the_option_and_the_limit(tmp_path: Path) -> None:
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:  # 1 KiB: the CSV of the MI250 trace's rows is larger
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, resource.getrlimit(
+            resource.RLIMIT_FSIZE)[1]))
+
+    out = tmp_path / "rows.csv"
+    run = subprocess.run([sys.executable, "-m", "pytest_roofline", "profile",
+                          str(DATA / "hta_mi250_minitoy_train.json.gz"), "--csv", str(out)],
+                         capture_output=True, text=True, preexec_fn=limit, check=False)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip() == (f"pytest-roofline: error: --csv {str(out)!r}: cannot write "
+                                  f"(past this process's file-size limit (1024 bytes; "
+                                  f"ulimit -f))")
+    assert not out.exists()  # atomic: no half-written file

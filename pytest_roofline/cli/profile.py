@@ -16,6 +16,7 @@ import argparse
 import json
 from typing import Any
 
+from ..errors import brief
 from .common import EXIT_OK, EXIT_REGRESSION, UsageError, echo, positive, print_json
 
 EXIT_CODES = ("exit codes: 0 priced, and no gate asked for failed (without a gate, whatever "
@@ -98,6 +99,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         _patterns(args.min_kernel_efficiency), "--min-kernel-efficiency")
     for path in args.formulas:
         load_formulas(path)
+    for option, where in (("--csv", args.csv), ("--markdown", args.markdown)):
+        _writable(where, option=option)  # said before the trace is read, not after
     result = read_trace(args.trace, hw=args.hw, capture=args.capture,
                         max_bytes=args.max_bytes)
     gated = minimum is not None or args.fail_faster
@@ -115,9 +118,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.csv:
         from ..profiling.csv_rows import to_csv
 
-        _write(args.csv, to_csv(profile))
+        _write(args.csv, to_csv(profile), option="--csv")
     if compared is not None and args.markdown:
-        _write(args.markdown, compared.markdown())
+        _write(args.markdown, compared.markdown(), option="--markdown")
     if args.json:
         print_json({**profile, "failures": failures,
                     **({"baseline": compared.to_dict()} if compared is not None else {})})
@@ -217,10 +220,24 @@ def _baseline(path: str, hw: Any, max_bytes: int | None) -> dict[str, Any]:
     return read_trace(path, hw=hw, max_bytes=max_bytes).to_dict()
 
 
-def _write(where: str, text: str) -> None:
+def _writable(where: str | None, *, option: str) -> None:
+    from ..atomic import why_not_writable
+
+    why = None if where in (None, "-") else why_not_writable(where)
+    if why is not None:
+        raise UsageError(f"{option} {brief(where, 80)}: cannot write ({why})")
+
+
+def _write(where: str, text: str, *, option: str) -> None:
+    """*text* to the file *option* names ("-": the terminal), or a one-line error naming the
+    option, the file and why (a full disk, a file-size limit, a folder in the way)."""
     if where == "-":
         echo(text.rstrip("\n"))
         return
-    from ..atomic import write_text
+    from ..atomic import why_not_written, write_text
 
-    write_text(where, text)
+    try:
+        write_text(where, text)
+    except OSError as exc:
+        raise UsageError(f"{option} {brief(where, 80)}: cannot write "
+                         f"({why_not_written(exc, where)})") from None

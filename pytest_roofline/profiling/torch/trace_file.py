@@ -33,7 +33,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -523,11 +523,13 @@ def _device(properties: Any, path: str) -> dict[str, Any] | None:
             properties[0], dict):
         return None
     device = properties[0]
-    for key, check, allowed in (("name", lambda v: isinstance(v, str), "a string"),
-                                ("totalGlobalMem", _bounded, "a number of bytes below 2**64"),
-                                ("numSms", _bounded, "a count below 2**64"),
-                                ("multiProcessorCount", _bounded, "a count below 2**64"),
-                                ("clockRate", _bounded, "a clock in kHz below 2**64")):
+    checks: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+        ("name", lambda v: isinstance(v, str), "a string"),
+        ("totalGlobalMem", _bounded, "a number of bytes below 2**64"),
+        ("numSms", _bounded, "a count below 2**64"),
+        ("multiProcessorCount", _bounded, "a count below 2**64"),
+        ("clockRate", _bounded, "a clock in kHz below 2**64"))
+    for key, check, allowed in checks:
         value = device.get(key)
         if value is not None and not check(value):
             raise TraceFileError(f"trace file {path!r}: deviceProperties[0] has "
