@@ -173,9 +173,10 @@ def why_not_written(exc: OSError, path: str | os.PathLike[str]) -> str:
 
 
 def why_not_writable(path: str | os.PathLike[str]) -> str | None:
-    """Why *path* cannot be written (the caller names the path), checked before any work that would be lost (a missing
-    or read-only folder, a folder where the file goes); None when it looks writable. A full
-    disk or a file-size limit shows only on writing: :func:`why_not_written` says those."""
+    """Why *path* cannot be written (the caller names the path), checked before any work
+    that would be lost (a missing or read-only folder, a folder where the file goes); None
+    when it looks writable. A full disk or a file-size limit shows only on writing:
+    :func:`why_not_written` says those."""
     target = Path(path)
     if target.is_dir():
         return "it is a folder"

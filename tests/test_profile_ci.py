@@ -156,6 +156,10 @@ def test_the_cli_gate_names_the_kernel_under_its_pattern(
     (["--min-kernel-efficiency", "{nope"], "is not a JSON object"),
     (["--fail-regression", "10%"], "give --baseline OLD"),
     (["--baseline", "x.json", "--fail-regression", "lots"], "is not allowed"),
+    # PCT: a bare 10 meant ten percent and was read as 1000%; above 1 a bare number is
+    # refused (a fraction up to 1 stays: 0.1 is 10%)
+    (["--baseline", "x.json", "--fail-regression", "10"], "'10' is ambiguous: write 10%"),
+    (["--baseline", "x.json", "--fail-regression", "9" * 5000], "is not allowed"),
     (["--formulas", "missing.py"], "no such file"),
 ])
 def test_bad_cli_options_are_one_line_naming_the_option(

@@ -79,7 +79,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                              "of its %% of roof, and the kernels new and gone")
     parser.add_argument("--fail-regression", metavar="PCT",
                         help="with --baseline: exit 1 when a kernel's call is slower than in "
-                             "OLD by more than PCT (10%% or 0.1), beyond the noise of both "
+                             "OLD by more than PCT (10%% or a fraction up to 1: 0.1), beyond "
+                             "the noise of both "
                              "(their clock ticks and spreads)")
     parser.add_argument("--markdown", metavar="FILE",
                         help="with --baseline: write the comparison as Markdown, fit for a "
@@ -144,8 +145,11 @@ def _percent(text: str) -> float:
     except ValueError:
         number = -1.0
     if not 0 <= number < float("inf"):
-        raise UsageError(f"--fail-regression {text!r} is not allowed; expected a percentage "
-                         f"of a call's time such as 10% (or 0.1)")
+        raise UsageError(f"--fail-regression {brief(text, 40)} is not allowed; expected a "
+                         f"percentage of a call's time such as 10% (or 0.1)")
+    if not value.endswith("%") and number > 1:  # PCT: 10 meant 10%, read as 1000% before
+        raise UsageError(f"--fail-regression {brief(text, 40)} is ambiguous: write {value}% "
+                         f"for {value} percent, or a fraction up to 1 (0.1 is 10%)")
     return number
 
 
