@@ -33,8 +33,8 @@ What is counted, summed over the grid:
   a row of n), a scan one per valid element. Adding a constant 0 (or the max with a
   constant -inf, the min with +inf) is an accumulator's start, a move, not a FLOP: a
   blocked sum of n elements is n - 1 adds, as a reduction of n. Integer arithmetic
-  (indices, offsets, masks) and casts are not FLOPs; atomics of floats that add, min or max
-  one FLOP per lane.
+  (indices, offsets, masks) and casts are not FLOPs; a float ``tl.atomic_add`` is one FLOP a
+  lane (Triton runs a float atomic max or min as integer atomics on the bits: no FLOP).
 * **Valid lanes**: a lane a masked load did not read is padding; an operation's lanes are
   valid where all of its operands' are (the mask travels through arithmetic, casts,
   broadcasts, reshapes, transposes, joins, splits and gathers), but an add, subtract, min
@@ -444,7 +444,7 @@ class Count:
             _stored(val, lanes)
             kind = getattr(op, "name", str(op)).split(".")[-1]
             dtype = getattr(val, "dtype", None)
-            if kind in ("FADD", "MAX", "MIN") and dtype is not None and dtype.is_floating():
+            if kind == "FADD" and dtype is not None and dtype.is_floating():
                 _add(self.vector, precision(dtype), float(np.count_nonzero(lanes)))
             return method(*args, **kwargs)
         return run
