@@ -30,7 +30,8 @@ What is counted, summed over the grid:
   comparison, negation, absolute value, floor, ceil, and each transcendental: exp, exp2,
   log, log2, sqrt, rsqrt, sin, cos, erf), two for a fused multiply-add and a clamp; a
   reduction one per valid element not already an output (``tl.sum``, ``tl.max``: n - 1 for
-  a row of n), a scan one per valid element. Adding a constant 0 (or the max with a
+  a row of n), a scan one per valid element. Arithmetic on constants alone is folded by
+  the compiler: no FLOP. Adding a constant 0 (or the max with a
   constant -inf, the min with +inf) is an accumulator's start, a move, not a FLOP: a
   blocked sum of n elements is n - 1 adds, as a reduction of n. Integer arithmetic
   (indices, offsets, masks) and casts are not FLOPs; a float ``tl.atomic_add`` is one FLOP a
@@ -291,7 +292,10 @@ class Count:
 
     @staticmethod
     def _moves(name: str, ops: list[Any], identity: float | None) -> bool:
-        """An add of a constant 0 (max with -inf, min with +inf): a move, no FLOP."""
+        """An op of constants alone (the compiler folds it), or an add of a constant 0 (max
+        with -inf, min with +inf): no FLOP."""
+        if ops and all(getattr(h, "_rl_const", False) for h in ops):
+            return True
         if identity is None:
             return False
         candidates = ops[1:2] if name == "create_fsub" else ops
