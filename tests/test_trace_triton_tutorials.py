@@ -269,3 +269,212 @@ def test_fused_attention_forward_with_tensor_descriptors() -> None:
     ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(),
                                                            scale=0.25)
     torch.testing.assert_close(o.float(), ref, atol=0.01, rtol=0.01)
+
+
+def test_attention_is_priced_as_fp16_matrix_work_on_h100() -> None:
+    """The launch's kernels are priced each at its own peak: on h100 the fp16 products at
+    989.4 TFLOP/s (not the fp32 66.9 of the widest tensor, the log-sum-exp buffer), the
+    softmax's fp32 arithmetic at the fp32 vector peak, 66.9, in the same launch: the compute
+    time is the larger of the two."""
+    q, k, v = (torch.randn(1, 2, 32, 16).to(torch.float16) for _ in range(3))
+    o, m = torch.empty_like(q), torch.empty(1, 2, 32)
+
+    def run() -> None:
+        _attn_fwd[(2, 2)](0.25, m, 1, 2, q, k, v, o, N_CTX=32, HEAD_DIM=16, BLOCK_M=16,
+                          BLOCK_N=16)
+
+    result = rl.analyze(rl.trace(run), "h100")
+    assert result.t_compute == pytest.approx(max(131_072 / 989.4e12, 13_888 / 66.9e12),
+                                             rel=1e-9)
+
+
+# -- 05-layer-norm.py: the backward, with its lock ---------------------------------------------
+
+
+@triton.jit
+def _layer_norm_bwd_dx_fused(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N,
+                             GROUP_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE_N)
+    mask = cols < N
+    X += row * stride
+    DY += row * stride
+    DX += row * stride
+    lock_id = row % GROUP_SIZE_M
+    Lock += lock_id
+    Count = Lock + GROUP_SIZE_M
+    DW = DW + lock_id * N + cols
+    DB = DB + lock_id * N + cols
+    x = tl.load(X + cols, mask=mask, other=0).to(tl.float32)
+    dy = tl.load(DY + cols, mask=mask, other=0).to(tl.float32)
+    w = tl.load(W + cols, mask=mask).to(tl.float32)
+    mean = tl.load(Mean + row)
+    rstd = tl.load(Rstd + row)
+    xhat = (x - mean) * rstd
+    wdy = w * dy
+    xhat = tl.where(mask, xhat, 0.)
+    wdy = tl.where(mask, wdy, 0.)
+    c1 = tl.sum(xhat * wdy, axis=0) / N
+    c2 = tl.sum(wdy, axis=0) / N
+    dx = (wdy - (xhat * c1 + c2)) * rstd
+    tl.store(DX + cols, dx, mask=mask)
+    partial_dw = (dy * xhat).to(w.dtype)
+    partial_db = (dy).to(w.dtype)
+    while tl.atomic_cas(Lock, 0, 1) == 1:
+        pass
+    count = tl.load(Count)
+    if count == 0:
+        tl.atomic_xchg(Count, 1)
+    else:
+        partial_dw += tl.load(DW, mask=mask)
+        partial_db += tl.load(DB, mask=mask)
+    tl.store(DW, partial_dw, mask=mask)
+    tl.store(DB, partial_db, mask=mask)
+    tl.debug_barrier()
+    tl.atomic_xchg(Lock, 0)
+
+
+@triton.jit
+def _layer_norm_bwd_dwdb(DW, DB, FINAL_DW, FINAL_DB, M, N, BLOCK_SIZE_M: tl.constexpr,
+                         BLOCK_SIZE_N: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = pid * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    dw = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    db = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for i in range(0, M, BLOCK_SIZE_M):
+        rows = i + tl.arange(0, BLOCK_SIZE_M)
+        mask = (rows[:, None] < M) & (cols[None, :] < N)
+        offs = rows[:, None] * N + cols[None, :]
+        dw += tl.load(DW + offs, mask=mask, other=0.)
+        db += tl.load(DB + offs, mask=mask, other=0.)
+    sum_dw = tl.sum(dw, axis=0)
+    sum_db = tl.sum(db, axis=0)
+    tl.store(FINAL_DW + cols, sum_dw, mask=cols < N)
+    tl.store(FINAL_DB + cols, sum_db, mask=cols < N)
+
+
+def test_layer_norm_backward_dx_with_its_lock() -> None:
+    """6 rows of 20 in a block of 32, partial dW/dB in 2 groups behind a lock. Per row, a
+    valid lane each: x̂ = (x - mean)·rstd 2·20, w·dy 20, c1's product 20 + sum 19 + divide
+    1, c2's sum 19 + divide 1, dx's four operations 4·20, dy·x̂ 20: 220; the rows after the
+    first of their group add into the partial dW and dB (2·20; the first stores): 6·220 +
+    4·40 = 1,480. Bytes: X, DY and DX 3·6·20·4 = 1,440; W 80; Mean, Rstd 2·24; the two
+    locks and two counts read and written by the atomics (atomic_cas, atomic_xchg) and the
+    load, 4 int32 each way: 32; partial DW and DB read and written 4·2·20·4 = 640: 2,240."""
+    m, n, group = 6, 20, 2
+    x, dy = torch.randn(m, n), torch.randn(m, n)
+    w = torch.randn(n)
+    mean, rstd = x.mean(1), 1 / (x.var(1, unbiased=False) + 1e-5).sqrt()
+    dx = torch.empty_like(x)
+    dw_part, db_part = torch.zeros(group, n), torch.zeros(group, n)
+    locks = torch.zeros(2 * group, dtype=torch.int32)
+
+    def run() -> None:
+        _layer_norm_bwd_dx_fused[(m,)](dx, dy, dw_part, db_part, x, w, mean, rstd, locks, n,
+                                       n, GROUP_SIZE_M=group, BLOCK_SIZE_N=32)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("vector", "fp32"): 1480}
+    assert work.bytes == 2240
+    xr = x.clone().requires_grad_()
+    wr = w.clone().requires_grad_()
+    torch.nn.functional.layer_norm(xr, (n,), wr, None, 1e-5).backward(dy)
+    torch.testing.assert_close(dx, xr.grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(dw_part.sum(0), wr.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_layer_norm_backward_dw_db_sums_the_partials() -> None:
+    """5 partial rows of 20 in 4 x 16 blocks, 2 programs. Each column of dW (and of dB)
+    sums 5 values: 4 adds, the first block's add into the zeroed accumulator a move, the
+    fifth row added, then the column's sum of the 4 lanes holding data: 2·20·4 = 160 (the
+    masked fifth-row block keeps the accumulator's earlier lanes). Bytes: the partials read
+    2·5·20·4 = 800, the sums written 2·20·4 = 160: 960."""
+    dw_part, db_part = torch.randn(5, 20), torch.randn(5, 20)
+    dw, db = torch.empty(20), torch.empty(20)
+
+    def run() -> None:
+        _layer_norm_bwd_dwdb[(2,)](dw_part, db_part, dw, db, 5, 20, BLOCK_SIZE_M=4,
+                                   BLOCK_SIZE_N=16)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("vector", "fp32"): 160}
+    assert work.bytes == 960
+    torch.testing.assert_close(dw, dw_part.sum(0))
+    torch.testing.assert_close(db, db_part.sum(0))
+
+
+# -- 08-grouped-gemm.py ------------------------------------------------------------------------
+
+
+@triton.jit
+def _grouped_matmul_kernel(group_a_ptrs, group_b_ptrs, group_c_ptrs, group_gemm_sizes, g_lds,
+                           group_size, NUM_SM: tl.constexpr, BLOCK_SIZE_M: tl.constexpr,
+                           BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr):
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for g in range(group_size):
+        gm = tl.load(group_gemm_sizes + g * 3)
+        gn = tl.load(group_gemm_sizes + g * 3 + 1)
+        gk = tl.load(group_gemm_sizes + g * 3 + 2)
+        num_m_tiles = tl.cdiv(gm, BLOCK_SIZE_M)
+        num_n_tiles = tl.cdiv(gn, BLOCK_SIZE_N)
+        num_tiles = num_m_tiles * num_n_tiles
+        while (tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles):
+            k = gk
+            lda = tl.load(g_lds + g * 3)
+            ldb = tl.load(g_lds + g * 3 + 1)
+            ldc = tl.load(g_lds + g * 3 + 2)
+            a_ptr = tl.load(group_a_ptrs + g).to(tl.pointer_type(tl.float16))
+            b_ptr = tl.load(group_b_ptrs + g).to(tl.pointer_type(tl.float16))
+            c_ptr = tl.load(group_c_ptrs + g).to(tl.pointer_type(tl.float16))
+            tile_idx_in_gemm = tile_idx - last_problem_end
+            tile_m_idx = tile_idx_in_gemm // num_n_tiles
+            tile_n_idx = tile_idx_in_gemm % num_n_tiles
+            offs_am = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_bn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            offs_k = tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
+            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
+            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            for _kk in range(0, tl.cdiv(k, BLOCK_SIZE_K)):
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
+                accumulator += tl.dot(a, b)
+                a_ptrs += BLOCK_SIZE_K
+                b_ptrs += BLOCK_SIZE_K * ldb
+            c = accumulator.to(tl.float16)
+            offs_cm = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_cn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            c_ptrs = c_ptr + ldc * offs_cm[:, None] + offs_cn[None, :]
+            tl.store(c_ptrs, c)
+            tile_idx += NUM_SM
+        last_problem_end = last_problem_end + num_tiles
+
+
+def test_grouped_gemm_is_fp16_matrix_work_despite_its_pointer_arrays() -> None:
+    """Two GEMMs, 32 x 32 x 32 and 64 x 32 x 16, in 16^3 tiles on 4 programs: 2·(32·32·32 +
+    64·32·16) = 131,072 FLOPs at fp16 (the int64 pointer arrays among the arguments do not
+    make it int64 work). ``accumulator += tl.dot`` adds into the zeroed start (a move) then
+    once more for each further K step: the first GEMM's 4 tiles take 2 steps, 4·256 = 1,024
+    fp32 adds; the second's 8 tiles one step, none. Bytes: A, B, C of the first 3·2,048, of
+    the second 2,048 + 1,024 + 4,096; the three pointer arrays 3·2·8 = 48, the sizes and
+    leading dimensions 2·6·4 = 48: 13,408."""
+    shapes = [(32, 32, 32), (64, 32, 16)]
+    a_s = [torch.randn(m, k, dtype=torch.float16) for m, n, k in shapes]
+    b_s = [torch.randn(k, n, dtype=torch.float16) for m, n, k in shapes]
+    c_s = [torch.empty(m, n, dtype=torch.float16) for m, n, k in shapes]
+    ptrs = [torch.tensor([t.data_ptr() for t in ts], dtype=torch.int64) for ts in (a_s, b_s,
+                                                                                  c_s)]
+    sizes = torch.tensor([d for m, n, k in shapes for d in (m, n, k)], dtype=torch.int32)
+    lds = torch.tensor([d for a, b, c in zip(a_s, b_s, c_s, strict=True)
+                        for d in (a.stride(0), b.stride(0), c.stride(0))], dtype=torch.int32)
+
+    def run() -> None:
+        _grouped_matmul_kernel[(4,)](*ptrs, sizes, lds, 2, NUM_SM=4, BLOCK_SIZE_M=16,
+                                     BLOCK_SIZE_N=16, BLOCK_SIZE_K=16)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("matrix", "fp16"): 131_072, ("vector", "fp32"): 1024}
+    assert work.bytes == 13_408
+    for a, b, c in zip(a_s, b_s, c_s, strict=True):
+        torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=0.05, rtol=0.01)
