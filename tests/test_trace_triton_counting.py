@@ -359,3 +359,25 @@ def test_an_op_the_counter_does_not_know_refuses_the_launch_by_name() -> None:
     assert dict(count.refused) == {"create_rl_new_op": 1}
     with pytest.raises(TraceError, match="Triton k: ran create_rl_new_op x1.*register_op"):
         _triton.counted("k", count, 0.0, "fp32", None)
+
+
+def test_interpreter_internals_the_counter_follows() -> None:
+    """Beyond the builder's ``create_*`` methods the counter follows three interpreter
+    internals: programs start with ``set_grid_idx`` (a program's stores settle its dots),
+    ``_patch_lang_tensor(tensor, scope)`` installs ``tensor.T`` (a transpose made on the
+    data: the counter moves its mask too), and constants come from the builder's ``get_*``
+    methods. When one of them changes, this fails first."""
+    import inspect
+
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    assert list(inspect.signature(builder.set_grid_idx).parameters) == ["self", "x", "y", "z"]
+    assert list(inspect.signature(interpreter._patch_lang_tensor).parameters) == [
+        "tensor", "scope"]
+    missing = [name for name in _triton_ops.CONSTANTS if not hasattr(builder, name)]
+    assert not missing, missing
+    assert {p.name for p in interpreter._ir.INPUT_PRECISION.__members__.values()} >= set(
+        _triton_ops.INPUT_PRECISION)
+    assert set(interpreter._ir.ScaleDotElemTypeTY.__members__) == set(
+        _triton_ops.SCALED_FORMATS)

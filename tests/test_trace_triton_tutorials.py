@@ -478,3 +478,155 @@ def test_grouped_gemm_is_fp16_matrix_work_despite_its_pointer_arrays() -> None:
     assert work.bytes == 13_408
     for a, b, c in zip(a_s, b_s, c_s, strict=True):
         torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=0.05, rtol=0.01)
+
+
+# -- 09-persistent-matmul.py -------------------------------------------------------------------
+
+
+@triton.jit
+def _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS):
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _matmul_kernel_persistent(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                              stride_bn, stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr,
+                              BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                              GROUP_SIZE_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    num_tiles = num_pid_m * num_pid_n
+    tile_id_c = start_pid - NUM_SMS
+    offs_k_for_mask = tl.arange(0, BLOCK_SIZE_K)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS)
+        start_m = pid_m * BLOCK_SIZE_M
+        start_n = pid_n * BLOCK_SIZE_N
+        offs_am = start_m + tl.arange(0, BLOCK_SIZE_M)
+        offs_bn = start_n + tl.arange(0, BLOCK_SIZE_N)
+        offs_am = tl.where(offs_am < M, offs_am, 0)
+        offs_bn = tl.where(offs_bn < N, offs_bn, 0)
+        offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M)
+        offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_SIZE_N), BLOCK_SIZE_N)
+        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_SIZE_K + tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+            b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+            a = tl.load(a_ptrs, mask=offs_k_for_mask[None, :] < K - ki * BLOCK_SIZE_K, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k_for_mask[:, None] < K - ki * BLOCK_SIZE_K, other=0.0)
+            accumulator = tl.dot(a, b, accumulator)
+        tile_id_c += NUM_SMS
+        pid_m, pid_n = _compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M,
+                                    NUM_SMS)
+        offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+        offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        c = accumulator.to(tl.float16)
+        tl.store(c_ptrs, c, mask=c_mask)
+
+
+@triton.jit
+def _matmul_kernel_descriptor_persistent(a_ptr, b_ptr, c_ptr, M, N, K,
+                                         BLOCK_SIZE_M: tl.constexpr,
+                                         BLOCK_SIZE_N: tl.constexpr,
+                                         BLOCK_SIZE_K: tl.constexpr,
+                                         GROUP_SIZE_M: tl.constexpr,
+                                         EPILOGUE_SUBTILE: tl.constexpr,
+                                         NUM_SMS: tl.constexpr):
+    dtype = c_ptr.dtype.element_ty
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    num_tiles = num_pid_m * num_pid_n
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1],
+                                       block_shape=[BLOCK_SIZE_N, BLOCK_SIZE_K])
+    c_desc = tl.make_tensor_descriptor(
+        c_ptr, shape=[M, N], strides=[N, 1],
+        block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_N if not EPILOGUE_SUBTILE else BLOCK_SIZE_N // 2])
+    tile_id_c = start_pid - NUM_SMS
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS)
+        offs_am = pid_m * BLOCK_SIZE_M
+        offs_bn = pid_n * BLOCK_SIZE_N
+        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_SIZE_K
+            a = a_desc.load([offs_am, offs_k])
+            b = b_desc.load([offs_bn, offs_k])
+            accumulator = tl.dot(a, b.T, accumulator)
+        tile_id_c += NUM_SMS
+        pid_m, pid_n = _compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M,
+                                    NUM_SMS)
+        offs_cm = pid_m * BLOCK_SIZE_M
+        offs_cn = pid_n * BLOCK_SIZE_N
+        if EPILOGUE_SUBTILE:
+            acc = tl.reshape(accumulator, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2))
+            acc = tl.permute(acc, (0, 2, 1))
+            acc0, acc1 = tl.split(acc)
+            c0 = acc0.to(dtype)
+            c_desc.store([offs_cm, offs_cn], c0)
+            c1 = acc1.to(dtype)
+            c_desc.store([offs_cm, offs_cn + BLOCK_SIZE_N // 2], c1)
+        else:
+            c = accumulator.to(dtype)
+            c_desc.store([offs_cm, offs_cn], c)
+
+
+# 40 x 48 by 48 x 24 in fp16, 16 x 16 x 32 tiles: 3 x 2 = 6 tiles on 4 programs ("SMs"), K
+# padded to 64. FLOPs 2·40·24·48 = 92,160 at fp16: the padded K lanes are masked (no
+# products); the rows past M (clamped to row 0 by the pointer kernel, read as padding by the
+# descriptors) are thrown away at the store. Bytes: A 40·48·2 = 3,840, B 48·24·2 = 2,304,
+# C 40·24·2 = 1,920: 8,064.
+PERSISTENT_FLOPS = 2 * 40 * 24 * 48
+PERSISTENT_BYTES = 3840 + 2304 + 1920
+
+
+def test_persistent_matmul() -> None:
+    a = torch.randn(40, 48, dtype=torch.float16)
+    b = torch.randn(48, 24, dtype=torch.float16)
+    c = torch.empty(40, 24, dtype=torch.float16)
+
+    def run() -> None:
+        _matmul_kernel_persistent[(4,)](a, b, c, 40, 24, 48, a.stride(0), a.stride(1),
+                                        b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                                        BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=32,
+                                        GROUP_SIZE_M=8, NUM_SMS=4)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("matrix", "fp16"): PERSISTENT_FLOPS}
+    assert work.bytes == PERSISTENT_BYTES
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=0.05, rtol=0.01)
+
+
+@pytest.mark.parametrize("subtile", [False, True])
+def test_descriptor_persistent_matmul(subtile: bool) -> None:
+    """The same product through in-kernel descriptors; with EPILOGUE_SUBTILE the accumulator
+    is reshaped, permuted and split into two halves stored apart."""
+    a = torch.randn(40, 48, dtype=torch.float16)
+    b = torch.randn(24, 48, dtype=torch.float16)  # (N, K), as the tutorial passes it
+    c = torch.empty(40, 24, dtype=torch.float16)
+
+    def run() -> None:
+        _matmul_kernel_descriptor_persistent[(4,)](a, b, c, 40, 24, 48, BLOCK_SIZE_M=16,
+                                                   BLOCK_SIZE_N=16, BLOCK_SIZE_K=32,
+                                                   GROUP_SIZE_M=8, EPILOGUE_SUBTILE=subtile,
+                                                   NUM_SMS=4)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("matrix", "fp16"): PERSISTENT_FLOPS}
+    assert work.bytes == PERSISTENT_BYTES
+    torch.testing.assert_close(c.float(), a.float() @ b.float().T, atol=0.05, rtol=0.01)

@@ -201,6 +201,7 @@ class Count:
         self._classes: list[tuple[type, Any]] = []
         self._quiet = 0  # > 0 inside a reduction's combine function (counted as a whole)
         self._program: list[_Dot] = []
+        self._lang: tuple[Any, Any] | None = None
 
     # -- entering ----------------------------------------------------------------------------
 
@@ -242,6 +243,10 @@ class Count:
             if isinstance(cls, type) and original is not None:
                 self._classes.append((cls, original))
                 setattr(cls, "apply_impl", per(original))  # noqa: B010
+        patch = getattr(module, "_patch_lang_tensor", None)
+        if callable(patch):  # ``x.T`` transposes without the builder: its mask must follow
+            self._lang = (module, patch)
+            module._patch_lang_tensor = _transposing(patch)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -254,6 +259,10 @@ class Count:
         for cls, original in reversed(self._classes):
             setattr(cls, "apply_impl", original)  # noqa: B010
         self._classes = []
+        if self._lang is not None:
+            module, patch = self._lang
+            module._patch_lang_tensor = patch
+            self._lang = None
 
     def _settle(self) -> None:
         """Take back the products of the lanes no store wrote, of the program just run."""
@@ -548,6 +557,30 @@ def _stored(value: Any, lanes: Any) -> None:
             dot.stored = np.array(lanes, dtype=bool)
         else:
             dot.stored |= lanes
+
+
+def _transposing(original: Any) -> Any:
+    """The interpreter's ``_patch_lang_tensor(tensor, scope)``, with the ``T`` property it
+    installs (a transpose made on the data, not through the builder) moving the valid lanes
+    with the data."""
+    def patch(tensor: Any, scope: Any) -> None:
+        original(tensor, scope)
+        plain = tensor.__dict__.get("T")
+        if not isinstance(plain, property) or plain.fget is None:
+            return
+        get = plain.fget
+
+        def transpose(value: Any) -> Any:
+            out = get(value)
+            handle = getattr(value, "handle", None)
+            _escape([handle])
+            valid = _valid(handle)
+            if valid is not None:
+                _mark(getattr(out, "handle", None), np.transpose(valid))
+            return out
+
+        scope.set_attr(tensor, "T", property(transpose))
+    return patch
 
 
 def _dot_precision(a: Any, b: Any, input_precision: Any) -> tuple[str, int]:
