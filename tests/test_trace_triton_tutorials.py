@@ -630,3 +630,99 @@ def test_descriptor_persistent_matmul(subtile: bool) -> None:
     assert _by_dtype(work) == {("matrix", "fp16"): PERSISTENT_FLOPS}
     assert work.bytes == PERSISTENT_BYTES
     torch.testing.assert_close(c.float(), a.float() @ b.float().T, atol=0.05, rtol=0.01)
+
+
+# -- 10-block-scaled-matmul.py (its launch_metadata left out: the kernel is counted) -----------
+
+
+@triton.jit
+def _block_scaled_matmul_kernel(a_desc, a_scale, b_desc, b_scale, c_desc, M: tl.constexpr,
+                                N: tl.constexpr, K: tl.constexpr, stride_sk: tl.constexpr,
+                                stride_sb: tl.constexpr, stride_sc: tl.constexpr,
+                                stride_sd: tl.constexpr, output_type: tl.constexpr,
+                                ELEM_PER_BYTE_A: tl.constexpr, ELEM_PER_BYTE_B: tl.constexpr,
+                                VEC_SIZE: tl.constexpr, BLOCK_M: tl.constexpr,
+                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                NUM_STAGES: tl.constexpr, USE_2D_SCALE_LOAD: tl.constexpr):
+    if output_type == 0:
+        output_dtype = tl.float32
+    elif output_type == 1:
+        output_dtype = tl.float16
+    elif output_type == 2:
+        output_dtype = tl.float8e4nv
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    pid_m = pid % num_pid_m
+    pid_n = pid // num_pid_m
+    offs_am = pid_m * BLOCK_M
+    offs_bn = pid_n * BLOCK_N
+    offs_k_a = 0
+    offs_k_b = 0
+    offs_sm = (pid_m * (BLOCK_M // 128) + tl.arange(0, BLOCK_M // 128)) % M
+    offs_sn = (pid_n * (BLOCK_N // 128) + tl.arange(0, BLOCK_N // 128)) % N
+    MIXED_PREC: tl.constexpr = ELEM_PER_BYTE_A == 1 and ELEM_PER_BYTE_B == 2
+    offs_inner = tl.arange(0, (BLOCK_K // VEC_SIZE // 4) * 32 * 4 * 4)
+    a_scale_ptr = a_scale + offs_sm[:, None] * stride_sk + offs_inner[None, :]
+    b_scale_ptr = b_scale + offs_sn[:, None] * stride_sk + offs_inner[None, :]
+    accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _k in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=NUM_STAGES):
+        a = a_desc.load([offs_am, offs_k_a])
+        b = b_desc.load([offs_bn, offs_k_b])
+        scale_a = tl.load(a_scale_ptr)
+        scale_b = tl.load(b_scale_ptr)
+        scale_a = scale_a.reshape(BLOCK_M // 128, BLOCK_K // VEC_SIZE // 4, 32, 4, 4)
+        scale_b = scale_b.reshape(BLOCK_N // 128, BLOCK_K // VEC_SIZE // 4, 32, 4, 4)
+        scale_a = scale_a.trans(0, 3, 2, 1, 4).reshape(BLOCK_M, BLOCK_K // VEC_SIZE)
+        scale_b = scale_b.trans(0, 3, 2, 1, 4).reshape(BLOCK_N, BLOCK_K // VEC_SIZE)
+        if MIXED_PREC:
+            accumulator = tl.dot_scaled(a, scale_a, "e4m3", b.T, scale_b, "e2m1", accumulator)
+        elif ELEM_PER_BYTE_A == 2 and ELEM_PER_BYTE_B == 2:
+            accumulator = tl.dot_scaled(a, scale_a, "e2m1", b.T, scale_b, "e2m1", accumulator)
+        else:
+            accumulator = tl.dot_scaled(a, scale_a, "e4m3", b.T, scale_b, "e4m3", accumulator)
+        offs_k_a += BLOCK_K // ELEM_PER_BYTE_A
+        offs_k_b += BLOCK_K // ELEM_PER_BYTE_B
+        a_scale_ptr += (BLOCK_K // VEC_SIZE // 4) * stride_sb
+        b_scale_ptr += (BLOCK_K // VEC_SIZE // 4) * stride_sb
+    c_desc.store([offs_am, offs_bn], accumulator.to(output_dtype))
+
+
+@pytest.mark.parametrize("fmt", ["mxfp8", "mxfp4"])
+def test_block_scaled_matmul(fmt: str) -> None:
+    """128 x 128 output, one program, host tensor descriptors, e8m0 scales in the tutorial's
+    5-D layout (one a 32 values along K). mxfp8, K = 128: 2·128·128·128 = 4,194,304 FLOPs at
+    fp8; bytes A and B 128·128 (16,384 each), scales 128·4 each (512 each), C fp16
+    128·128·2 = 32,768: 66,560. mxfp4, K = 256 packed two a byte: 2·128·128·256 = 8,388,608
+    at fp4; A and B 128·128 B each, scales 128·8 each (1,024 each), C 32,768: 67,584."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    per_byte = 2 if fmt == "mxfp4" else 1
+    m = n = 128
+    k = 128 * per_byte
+    if per_byte == 2:
+        a = torch.randint(0, 256, (m, k // 2), dtype=torch.uint8)
+        b = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8)
+    else:
+        a = torch.randn(m, k).to(torch.float8_e4m3fn)
+        b = torch.randn(n, k).to(torch.float8_e4m3fn)
+    a_scale = torch.full((m // 128, k // 32 // 4, 32, 4, 4), 127, dtype=torch.uint8)
+    b_scale = torch.full((n // 128, k // 32 // 4, 32, 4, 4), 127, dtype=torch.uint8)
+    c = torch.empty(m, n, dtype=torch.float16)
+    a_desc = TensorDescriptor.from_tensor(a, [128, 128])
+    b_desc = TensorDescriptor.from_tensor(b, [128, 128])
+    c_desc = TensorDescriptor.from_tensor(c, [128, 128])
+
+    def run() -> None:
+        _block_scaled_matmul_kernel[(1, 1)](
+            a_desc, a_scale, b_desc, b_scale, c_desc, m, n, k, a_scale.stride(0),
+            a_scale.stride(1), a_scale.stride(2), a_scale.stride(3), 1, per_byte, per_byte,
+            32, 128, 128, k, 1, USE_2D_SCALE_LOAD=True)
+
+    work = rl.trace(run)
+    if per_byte == 1:
+        assert _by_dtype(work) == {("matrix", "fp8"): 2 * 128 * 128 * 128}
+        assert work.bytes == 66_560
+        torch.testing.assert_close(c.float(), a.float() @ b.float().T, atol=0.1, rtol=0.01)
+    else:
+        assert _by_dtype(work) == {("matrix", "fp4"): 2 * 128 * 128 * 256}
+        assert work.bytes == 67_584
