@@ -381,3 +381,28 @@ def test_interpreter_internals_the_counter_follows() -> None:
         _triton_ops.INPUT_PRECISION)
     assert set(interpreter._ir.ScaleDotElemTypeTY.__members__) == set(
         _triton_ops.SCALED_FORMATS)
+
+
+@triton.jit
+def _desc_gather_scatter(x_ptr, y_ptr, M, N: tl.constexpr, ROWS: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[1, N])
+    dst = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[1, N])
+    rows = tl.arange(0, ROWS) * 4 + 1
+    block = src.gather(rows, 0)
+    dst.scatter(block * 2.0, rows, 0)
+
+
+def test_tensor_descriptor_gather_and_scatter_are_counted() -> None:
+    """Rows 1, 5, ..., 29 of a 26 x 16 fp32 tensor, gathered and scattered (row 29, past
+    M = 26, is masked): 7 rows of 16 read and written, 2·7·16·4 = 896 B; the multiply on
+    the gathered lanes that hold data, 7·16 = 112 FLOPs (not 8·16)."""
+    x = torch.randn(26, 16)
+    y = torch.zeros_like(x)
+
+    def run() -> None:
+        _desc_gather_scatter[(1,)](x, y, 26, N=16, ROWS=8)
+
+    work = rl.trace(run)
+    assert work.bytes == 896
+    assert work.flops == 112
+    torch.testing.assert_close(y[1::4], 2 * x[1::4])

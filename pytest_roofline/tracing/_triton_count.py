@@ -216,6 +216,7 @@ class Count:
             "create_atomic_rmw": self._atomic, "create_atomic_cas": self._cas,
             "create_dot": self._dot, "create_dot_scaled": self._dot_scaled,
             "set_grid_idx": self._next_program,
+            "create_descriptor_gather": self._gather,
         }
         for name in dir(type(builder)):
             method = getattr(builder, name, None)
@@ -428,6 +429,24 @@ class Count:
         dot = _Dot(name, work)
         self._program.append(dot)
         out._rl_dots = (*held, dot)
+
+    def _gather(self, method: Any) -> Any:
+        """A descriptor's gather (its bytes counted by the loads it makes): the rows and
+        columns past the tensor's edge are padding in the block it returns."""
+        def run(*args: Any, **kwargs: Any) -> Any:
+            out = method(*args, **kwargs)
+            desc = _arg(args, kwargs, 0, "desc")
+            rows = np.asarray(_arg(args, kwargs, 1, "x_offsets").data)
+            with contextlib.suppress(AttributeError, IndexError, TypeError, ValueError):
+                height, width = (int(np.asarray(d.data).item()) for d in desc.shape[-2:])
+                cols = int(np.asarray(_arg(args, kwargs, 2, "y_offset").data).item()) + \
+                    np.arange(desc.block_shape[-1])
+                valid = (((rows >= 0) & (rows < height))[:, None]
+                         & ((cols >= 0) & (cols < width))[None, :])
+                if not valid.all():
+                    _mark(out, valid)
+            return out
+        return run
 
     def _load(self, method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
