@@ -406,3 +406,25 @@ def test_tensor_descriptor_gather_and_scatter_are_counted() -> None:
     assert work.bytes == 896
     assert work.flops == 112
     torch.testing.assert_close(y[1::4], 2 * x[1::4])
+
+
+def test_a_launch_not_counted_is_priced_at_its_narrowest_computed_precision() -> None:
+    """Where nothing says the precision (a ``flops`` key, a formula's number), a launch is
+    priced at the narrowest floating (or int8) precision among its tensors, the fastest
+    peak, so the bound stays a lower bound: an fp8 GEMM writing fp16 is fp8, an fp16
+    attention with an fp32 log-sum-exp fp16, and a grouped GEMM's int64 pointer arrays
+    never make it int64 work. Bytes: each tensor once (no source to read: read)."""
+    from types import SimpleNamespace
+
+    from pytest_roofline.tracing import _triton_source
+
+    kernel = SimpleNamespace()  # no kernel function: every tensor charged once, as read
+    fp8 = torch.zeros(4, 4, dtype=torch.float8_e4m3fn)
+    fp16, fp32 = torch.zeros(4, 4, dtype=torch.float16), torch.zeros(4)
+    pointers = torch.zeros(3, dtype=torch.int64)
+    cases = [({"a": fp8, "b": fp8.clone(), "c": fp16}, "fp8", 16 + 16 + 32),
+             ({"q": fp16, "lse": fp32}, "fp16", 32 + 16),
+             ({"ptrs": pointers, "a": fp16}, "fp16", 24 + 32),
+             ({"ptrs": pointers}, None, 24)]
+    for bound, priced, nbytes in cases:
+        assert _triton_source.tensor_bytes(kernel, bound) == (nbytes, priced), bound
