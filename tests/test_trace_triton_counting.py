@@ -428,3 +428,37 @@ def test_a_launch_not_counted_is_priced_at_its_narrowest_computed_precision() ->
              ({"ptrs": pointers}, None, 24)]
     for bound, priced, nbytes in cases:
         assert _triton_source.tensor_bytes(kernel, bound) == (nbytes, priced), bound
+
+
+@triton.jit
+def _two_widths(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    mask = r < n
+    half = tl.load(x_ptr + r, mask=mask) * 2.0  # fp16 arithmetic
+    tl.store(y_ptr + r, half.to(tl.float32) * 3.0 + 1.0, mask=mask)  # fp32 arithmetic
+
+
+def test_vector_work_is_split_by_precision_and_a_dtype_override_prices_the_dots() -> None:
+    """100 valid lanes: one fp16 multiply (100 FLOPs at fp16), an fp32 multiply and add (200
+    at fp32): two vector kernels timed as one launch, the larger first with every byte (100
+    fp16 read, 100 fp32 written: 600 B). ``Tracer(dtype=...)`` prices all of a launch's dots
+    at that precision (one matrix kernel), its other arithmetic as it ran."""
+    x, y = torch.randn(100, dtype=torch.float16), torch.empty(100)
+
+    def run() -> None:
+        _two_widths[(1,)](x, y, 100, BLOCK=128)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("vector", "fp32"): 200, ("vector", "fp16"): 100}
+    first, second = work.kernels
+    assert (first.name, first.dtype, first.bytes) == ("_two_widths", "fp32", 600)
+    assert (second.name, second.epilogue_of, second.bytes) == ("_two_widths.fp16",
+                                                               "_two_widths", 0)
+    h = [torch.randn(16, 16, dtype=torch.float16) for _ in range(2)]
+    f = [torch.randn(16, 16) for _ in range(2)]
+    out = [torch.empty(16, 16) for _ in range(2)]
+
+    def dots() -> None:
+        _two_dots[(1,)](*h, *f, *out, M=16)
+
+    assert _by_dtype(rl.Tracer(dtype="bf16")(dots)) == {("matrix", "bf16"): 16_384}
