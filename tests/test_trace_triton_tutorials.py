@@ -726,3 +726,207 @@ def test_block_scaled_matmul(fmt: str) -> None:
     else:
         assert _by_dtype(work) == {("matrix", "fp4"): 2 * 128 * 128 * 256}
         assert work.bytes == 67_584
+
+
+# -- 06-fused-attention.py: the backward (causal) ----------------------------------------------
+
+
+@triton.jit
+def _attn_bwd_preprocess(O, DO, Delta, Z, H, N_CTX, BLOCK_M: tl.constexpr,  # noqa: E741
+                         HEAD_DIM: tl.constexpr):
+    off_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    off_hz = tl.program_id(1)
+    off_n = tl.arange(0, HEAD_DIM)
+    o = tl.load(O + off_hz * HEAD_DIM * N_CTX + off_m[:, None] * HEAD_DIM + off_n[None, :])
+    do = tl.load(DO + off_hz * HEAD_DIM * N_CTX + off_m[:, None] * HEAD_DIM
+                 + off_n[None, :]).to(tl.float32)
+    delta = tl.sum(o * do, axis=1)
+    tl.store(Delta + off_hz * N_CTX + off_m, delta)
+
+
+@triton.jit
+def _attn_bwd_dkdv(dk, dv, Q, k, v, sm_scale, DO, M, D, stride_tok, stride_d, H, N_CTX,
+                   BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr, HEAD_DIM: tl.constexpr,
+                   start_n, start_m, num_steps, MASK: tl.constexpr):
+    offs_m = start_m + tl.arange(0, BLOCK_M1)
+    offs_n = start_n + tl.arange(0, BLOCK_N1)
+    offs_k = tl.arange(0, HEAD_DIM)
+    qT_ptrs = Q + offs_m[None, :] * stride_tok + offs_k[:, None] * stride_d
+    do_ptrs = DO + offs_m[:, None] * stride_tok + offs_k[None, :] * stride_d
+    tl.static_assert(BLOCK_N1 % BLOCK_M1 == 0)
+    curr_m = start_m
+    step_m = BLOCK_M1
+    for _blk_idx in range(num_steps):
+        qT = tl.load(qT_ptrs)
+        offs_m = curr_m + tl.arange(0, BLOCK_M1)
+        m = tl.load(M + offs_m)
+        qkT = tl.dot(k, qT)
+        pT = tl.math.exp2(qkT - m[None, :])
+        if MASK:
+            mask = (offs_m[None, :] >= offs_n[:, None])
+            pT = tl.where(mask, pT, 0.0)
+        do = tl.load(do_ptrs)
+        ppT = pT
+        ppT = ppT.to(tl.float16)
+        dv += tl.dot(ppT, do)
+        Di = tl.load(D + offs_m)
+        dpT = tl.dot(v, tl.trans(do)).to(tl.float32)
+        dsT = pT * (dpT - Di[None, :])
+        dsT = dsT.to(tl.float16)
+        dk += tl.dot(dsT, tl.trans(qT))
+        curr_m += step_m
+        qT_ptrs += step_m * stride_tok
+        do_ptrs += step_m * stride_tok
+    return dk, dv
+
+
+@triton.jit
+def _attn_bwd_dq(dq, q, K, V, do, m, D, stride_tok, stride_d, H, N_CTX,
+                 BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr, HEAD_DIM: tl.constexpr,
+                 start_m, start_n, num_steps, MASK: tl.constexpr):
+    offs_m = start_m + tl.arange(0, BLOCK_M2)
+    offs_n = start_n + tl.arange(0, BLOCK_N2)
+    offs_k = tl.arange(0, HEAD_DIM)
+    kT_ptrs = K + offs_n[None, :] * stride_tok + offs_k[:, None] * stride_d
+    vT_ptrs = V + offs_n[None, :] * stride_tok + offs_k[:, None] * stride_d
+    Di = tl.load(D + offs_m)
+    tl.static_assert(BLOCK_M2 % BLOCK_N2 == 0)
+    curr_n = start_n
+    step_n = BLOCK_N2
+    for _blk_idx in range(num_steps):
+        kT = tl.load(kT_ptrs)
+        vT = tl.load(vT_ptrs)
+        qk = tl.dot(q, kT)
+        p = tl.math.exp2(qk - m)
+        if MASK:
+            offs_n = curr_n + tl.arange(0, BLOCK_N2)
+            mask = (offs_m[:, None] >= offs_n[None, :])
+            p = tl.where(mask, p, 0.0)
+        dp = tl.dot(do, vT).to(tl.float32)
+        ds = p * (dp - Di[:, None])
+        ds = ds.to(tl.float16)
+        dq += tl.dot(ds, tl.trans(kT))
+        curr_n += step_n
+        kT_ptrs += step_n * stride_tok
+        vT_ptrs += step_n * stride_tok
+    return dq
+
+
+@triton.jit
+def _attn_bwd(Q, K, V, sm_scale, DO, DQ, DK, DV, M, D, stride_z, stride_h, stride_tok,
+              stride_d, H, N_CTX, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
+              BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr, BLK_SLICE_FACTOR: tl.constexpr,
+              HEAD_DIM: tl.constexpr):
+    LN2: tl.constexpr = 0.6931471824645996
+    bhid = tl.program_id(2)
+    off_chz = (bhid * N_CTX).to(tl.int64)
+    adj = (stride_h * (bhid % H) + stride_z * (bhid // H)).to(tl.int64)
+    pid = tl.program_id(0)
+    Q += adj
+    K += adj
+    V += adj
+    DO += adj
+    DQ += adj
+    DK += adj
+    DV += adj
+    M += off_chz
+    D += off_chz
+    offs_k = tl.arange(0, HEAD_DIM)
+    start_n = pid * BLOCK_N1
+    start_m = start_n
+    MASK_BLOCK_M1: tl.constexpr = BLOCK_M1 // BLK_SLICE_FACTOR
+    offs_n = start_n + tl.arange(0, BLOCK_N1)
+    dv = tl.zeros([BLOCK_N1, HEAD_DIM], dtype=tl.float32)
+    dk = tl.zeros([BLOCK_N1, HEAD_DIM], dtype=tl.float32)
+    k = tl.load(K + offs_n[:, None] * stride_tok + offs_k[None, :] * stride_d)
+    v = tl.load(V + offs_n[:, None] * stride_tok + offs_k[None, :] * stride_d)
+    num_steps = BLOCK_N1 // MASK_BLOCK_M1
+    dk, dv = _attn_bwd_dkdv(dk, dv, Q, k, v, sm_scale, DO, M, D, stride_tok, stride_d, H,
+                            N_CTX, MASK_BLOCK_M1, BLOCK_N1, HEAD_DIM, start_n, start_m,
+                            num_steps, MASK=True)
+    start_m += num_steps * MASK_BLOCK_M1
+    num_steps = (N_CTX - start_m) // BLOCK_M1
+    dk, dv = _attn_bwd_dkdv(dk, dv, Q, k, v, sm_scale, DO, M, D, stride_tok, stride_d, H,
+                            N_CTX, BLOCK_M1, BLOCK_N1, HEAD_DIM, start_n, start_m, num_steps,
+                            MASK=False)
+    dv_ptrs = DV + offs_n[:, None] * stride_tok + offs_k[None, :] * stride_d
+    tl.store(dv_ptrs, dv)
+    dk *= sm_scale
+    dk_ptrs = DK + offs_n[:, None] * stride_tok + offs_k[None, :] * stride_d
+    tl.store(dk_ptrs, dk)
+    start_m = pid * BLOCK_M2
+    end_n = start_m + BLOCK_M2
+    MASK_BLOCK_N2: tl.constexpr = BLOCK_N2 // BLK_SLICE_FACTOR
+    offs_m = start_m + tl.arange(0, BLOCK_M2)
+    q = tl.load(Q + offs_m[:, None] * stride_tok + offs_k[None, :] * stride_d)
+    dq = tl.zeros([BLOCK_M2, HEAD_DIM], dtype=tl.float32)
+    do = tl.load(DO + offs_m[:, None] * stride_tok + offs_k[None, :] * stride_d)
+    m = tl.load(M + offs_m)
+    m = m[:, None]
+    num_steps = BLOCK_M2 // MASK_BLOCK_N2
+    dq = _attn_bwd_dq(dq, q, K, V, do, m, D, stride_tok, stride_d, H, N_CTX, BLOCK_M2,
+                      MASK_BLOCK_N2, HEAD_DIM, start_m, end_n - num_steps * MASK_BLOCK_N2,
+                      num_steps, MASK=True)
+    end_n -= num_steps * MASK_BLOCK_N2
+    num_steps = end_n // BLOCK_N2
+    dq = _attn_bwd_dq(dq, q, K, V, do, m, D, stride_tok, stride_d, H, N_CTX, BLOCK_M2,
+                      BLOCK_N2, HEAD_DIM, start_m, end_n - num_steps * BLOCK_N2, num_steps,
+                      MASK=False)
+    dq_ptrs = DQ + offs_m[:, None] * stride_tok + offs_k[None, :] * stride_d
+    dq *= LN2
+    tl.store(dq_ptrs, dq)
+
+
+def test_fused_attention_backward() -> None:
+    """Causal, Z = 1, H = 2, N_CTX = 64, HEAD_DIM = 16; the tutorial's blocks scaled down
+    (BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2 = 16, 32, 32, 16, slices of 2): 2 programs a
+    head. The kernel computes whole tiles on the diagonal (masking p after), so the products
+    are those of the tiles it visits, all fp16:
+    dK/dV, 4 dots of 2·32·16 per query row each: program 0 visits query rows 0..63 (4 masked
+    steps of 8, 2 of 16), program 1 rows 32..63: 8·32·16·(64 + 32) = 393,216; dQ, 3 dots of
+    2·32·16 per key column each: program 0 keys 0..31, program 1 keys 0..63: 6·32·16·96 =
+    294,912. 688,128 a head, 1,376,256 in all.
+    Vector (fp32), dK/dV step of B query rows: the shift and exp2 of pT 2·32·B, dP's shift
+    and product 2·32·B, dv += and dk += 2·32·16 (the first step's adds into the zeroed
+    accumulators moves): program 0 4·(1,024 + 1,024) + 2·(2,048 + 1,024) - 1,024 = 13,312,
+    program 1 4·2,048 - 1,024 = 7,168, dk's scale 512 each; dQ step of B keys: 4·32·B +
+    dq += 512: program 0 4·1,536 - 512 = 5,632, program 1 4·1,536 + 2·2,560 - 512 = 10,752,
+    the LN2 scale 512 each: 21,504 + 17,408 = 38,912 a head, 77,824 in all.
+    Bytes: Q, K, V, DO read (4·2·64·16·2 = 16,384), M and Delta (2·2·64·4 = 1,024), DQ,
+    DK, DV written in fp16 (3·4,096 = 12,288): 29,696.
+    The preprocess: o·do 64·16 and its row sums 64·15 a head, 3,968 (fp32); O and DO read
+    (8,192), Delta written (512): 8,704."""
+    gen = torch.Generator().manual_seed(0)
+    z, h, n, d, sm_scale = 1, 2, 64, 16, 0.5
+    q, k, v = (0.5 * torch.randn(z, h, n, d, generator=gen) for _ in range(3))
+    q, k, v = (t.to(torch.float16) for t in (q, k, v))
+    do = torch.randn(z, h, n, d, generator=gen).to(torch.float16)
+    qr, kr, vr = (t.float().requires_grad_() for t in (q, k, v))
+    causal = torch.ones(n, n, dtype=torch.bool).tril()
+    scores = (qr @ kr.transpose(2, 3) * sm_scale).masked_fill(~causal, float("-inf"))
+    o = (scores.softmax(-1) @ vr)
+    o.backward(do.float())
+    lse2 = scores.logsumexp(-1).detach() / 0.6931471805599453  # M: base-2 log-sum-exp
+    o16 = o.detach().to(torch.float16)
+    delta = torch.empty(z, h, n)
+    dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+    arg_k = (k.float() * (sm_scale * 1.4426950408889634)).to(torch.float16)
+
+    def pre() -> None:
+        _attn_bwd_preprocess[(n // 32, z * h)](o16, do, delta, z, h, n, BLOCK_M=32,
+                                                HEAD_DIM=d)
+
+    def bwd() -> None:
+        _attn_bwd[(n // 32, 1, z * h)](q, arg_k, v, sm_scale, do, dq, dk, dv, lse2, delta,
+                                        q.stride(0), q.stride(1), q.stride(2), q.stride(3),
+                                        h, n, BLOCK_M1=16, BLOCK_N1=32, BLOCK_M2=32,
+                                        BLOCK_N2=16, BLK_SLICE_FACTOR=2, HEAD_DIM=d)
+
+    work = rl.trace(pre)
+    assert _by_dtype(work) == {("vector", "fp32"): 3968}
+    assert work.bytes == 8704
+    work = rl.trace(bwd)
+    assert _by_dtype(work) == {("matrix", "fp16"): 1_376_256, ("vector", "fp32"): 77_824}
+    assert work.bytes == 29_696
+    for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
+        torch.testing.assert_close(got.float(), want, atol=0.03, rtol=0.03)
