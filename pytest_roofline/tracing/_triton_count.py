@@ -41,7 +41,7 @@ What is counted, summed over the grid:
   broadcasts, reshapes, transposes, joins, splits and gathers), but an add, subtract, min
   or max holds data where either operand does: a loop's accumulator keeps the lanes of
   earlier chunks after a masked last one. Vector work on lanes loaded unmasked and then
-  discarded is counted: the kernel does that work.
+  discarded is counted: the kernel does that work (the rules: :mod:`._triton_lanes`).
 * **Bytes**: the distinct addresses its unmasked lanes load, times the element size, plus the
   distinct addresses they store (a tensor read and written counts both ways; an atomic,
   ``tl.atomic_cas`` included, reads and writes). Tensor descriptors' loads and stores are
@@ -61,6 +61,7 @@ import numpy as np
 
 from .. import dtypes
 from . import _kernels as K
+from . import _triton_lanes as L
 from . import _triton_ops as O
 from ._triton_ops import CARRY, FLOPS
 
@@ -87,73 +88,6 @@ def precision(dtype: Any) -> str:
         return dtypes.canonical(name)
     except LookupError:
         return "fp32"
-
-
-def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
-    """An argument of a builder call, by keyword where it was passed so, else by position."""
-    if name in kwargs:
-        return kwargs[name]
-    return args[index] if index < len(args) else None
-
-
-def _handles(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-    return [a for a in (*args, *kwargs.values()) if hasattr(a, "data") and hasattr(a, "dtype")]
-
-
-def _valid(handle: Any) -> Any:
-    return getattr(handle, "_rl_valid", None)
-
-
-def _mark(handle: Any, valid: Any) -> Any:
-    """Note *valid* (a bool array, or None: every lane) on *handle*."""
-    if valid is not None and hasattr(handle, "data"):
-        with contextlib.suppress(ValueError, AttributeError):
-            handle._rl_valid = np.broadcast_to(valid, np.shape(handle.data))
-    return handle
-
-
-def _joined(handles: list[Any]) -> Any:
-    """The lanes valid in every operand (None: all of them, or shapes that do not
-    broadcast, which the operation itself will refuse)."""
-    found = None
-    for handle in handles:
-        valid = _valid(handle)
-        if valid is None:
-            continue
-        try:
-            found = valid if found is None else np.logical_and(found, valid)
-        except ValueError:
-            return None
-    return found
-
-
-def _either(handles: list[Any], joined: Any) -> Any:
-    """The lanes holding data in an add's result: where any operand of the block's own
-    lanes (not a constant, not a value broadcast from fewer lanes) holds data."""
-    if joined is None:
-        return None
-    found = joined
-    for handle in handles:
-        if getattr(handle, "_rl_spread", False):
-            continue
-        valid = _valid(handle)
-        if valid is None:
-            return None  # every lane of this operand holds data
-        try:
-            found = np.logical_or(found, valid)
-        except ValueError:
-            return None
-    return found
-
-
-def _lanes(handle: Any, valid: Any) -> int:
-    return int(np.count_nonzero(valid)) if valid is not None else int(np.size(handle.data))
-
-
-def _ones(shape: tuple[int, ...], valid: Any) -> Any:
-    if valid is None or np.shape(valid) != shape:
-        return np.ones(shape, dtype=np.float32)
-    return np.asarray(valid, dtype=np.float32)
 
 
 class _Dot:
@@ -288,16 +222,16 @@ class Count:
 
         def run(*args: Any, **kwargs: Any) -> Any:
             out = method(*args, **kwargs)
-            ops = _handles(args, kwargs)
-            valid = _joined(ops)
+            ops = L.handles(args, kwargs)
+            valid = L.joined(ops)
             if not self._quiet and not self._moves(name, ops, identity):
-                lanes = _lanes(out, valid)
+                lanes = L.lanes(out, valid)
                 _add(self.vector, precision(ops[0].dtype if ops else out.dtype),
                      flops * lanes)
             if identity is not None:
-                valid = _either(ops, valid)
+                valid = L.either(ops, valid)
             self._follow(out, ops)
-            return _mark(out, valid)
+            return L.mark(out, valid)
         return run
 
     @staticmethod
@@ -338,18 +272,18 @@ class Count:
     def _carry(self, method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
             out = method(*args, **kwargs)
-            ops = _handles(args, kwargs)
-            valid = _joined(ops)
+            ops = L.handles(args, kwargs)
+            valid = L.joined(ops)
             self._follow(out, ops)
             if valid is not None and np.shape(valid) != np.shape(out.data):
                 valid = None
-            return _mark(out, valid)
+            return L.mark(out, valid)
         return run
 
     def _shape(self, name: str, method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
             out = method(*args, **kwargs)
-            ops = _handles(args, kwargs)
+            ops = L.handles(args, kwargs)
             _escape(ops)
             first = ops[0] if ops else None
             for result in out if isinstance(out, tuple) else (out,):
@@ -359,12 +293,12 @@ class Count:
                         first is not None and getattr(first, "_rl_spread", False)
                         and name in ("create_expand_dims", "create_reshape")):
                     result._rl_spread = True
-            moved = _moved(name, ops, args, kwargs)
+            moved = L.moved(name, ops, args, kwargs)
             if isinstance(out, tuple):
                 for result, valid in zip(out, moved or (None,) * len(out), strict=False):
-                    _mark(result, valid)
+                    L.mark(result, valid)
                 return out
-            return _mark(out, moved)
+            return L.mark(out, moved)
         return run
 
     def _constant(self, method: Any) -> Any:
@@ -385,11 +319,12 @@ class Count:
     def _dot(self, method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
             out = method(*args, **kwargs)
-            a, b = _arg(args, kwargs, 0, "a"), _arg(args, kwargs, 1, "b")
-            d = _arg(args, kwargs, 2, "d")
+            a, b = L.arg(args, kwargs, 0, "a"), L.arg(args, kwargs, 1, "b")
+            d = L.arg(args, kwargs, 2, "d")
             shape_a, shape_b = np.shape(a.data), np.shape(b.data)
-            work = 2.0 * np.matmul(_ones(shape_a, _valid(a)), _ones(shape_b, _valid(b)))
-            name, passes = _dot_precision(a, b, _arg(args, kwargs, 3, "input_precision"))
+            work = 2.0 * np.matmul(L.ones(shape_a, L.valid_of(a)),
+                                   L.ones(shape_b, L.valid_of(b)))
+            name, passes = _dot_precision(a, b, L.arg(args, kwargs, 3, "input_precision"))
             self._product(out, [a, b], d, name, passes * work)
             return out
         return run
@@ -397,22 +332,22 @@ class Count:
     def _dot_scaled(self, method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
             out = method(*args, **kwargs)
-            lhs, rhs = _arg(args, kwargs, 0, "lhs"), _arg(args, kwargs, 3, "rhs")
-            formats = (_arg(args, kwargs, 2, "lhs_format_enum"),
-                       _arg(args, kwargs, 5, "rhs_format_enum"))
-            packs = (_arg(args, kwargs, 7, "lhs_k_pack"), _arg(args, kwargs, 8, "rhs_k_pack"))
+            lhs, rhs = L.arg(args, kwargs, 0, "lhs"), L.arg(args, kwargs, 3, "rhs")
+            formats = (L.arg(args, kwargs, 2, "lhs_format_enum"),
+                       L.arg(args, kwargs, 5, "rhs_format_enum"))
+            packs = (L.arg(args, kwargs, 7, "lhs_k_pack"), L.arg(args, kwargs, 8, "rhs_k_pack"))
             names = [getattr(f, "name", str(f)).split(".")[-1] for f in formats]
             m, n = np.shape(out.data)[-2:]
-            va, vb = _valid(lhs), _valid(rhs)
+            va, vb = L.valid_of(lhs), L.valid_of(rhs)
             if names[0] == "E2M1":  # two values a byte, along K or along M
                 va = None if va is None else np.repeat(va, 2, axis=-1 if packs[0] else -2)
             if names[1] == "E2M1":
                 vb = None if vb is None else np.repeat(vb, 2, axis=-2 if packs[1] else -1)
             k = np.shape(lhs.data)[-1] * (2 if names[0] == "E2M1" and packs[0] else 1)
-            work = 2.0 * np.matmul(_ones((m, k), va), _ones((k, n), vb))
+            work = 2.0 * np.matmul(L.ones((m, k), va), L.ones((k, n), vb))
             name = K.wider(O.SCALED_FORMATS.get(names[0], "fp32"),
                            O.SCALED_FORMATS.get(names[1], "fp32")) or "fp32"
-            self._product(out, [lhs, rhs], _arg(args, kwargs, 9, "acc_handle"), name, work)
+            self._product(out, [lhs, rhs], L.arg(args, kwargs, 9, "acc_handle"), name, work)
             return out
         return run
 
@@ -435,32 +370,32 @@ class Count:
         columns past the tensor's edge are padding in the block it returns."""
         def run(*args: Any, **kwargs: Any) -> Any:
             out = method(*args, **kwargs)
-            desc = _arg(args, kwargs, 0, "desc")
-            rows = np.asarray(_arg(args, kwargs, 1, "x_offsets").data)
+            desc = L.arg(args, kwargs, 0, "desc")
+            rows = np.asarray(L.arg(args, kwargs, 1, "x_offsets").data)
             with contextlib.suppress(AttributeError, IndexError, TypeError, ValueError):
                 height, width = (int(np.asarray(d.data).item()) for d in desc.shape[-2:])
-                cols = int(np.asarray(_arg(args, kwargs, 2, "y_offset").data).item()) + \
+                cols = int(np.asarray(L.arg(args, kwargs, 2, "y_offset").data).item()) + \
                     np.arange(desc.block_shape[-1])
                 valid = (((rows >= 0) & (rows < height))[:, None]
                          & ((cols >= 0) & (cols < width))[None, :])
                 if not valid.all():
-                    _mark(out, valid)
+                    L.mark(out, valid)
             return out
         return run
 
     def _load(self, method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
             out = method(*args, **kwargs)
-            ptrs, mask = _arg(args, kwargs, 0, "ptrs"), _arg(args, kwargs, 1, "mask")
-            lanes = _mask_lanes(ptrs, mask)
+            ptrs, mask = L.arg(args, kwargs, 0, "ptrs"), L.arg(args, kwargs, 1, "mask")
+            lanes = L.mask_lanes(ptrs, mask)
             self._note(self.loads, ptrs, lanes)
-            return _mark(out, None if lanes.all() else lanes)
+            return L.mark(out, None if lanes.all() else lanes)
         return run
 
     def _store(self, method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
-            ptrs, value = _arg(args, kwargs, 0, "ptrs"), _arg(args, kwargs, 1, "value")
-            lanes = _mask_lanes(ptrs, _arg(args, kwargs, 2, "mask"))
+            ptrs, value = L.arg(args, kwargs, 0, "ptrs"), L.arg(args, kwargs, 1, "value")
+            lanes = L.mask_lanes(ptrs, L.arg(args, kwargs, 2, "mask"))
             self._note(self.stores, ptrs, lanes)
             _stored(value, lanes)
             return method(*args, **kwargs)
@@ -468,9 +403,9 @@ class Count:
 
     def _atomic(self, method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
-            op, ptr = _arg(args, kwargs, 0, "rmwOp"), _arg(args, kwargs, 1, "ptr")
-            val = _arg(args, kwargs, 2, "val")
-            lanes = _mask_lanes(ptr, _arg(args, kwargs, 3, "mask"))
+            op, ptr = L.arg(args, kwargs, 0, "rmwOp"), L.arg(args, kwargs, 1, "ptr")
+            val = L.arg(args, kwargs, 2, "val")
+            lanes = L.mask_lanes(ptr, L.arg(args, kwargs, 3, "mask"))
             self._note(self.loads, ptr, lanes)
             self._note(self.stores, ptr, lanes)
             _stored(val, lanes)
@@ -483,7 +418,7 @@ class Count:
 
     def _cas(self, method: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:
-            ptr = _arg(args, kwargs, 0, "ptr")
+            ptr = L.arg(args, kwargs, 0, "ptr")
             lanes = np.ones(np.shape(ptr.data), dtype=bool)  # no mask: every lane
             self._note(self.loads, ptr, lanes)
             self._note(self.stores, ptr, lanes)
@@ -507,7 +442,7 @@ class Count:
             handle = inputs[0].handle
             _escape([i.handle for i in inputs if hasattr(i, "handle")])
             if handle.dtype.scalar.is_floating() and not count._quiet:
-                valid = _valid(handle)
+                valid = L.valid_of(handle)
                 data = np.asarray(handle.data)
                 axis = ops.axis
                 if valid is None:
@@ -517,7 +452,7 @@ class Count:
                      float(np.count_nonzero(valid) - np.count_nonzero(kept)))
                 if not np.all(kept):
                     for result in out if isinstance(out, (list, tuple)) else (out,):
-                        _mark(getattr(result, "handle", None), kept)
+                        L.mark(getattr(result, "handle", None), kept)
             return out
         return apply_impl
 
@@ -530,7 +465,7 @@ class Count:
             _escape([i.handle for i in inputs if hasattr(i, "handle")])
             if handle.dtype.scalar.is_floating() and not count._quiet:
                 _add(count.vector, precision(handle.dtype),
-                     float(_lanes(handle, _valid(handle))))
+                     float(L.lanes(handle, L.valid_of(handle))))
             return out
         return apply_impl
 
@@ -560,13 +495,6 @@ class Count:
 
 
 
-def _mask_lanes(ptrs: Any, mask: Any) -> Any:
-    shape = np.shape(ptrs.data)
-    if mask is None:
-        return np.ones(shape, dtype=bool)
-    return np.broadcast_to(np.asarray(mask.data), shape).astype(bool)
-
-
 def _stored(value: Any, lanes: Any) -> None:
     """Note the lanes a store wrote on the dots whose products *value* carries."""
     for dot in _dots(value):
@@ -593,9 +521,9 @@ def _transposing(original: Any) -> Any:
             out = get(value)
             handle = getattr(value, "handle", None)
             _escape([handle])
-            valid = _valid(handle)
+            valid = L.valid_of(handle)
             if valid is not None:
-                _mark(getattr(out, "handle", None), np.transpose(valid))
+                L.mark(getattr(out, "handle", None), np.transpose(valid))
             return out
 
         scope.set_attr(tensor, "T", property(transpose))
@@ -609,46 +537,3 @@ def _dot_precision(a: Any, b: Any, input_precision: Any) -> tuple[str, int]:
         key = getattr(input_precision, "name", str(input_precision)).split(".")[-1]
         return O.INPUT_PRECISION.get(key, ("fp32", 1))
     return name, 1
-
-
-def _moved(name: str, ops: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The valid lanes of a lane-moving op's result (a tuple of two for a split), moved as
-    the data is; None: every lane."""
-    masks = [_valid(h) for h in ops]
-    if all(m is None for m in masks):
-        return None
-    first = masks[0]
-    try:
-        if name == "create_broadcast":
-            return None if first is None else np.broadcast_to(first, _arg(args, kwargs, 1,
-                                                                          "shape"))
-        if name == "create_expand_dims":
-            return None if first is None else np.expand_dims(first, _arg(args, kwargs, 1,
-                                                                         "axis"))
-        if name == "create_reshape":
-            return None if first is None else np.reshape(first, _arg(args, kwargs, 1, "shape"))
-        if name == "create_trans":
-            return None if first is None else np.transpose(first, _arg(args, kwargs, 1,
-                                                                       "perm"))
-        if name == "create_split":
-            return None if first is None else (first[..., 0], first[..., 1])
-        if name == "create_join":
-            parts = [np.broadcast_to(m, np.shape(h.data)) if m is not None
-                     else np.ones(np.shape(h.data), dtype=bool) for h, m in zip(ops, masks,
-                                                                               strict=False)]
-            return np.stack(parts, axis=-1)
-        if name == "create_cat":
-            parts = [np.broadcast_to(m, np.shape(h.data)) if m is not None
-                     else np.ones(np.shape(h.data), dtype=bool) for h, m in zip(ops, masks,
-                                                                               strict=False)]
-            return np.concatenate(parts)
-        if name == "create_gather":
-            src, index = ops[0], ops[1]
-            lanes = np.take_along_axis(
-                np.broadcast_to(first, np.shape(src.data)) if first is not None
-                else np.ones(np.shape(src.data), dtype=bool),
-                np.asarray(index.data), axis=_arg(args, kwargs, 2, "axis"))
-            return lanes if masks[1] is None else np.logical_and(lanes, masks[1])
-    except (ValueError, TypeError, IndexError):
-        return None
-    return None  # splat, unsplat: a scalar's value, every lane
