@@ -341,18 +341,40 @@ def _counts(kernel: Any) -> bool:
 
 def counted(label: str, count: _C.Count, nbytes: float, dtype: str | None,
             priced: str | None) -> list[Kernel]:
-    """The kernels of a launch counted in the interpreter: its ``tl.dot`` work on the matrix
-    units with every byte, its other arithmetic on the vector units (in the same launch:
-    timed in the matrix kernel's epilogue); a launch with no dot is one vector kernel."""
+    """The kernels of a launch counted in the interpreter, one per precision its work ran in:
+    its dots' products on the matrix units (the largest first, carrying every byte; *priced*,
+    a tracer's dtype override, prices all of them), its other arithmetic on the vector
+    units, all timed as one kernel (``epilogue_of`` the first); a launch with no dot is its
+    vector kernels, a launch with no arithmetic one vector kernel of 0 FLOPs in *dtype*.
+    A launch that ran an op the counter does not know is refused by the op's name."""
+    if count.refused:
+        from ._base import TraceError
+
+        ran = ", ".join(f"{name} x{calls}" for name, calls in sorted(count.refused.items()))
+        raise TraceError(f"Triton {label}: ran {ran[:80]}, which is not counted; give its "
+                         f"work with register_op({label!r}, formula)")
     moved = nbytes if count.descriptors else count.nbytes()
-    if count.matrix:
-        matrix = Kernel(label, count.matrix, moved, unit="matrix",
-                        dtype=priced or dtype or "fp32")
-        if not count.vector:
-            return [matrix]
-        return [matrix, K.vector(f"{label}.vector", flops=count.vector, nbytes=0.0,
-                                 dtype=dtype).evolve(epilogue_of=label)]
-    return [K.vector(label, flops=count.vector, nbytes=moved, dtype=dtype)]
+    matrix = {p: f for p, f in count.matrix.items() if f > 0}
+    if priced and matrix:
+        matrix = {priced: sum(matrix.values())}
+    vector = {p: f for p, f in count.vector.items() if f > 0}
+    kernels: list[Kernel] = []
+    for width, flops in sorted(matrix.items(), key=lambda item: -item[1]):
+        if not kernels:
+            kernels.append(Kernel(label, flops, moved, unit="matrix", dtype=width))
+        else:
+            kernels.append(Kernel(f"{label}.{width}", flops, 0.0, unit="matrix", dtype=width,
+                                  epilogue_of=label))
+    for width, flops in sorted(vector.items(), key=lambda item: -item[1]):
+        if not kernels:
+            kernels.append(K.vector(label, flops=flops, nbytes=moved, dtype=width))
+            continue
+        name = f"{label}.vector" if len(vector) == 1 or not matrix else f"{label}.vector.{width}"
+        if not matrix:
+            name = f"{label}.{width}"
+        kernels.append(K.vector(name, flops=flops, nbytes=0.0, dtype=width).evolve(
+            epilogue_of=label))
+    return kernels or [K.vector(label, flops=0.0, nbytes=moved, dtype=dtype)]
 
 
 class _Within:

@@ -16,6 +16,7 @@ import inspect
 import textwrap
 from typing import Any
 
+from .. import dtypes
 from . import _kernels as K
 
 _READS = frozenset({"load"})
@@ -90,9 +91,19 @@ def directions(fn: Any) -> tuple[frozenset[str], frozenset[str]] | None:
     return result
 
 
+#: Precisions a kernel's products may run in; index, pointer and count arrays (int16, int32,
+#: int64, bool) are not what its arithmetic runs in.
+_COMPUTED = frozenset({"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8",
+                       "int4"})
+
+
 def tensor_bytes(kernel: Any, bound: dict[str, Any]) -> tuple[float, str | None]:
     """Bytes of the launch's tensor arguments, each once per direction the kernel moves it
-    (see the module docstring), and the widest float precision among them."""
+    (see the module docstring), and the precision its FLOPs are priced in where nothing
+    says which: the narrowest of its tensors' floating (or int8) precisions, the fastest
+    peak among them, so the bound stays a lower bound (an fp8 GEMM writing fp16 is fp8; an
+    fp16 attention with an fp32 log-sum-exp is fp16; pointer and index arrays never count);
+    None with no such tensor."""
     import torch
 
     fn = getattr(kernel, "fn", None)
@@ -106,7 +117,10 @@ def tensor_bytes(kernel: Any, bound: dict[str, Any]) -> tuple[float, str | None]
             continue
         key = id(tensor)
         sizes[key] = tensor.numel() * tensor.dtype.itemsize
-        dtype = K.wider(dtype, K.precision(tensor.dtype))
+        found = K.precision(tensor.dtype)
+        if found in _COMPUTED and (dtype is None or dtypes.ITEMSIZE[found] < dtypes.ITEMSIZE[
+                dtype]):
+            dtype = found
         read, written = ways.get(key, (False, False))
         if moves is None:
             ways[key] = (True, written)

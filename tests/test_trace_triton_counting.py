@@ -1,0 +1,464 @@
+"""What Triton's interpreter counter counts, op class by op class, on small kernels written
+here, each against a hand count derived beside it (bytes exact, FLOPs exact unless said).
+
+Runs in interpreter mode only (tests/conftest.py sets TRITON_INTERPRET before triton is
+imported, so ``triton.jit`` below makes interpreted kernels).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+
+import triton.language as tl  # noqa: E402
+
+import pytest_roofline as rl  # noqa: E402
+from pytest_roofline.tracing import TraceError, _triton, _triton_count, _triton_ops  # noqa: E402
+
+if not triton.knobs.runtime.interpret:
+    pytest.skip("interpreter mode only (TRITON_INTERPRET=1 before triton is imported)",
+                allow_module_level=True)
+
+
+def _by_dtype(work: object) -> dict[tuple[str, str], float]:
+    found: dict[tuple[str, str], float] = {}
+    for k in work.kernels:  # type: ignore[attr-defined]
+        key = (k.unit, k.dtype)
+        found[key] = found.get(key, 0.0) + float(k.flops)
+    return found
+
+
+# -- 1. tensor descriptors -------------------------------------------------------------------
+
+
+@triton.jit
+def _desc_copy(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    block = src.load([pid * BM, 0])
+    dst.store([pid * BM, 0], block * 2.0)
+
+
+def test_tensor_descriptor_loads_and_stores_are_counted() -> None:
+    """The interpreter calls the masked load by keyword from a descriptor's load (the
+    counter's wrappers take any signature). 48 x 32 fp16 in 32 x 32 blocks: two programs, the
+    second's rows 48..63 out of bounds (masked). Bytes: 48·32·2 = 3,072 read + 3,072
+    written = 6,144; FLOPs: one multiply a valid lane, 48·32 = 1,536, at fp16."""
+    x = torch.randn(48, 32, dtype=torch.float16)
+    y = torch.empty_like(x)
+
+    def run() -> None:
+        _desc_copy[(2,)](x, y, 48, 32, BM=32, BN=32)
+
+    work = rl.trace(run)
+    assert work.bytes == 6144
+    assert _by_dtype(work) == {("vector", "fp16"): 1536}
+    torch.testing.assert_close(y, x * 2)
+    assert dict(work.assumed) == {"Triton _desc_copy: counted in the interpreter": 1}
+
+
+# -- 2. a dot at its operands' precision -----------------------------------------------------
+
+
+@triton.jit
+def _dot_and_lse(a_ptr, b_ptr, c_ptr, lse_ptr, M: tl.constexpr, N: tl.constexpr,
+                 K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    c = tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+    tl.store(lse_ptr + rm, tl.sum(c, axis=1))
+
+
+def _dot_lse(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.shape
+    n = b.shape[1]
+    out_dtype = torch.int32 if a.dtype == torch.int8 else torch.float32
+    c = torch.empty(m, n, dtype=out_dtype)
+    lse = torch.empty(m, dtype=out_dtype)
+    _dot_and_lse[(1,)](a, b, c, lse, M=m, N=n, K=k)
+    return c
+
+
+@pytest.mark.parametrize(("dtype", "priced"), [(torch.float16, "fp16"),
+                                               (torch.bfloat16, "bf16"),
+                                               (torch.float8_e4m3fn, "fp8"),
+                                               (torch.int8, "int8")])
+def test_a_dot_is_priced_at_its_operands_precision(dtype: torch.dtype, priced: str) -> None:
+    """A 16 x 16 x 32 dot: 2·16·16·32 = 16,384 FLOPs at the operands' precision, though the
+    launch also holds fp32 (int32) outputs: never the widest tensor of the launch."""
+    a = torch.randn(16, 32).clamp(-2, 2).to(dtype)
+    b = torch.randn(32, 16).clamp(-2, 2).to(dtype)
+    work = rl.trace(_dot_lse, a, b)
+    assert _by_dtype(work)[("matrix", priced)] == 2 * 16 * 16 * 32
+    main = work.kernels[0]
+    assert (main.unit, main.dtype) == ("matrix", priced)
+    # bytes: a and b once (16·32 + 32·16 elements of 1 or 2 B), c and lse written (4 B)
+    assert main.bytes == 2 * 16 * 32 * a.element_size() + (16 * 16 + 16) * 4
+
+
+@triton.jit
+def _two_dots(a_ptr, b_ptr, x_ptr, y_ptr, c_ptr, z_ptr, M: tl.constexpr):
+    r = tl.arange(0, M)
+    idx = r[:, None] * M + r[None, :]
+    c = tl.dot(tl.load(a_ptr + idx), tl.load(b_ptr + idx))
+    z = tl.dot(tl.load(x_ptr + idx), tl.load(y_ptr + idx), input_precision="ieee")
+    tl.store(c_ptr + idx, c)
+    tl.store(z_ptr + idx, z)
+
+
+def test_each_dot_of_a_launch_keeps_its_own_precision() -> None:
+    """One launch, two 16^3 dots: fp16 (8,192 FLOPs) and ieee fp32 (8,192): two matrix
+    kernels, one per precision, timed as one launch (the second in the first's epilogue);
+    an fp32 dot at Triton's default input precision runs as tf32."""
+    h = [torch.randn(16, 16, dtype=torch.float16) for _ in range(2)]
+    f = [torch.randn(16, 16) for _ in range(2)]
+    out = [torch.empty(16, 16) for _ in range(2)]
+
+    def run() -> None:
+        _two_dots[(1,)](*h, *f, *out, M=16)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("matrix", "fp16"): 8192, ("matrix", "fp32"): 8192}
+    first, second = work.kernels
+    assert second.epilogue_of == first.name == "_two_dots"
+    assert first.bytes == (2 * 256 * 2 + 2 * 256 * 4) + 2 * 256 * 4 and second.bytes == 0
+    tf32 = rl.trace(_dot_lse, f[0], f[1])
+    assert _by_dtype(tf32)[("matrix", "tf32")] == 8192
+
+
+# -- 3. the discarded rows through an epilogue -------------------------------------------------
+
+
+@triton.jit
+def _mm_epilogue(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                 BK: tl.constexpr, ACTIVATION: tl.constexpr):
+    """The matmul tutorial's algorithm (rows and columns wrapped with % M, % N; K masked),
+    accumulating with ``acc += tl.dot(a, b)``, with its leaky_relu epilogue and a cast."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    offs_m = (pid_m * BM + tl.arange(0, BM)) % M
+    offs_n = (pid_n * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        kk = k * BK + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * K + kk[None, :], mask=kk[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * N + offs_n[None, :], mask=kk[:, None] < K, other=0.0)
+        acc += tl.dot(a, b)
+    if ACTIVATION == "leaky_relu":
+        acc = tl.where(acc >= 0, acc, 0.01 * acc)
+    c = (acc * 0.5).to(tl.float16)
+    cm = pid_m * BM + tl.arange(0, BM)
+    cn = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + cm[:, None] * N + cn[None, :], c, mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+@pytest.mark.parametrize("activation", ["", "leaky_relu"])
+def test_discarded_rows_follow_the_accumulator_through_the_epilogue(activation: str) -> None:
+    """FlagGems' mm shape, 100 x 70 x 90 in 64 x 64 x 32 tiles: the tiles compute 128 x 128
+    outputs over K padded to 96 (masked: no products); the rows and columns past the edge are
+    thrown away by the masked store. Matrix FLOPs = 2·100·70·90 = 1,260,000 exactly, at fp16;
+    bytes: A 100·90·2 + B 90·70·2 + C 100·70·2 = 18,000 + 12,600 + 14,000 = 44,600."""
+    a = torch.randn(100, 90, dtype=torch.float16)
+    b = torch.randn(90, 70, dtype=torch.float16)
+    c = torch.empty(100, 70, dtype=torch.float16)
+
+    def run() -> None:
+        _mm_epilogue[(2, 2)](a, b, c, 100, 70, 90, BM=64, BN=64, BK=32, ACTIVATION=activation)
+
+    work = rl.trace(run)
+    flops = _by_dtype(work)
+    assert flops[("matrix", "fp16")] == 2 * 100 * 70 * 90
+    assert work.kernels[0].bytes == 44_600
+    # vector work on the whole 64 x 64 tile of each of the 4 programs (the kernel does it):
+    # acc += dot: 3 K steps, the first a move (0 + dot), 2 adds = 2·4,096; the scale 4,096;
+    # leaky_relu: a compare and a multiply, 2·4,096; per program, 4 programs
+    tile = 64 * 64
+    per = 2 * tile + tile + (2 * tile if activation else 0)
+    assert flops[("vector", "fp32")] == 4 * per
+    ref = a.float() @ b.float()
+    if activation:
+        ref = torch.where(ref >= 0, ref, 0.01 * ref)
+    torch.testing.assert_close(c.float(), ref * 0.5, atol=0.05, rtol=0.01)
+
+
+@triton.jit
+def _split_store(a_ptr, b_ptr, c_ptr, M: tl.constexpr):
+    r = tl.arange(0, M)
+    idx = r[:, None] * M + r[None, :]
+    c = tl.dot(tl.load(a_ptr + idx), tl.load(b_ptr + idx))
+    top = r[:, None] < M // 2
+    tl.store(c_ptr + idx, c, mask=top)
+    tl.store(c_ptr + idx, c, mask=~top & (r[None, :] >= 0))
+
+
+def test_complementary_masked_stores_count_the_dot_once() -> None:
+    """A 32^3 dot stored by two masked stores (the top rows, then the rest): every lane is
+    written, so all 2·32·32·32 = 65,536 products count (not 0: neither store alone writes
+    every lane). Bytes: a, b read, c written: 3·1,024·4 = 12,288."""
+    a, b, c = torch.randn(32, 32), torch.randn(32, 32), torch.empty(32, 32)
+
+    def run() -> None:
+        _split_store[(1,)](a, b, c, M=32)
+
+    work = rl.trace(run)
+    assert sum(k.flops for k in work.kernels if k.unit == "matrix") == 65_536
+    assert work.bytes == 12_288
+
+
+# -- 4. dot_scaled ---------------------------------------------------------------------------
+
+
+@triton.jit
+def _scaled(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr,
+            K: tl.constexpr):
+    rm, rn, rk, rs = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, sa, "e4m3", b, sb, "e4m3")
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+def test_dot_scaled_is_counted_with_its_scales_traffic() -> None:
+    """mxfp8 64 x 64 x 128: 2·64·64·128 = 1,048,576 FLOPs at fp8. Bytes: A and B 64·128 B
+    each (8,192 + 8,192), their e8m0 scales one byte per 32 values (64·4 + 64·4 = 512), C in
+    fp32 64·64·4 = 16,384: 33,280."""
+    a = torch.randn(64, 128).to(torch.float8_e4m3fn)
+    b = torch.randn(128, 64).to(torch.float8_e4m3fn)
+    sa = torch.full((64, 4), 127, dtype=torch.uint8)  # 2^0
+    sb = torch.full((64, 4), 127, dtype=torch.uint8)
+    c = torch.empty(64, 64)
+
+    def run() -> None:
+        _scaled[(1,)](a, sa, b, sb, c, M=64, N=64, K=128)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("matrix", "fp8"): 1_048_576}
+    assert work.bytes == 33_280
+    torch.testing.assert_close(c, a.float() @ b.float(), atol=0.05, rtol=0.01)
+
+
+# -- 5. loop-carried accumulators ------------------------------------------------------------
+
+
+@triton.jit
+def _blocked_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr, tl.sum(acc, axis=0))
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 9, 12])
+def test_a_loop_accumulator_keeps_the_lanes_of_earlier_chunks(n: int) -> None:
+    """Summing n elements in chunks of 4: the first add into the zeroed accumulator is a move,
+    each later chunk adds its valid lanes, and the final tl.sum adds the lanes that hold data
+    (all 4 once a full chunk ran): n - 1 adds in all, as a reduction of n counts (5: 0 + 1 +
+    3 = 4; 4: 0 + 3 = 3, never more than 5's). Bytes: n·4 read + 4 written."""
+    x = torch.randn(n)
+    out = torch.empty(1)
+
+    def run() -> None:
+        _blocked_sum[(1,)](x, out, n, BLOCK=4)
+
+    work = rl.trace(run)
+    assert work.flops == n - 1
+    assert work.bytes == 4 * n + 4
+    torch.testing.assert_close(out[0], x.sum())
+
+
+# -- 6. atomics, join, split, permute --------------------------------------------------------
+
+
+@triton.jit
+def _atomics(lock_ptr, f_ptr, i_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    tl.atomic_cas(lock_ptr + r, tl.zeros((BLOCK,), tl.int32), tl.full((BLOCK,), 1, tl.int32))
+    tl.atomic_add(f_ptr + r, tl.full((BLOCK,), 1.0, tl.float32), mask=r < 100)
+    tl.atomic_max(f_ptr + r, tl.full((BLOCK,), 0.5, tl.float32), mask=r < 100)
+    tl.atomic_xchg(i_ptr + r, tl.full((BLOCK,), 3, tl.int32))
+
+
+def test_every_atomic_reads_and_writes() -> None:
+    """atomic_cas on 128 int32 lanes reads and writes 128·4 B: 1,024 B; atomic_add and
+    atomic_max on the first 100 fp32 lanes of another tensor read and write 100·4 B each way
+    (800, the same addresses once), the add one FLOP a lane (100; Triton runs a float max as
+    integer atomics on the bits: no FLOP); atomic_xchg of 128 int32: 1,024 B, no FLOP.
+    Total 1,024 + 800 + 1,024 = 2,848 B."""
+    lock, f, i = torch.zeros(128, dtype=torch.int32), torch.zeros(128), torch.zeros(
+        128, dtype=torch.int32)
+
+    def run() -> None:
+        _atomics[(1,)](lock, f, i, BLOCK=128)
+
+    work = rl.trace(run)
+    assert work.bytes == 2848
+    assert work.flops == 100
+    assert int(lock.sum()) == 128 and float(f[:100].sum()) == 100.0
+
+
+@triton.jit
+def _join_split(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    mask = r < n
+    x = tl.load(x_ptr + r, mask=mask)
+    y = tl.load(y_ptr + r, mask=mask)
+    pair = tl.join(x, y) * 2.0  # (BLOCK, 2)
+    lo, hi = tl.split(tl.permute(tl.permute(pair, (1, 0)), (1, 0)))
+    tl.store(out_ptr + r, lo + hi, mask=mask)
+
+
+def test_join_split_and_permute_keep_the_lane_masks() -> None:
+    """150 valid lanes of a 256 block: the joined pair's multiply is 2·150 = 300 FLOPs (not
+    512: the padding stays padding through join and permute), the add after the split 150:
+    450. Bytes: x, y read and the output written, 3·150·4 = 1,800."""
+    x, y, out = torch.randn(150), torch.randn(150), torch.empty(150)
+
+    def run() -> None:
+        _join_split[(1,)](x, y, out, 150, BLOCK=256)
+
+    work = rl.trace(run)
+    assert work.flops == 450
+    assert work.bytes == 1800
+    torch.testing.assert_close(out, 2 * (x + y))
+
+
+# -- 7. every op counted or refused by name ----------------------------------------------------
+
+
+def test_every_interpreter_op_is_classified() -> None:
+    """Each ``create_*`` method of this Triton's interpreter builder is in one table of
+    ``_triton_ops``: a Triton that adds one fails here first."""
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    assert _triton_ops.classify(dir(InterpreterBuilder)) == []
+    tables = [_triton_ops.FLOPS, _triton_ops.CARRY, _triton_ops.SHAPE, _triton_ops.INTEGER,
+              _triton_ops.MEMORY, _triton_ops.THROUGH, _triton_ops.MATRIX, _triton_ops.NO_WORK,
+              _triton_ops.REFUSED]
+    assert sum(len(t) for t in tables) == len(_triton_ops.KNOWN)  # in one table only
+
+
+def test_an_op_the_counter_does_not_know_refuses_the_launch_by_name() -> None:
+    from triton.runtime import interpreter
+
+    cls = interpreter.InterpreterBuilder
+    cls.create_rl_new_op = lambda self, x: x  # type: ignore[attr-defined]
+    try:
+        count = _triton_count.Count()
+        with count:
+            interpreter.interpreter_builder.create_rl_new_op(1)
+    finally:
+        del cls.create_rl_new_op  # type: ignore[attr-defined]
+    assert dict(count.refused) == {"create_rl_new_op": 1}
+    with pytest.raises(TraceError, match="Triton k: ran create_rl_new_op x1.*register_op"):
+        _triton.counted("k", count, 0.0, "fp32", None)
+
+
+def test_interpreter_internals_the_counter_follows() -> None:
+    """Beyond the builder's ``create_*`` methods the counter follows three interpreter
+    internals: programs start with ``set_grid_idx`` (a program's stores settle its dots),
+    ``_patch_lang_tensor(tensor, scope)`` installs ``tensor.T`` (a transpose made on the
+    data: the counter moves its mask too), and constants come from the builder's ``get_*``
+    methods. When one of them changes, this fails first."""
+    import inspect
+
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    assert list(inspect.signature(builder.set_grid_idx).parameters) == ["self", "x", "y", "z"]
+    assert list(inspect.signature(interpreter._patch_lang_tensor).parameters) == [
+        "tensor", "scope"]
+    missing = [name for name in _triton_ops.CONSTANTS if not hasattr(builder, name)]
+    assert not missing, missing
+    assert {p.name for p in interpreter._ir.INPUT_PRECISION.__members__.values()} >= set(
+        _triton_ops.INPUT_PRECISION)
+    assert set(interpreter._ir.ScaleDotElemTypeTY.__members__) == set(
+        _triton_ops.SCALED_FORMATS)
+
+
+@triton.jit
+def _desc_gather_scatter(x_ptr, y_ptr, M, N: tl.constexpr, ROWS: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[1, N])
+    dst = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[1, N])
+    rows = tl.arange(0, ROWS) * 4 + 1
+    block = src.gather(rows, 0)
+    dst.scatter(block * 2.0, rows, 0)
+
+
+def test_tensor_descriptor_gather_and_scatter_are_counted() -> None:
+    """Rows 1, 5, ..., 29 of a 26 x 16 fp32 tensor, gathered and scattered (row 29, past
+    M = 26, is masked): 7 rows of 16 read and written, 2·7·16·4 = 896 B; the multiply on
+    the gathered lanes that hold data, 7·16 = 112 FLOPs (not 8·16)."""
+    x = torch.randn(26, 16)
+    y = torch.zeros_like(x)
+
+    def run() -> None:
+        _desc_gather_scatter[(1,)](x, y, 26, N=16, ROWS=8)
+
+    work = rl.trace(run)
+    assert work.bytes == 896
+    assert work.flops == 112
+    torch.testing.assert_close(y[1::4], 2 * x[1::4])
+
+
+def test_a_launch_not_counted_is_priced_at_its_narrowest_computed_precision() -> None:
+    """Where nothing says the precision (a ``flops`` key, a formula's number), a launch is
+    priced at the narrowest floating (or int8) precision among its tensors, the fastest
+    peak, so the bound stays a lower bound: an fp8 GEMM writing fp16 is fp8, an fp16
+    attention with an fp32 log-sum-exp fp16, and a grouped GEMM's int64 pointer arrays
+    never make it int64 work. Bytes: each tensor once (no source to read: read)."""
+    from types import SimpleNamespace
+
+    from pytest_roofline.tracing import _triton_source
+
+    kernel = SimpleNamespace()  # no kernel function: every tensor charged once, as read
+    fp8 = torch.zeros(4, 4, dtype=torch.float8_e4m3fn)
+    fp16, fp32 = torch.zeros(4, 4, dtype=torch.float16), torch.zeros(4)
+    pointers = torch.zeros(3, dtype=torch.int64)
+    cases = [({"a": fp8, "b": fp8.clone(), "c": fp16}, "fp8", 16 + 16 + 32),
+             ({"q": fp16, "lse": fp32}, "fp16", 32 + 16),
+             ({"ptrs": pointers, "a": fp16}, "fp16", 24 + 32),
+             ({"ptrs": pointers}, None, 24)]
+    for bound, priced, nbytes in cases:
+        assert _triton_source.tensor_bytes(kernel, bound) == (nbytes, priced), bound
+
+
+@triton.jit
+def _two_widths(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    mask = r < n
+    half = tl.load(x_ptr + r, mask=mask) * 2.0  # fp16 arithmetic
+    tl.store(y_ptr + r, half.to(tl.float32) * 3.0 + 1.0, mask=mask)  # fp32 arithmetic
+
+
+def test_vector_work_is_split_by_precision_and_a_dtype_override_prices_the_dots() -> None:
+    """100 valid lanes: one fp16 multiply (100 FLOPs at fp16), an fp32 multiply and add (200
+    at fp32): two vector kernels timed as one launch, the larger first with every byte (100
+    fp16 read, 100 fp32 written: 600 B). ``Tracer(dtype=...)`` prices all of a launch's dots
+    at that precision (one matrix kernel), its other arithmetic as it ran."""
+    x, y = torch.randn(100, dtype=torch.float16), torch.empty(100)
+
+    def run() -> None:
+        _two_widths[(1,)](x, y, 100, BLOCK=128)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("vector", "fp32"): 200, ("vector", "fp16"): 100}
+    first, second = work.kernels
+    assert (first.name, first.dtype, first.bytes) == ("_two_widths", "fp32", 600)
+    assert (second.name, second.epilogue_of, second.bytes) == ("_two_widths.fp16",
+                                                               "_two_widths", 0)
+    h = [torch.randn(16, 16, dtype=torch.float16) for _ in range(2)]
+    f = [torch.randn(16, 16) for _ in range(2)]
+    out = [torch.empty(16, 16) for _ in range(2)]
+
+    def dots() -> None:
+        _two_dots[(1,)](*h, *f, *out, M=16)
+
+    assert _by_dtype(rl.Tracer(dtype="bf16")(dots)) == {("matrix", "bf16"): 16_384}
