@@ -58,6 +58,18 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
     1 GiB), its CUDA/HIP graph replays priced from the traces of their *capture* (a file or
     a folder of them, :mod:`.torch.capture`) where given; or of a ``jax.profiler`` trace (its
     directory or ``.xplane.pb``: :mod:`.jax.jax_run`)."""
+    return _read(path, hw, capture, max_bytes)[0]
+
+
+def read_rank(path: str | os.PathLike[str], hw: Any = None, *,
+              max_bytes: int | None = None) -> tuple[Profile, Any]:
+    """A trace's :class:`Profile` and what a job compares its ranks by (a Kineto trace's
+    :class:`~.torch.trace_file.TraceFile`; None for a jax.profiler trace)."""
+    return _read(path, hw, None, max_bytes)
+
+
+def _read(path: str | os.PathLike[str], hw: Any, capture: Any,
+          max_bytes: int | None) -> tuple[Profile, Any]:
     if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
         raise ProfileError(f"read_trace: path={path!r:.60} must name a trace: a .json or "
                            f".json.gz file, or a jax.profiler directory or .xplane.pb")
@@ -70,7 +82,7 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
         if capture is not None:
             raise ProfileError(f"capture={os.fspath(capture)!r:.80}: graph captures are read "
                                f"for a PyTorch trace; a jax.profiler trace has none to give")
-        return jax_run.read_xplane(path, hw, max_bytes=max_bytes)
+        return jax_run.read_xplane(path, hw, max_bytes=max_bytes), None
     trace = trace_file.read(path, max_bytes)
     if not trace.shapes and capture is None:  # the shapes of replays are in the capture
         raise ProfileError(f"trace file {str(path)!r} has no input shapes: record it with "
@@ -90,7 +102,7 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
         notes += (note_of(captures),)
     with trace_file.paused_gc():
         return build(trace, chip, source=Path(path).name, notes=(*notes, *trace.warnings),
-                     captures=captures)
+                     captures=captures), trace
 
 
 def _chip(hw: Any, trace: Any) -> Any:

@@ -48,7 +48,7 @@ from ..devices import runs_tf32
 from ..model import KernelRow, Profile, Unpriced, rows_sorted
 from ..rows import judged_row, precision_of
 from ..timeline import timeline
-from . import capture, copies, pricing
+from . import capture, comms, copies, pricing
 from .capture import Captured
 from .trace_file import Device, Op, TraceFile
 
@@ -512,7 +512,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
                    total=trace.total_seconds() / repeats, rows=rows_sorted(rows),
                    unpriced=tuple(unpriced), repeats=repeats,
                    notes=(*notes, *sorted(joiner.assumed)), tick=tick,
-                   timeline=timeline(trace.timeline) if trace.on_device else None)
+                   timeline=timeline(trace.timeline) if trace.on_device else None,
+                   collectives=comms.calls(trace, chip) if trace.on_device else ())
 
 
 def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:

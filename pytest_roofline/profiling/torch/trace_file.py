@@ -160,6 +160,8 @@ class TraceFile:
     launches: int = 0
     #: every piece of device work, kernels, copies and memsets, in the file's order
     timeline: tuple[Device, ...] = ()
+    #: the trace's ``distributedInfo`` (its rank, world size, process groups), if any
+    distributed: dict[str, Any] | None = None
 
     def total_seconds(self) -> float:
         """The measured time the profile shares out: the device time of every kernel (GPU),
@@ -508,7 +510,13 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
                      integer_times=integer and on_device, warnings=tuple(warnings),
                      accelerator=None if on_device else _accelerator(events, device),
                      tick=timer_tick(durations[on_device]), steps=steps,
-                     launches=launches, timeline=tuple(timeline))
+                     launches=launches, timeline=tuple(timeline),
+                     distributed=_distributed(data.get("distributedInfo")))
+
+
+def _distributed(info: Any) -> dict[str, Any] | None:
+    """A trace's ``distributedInfo`` where it is an object, else None."""
+    return dict(info) if isinstance(info, dict) else None
 
 
 def _device(properties: Any, path: str) -> dict[str, Any] | None:
