@@ -188,7 +188,7 @@ class Job:
 
     def _headline(self) -> str:
         hw = sorted({r.profile.hw for r in self.ranks})
-        line = (f"job of {len(self.ranks)} rank(s) on {', '.join(hw)}: median step "
+        line = (f"job of {len(self.ranks)} rank{'s' if len(self.ranks) > 1 else ''} on {', '.join(hw)}: median step "
                 f"{_t(self.median_step_s)}")
         straggler = self.straggler
         if straggler is not None:
@@ -238,7 +238,8 @@ class Job:
         lines = [self._headline(), ""]
         lines += render(*self._rank_cells(), align="lrrrrrrl", width=width, optional=(7,))
         if self.collectives:
-            lines += ["", f"collectives, most skew first ({ALIGNMENT}):"]
+            lines += ["", "collectives, most skew first (matched by their order on each rank, "
+                      "aligned by their ends):"]
             lines += render(*self._collective_cells(top), align="lrrrrrl", width=width)
         headers, rows = self._link_cells()
         priced = [row for row in rows if row[-1] != "-"]
