@@ -188,7 +188,8 @@ class Job:
 
     def _headline(self) -> str:
         hw = sorted({r.profile.hw for r in self.ranks})
-        line = (f"job of {len(self.ranks)} rank{'s' if len(self.ranks) > 1 else ''} on {', '.join(hw)}: median step "
+        plural = "s" if len(self.ranks) > 1 else ""
+        line = (f"job of {len(self.ranks)} rank{plural} on {', '.join(hw)}: median step "
                 f"{_t(self.median_step_s)}")
         straggler = self.straggler
         if straggler is not None:
