@@ -280,3 +280,37 @@ def test_bad_job_options_exit_2_in_one_line(args: list[str],
 def test_job_options_on_one_trace_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["profile", str(MI300X), "--fail-straggler", "10%"]) == 2
     assert "reads a job" in capsys.readouterr().err
+
+
+# -- the idle time: host-bound or waiting ------------------------------------------------------
+
+
+class _Work:
+    def __init__(self, start: float, us: float, correlation: int) -> None:
+        self.name, self.category, self.stream = "gemm", "kernel", (0, 7)
+        self.start, self.seconds, self.args = start, us * 1e-6, {"correlation": correlation}
+
+
+def test_a_gap_is_host_bound_when_its_next_kernel_was_launched_after_it_began() -> None:
+    # us: kernels 0-10, 20-30, 50-60; the one at 20 launched at 15 (after the gap began at
+    # 10: host-bound, 10 us); the one at 50 launched at 25 (before the gap 30-50 began:
+    # waiting, 20 us); launches of 1 unknown: nothing ends a gap there
+    from pytest_roofline.profiling.timeline import timeline
+
+    works = [_Work(0, 10, 1), _Work(20, 10, 2), _Work(50, 10, 3)]
+    parts = timeline(works, {2: 15.0, 3: 25.0})
+    assert parts is not None
+    assert (parts["idle_s"], parts["idle_host_s"], parts["idle_waiting_s"],
+            parts["idle_unknown_s"]) == pytest.approx((30e-6, 10e-6, 20e-6, 0.0))
+    unknown = timeline(works, {2: 15.0})  # the launch of 3 is not in the trace
+    assert unknown is not None and unknown["idle_unknown_s"] == pytest.approx(20e-6)
+    assert "idle_host_s" not in (timeline(works) or {})  # no launches given: no split
+
+
+@pytest.mark.parametrize("name", ["h200_llama3_8b_layer_prefill.json.gz",
+                                  "v100_hta_trace_diff_test.json.gz"])
+def test_the_idle_parts_add_up_to_the_idle_time_of_a_trace(name: str) -> None:
+    parts = rl.read_trace(DATA / name).timeline or {}
+    assert parts["idle_host_s"] + parts["idle_waiting_s"] + parts["idle_unknown_s"] == \
+        pytest.approx(parts["idle_s"], rel=1e-9)
+    assert parts["idle_host_s"] > 0 and parts["idle_waiting_s"] > 0

@@ -512,7 +512,8 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
                    total=trace.total_seconds() / repeats, rows=rows_sorted(rows),
                    unpriced=tuple(unpriced), repeats=repeats,
                    notes=(*notes, *sorted(joiner.assumed)), tick=tick,
-                   timeline=timeline(trace.timeline) if trace.on_device else None,
+                   timeline=timeline(trace.timeline, trace.launch_times)
+                   if trace.on_device else None,
                    collectives=comms.calls(trace, chip) if trace.on_device else ())
 
 

@@ -162,6 +162,8 @@ class TraceFile:
     timeline: tuple[Device, ...] = ()
     #: the trace's ``distributedInfo`` (its rank, world size, process groups), if any
     distributed: dict[str, Any] | None = None
+    #: correlation id -> when the host launched it (us, the trace's clock)
+    launch_times: dict[Any, float] = field(default_factory=dict)
 
     def total_seconds(self) -> float:
         """The measured time the profile shares out: the device time of every kernel (GPU),
@@ -398,6 +400,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     timeline: list[Device] = []  # every piece of device work, in the file's order
     durations: dict[bool, list[float]] = {True: [], False: []}  # device, host: a sample
     steps: dict[str, int] = {}
+    launch_times: dict[Any, float] = {}
     launches = 0
     shapes = False
     integer = True
@@ -431,6 +434,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             correlation = read.key("correlation", optional=True)
             if correlation is not None:
                 by_id[correlation] = by_id.get(correlation, 0) + 1
+                launch_times.setdefault(correlation, start_us)
                 threads.setdefault(read.thread(), []).append(
                     (start, 1, 0.0, (correlation, name), start_us, start_us))
         elif cat in ANNOTATION_CATEGORIES:
@@ -511,7 +515,8 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
                      accelerator=None if on_device else _accelerator(events, device),
                      tick=timer_tick(durations[on_device]), steps=steps,
                      launches=launches, timeline=tuple(timeline),
-                     distributed=_distributed(data.get("distributedInfo")))
+                     distributed=_distributed(data.get("distributedInfo")),
+                     launch_times=launch_times)
 
 
 def _distributed(info: Any) -> dict[str, Any] | None:
