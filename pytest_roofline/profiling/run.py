@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -298,23 +299,47 @@ def read_captures(capture: str | os.PathLike[str], chip: Any) -> tuple[Any, ...]
             raise ProfileError(f"capture trace {str(path)!r} holds no launch of device "
                                f"work, so it captured no graph")
         trace.on_device = False  # its launches ran nothing: walk its ops by their shapes
-        joiner = Joiner(trace, chip)
-        joiner.run()
-        bound = flops = nbytes = limit = 0.0
-        main: tuple[float, str, str] = (-1.0, "memory", "-")
-        for group in joiner.groups.values():
-            if group.workload is None or not group.times:
+        if len(trace.segments) < 2:
+            out.append(_captured(trace, chip, path.name, trace.launches))
+            continue
+        for number, (begin, end, launches) in enumerate(trace.segments, start=1):
+            if launches == 0:
                 continue
-            result = analyze(group.workload, chip)
-            time = float(result.time) * len(group.times)
-            bound += time
-            limit += limit_of(result, chip) * len(group.times)
-            flops += float(result.flops) * len(group.times)
-            nbytes += float(result.bytes) * len(group.times)
-            if time > main[0]:
-                main = (time, str(result.regime), str(result.peak_label))
-        unpriced = tuple(sorted({name for name, _ in joiner.unpriced}))
-        out.append(Captured(source=path.name, launches=trace.launches, bound=bound,
-                            flops=flops, bytes=nbytes, regime=main[1], precision=main[2],
-                            unpriced=unpriced, limit=limit))
+            part = replace(trace, roots=_within(trace.roots, begin * 1e-6, end * 1e-6))
+            out.append(replace(_captured(part, chip, f"{path.name}#{number}", launches),
+                               segment=number, file=path.name))
     return tuple(out)
+
+
+def _within(ops: list[Any], low: float, high: float) -> list[Any]:
+    """The outermost ops of *ops* (and their children) that lie within [low, high] s."""
+    out: list[Any] = []
+    for op in ops:
+        if op.start >= low and op.end <= high:
+            out.append(op)
+        elif op.start < high and op.end > low:
+            out += _within(op.children, low, high)
+    return out
+
+
+def _captured(trace: Any, chip: Any, source: str, launches: int) -> Captured:
+    """A capture's ops (*trace*'s, walked by their shapes) priced on *chip*."""
+    joiner = Joiner(trace, chip)
+    joiner.run()
+    bound = flops = nbytes = limit = 0.0
+    main: tuple[float, str, str] = (-1.0, "memory", "-")
+    for group in joiner.groups.values():
+        if group.workload is None or not group.times:
+            continue
+        result = analyze(group.workload, chip)
+        time = float(result.time) * len(group.times)
+        bound += time
+        limit += limit_of(result, chip) * len(group.times)
+        flops += float(result.flops) * len(group.times)
+        nbytes += float(result.bytes) * len(group.times)
+        if time > main[0]:
+            main = (time, str(result.regime), str(result.peak_label))
+    unpriced = tuple(sorted({name for name, _ in joiner.unpriced}))
+    return Captured(source=source, launches=launches, bound=bound, flops=flops,
+                    bytes=nbytes, regime=main[1], precision=main[2], unpriced=unpriced,
+                    limit=limit)

@@ -544,8 +544,11 @@ def _replays(joiner: Joiner, captures: tuple[Captured, ...]) -> dict[str, _Repla
     """Each graph replay priced by its capture (:func:`.capture.match`), by capture; the
     rest named unpriced (``graph replay``)."""
     out: dict[str, _Replay] = {}
-    for nodes in joiner.replays.values():
-        found = capture.match(len(nodes), captures) if captures else None
+    replays = sorted(joiner.replays.values(), key=lambda nodes: min(
+        device.start for _, device in nodes))
+    matched = capture.assign([len(nodes) for nodes in replays], captures) if captures \
+        else [None] * len(replays)
+    for nodes, found in zip(replays, matched, strict=True):
         if found is None:
             for label, device in nodes:
                 joiner.unpriced[(label, GRAPH_REPLAY)].append(device.seconds)
