@@ -314,3 +314,16 @@ def test_the_idle_parts_add_up_to_the_idle_time_of_a_trace(name: str) -> None:
     assert parts["idle_host_s"] + parts["idle_waiting_s"] + parts["idle_unknown_s"] == \
         pytest.approx(parts["idle_s"], rel=1e-9)
     assert parts["idle_host_s"] > 0 and parts["idle_waiting_s"] > 0
+
+
+def test_a_single_traces_report_lists_its_collectives_with_nccl_tests_bandwidths() -> None:
+    profile = rl.read_trace(MI300X)
+    rows = {r["data_bytes"]: r for r in profile.to_dict()["collectives"]
+            if r["roof"] is not None}
+    big = rows[8816192 * 2.0]  # three all-reduces of 8,816,192 bf16 over 8 ranks
+    # algbw = 3 x 17.63 MB over their time; busbw = algbw x 2 x 7/8 (nccl-tests)
+    assert big["algbw_Bps"] == pytest.approx(3 * 17632384 / big["measured_s"], rel=1e-12)
+    text = profile.table(top=3)
+    assert "collectives (algbw, busbw as nccl-tests reports them):" in text
+    line = next(ln for ln in text.splitlines() if "17.6 MB" in ln)
+    assert f"{big['busbw_Bps'] / 1e9:.3g} GB/s" in line and f"{big['roof']:.1%}" in line
