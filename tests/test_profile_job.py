@@ -327,3 +327,12 @@ def test_a_single_traces_report_lists_its_collectives_with_nccl_tests_bandwidths
     assert "collectives (algbw, busbw as nccl-tests reports them):" in text
     line = next(ln for ln in text.splitlines() if "17.6 MB" in ln)
     assert f"{big['busbw_Bps'] / 1e9:.3g} GB/s" in line and f"{big['roof']:.1%}" in line
+
+
+def test_a_rank_that_cannot_be_read_fails_the_job_naming_its_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "rank0.json.gz").write_bytes(HTA[0].read_bytes())
+    (tmp_path / "rank1.json").write_text('{"traceEvents": 5}')
+    assert main(["profile", str(tmp_path), "--hw", "a100", "--jobs", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "rank1.json" in err and len(err.splitlines()) == 1
