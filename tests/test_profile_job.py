@@ -336,3 +336,14 @@ def test_a_rank_that_cannot_be_read_fails_the_job_naming_its_file(
     assert main(["profile", str(tmp_path), "--hw", "a100", "--jobs", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert "rank1.json" in err and len(err.splitlines()) == 1
+
+
+def test_a_rank_without_a_device_timeline_has_its_parts_unknown_never_zero() -> None:
+    cpu = Profile(hw="host", source="cpu.json", on_device=False, total=2e-3, rows=(),
+                  unpriced=())
+    job = compare([Path("cpu.json")], [(cpu, 2, None)])
+    [rank] = job.ranks
+    assert rank.step_s == pytest.approx(1e-3)  # its measured time over its 2 steps
+    assert rank.compute_s is None and rank.idle_s is None
+    assert job.to_dict()["ranks"][0]["idle_s"] is None
+    assert "      -" in job.table()

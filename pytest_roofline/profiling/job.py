@@ -51,17 +51,38 @@ _SUFFIXES = (".json", ".json.gz")
 
 @dataclass(frozen=True)
 class Rank:
-    """One rank of the job: its trace's profile, and its figures per profiler step (s)."""
+    """One rank of the job: its trace's profile, and its figures per profiler step (s).
+
+    Its step is its device timeline's span (:mod:`.timeline`) over its steps; a trace with
+    no device timeline (a CPU or a jax.profiler trace) has its measured time as its step,
+    and its parts unknown (None), never 0."""
 
     rank: int
     source: str
     profile: Profile
     steps: int
     step_s: float
-    compute_s: float
-    exposed_communication_s: float
-    idle_s: float
     clock_offset_us: float = 0.0  # its clock less the first rank's (collectives' ends)
+
+    def part(self, name: str) -> float | None:
+        """A part of its timeline a step (``compute``, ``exposed_communication``,
+        ``copies``, ``idle``, ``idle_host``, ``idle_waiting``, ``idle_unknown``), s; None
+        where its trace has none."""
+        parts = self.profile.timeline
+        value = None if parts is None else parts.get(f"{name}_s")
+        return None if value is None else float(value) / self.steps
+
+    @property
+    def compute_s(self) -> float | None:
+        return self.part("compute")
+
+    @property
+    def exposed_communication_s(self) -> float | None:
+        return self.part("exposed_communication")
+
+    @property
+    def idle_s(self) -> float | None:
+        return self.part("idle")
 
     @property
     def roof(self) -> float | None:
@@ -70,11 +91,16 @@ class Rank:
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "source": self.source, "hw": self.profile.hw,
-                "steps": self.steps, "step_s": self.step_s, "compute_s": self.compute_s,
-                "exposed_communication_s": self.exposed_communication_s,
-                "idle_s": self.idle_s, "roof": self.roof,
-                "priced_share": self.profile.priced_share,
+                "steps": self.steps, "step_s": self.step_s,
+                **{f"{name}_s": self.part(name) for name in _PARTS},
+                "roof": self.roof, "priced_share": self.profile.priced_share,
                 "clock_offset_us": self.clock_offset_us}
+
+
+#: The parts of a rank's step its JSON carries (compute, exposed communication, copies and
+#: idle add up to the step; the idle time split three ways where launches are known).
+_PARTS = ("compute", "exposed_communication", "overlapped_communication", "copies", "idle",
+          "idle_host", "idle_waiting", "idle_unknown")
 
 
 @dataclass(frozen=True)
@@ -267,8 +293,8 @@ class Job:
         return "\n".join(out)
 
 
-def _t(seconds: float) -> str:
-    return str(format_time(seconds))
+def _t(seconds: float | None) -> str:
+    return "-" if seconds is None else str(format_time(seconds))
 
 
 def _bw(value: float | None) -> str:
@@ -361,11 +387,7 @@ def compare(files: Sequence[Path], results: Sequence[tuple[Profile, int, Any]]) 
     for path, (profile, steps, _), rank in zip(files, results, ids, strict=True):
         parts = dict(profile.timeline or {})
         ranks.append(Rank(rank=rank, source=path.name, profile=profile, steps=steps,
-                          step_s=parts.get("span_s", profile.total) / steps,
-                          compute_s=parts.get("compute_s", 0.0) / steps,
-                          exposed_communication_s=parts.get("exposed_communication_s",
-                                                            0.0) / steps,
-                          idle_s=parts.get("idle_s", 0.0) / steps))
+                          step_s=parts.get("span_s", profile.total) / steps))
     ranks.sort(key=lambda r: r.rank)
     collectives, unmatched, offsets = _matched(ranks)
     ranks = [Rank(**{**r.__dict__, "clock_offset_us": offsets.get(r.rank, 0.0)})
