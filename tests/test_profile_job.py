@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pytest_roofline as rl
 from pytest_roofline.cli import main
@@ -347,3 +349,48 @@ def test_a_rank_without_a_device_timeline_has_its_parts_unknown_never_zero() -> 
     assert rank.compute_s is None and rank.idle_s is None
     assert job.to_dict()["ranks"][0]["idle_s"] is None
     assert "      -" in job.table()
+
+
+# -- properties ------------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 500), st.integers(1, 50), st.integers(-60, 60),
+                          st.booleans()), min_size=1, max_size=12))
+def test_the_idle_splits_parts_always_add_up_to_the_idle_time(
+        works: list[tuple[int, int, int, bool]]) -> None:
+    # kernels at random starts and lengths, each launched some us before or after its start
+    # (or not in the trace): host-bound + waiting + unknown = idle, and the parts = the span
+    from pytest_roofline.profiling.timeline import timeline
+
+    items = [_Work(start, us, i) for i, (start, us, _, _) in enumerate(works)]
+    launches = {i: float(start + lead) for i, (start, _, lead, known) in enumerate(works)
+                if known}
+    parts = timeline(items, launches)
+    assert parts is not None
+    assert parts["idle_host_s"] + parts["idle_waiting_s"] + parts["idle_unknown_s"] == \
+        pytest.approx(parts["idle_s"], abs=1e-12)
+    assert parts["compute_s"] + parts["idle_s"] == pytest.approx(parts["span_s"], abs=1e-12)
+    assert min(parts.values()) >= 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 1000), min_size=3, max_size=3), min_size=2,
+                max_size=6), st.lists(st.floats(-1e6, 1e6), min_size=6, max_size=6))
+def test_the_straggler_is_the_shortest_kernel_whatever_the_clocks(
+        durations: list[list[int]], offsets: list[float]) -> None:
+    # rank r's k-th all-reduce runs durations[r][k] us and ends at 1000 k on its own clock,
+    # shifted by offsets[r]: the last to arrive ran shortest, whatever the shift
+    ranks = len(durations)
+    results = []
+    for r in range(ranks):
+        calls = [CollectiveCall("allreduce", "k", offsets[r] + 1000 * (k + 1) - us, us * 1e-6)
+                 for k, us in enumerate(durations[r])]
+        results.append((_profile(calls, 1e-3), 1, r))
+    job = compare([Path(f"r{r}.json") for r in range(ranks)], results)
+    for k, item in enumerate(job.collectives):
+        shortest = min(range(ranks), key=lambda r: (durations[r][k], r))
+        assert item.straggler == shortest
+        assert item.skew_s == pytest.approx(
+            (max(d[k] for d in durations) - min(d[k] for d in durations)) * 1e-6)
+    for rank in job.ranks:
+        assert rank.clock_offset_us == pytest.approx(offsets[rank.rank] - offsets[0], abs=1e-6)

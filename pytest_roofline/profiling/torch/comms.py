@@ -55,12 +55,14 @@ def _owners(trace: TraceFile) -> dict[int, Op]:
 def calls(trace: TraceFile, chip: Any) -> tuple[CollectiveCall, ...]:
     """Each collective kernel of *trace*, priced on *chip*'s link where its op records its
     sizes, in the order the kernels started."""
-    owners = _owners(trace)
-    priced: dict[tuple[Any, ...], tuple[float | None, str]] = {}
-    out = []
     kernels = sorted((d for d in trace.timeline if COMMUNICATION.search(d.name)
                       and not _COPY.search(f"{d.category} {d.name}")),
                      key=lambda d: d.start)
+    if not kernels:  # no collective: no op tree to walk
+        return ()
+    owners = _owners(trace)
+    priced: dict[tuple[Any, ...], tuple[float | None, str]] = {}
+    out = []
     for device in kernels:
         op = owners.get(id(device))
         args = op.args if op is not None else {}
