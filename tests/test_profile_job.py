@@ -394,3 +394,22 @@ def test_the_straggler_is_the_shortest_kernel_whatever_the_clocks(
             (max(d[k] for d in durations) - min(d[k] for d in durations)) * 1e-6)
     for rank in job.ranks:
         assert rank.clock_offset_us == pytest.approx(offsets[rank.rank] - offsets[0], abs=1e-6)
+
+
+def test_a_subgroups_collectives_are_matched_among_its_own_ranks() -> None:
+    # ranks 0-3; an all-gather over process group "tp" of ranks 0 and 1 only (group 2):
+    # compared between them and never named missing on ranks 2 and 3; a world all-reduce
+    # that rank 3 lacks is named (on 3 of 4 ranks)
+    def calls(rank: int) -> list[CollectiveCall]:
+        out = [CollectiveCall("allreduce", "k", 0.0, 10e-6, group=4)] if rank != 3 else []
+        if rank < 2:
+            out.append(CollectiveCall("allgather", "k", 50.0, (5 + rank) * 1e-6, group=2,
+                                      process_group="tp"))
+        return out
+
+    job = compare([Path(f"r{r}.json") for r in range(4)],
+                  [(_profile(calls(r), 1e-3), 1, r) for r in range(4)])
+    by = {c.label: c for c in job.collectives}
+    assert by["allgather [pg tp] #1"].straggler == 0
+    assert [r for r, _ in by["allgather [pg tp] #1"].seconds] == [0, 1]
+    assert job.unmatched == ("allreduce #1 on 3 of 4 ranks",)

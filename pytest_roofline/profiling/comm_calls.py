@@ -33,6 +33,8 @@ class CollectiveCall:
     factor: float | None = None  # nccl-tests' bus-bandwidth factor
     bound: float | None = None  # s on the link roof (None: not priced)
     why: str = ""  # why it is not priced
+    #: its process group's name (``Process Group Name``; '' unrecorded or the default, 0)
+    process_group: str = ""
 
     @property
     def end(self) -> float:

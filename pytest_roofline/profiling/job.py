@@ -7,8 +7,9 @@ on :mod:`concurrent.futures` processes, *jobs* at a time). Then the ranks side b
 * **per rank**, per profiler step (``ProfilerStep#N`` ops; the whole trace where none): its
   step time (the device's span, :mod:`.timeline`), its compute, exposed communication and
   idle time, and its priced kernels' share of their roof (bound over measured);
-* **per collective**: the k-th collective of each name on each rank is one collective
-  (matched by the sequence of collectives, the one order every rank issues them in); its
+* **per collective**: the k-th collective of each name (in its own process group, where the
+  trace names it) on each rank is one collective (matched by the sequence of collectives,
+  the one order every rank of a group issues them in); its
   time on each rank, and the skew (the longest less the shortest). The ranks' clocks differ,
   so a collective is aligned by its end (the ranks leave a collective together): the rank
   whose kernel ran shortest arrived last, the **straggler**, and the others waited for it
@@ -108,8 +109,9 @@ class JobCollective:
     """The k-th collective of one name, on every rank that ran it (s by rank)."""
 
     name: str
-    index: int  # 1 for the first of its name
+    index: int  # 1 for the first of its name (in its process group)
     seconds: tuple[tuple[int, float], ...]  # (rank, its kernel's time)
+    process_group: str = ""  # its own process group's name, where recorded (not the default)
 
     @property
     def skew_s(self) -> float:
@@ -124,11 +126,13 @@ class JobCollective:
 
     @property
     def label(self) -> str:
-        return f"{self.name} #{self.index}"
+        group = f" [pg {self.process_group}]" if self.process_group else ""
+        return f"{self.name}{group} #{self.index}"
 
     def to_dict(self) -> dict[str, Any]:
         times = [s for _, s in self.seconds]
         return {"name": self.name, "index": self.index, "ranks": len(times),
+                "process_group": self.process_group,
                 "min_s": min(times), "median_s": statistics.median(times),
                 "max_s": max(times), "skew_s": self.skew_s, "straggler": self.straggler,
                 "seconds": {str(r): s for r, s in self.seconds}}
@@ -400,20 +404,27 @@ def _matched(ranks: Sequence[Rank]) -> tuple[list[JobCollective], list[str],
                                              dict[int, float]]:
     """The collectives every rank ran (by name and order), those some did not, and each
     rank's clock offset from the first's (us)."""
-    by_key: dict[tuple[str, int], dict[int, CollectiveCall]] = {}
+    by_key: dict[tuple[str, str, int], dict[int, CollectiveCall]] = {}
     for rank in ranks:
-        counts: dict[str, int] = {}
+        counts: dict[tuple[str, str], int] = {}
         for call in rank.profile.collectives:
-            counts[call.name] = counts.get(call.name, 0) + 1
-            by_key.setdefault((call.name, counts[call.name]), {})[rank.rank] = call
-    everyone = {r.rank for r in ranks}
+            kind = (call.name, call.process_group)
+            counts[kind] = counts.get(kind, 0) + 1
+            by_key.setdefault((*kind, counts[kind]), {})[rank.rank] = call
+    everyone = len(ranks)
     matched, unmatched = [], []
-    for (name, index), calls in sorted(by_key.items()):
-        if set(calls) != everyone:
-            unmatched.append(f"{name} #{index} on {len(calls)} of {len(everyone)} ranks")
+    for (name, group, index), calls in sorted(by_key.items()):
+        # on every rank read, or on as many as its own process group holds
+        sizes = {c.group for c in calls.values() if c.group is not None}
+        expected = min(everyone, max(sizes)) if sizes else everyone
+        label = f"{name} #{index}" + (f" of process group {group}" if group else "")
+        if len(calls) < expected:
+            unmatched.append(f"{label} on {len(calls)} of {expected} ranks")
+        if len(calls) < 2 and everyone > 1:
             continue
-        matched.append(JobCollective(name=name, index=index, seconds=tuple(
-            (rank, calls[rank].seconds) for rank in sorted(calls))))
+        matched.append(JobCollective(name=name, index=index, process_group=group,
+                                     seconds=tuple((rank, calls[rank].seconds)
+                                                   for rank in sorted(calls))))
     first = ranks[0].rank if ranks else 0
     offsets: dict[int, float] = {}
     for rank in ranks:

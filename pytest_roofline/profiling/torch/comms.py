@@ -91,9 +91,11 @@ def calls(trace: TraceFile, chip: Any) -> tuple[CollectiveCall, ...]:
             sent = _uneven(args, group)
             if sent is not None and elements:
                 factor = sent / elements
+        pg = str(args.get("Process Group Name") or "")[:40]
         out.append(CollectiveCall(name=name, kernel=short, start=device.start,
                                   seconds=device.seconds, group=group, group_from=source,
-                                  data_bytes=data, factor=factor, bound=bound, why=why))
+                                  data_bytes=data, factor=factor, bound=bound, why=why,
+                                  process_group="" if pg == "0" else pg))
     return tuple(out)
 
 
