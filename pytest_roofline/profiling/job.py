@@ -9,8 +9,8 @@ on :mod:`concurrent.futures` processes, *jobs* at a time). Then the ranks side b
   idle time, and its priced kernels' share of their roof (bound over measured);
 * **per collective**: the k-th collective of each name (in its own process group, where the
   trace names it) on each rank is one collective (matched by the sequence of collectives,
-  the one order every rank of a group issues them in); its
-  time on each rank, and the skew (the longest less the shortest). The ranks' clocks differ,
+  the one order every rank of a group issues them in); its time on each rank, and the skew
+  (the longest less the shortest). The ranks' clocks differ,
   so a collective is aligned by its end (the ranks leave a collective together): the rank
   whose kernel ran shortest arrived last, the **straggler**, and the others waited for it
   by the skew. The rank that keeps the others waiting is the one whose lags, summed over
@@ -41,11 +41,12 @@ from .model import Profile
 from .rules import ProfileError
 from .run import read_rank
 
-__all__ = ["ALIGNMENT", "Job", "JobCollective", "Rank", "job_paths", "read_job"]
+__all__ = ["ALIGNMENT", "Job", "JobCollective", "Rank", "compare", "job_paths", "read_job"]
 
 #: How the collectives of the ranks are matched and their clocks aligned.
-ALIGNMENT = ("collectives matched by their sequence (the k-th of each name on every rank), "
-             "aligned by their ends: the rank whose kernel ran shortest arrived last")
+ALIGNMENT = ("collectives matched by their sequence (the k-th of each name, in its process "
+             "group where recorded, on every rank), aligned by their ends: the rank whose "
+             "kernel ran shortest arrived last")
 _GLOB = set("*?[")
 _SUFFIXES = (".json", ".json.gz")
 
