@@ -21,7 +21,7 @@ One core and a wing per trace format (neither wing imports the other):
   :mod:`.collectives` (communication priced on the link roof), :mod:`.comm_calls` (each
   collective kernel, nccl-tests' bandwidths), :mod:`.timeline`,
   :mod:`.model` (the Profile), :mod:`.text`, :mod:`.categories`, :mod:`.diff`,
-  :mod:`.csv_rows` and :mod:`.rules`;
+  :mod:`.csv_rows`, :mod:`.job_text` (a job's reports) and :mod:`.rules`;
 * :mod:`.torch`: a Kineto trace (``export_chrome_trace``) read, joined and priced with the
   torch tracer's table;
 * :mod:`.jax`: a ``jax.profiler`` XSpace (``.xplane.pb``) and the compiled HLO it holds,

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..text_table import render
-from ..units import format_time
+from . import job_text
 from .comm_calls import CollectiveCall, summary
+from .job_text import time_of
 from .model import Profile
 from .rules import ProfileError
 from .run import read_rank
@@ -186,8 +186,8 @@ class Job:
             for rank in self.ranks:
                 if median > 0 and rank.step_s > median * (1 + fail_straggler):
                     out.append(f"rank {rank.rank} is a straggler: its step takes "
-                               f"{_t(rank.step_s)}, {rank.step_s / median - 1:.1%} over the "
-                               f"job's median step {_t(median)} (allowed "
+                               f"{time_of(rank.step_s)}, {rank.step_s / median - 1:.1%} over the "
+                               f"job's median step {time_of(median)} (allowed "
                                f"{fail_straggler:.1%})")
         if min_link_efficiency is not None:
             _fraction("min_link_efficiency", min_link_efficiency, upper=1.0)
@@ -202,8 +202,8 @@ class Job:
                     out.append(f"rank {row['rank']}: {row['name']}{group} ran at "
                                f"{row['roof']:.1%} of its link roof, below "
                                f"{min_link_efficiency:.0%}: {row['calls']} call(s), "
-                               f"{_t(row['measured_s'])} for a bound of "
-                               f"{_t(row['bound_s'])}")
+                               f"{time_of(row['measured_s'])} for a bound of "
+                               f"{time_of(row['bound_s'])}")
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,93 +217,13 @@ class Job:
                 "collective_rows": self.collective_rows(),
                 "unmatched": list(self.unmatched), "notes": list(self.notes)}
 
-    def _headline(self) -> str:
-        hw = sorted({r.profile.hw for r in self.ranks})
-        plural = "s" if len(self.ranks) > 1 else ""
-        line = (f"job of {len(self.ranks)} rank{plural} on {', '.join(hw)}: median step "
-                f"{_t(self.median_step_s)}")
-        straggler = self.straggler
-        if straggler is not None:
-            last = sum(1 for c in self.collectives if c.straggler == straggler)
-            line += (f"; rank {straggler} keeps the others waiting: last at {last} of "
-                     f"{len(self.collectives)} collectives, {_t(self.waits()[straggler])} "
-                     f"in all")
-        return line
-
-    def _rank_cells(self) -> tuple[list[str], list[list[str]]]:
-        median = self.median_step_s
-        headers = ["rank", "step", "vs median", "compute", "exposed comm", "idle",
-                   "% of roof", "trace"]
-        rows = [[str(r.rank), _t(r.step_s),
-                 f"{r.step_s / median - 1:+.1%}" if median > 0 else "-", _t(r.compute_s),
-                 _t(r.exposed_communication_s), _t(r.idle_s),
-                 "-" if r.roof is None else f"{r.roof:.1%}", r.source] for r in self.ranks]
-        return headers, rows
-
-    def _collective_cells(self, top: int) -> tuple[list[str], list[list[str]]]:
-        headers = ["collective", "ranks", "min", "median", "max", "skew", "last"]
-        worst = sorted(self.collectives, key=lambda c: (-c.skew_s, c.name, c.index))[:top]
-        rows = []
-        for item in worst:
-            times = [s for _, s in item.seconds]
-            rows.append([item.label, str(len(times)), _t(min(times)),
-                         _t(statistics.median(times)), _t(max(times)), _t(item.skew_s),
-                         f"rank {item.straggler}"])
-        return headers, rows
-
-    def _link_cells(self) -> tuple[list[str], list[list[str]]]:
-        headers = ["rank", "collective", "group", "calls", "time", "algbw", "busbw",
-                   "% of link roof"]
-        rows = []
-        for row in self.collective_rows():
-            group = "-" if row["group"] is None else (
-                f"{row['group']}" + (" (sizes)" if row["group_from"] != "recorded" else ""))
-            rows.append([str(row["rank"]), row["name"], group, str(row["calls"]),
-                         _t(row["measured_s"]), _bw(row["algbw_Bps"]),
-                         _bw(row["busbw_Bps"]),
-                         "-" if row["roof"] is None else f"{row['roof']:.1%}"])
-        return headers, rows
-
     def table(self, top: int = 10, width: int = 100) -> str:
-        """The text report: the headline, the rank table, the collectives with the most
-        skew, and each rank's collectives on the link roof (priced ones)."""
-        lines = [self._headline(), ""]
-        lines += render(*self._rank_cells(), align="lrrrrrrl", width=width, optional=(7,))
-        if self.collectives:
-            lines += ["", "collectives, most skew first (matched by their order on each rank, "
-                      "aligned by their ends):"]
-            lines += render(*self._collective_cells(top), align="lrrrrrl", width=width)
-        headers, rows = self._link_cells()
-        priced = [row for row in rows if row[-1] != "-"]
-        if priced:
-            lines += ["", "collectives on the link roof (algbw, busbw as nccl-tests):"]
-            lines += render(headers, priced[: top * 2], align="rlrrrrrr", width=width)
-        for item in self.unmatched[:top]:
-            lines.append(f"not on every rank: {item}")
-        lines += [f"note: {note}" for note in self.notes]
-        return "\n".join(lines)
+        """The text report (:func:`.job_text.table`)."""
+        return job_text.table(self, top=top, width=width)
 
     def markdown(self, top: int = 10) -> str:
-        """The report as Markdown: the headline, the rank table and the collectives."""
-        out = [f"**{self._headline()}**", ""]
-        for headers, rows in (self._rank_cells(), self._collective_cells(top),
-                              self._link_cells()):
-            if not rows:
-                continue
-            out.append("| " + " | ".join(headers) + " |")
-            out.append("|" + "---|" * len(headers))
-            out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
-                    for row in rows]
-            out.append("")
-        return "\n".join(out)
-
-
-def _t(seconds: float | None) -> str:
-    return "-" if seconds is None else str(format_time(seconds))
-
-
-def _bw(value: float | None) -> str:
-    return "-" if value is None else f"{value / 1e9:.3g} GB/s"
+        """The report as Markdown (:func:`.job_text.markdown`)."""
+        return job_text.markdown(self, top=top)
 
 
 def _fraction(name: str, value: Any, upper: float | None) -> None:
