@@ -413,3 +413,11 @@ def test_a_subgroups_collectives_are_matched_among_its_own_ranks() -> None:
     assert by["allgather [pg tp] #1"].straggler == 0
     assert [r for r, _ in by["allgather [pg tp] #1"].seconds] == [0, 1]
     assert job.unmatched == ("allreduce #1 on 3 of 4 ranks",)
+
+
+def test_a_jobs_markdown_on_standard_output_keeps_each_table_line_whole(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    assert main(["profile", *map(str, HTA), "--hw", "a100", "--markdown", "-"]) == 0
+    table = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| 0 |")]
+    assert table and all(ln.endswith("|") and len(ln) > 40 for ln in table)
