@@ -1319,7 +1319,7 @@ def _profile_job_python(block: Block, request: pytest.FixtureRequest) -> None:
     with _chdir(_dlrm_job(request.getfixturevalue("tmp_path"))), \
             contextlib.redirect_stdout(out):
         python(block)
-    shown = re.search(r"prints `(.*?)`\.", (ROOT / "docs" / "profile.md").read_text(), re.S)
+    shown = re.search(r"prints `(\[.*?)`:", (ROOT / "docs" / "profile.md").read_text(), re.S)
     assert shown is not None
     assert " ".join(shown.group(1).split()) == out.getvalue().strip()
 

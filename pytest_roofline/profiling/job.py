@@ -183,12 +183,16 @@ class Job:
         if fail_straggler is not None:
             _fraction("fail_straggler", fail_straggler, upper=None)
             median = self.median_step_s
+            waiting = self.straggler
             for rank in self.ranks:
                 if median > 0 and rank.step_s > median * (1 + fail_straggler):
-                    out.append(f"rank {rank.rank} is a straggler: its step takes "
-                               f"{time_of(rank.step_s)}, {rank.step_s / median - 1:.1%} over the "
-                               f"job's median step {time_of(median)} (allowed "
-                               f"{fail_straggler:.1%})")
+                    # a slow step may be one spent waiting: say who kept the others waiting
+                    cause = "" if waiting is None or waiting == rank.rank else (
+                        f"; rank {waiting} keeps the others waiting")
+                    out.append(f"rank {rank.rank}'s step is {rank.step_s / median - 1:.1%} "
+                               f"slower than the job's median ({time_of(rank.step_s)} "
+                               f"against {time_of(median)}; allowed "
+                               f"{fail_straggler:.1%}){cause}")
         if min_link_efficiency is not None:
             _fraction("min_link_efficiency", min_link_efficiency, upper=1.0)
             rows = [row for row in self.collective_rows() if row["roof"] is not None]
