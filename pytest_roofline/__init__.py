@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .hardware import Hardware, Link, get_hardware, list_hardware, register_hardware
     from .measuring.timing import Measurement, measure
     from .planning import plan, plan_training
-    from .profiling import KernelRow, Profile, Profiler, profile, read_trace
+    from .profiling import Job, KernelRow, Profile, Profiler, profile, read_job, read_trace
     from .tracing import TraceError, Tracer, register_op, trace, unregister_op
 
 # Public name -> the module that defines it. Imported on first use, so that loading the pytest
@@ -49,8 +49,8 @@ _WHERE = {
     **dict.fromkeys(("Measurement", "measure"), "measuring.timing"),
     **dict.fromkeys(("TraceError", "Tracer", "register_op", "trace", "unregister_op"),
                     "tracing"),
-    **dict.fromkeys(("KernelRow", "Profile", "Profiler", "profile", "read_trace"),
-                    "profiling"),
+    **dict.fromkeys(("Job", "KernelRow", "Profile", "Profiler", "profile", "read_job",
+                     "read_trace"), "profiling"),
     "overlapped": "engine.overlap",
     "plan": "planning",
     "plan_training": "planning",
@@ -60,6 +60,7 @@ _WHERE = {
 __all__ = [
     "BaselineError",
     "Hardware",
+    "Job",
     "Kernel",
     "KernelResult",
     "KernelRow",
@@ -95,6 +96,7 @@ __all__ = [
     "plan",
     "plan_training",
     "profile",
+    "read_job",
     "read_trace",
     "register_hardware",
     "register_op",

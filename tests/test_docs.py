@@ -1296,6 +1296,34 @@ def _profile_python(block: Block, request: pytest.FixtureRequest) -> None:
     assert scope["profile"].hw == "a100-80gb-sxm"  # type: ignore[attr-defined]
 
 
+def _dlrm_job(tmp_path: Path) -> Path:
+    """PARAM's 8-rank DLRM job unpacked (tests/data/traces/README.md) into *tmp_path*."""
+    import tarfile
+
+    with tarfile.open(ROOT / "tests" / "data" / "traces" / "param_dlrm_kineto.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path
+
+
+@check("docs/profile.md", "$ pytest-roofline profile dlrm_kineto --fail-straggler 30%")
+def _profile_job_cli(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    request.getfixturevalue("monkeypatch").setenv("COLUMNS", "80")
+    run_shown_commands(block, cwd=_dlrm_job(request.getfixturevalue("tmp_path")))
+
+
+@check("docs/profile.md", "from pytest_roofline import read_job")
+def _profile_job_python(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    out = io.StringIO()
+    with _chdir(_dlrm_job(request.getfixturevalue("tmp_path"))), \
+            contextlib.redirect_stdout(out):
+        python(block)
+    shown = re.search(r"prints `(\[.*?)`:", (ROOT / "docs" / "profile.md").read_text(), re.S)
+    assert shown is not None
+    assert " ".join(shown.group(1).split()) == out.getvalue().strip()
+
+
 @check("docs/profile.md", "import jax")
 def _profile_jax_in_a_test(block: Block, request: pytest.FixtureRequest) -> None:
     """Against this machine's (quick) calibration, as the torch block: only the guard may

@@ -6,8 +6,10 @@ the command reports, whatever it finds, kernels faster than their bound included
 gate failed: a kernel below ``--min-kernel-efficiency``, a kernel faster than physics (its
 physical limit) under ``--min-kernel-efficiency`` or ``--fail-faster`` (unless
 ``--allow-faster``), or a
-kernel slower than in ``--baseline`` by more than ``--fail-regression``; 2 for a bad command
-line or a trace that cannot be read.
+kernel slower than in ``--baseline`` by more than ``--fail-regression``, or for a job (a
+folder, several traces or a glob: every rank's trace), a rank slower than the median step by
+more than ``--fail-straggler`` or a collective below ``--min-link-efficiency`` of its link
+roof (or none priced to check); 2 for a bad command line or a trace that cannot be read.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ EXIT_CODES = ("exit codes: 0 priced, and no gate asked for failed (without a gat
               "the trace holds); 1 a gate failed: a kernel below --min-kernel-efficiency, "
               "one faster than physics under --min-kernel-efficiency or --fail-faster "
               "(unless --allow-faster), or one slower than in --baseline by more than "
-              "--fail-regression; 2 usage error or a trace that cannot be read")
+              "--fail-regression; for a job, a rank slower than the median step by more "
+              "than --fail-straggler, or a collective below --min-link-efficiency of its "
+              "link roof (or none priced); 2 usage error or a trace that cannot be read")
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -41,8 +45,20 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--hw names one. A jax.profiler trace (the directory jax.profiler.trace wrote, or its "
         ".xplane.pb) is priced per executed XLA op or fusion, from the compiled HLO the trace "
         "holds, on the device it names.", epilog=EXIT_CODES)
-    parser.add_argument("trace", help="the trace file (.json or .json.gz; a jax.profiler "
-                                      "directory or .xplane.pb)")
+    parser.add_argument("trace", nargs="+",
+                        help="the trace file (.json or .json.gz; a jax.profiler directory or "
+                             ".xplane.pb); or a job's traces, one a rank: a folder of them, "
+                             "several files or a glob ('run/*.json.gz')")
+    parser.add_argument("--jobs", type=positive, default=None, metavar="N",
+                        help="a job: price N ranks' traces at a time, on processes (default: "
+                             "this machine's cores, at most one a trace)")
+    parser.add_argument("--fail-straggler", metavar="PCT",
+                        help="a job: exit 1 when a rank's step is slower than the job's "
+                             "median step by more than PCT (10%% or 0.1)")
+    parser.add_argument("--min-link-efficiency", metavar="FRACTION",
+                        help="a job: exit 1 when a collective runs below this fraction of its "
+                             "link roof on a rank (0.5 or 50%%), or when no collective is "
+                             "priced to check")
     parser.add_argument("--hw", help="the chip that ran it (default: from the trace)")
     parser.add_argument("--capture", metavar="TRACE",
                         help="a trace of the capture of the CUDA/HIP graphs the trace "
@@ -84,7 +100,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                              "(their clock ticks and spreads)")
     parser.add_argument("--markdown", metavar="FILE",
                         help="with --baseline: write the comparison as Markdown, fit for a "
-                             "pull request's comment ('-' for standard output)")
+                             "pull request's comment; for a job, its rank table ('-' for "
+                             "standard output)")
     parser.set_defaults(func=cmd_profile)
 
 
@@ -92,6 +109,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..profiling import read_trace
     from ..profiling.rules import parse_minimum
 
+    if _is_job(args.trace):
+        return _cmd_job(args)
+    for flag in ("jobs", "fail_straggler", "min_link_efficiency"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag.replace('_', '-')} reads a job: give a folder of its "
+                             f"ranks' traces, several traces or a glob")
+    args.trace = args.trace[0]
     if (args.fail_regression is not None or args.markdown is not None) and not args.baseline:
         raise UsageError("--fail-regression and --markdown compare with a baseline: give "
                          "--baseline OLD (a trace, or a profile saved with --json)")
@@ -137,20 +161,74 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return EXIT_REGRESSION if failures else EXIT_OK
 
 
-def _percent(text: str) -> float:
-    """``--fail-regression``: ``10%`` or ``0.1``, a fraction >= 0."""
+def _percent(text: str, flag: str = "--fail-regression",
+             what: str = "of a call's time") -> float:
+    """*flag*'s ``10%`` or ``0.1``: a fraction >= 0 (a bare number above 1 is ambiguous)."""
     value = text.strip()
     try:
         number = float(value[:-1]) / 100 if value.endswith("%") else float(value)
     except ValueError:
         number = -1.0
     if not 0 <= number < float("inf"):
-        raise UsageError(f"--fail-regression {brief(text, 40)} is not allowed; expected a "
-                         f"percentage of a call's time such as 10% (or 0.1)")
+        raise UsageError(f"{flag} {brief(text, 40)} is not allowed; expected a percentage "
+                         f"{what} such as 10% (or 0.1)")
     if not value.endswith("%") and number > 1:  # PCT: 10 meant 10%, read as 1000% before
-        raise UsageError(f"--fail-regression {brief(text, 40)} is ambiguous: write {value}% "
-                         f"for {value} percent, or a fraction up to 1 (0.1 is 10%)")
+        raise UsageError(f"{flag} {brief(text, 40)} is ambiguous: write {value}% for {value} "
+                         f"percent, or a fraction up to 1 (0.1 is 10%)")
     return number
+
+
+def _is_job(traces: list[str]) -> bool:
+    """Several traces, a glob, or a folder holding trace files (a jax.profiler folder holds
+    its own deeper down): a job."""
+    from pathlib import Path
+
+    if len(traces) > 1:
+        return True
+    one = traces[0]
+    if set("*?[") & set(one) and not Path(one).exists():
+        return True
+    where = Path(one)
+    return where.is_dir() and any(p.is_file() and p.name.endswith((".json", ".json.gz"))
+                                  for p in where.iterdir())
+
+
+def _cmd_job(args: argparse.Namespace) -> int:
+    """``profile DIR`` (or several traces, or a glob): every rank read, compared, gated."""
+    from ..profiling.job import read_job
+
+    for flag in ("capture", "baseline", "csv"):
+        if getattr(args, flag):
+            raise UsageError(f"--{flag} reads one trace; a job (several traces, a folder "
+                             f"or a glob) takes --jobs, --fail-straggler, "
+                             f"--min-link-efficiency, --markdown and --json")
+    straggler = None if args.fail_straggler is None else _percent(
+        args.fail_straggler, "--fail-straggler", "of the median step")
+    link = None
+    if args.min_link_efficiency is not None:
+        link = _percent(args.min_link_efficiency, "--min-link-efficiency",
+                        "of the link roof")
+        if not 0 < link <= 1:
+            raise UsageError(f"--min-link-efficiency {args.min_link_efficiency!r:.30} is not "
+                             f"allowed; expected a fraction in (0, 1] such as 0.5 (or 50%)")
+    for path in args.formulas:
+        load_formulas(path)
+    _writable(args.markdown, option="--markdown")  # said before the ranks are read
+    job = read_job(args.trace, hw=args.hw, jobs=args.jobs, max_bytes=args.max_bytes)
+    failures = job.check(fail_straggler=straggler, min_link_efficiency=link)
+    if args.markdown == "-":  # a table's lines whole, never wrapped to the terminal
+        print(job.markdown(top=args.top))
+    elif args.markdown:
+        _write(args.markdown, job.markdown(top=args.top), option="--markdown")
+    if args.json:
+        print_json({**job.to_dict(), "failures": failures})
+    else:
+        echo(job.table(top=args.top))
+        for line in failures[: args.top]:
+            echo(f"FAIL: {line}")
+        if len(failures) > args.top:
+            echo(f"FAIL: {len(failures) - args.top} more (--json lists every one)")
+    return EXIT_REGRESSION if failures else EXIT_OK
 
 
 def _patterns(text: str) -> Any:

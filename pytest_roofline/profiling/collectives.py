@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import ops
+from ..dtypes import itemsize
 from ..engine.workload import Workload
 from ..errors import RooflineError
 
-__all__ = ["COLLECTIVE_OP", "price"]
+__all__ = ["COLLECTIVE_OP", "INFERRED", "RECORDED", "bus_factor", "data_elements",
+           "element_bytes", "group_of", "price"]
 
 #: The op PyTorch records a collective's sizes on.
 COLLECTIVE_OP = "record_param_comms"
@@ -48,9 +50,71 @@ def _whole(value: Any) -> int | None:
         0 <= value < 2**53 else None
 
 
+def _ranks(value: Any) -> int | None:
+    """The size of a recorded ``Process Group Ranks`` (``'[0, 1, 2, 3]'`` or a list)."""
+    if isinstance(value, list):
+        return len(value) or None
+    text = str(value or "").strip()
+    if not (text.startswith("[") and text.endswith("]")) or not text[1:-1].strip():
+        return None
+    parts = text[1:-1].split(",")
+    return len(parts) if all(p.strip().isdigit() for p in parts) else None
+
+
+def _splits(value: Any) -> list[int] | None:
+    """A recorded split size (``'[3, 5]'``, a list, or ``'[]'``: even): element counts."""
+    if isinstance(value, list):
+        items: list[Any] = value
+    else:
+        text = str(value or "").strip()
+        if not (text.startswith("[") and text.endswith("]")) or not text[1:-1].strip():
+            return None
+        try:
+            items = [int(part) for part in text[1:-1].split(",")]
+        except ValueError:
+            return None
+    counts = [_whole(item) for item in items]
+    return None if not counts or any(c is None for c in counts) else [
+        c for c in counts if c is not None]
+
+
+def group_of(args: Mapping[str, Any]) -> tuple[int | None, str]:
+    """(the ranks of a collective's own process group, where that figure came from:
+    :data:`RECORDED` or :data:`INFERRED`), or (None, '') where neither tells it.
+
+    Its ``Group size`` (or the length of its ``Process Group Ranks``) where recorded; else,
+    for an all-gather (out = n x in) or a reduce-scatter (in = n x out), the ratio of its
+    message sizes."""
+    group = _whole(args.get("Group size"))
+    if group is not None and group >= 1:
+        return group, RECORDED
+    group = _ranks(args.get("Process Group Ranks"))
+    if group is not None:
+        return group, RECORDED
+    kind = _KINDS.get(str(args.get("Collective name") or ""))
+    into = _whole(args.get("In msg nelems"))
+    out = _whole(args.get("Out msg nelems"))
+    if kind is None or not into or not out:
+        return None, ""
+    big, small = (out, into) if kind[0] is ops.all_gather else (into, out) \
+        if kind[0] is ops.reduce_scatter else (0, 1)
+    if big > small and big % small == 0:
+        return big // small, INFERRED
+    return None, ""
+
+
+#: Where a collective's group size came from.
+RECORDED, INFERRED = "recorded", "inferred from its message sizes"
+
+
 def price(args: Mapping[str, Any]) -> tuple[Workload | None, str, str]:
     """(the workload, its label, '') of a ``record_param_comms`` op's *args*, or (None,
-    label, why it is not priced)."""
+    label, why it is not priced).
+
+    The group is the collective's own (:func:`group_of`); an all-to-all with uneven splits
+    (``In split size``, element counts per peer) sends what it does not keep, its own
+    split (its position in ``Process Group Ranks``, else the largest kept: the lowest
+    bound), as one point-to-point volume."""
     name = str(args.get("Collective name") or "")
     label = f"{name}" if name else "collective"
     if not name:
@@ -58,7 +122,7 @@ def price(args: Mapping[str, Any]) -> tuple[Workload | None, str, str]:
     kind = _KINDS.get(name)
     if kind is None:
         return None, label, f"no formula for the collective {name!r}"
-    group = _whole(args.get("Group size"))
+    group, source = group_of(args)
     size = _whole(args.get("Out msg nelems" if kind[1] else "In msg nelems"))
     dtype = _DTYPES.get(str(args.get("dtype") or ""))
     if group is None or group < 1 or size is None or dtype is None:
@@ -66,8 +130,56 @@ def price(args: Mapping[str, Any]) -> tuple[Workload | None, str, str]:
                              f"not recorded as the table needs (Group size "
                              f"{str(args.get('Group size'))[:20]}, dtype "
                              f"{str(args.get('dtype'))[:20]})")
+    inferred = " (group inferred from its message sizes)" if source == INFERRED else ""
+    splits = _splits(args.get("In split size")) if kind[0] is ops.all_to_all else None
     try:
+        if splits is not None and len(splits) == group and len(set(splits)) > 1:
+            sent = sum(splits) - _kept(args, splits)
+            workload = ops.point_to_point(sent, dtype=dtype)
+            return workload, f"{name} over {group} ranks, uneven splits{inferred}", ""
         workload = kind[0](size, group, dtype=dtype)
     except RooflineError as exc:
         return None, label, f"collective {name}: {str(exc)[:100]}"
-    return workload, f"{name} over {group} ranks", ""
+    return workload, f"{name} over {group} ranks{inferred}", ""
+
+
+def _kept(args: Mapping[str, Any], splits: list[int]) -> int:
+    """The split a rank keeps: its own, by its position in its group, else the largest."""
+    rank = _whole(args.get("Rank"))
+    text = str(args.get("Process Group Ranks") or "").strip()
+    if rank is not None and text.startswith("[") and text.endswith("]"):
+        members = [part.strip() for part in text[1:-1].split(",")]
+        if str(rank) in members and len(members) == len(splits):
+            return splits[members.index(str(rank))]
+    return max(splits)
+
+
+#: nccl-tests' bus-bandwidth factors (its doc/PERFORMANCE.md): busbw = algbw x factor, an
+#: all-reduce 2(n-1)/n, an all-gather, a reduce-scatter and an all-to-all (n-1)/n, a
+#: broadcast, a reduce or a send/receive 1.
+def bus_factor(name: str, group: int) -> float:
+    """nccl-tests' bus-bandwidth factor of the collective *name* over *group* ranks."""
+    kind = _KINDS.get(name, (None, False))[0]
+    if group < 1:
+        return 1.0
+    if kind is ops.all_reduce:
+        return 2 * (group - 1) / group
+    if kind in (ops.all_gather, ops.reduce_scatter, ops.all_to_all):
+        return (group - 1) / group
+    return 1.0
+
+
+def data_elements(args: Mapping[str, Any]) -> int | None:
+    """The size nccl-tests' algorithm bandwidth divides: an all-reduce's buffer, an
+    all-gather's gathered output, a reduce-scatter's unreduced input, an all-to-all's
+    input (elements); None where not recorded."""
+    kind = _KINDS.get(str(args.get("Collective name") or ""))
+    if kind is None:
+        return None
+    return _whole(args.get("Out msg nelems" if kind[1] else "In msg nelems"))
+
+
+def element_bytes(args: Mapping[str, Any]) -> int | None:
+    """Bytes an element of the recorded ``dtype`` (None: not one the table knows)."""
+    dtype = _DTYPES.get(str(args.get("dtype") or ""))
+    return None if dtype is None else int(itemsize(dtype))

@@ -45,6 +45,7 @@ from ..efficiency import (
 from ..text_table import escaped
 from ..units import format_time
 from .categories import category_of
+from .comm_calls import CollectiveCall, summary
 from .rules import ProfileError, minimum_for
 from .text import render_profile
 
@@ -261,6 +262,8 @@ class Profile:
     tick: float = 0.0  # s, the clock tick of the trace's times (0: not known)
     #: where a GPU trace's device time went (:mod:`.timeline`): its span and its parts
     timeline: Mapping[str, float] | None = None
+    #: each collective kernel a GPU trace ran (:mod:`.comm_calls`), in the order it started
+    collectives: tuple[CollectiveCall, ...] = ()
 
     def __post_init__(self) -> None:
         if any(r.efficiency is not None and not (0 <= r.efficiency <= 1) for r in self.rows):
@@ -365,6 +368,7 @@ class Profile:
                 "unpriced_by_cause": self.by_cause(), "by_category": self.by_category(),
                 "tick_s": self.tick,
                 **({"timeline": dict(self.timeline)} if self.timeline else {}),
+                **({"collectives": summary(self.collectives)} if self.collectives else {}),
                 **({"notes": list(self.notes)} if self.notes else {})}
 
     def table(self, top: int = 10, width: int = 80) -> str:

@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,18 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
     1 GiB), its CUDA/HIP graph replays priced from the traces of their *capture* (a file or
     a folder of them, :mod:`.torch.capture`) where given; or of a ``jax.profiler`` trace (its
     directory or ``.xplane.pb``: :mod:`.jax.jax_run`)."""
+    return _read(path, hw, capture, max_bytes)[0]
+
+
+def read_rank(path: str | os.PathLike[str], hw: Any = None, *,
+              max_bytes: int | None = None) -> tuple[Profile, Any]:
+    """A trace's :class:`Profile` and what a job compares its ranks by (a Kineto trace's
+    :class:`~.torch.trace_file.TraceFile`; None for a jax.profiler trace)."""
+    return _read(path, hw, None, max_bytes)
+
+
+def _read(path: str | os.PathLike[str], hw: Any, capture: Any,
+          max_bytes: int | None) -> tuple[Profile, Any]:
     if not isinstance(path, (str, os.PathLike)) or not str(os.fspath(path)).strip():
         raise ProfileError(f"read_trace: path={path!r:.60} must name a trace: a .json or "
                            f".json.gz file, or a jax.profiler directory or .xplane.pb")
@@ -70,7 +83,7 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
         if capture is not None:
             raise ProfileError(f"capture={os.fspath(capture)!r:.80}: graph captures are read "
                                f"for a PyTorch trace; a jax.profiler trace has none to give")
-        return jax_run.read_xplane(path, hw, max_bytes=max_bytes)
+        return jax_run.read_xplane(path, hw, max_bytes=max_bytes), None
     trace = trace_file.read(path, max_bytes)
     if not trace.shapes and capture is None:  # the shapes of replays are in the capture
         raise ProfileError(f"trace file {str(path)!r} has no input shapes: record it with "
@@ -90,7 +103,7 @@ def read_trace(path: str | os.PathLike[str], hw: Any = None,
         notes += (note_of(captures),)
     with trace_file.paused_gc():
         return build(trace, chip, source=Path(path).name, notes=(*notes, *trace.warnings),
-                     captures=captures)
+                     captures=captures), trace
 
 
 def _chip(hw: Any, trace: Any) -> Any:
@@ -286,23 +299,47 @@ def read_captures(capture: str | os.PathLike[str], chip: Any) -> tuple[Any, ...]
             raise ProfileError(f"capture trace {str(path)!r} holds no launch of device "
                                f"work, so it captured no graph")
         trace.on_device = False  # its launches ran nothing: walk its ops by their shapes
-        joiner = Joiner(trace, chip)
-        joiner.run()
-        bound = flops = nbytes = limit = 0.0
-        main: tuple[float, str, str] = (-1.0, "memory", "-")
-        for group in joiner.groups.values():
-            if group.workload is None or not group.times:
+        if len(trace.segments) < 2:
+            out.append(_captured(trace, chip, path.name, trace.launches))
+            continue
+        for number, (begin, end, launches) in enumerate(trace.segments, start=1):
+            if launches == 0:
                 continue
-            result = analyze(group.workload, chip)
-            time = float(result.time) * len(group.times)
-            bound += time
-            limit += limit_of(result, chip) * len(group.times)
-            flops += float(result.flops) * len(group.times)
-            nbytes += float(result.bytes) * len(group.times)
-            if time > main[0]:
-                main = (time, str(result.regime), str(result.peak_label))
-        unpriced = tuple(sorted({name for name, _ in joiner.unpriced}))
-        out.append(Captured(source=path.name, launches=trace.launches, bound=bound,
-                            flops=flops, bytes=nbytes, regime=main[1], precision=main[2],
-                            unpriced=unpriced, limit=limit))
+            part = replace(trace, roots=_within(trace.roots, begin * 1e-6, end * 1e-6))
+            out.append(replace(_captured(part, chip, f"{path.name}#{number}", launches),
+                               segment=number, file=path.name))
     return tuple(out)
+
+
+def _within(ops: list[Any], low: float, high: float) -> list[Any]:
+    """The outermost ops of *ops* (and their children) that lie within [low, high] s."""
+    out: list[Any] = []
+    for op in ops:
+        if op.start >= low and op.end <= high:
+            out.append(op)
+        elif op.start < high and op.end > low:
+            out += _within(op.children, low, high)
+    return out
+
+
+def _captured(trace: Any, chip: Any, source: str, launches: int) -> Captured:
+    """A capture's ops (*trace*'s, walked by their shapes) priced on *chip*."""
+    joiner = Joiner(trace, chip)
+    joiner.run()
+    bound = flops = nbytes = limit = 0.0
+    main: tuple[float, str, str] = (-1.0, "memory", "-")
+    for group in joiner.groups.values():
+        if group.workload is None or not group.times:
+            continue
+        result = analyze(group.workload, chip)
+        time = float(result.time) * len(group.times)
+        bound += time
+        limit += limit_of(result, chip) * len(group.times)
+        flops += float(result.flops) * len(group.times)
+        nbytes += float(result.bytes) * len(group.times)
+        if time > main[0]:
+            main = (time, str(result.regime), str(result.peak_label))
+    unpriced = tuple(sorted({name for name, _ in joiner.unpriced}))
+    return Captured(source=source, launches=launches, bound=bound, flops=flops,
+                    bytes=nbytes, regime=main[1], precision=main[2], unpriced=unpriced,
+                    limit=limit)

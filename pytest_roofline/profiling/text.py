@@ -120,7 +120,8 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
             f"communication exposed {float(parts['exposed_communication_s']) / span:.1%} "
             f"(and {float(parts['overlapped_communication_s']) / span:.1%} hidden behind "
             f"compute), copies {float(parts['copies_s']) / span:.1%}, idle "
-            f"{float(parts['idle_s']) / span:.1%}", width)
+            f"{float(parts['idle_s']) / span:.1%}" + _idle_split(parts, span), width)
+    lines += _collectives(profile, top, width)
     idle = float(profile.get("idle_s") or 0)
     if idle > 0 and total > 0:
         lines.append(f"doing no work (views, empty, 0-size): {format_time(idle)}, "
@@ -147,3 +148,32 @@ def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80
     # a trace never reach the terminal with their control characters
     return "\n".join(part for line in lines for part in wrap_line(escaped(line), width,
                                                                    hang=4))
+
+
+def _idle_split(parts: Mapping[str, Any], span: float) -> str:
+    """`` (host-bound 1.2%, waiting 0.4%)``: the idle time's split where it is known (an
+    unknown part, launches outside the trace's window, named too)."""
+    if "idle_host_s" not in parts or not float(parts.get("idle_s") or 0) > 0:
+        return ""
+    split = [f"host-bound {float(parts['idle_host_s']) / span:.1%}",
+             f"waiting {float(parts['idle_waiting_s']) / span:.1%}"]
+    if float(parts.get("idle_unknown_s") or 0) > 0:
+        split.append(f"launch not in the trace {float(parts['idle_unknown_s']) / span:.1%}")
+    return f" ({', '.join(split)})"
+
+
+def _collectives(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
+    """The priced collectives with nccl-tests' algorithm and bus bandwidth, and their share
+    of the link roof (:mod:`.comm_calls`)."""
+    rows = [r for r in list(profile.get("collectives") or []) if r.get("roof") is not None]
+    if not rows:
+        return []
+    body = [[str(r["name"]) + (f" over {r['group']}" if r.get("group") else "")
+             + (" (sizes)" if r.get("group_from") not in (None, "", "recorded") else ""),
+             f"{float(r['data_bytes']) / 1e6:.3g} MB", str(r["calls"]),
+             format_time(float(r["measured_s"])), f"{float(r['algbw_Bps']) / 1e9:.3g} GB/s",
+             f"{float(r['busbw_Bps']) / 1e9:.3g} GB/s", f"{float(r['roof']):.1%}"]
+            for r in rows[:top]]
+    return ["collectives (algbw, busbw as nccl-tests reports them):", *render(
+        ["collective", "size", "calls", "measured", "algbw", "busbw", "% link roof"], body,
+        align="lrrrrrr", width=width)]

@@ -15,12 +15,20 @@ kernel ran), ``exposed communication`` (communication with no compute beside it)
 or on another rank): they add up to the span. ``overlapped communication`` (communication
 hidden behind compute) is told apart from it as HolisticTraceAnalysis and TraceLens report
 it. Times are in s; a trace with no device event has no timeline.
+
+Where the host's launches are known (a Kineto trace's runtime events, by correlation id), the
+idle time is split by the work that ends each gap (the device work that starts when it
+ends): **host-bound** (``idle_host_s``) where its launch came after the gap began (nothing
+was queued: the device waited on the host), **waiting** (``idle_waiting_s``) where it was
+launched before (queued, and held back: by another stream's event, a collective's peers, a
+dependency), and ``idle_unknown_s`` where its launch is not in the trace (it began before
+the trace's window): the three add up to ``idle_s``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = ["COMMUNICATION", "timeline"]
@@ -66,10 +74,12 @@ def _minus(spans: Sequence[Interval], cut: Sequence[Interval]) -> list[Interval]
     return out
 
 
-def timeline(devices: Iterable[Any]) -> dict[str, float] | None:
+def timeline(devices: Iterable[Any], launches: Mapping[Any, float] | None = None
+             ) -> dict[str, float] | None:
     """The parts of the device time of *devices* (a trace's ``Device`` events: ``name``,
-    ``category``, ``start`` in us, ``seconds``, ``stream``), summed over the trace's
-    devices; None without any."""
+    ``category``, ``start`` in us, ``seconds``, ``stream``, ``args``), summed over the
+    trace's devices; None without any. With *launches* (correlation id -> the host's launch,
+    us), the idle time split as the module docstring says."""
     by_device: dict[Any, list[Any]] = {}
     for work in devices:
         stream = getattr(work, "stream", None)
@@ -79,6 +89,8 @@ def timeline(devices: Iterable[Any]) -> dict[str, float] | None:
         return None
     parts = dict.fromkeys(("span_s", "compute_s", "exposed_communication_s",
                            "overlapped_communication_s", "copies_s", "idle_s"), 0.0)
+    if launches is not None:
+        parts.update(dict.fromkeys(("idle_host_s", "idle_waiting_s", "idle_unknown_s"), 0.0))
     for works in by_device.values():
         kinds: dict[str, list[Interval]] = {"compute": [], "communication": [], "copies": []}
         first, last = float("inf"), float("-inf")
@@ -102,4 +114,26 @@ def timeline(devices: Iterable[Any]) -> dict[str, float] | None:
         parts["copies_s"] += _length(copies) * _US
         parts["idle_s"] += max(0.0, span - _length(compute) - _length(exposed)
                                - _length(copies)) * _US
+        if launches is not None:
+            for kind, seconds in _idle(works, first, last, launches).items():
+                parts[f"idle_{kind}_s"] += seconds
     return parts
+
+
+def _idle(works: Sequence[Any], first: float, last: float,
+          launches: Mapping[Any, float]) -> dict[str, float]:
+    """A device's gaps (s) by what ended each: host-bound, waiting or unknown."""
+    busy = _union((float(w.start), float(w.start) + float(w.seconds) / _US) for w in works)
+    launched: dict[float, float] = {}  # a start -> the earliest launch of what starts then
+    for work in works:
+        args = getattr(work, "args", None)
+        at = launches.get(args.get("correlation")) if isinstance(args, Mapping) else None
+        if at is not None:
+            start = float(work.start)
+            launched[start] = min(at, launched.get(start, at))
+    out = {"host": 0.0, "waiting": 0.0, "unknown": 0.0}
+    for begin, end in _minus([(first, last)], busy):
+        at = launched.get(end)
+        kind = "unknown" if at is None else "host" if at > begin else "waiting"
+        out[kind] += (end - begin) * _US
+    return out

@@ -7,6 +7,15 @@ those ops with their shapes and the launches, and no kernel. So a capture is pri
 sum of the bounds of its ops (the same op table as any trace), and a replay in another
 trace is set against the capture whose launches it runs: the same number of kernels.
 
+**Piecewise captures** (vLLM's piecewise CUDA graphs, ``torch.compile``'s cudagraph trees):
+a capture trace holding several begin/end capture segments (``cudaStreamBeginCapture`` ..
+``cudaStreamEndCapture``, HIP's alike) captured one graph each: each segment is its own
+capture (``capture.json.gz#3``, its ops those inside it, its launches those it holds). The
+replays, in the order they ran, are matched to a capture file's segments by their sequence:
+a run of replays whose kernel counts are the segments' counts in order (a forward pass
+replays every piece) takes them one for one; a replay outside such a run falls back to the
+count rule below.
+
 **Matching is by the count of kernels**, which is all a replay and its capture share in a
 trace: where several captures have that count (one model captured at several batch sizes),
 the replay takes the lowest bound among them, so a bound stays a lower bound, and the row
@@ -39,6 +48,8 @@ class Captured:
     precision: str
     unpriced: tuple[str, ...]  # ops of the capture no formula prices
     limit: float | None = None  # s, the physical limit of its ops (None: the bound)
+    segment: int = 0  # its begin/end capture segment in its file, from 1 (0: the whole file)
+    file: str = ""  # the capture file of a segment
 
 
 def paths_of(capture: str | os.PathLike[str]) -> list[Path]:
@@ -67,11 +78,41 @@ def match(nodes: int, captures: tuple[Captured, ...]) -> tuple[Captured, int] | 
     return min(same, key=lambda c: (c.bound, c.source)), len(same)
 
 
+def assign(counts: list[int], captures: tuple[Captured, ...]
+           ) -> list[tuple[Captured, int] | None]:
+    """The capture of each replay (*counts*: their kernels, in the order they ran): a run of
+    replays matching a file's piecewise segments in order takes them one for one, the rest
+    :func:`match`."""
+    runs: dict[str, list[Captured]] = {}
+    for item in captures:
+        if item.segment:
+            runs.setdefault(item.file, []).append(item)
+    sequences = [sorted(run, key=lambda c: c.segment) for run in runs.values()]
+    out: list[tuple[Captured, int] | None] = []
+    i = 0
+    while i < len(counts):
+        hit = next((seq for seq in sequences
+                    if [c.launches for c in seq] == counts[i:i + len(seq)]), None)
+        if hit is not None:
+            out += [(item, 1) for item in hit]
+            i += len(hit)
+            continue
+        out.append(match(counts[i], captures))
+        i += 1
+    return out
+
+
 def note_of(captures: tuple[Captured, ...]) -> str:
     """A note naming the captures read."""
     parts = [f"{c.source} ({c.launches} kernels"
              + (f", {len(c.unpriced)} ops unpriced" if c.unpriced else "") + ")"
              for c in captures[:4]]
     more = f" and {len(captures) - 4} more" if len(captures) > 4 else ""
-    return "graph captures: " + ", ".join(parts) + more
+    pieces: dict[str, int] = {}
+    for c in captures:
+        if c.segment:
+            pieces[c.file] = pieces.get(c.file, 0) + 1
+    piecewise = "".join(f"; {name}: {count} begin/end capture segments, one graph each"
+                        for name, count in pieces.items())
+    return "graph captures: " + ", ".join(parts) + more + piecewise
 

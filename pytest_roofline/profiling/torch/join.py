@@ -48,7 +48,7 @@ from ..devices import runs_tf32
 from ..model import KernelRow, Profile, Unpriced, rows_sorted
 from ..rows import judged_row, precision_of
 from ..timeline import timeline
-from . import capture, copies, pricing
+from . import capture, comms, copies, pricing
 from .capture import Captured
 from .trace_file import Device, Op, TraceFile
 
@@ -512,7 +512,9 @@ def build(trace: TraceFile, chip: Hardware, *, source: str, repeats: int = 1,
                    total=trace.total_seconds() / repeats, rows=rows_sorted(rows),
                    unpriced=tuple(unpriced), repeats=repeats,
                    notes=(*notes, *sorted(joiner.assumed)), tick=tick,
-                   timeline=timeline(trace.timeline) if trace.on_device else None)
+                   timeline=timeline(trace.timeline, trace.launch_times)
+                   if trace.on_device else None,
+                   collectives=comms.calls(trace, chip) if trace.on_device else ())
 
 
 def _copy_row(group: _Copy, tick: float, repeats: int) -> KernelRow:
@@ -542,8 +544,11 @@ def _replays(joiner: Joiner, captures: tuple[Captured, ...]) -> dict[str, _Repla
     """Each graph replay priced by its capture (:func:`.capture.match`), by capture; the
     rest named unpriced (``graph replay``)."""
     out: dict[str, _Replay] = {}
-    for nodes in joiner.replays.values():
-        found = capture.match(len(nodes), captures) if captures else None
+    replays = sorted(joiner.replays.values(), key=lambda nodes: min(
+        device.start for _, device in nodes))
+    matched = capture.assign([len(nodes) for nodes in replays], captures) if captures \
+        else [None] * len(replays)
+    for nodes, found in zip(replays, matched, strict=True):
         if found is None:
             for label, device in nodes:
                 joiner.unpriced[(label, GRAPH_REPLAY)].append(device.seconds)

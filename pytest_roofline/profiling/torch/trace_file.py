@@ -51,6 +51,7 @@ _US = 1e-6
 LAUNCH_RANGE = "triton::"
 #: A host call that puts device work on a stream (a graph's replay is not one of them).
 _LAUNCH = re.compile(r"LaunchKernel|Memcpy|Memset|cuLaunch|hipExtModuleLaunch")
+_CAPTURE = re.compile(r"StreamBeginCapture|StreamEndCapture")
 #: Host annotations (``record_function``) where serving engines name their steps.
 ANNOTATION_CATEGORIES = frozenset({"user_annotation"})
 #: A serving step's annotation: vLLM's and SGLang's ``step[DECODE bs=64 ...]``.
@@ -160,6 +161,13 @@ class TraceFile:
     launches: int = 0
     #: every piece of device work, kernels, copies and memsets, in the file's order
     timeline: tuple[Device, ...] = ()
+    #: the trace's ``distributedInfo`` (its rank, world size, process groups), if any
+    distributed: dict[str, Any] | None = None
+    #: correlation id -> when the host launched it (us, the trace's clock)
+    launch_times: dict[Any, float] = field(default_factory=dict)
+    #: a capture's begin/end capture segments (``cudaStreamBeginCapture`` to
+    #: ``cudaStreamEndCapture``): each one's start and end (us) and its launches
+    segments: tuple[tuple[float, float, int], ...] = ()
 
     def total_seconds(self) -> float:
         """The measured time the profile shares out: the device time of every kernel (GPU),
@@ -396,6 +404,9 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
     timeline: list[Device] = []  # every piece of device work, in the file's order
     durations: dict[bool, list[float]] = {True: [], False: []}  # device, host: a sample
     steps: dict[str, int] = {}
+    launch_times: dict[Any, float] = {}
+    launch_marks: list[float] = []
+    capture_marks: list[tuple[float, bool]] = []
     launches = 0
     shapes = False
     integer = True
@@ -426,9 +437,13 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
             name = read.name()
             if _LAUNCH.search(name):
                 launches += 1
+                launch_marks.append(start_us)
+            elif _CAPTURE.search(name):
+                capture_marks.append((start_us, "Begin" in name))
             correlation = read.key("correlation", optional=True)
             if correlation is not None:
                 by_id[correlation] = by_id.get(correlation, 0) + 1
+                launch_times.setdefault(correlation, start_us)
                 threads.setdefault(read.thread(), []).append(
                     (start, 1, 0.0, (correlation, name), start_us, start_us))
         elif cat in ANNOTATION_CATEGORIES:
@@ -508,7 +523,33 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
                      integer_times=integer and on_device, warnings=tuple(warnings),
                      accelerator=None if on_device else _accelerator(events, device),
                      tick=timer_tick(durations[on_device]), steps=steps,
-                     launches=launches, timeline=tuple(timeline))
+                     launches=launches, timeline=tuple(timeline),
+                     distributed=_distributed(data.get("distributedInfo")),
+                     launch_times=launch_times,
+                     segments=_segments(capture_marks, launch_marks))
+
+
+def _segments(marks: list[tuple[float, bool]], launched: list[float]
+              ) -> tuple[tuple[float, float, int], ...]:
+    """Each begin capture .. end capture span (us) with the launches inside it."""
+    import bisect
+
+    launched.sort()
+    out = []
+    begin: float | None = None
+    for at, is_begin in sorted(marks):
+        if is_begin:
+            begin = at
+        elif begin is not None:
+            count = bisect.bisect_right(launched, at) - bisect.bisect_left(launched, begin)
+            out.append((begin, at, count))
+            begin = None
+    return tuple(out)
+
+
+def _distributed(info: Any) -> dict[str, Any] | None:
+    """A trace's ``distributedInfo`` where it is an object, else None."""
+    return dict(info) if isinstance(info, dict) else None
 
 
 def _bounded(value: Any) -> bool:
