@@ -41,6 +41,7 @@ Triton's launch API used here (``KernelInterface.run(*args, grid, warmup, **kwar
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 import sys
 import types
@@ -48,10 +49,13 @@ from typing import Any
 
 from .. import dtypes
 from ..engine.workload import Kernel
+from ..errors import brief
 from . import _kernels as K
 from . import _triton_count as _C
+from . import _triton_replay as _R
 from . import _triton_source as _S
 from . import registry
+from ._base import TraceError
 
 #: Triton's launch-metadata keys for FLOPs: ``flops`` or ``flops<bits>``.
 _FLOPS_KEY = re.compile(r"^flops(\d*)$")
@@ -127,7 +131,7 @@ class Launches:
     def _wrap(self, original: Any) -> Any:
         def run(kernel: Any, *args: Any, grid: Any, warmup: Any = False, **kwargs: Any) -> Any:
             watcher = _ACTIVE[-1] if _ACTIVE else None
-            if warmup or watcher is None:
+            if warmup or watcher is None or _R.replaying():
                 return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             return watcher.launch(original, kernel, args, kwargs, grid)
 
@@ -232,23 +236,31 @@ class Launches:
             self._note(start, None, f"Triton {name}: by its formula")
             return
         nbytes, dtype = _S.tensor_bytes(kernel, bound)
-        stated = self._stated(kernel, bound, grid, name)
+        stated = self._stated(kernel, bound, grid, name, kwargs)
         label = recorder.label(name)
         if stated is not None:
-            flops, width, stated_bytes = stated
-            recorder.kernels.append(Kernel(label, flops, stated_bytes if stated_bytes is not None
-                                           else implied(), unit="matrix",
-                                           dtype=recorder.dtype or width or dtype or "fp32"))
+            widths, stated_bytes = stated
+            recorder.kernels.extend(_by_precision(
+                label, widths, stated_bytes if stated_bytes is not None else implied(),
+                recorder.dtype, dtype))
             self._note(start, None, f"Triton {name}: by its launch_metadata")
             return
+        how = "counted in the interpreter"
+        failed = None
+        if count is None:
+            with recorder.paused():  # the replay's own copies are not the program's
+                replayed = _R.replay(kernel, args, kwargs, _size(grid, bound))
+            count, failed = replayed.count, replayed.failed
+            how = "counted by replay" + (
+                " (stand-in data: its work depends on values it reads)"
+                if replayed.standin else "")
         if count is not None:
             recorder.kernels.extend(counted(label, count, nbytes, dtype, recorder.dtype))
-            how = "counted in the interpreter" + (
-                " (descriptors: bytes of its arguments)" if count.descriptors else "")
+            how += " (descriptors: bytes of its arguments)" if count.descriptors else ""
             self._note(start, None, f"Triton {name}: {how}")
             return
         recorder.kernels.append(K.vector(label, flops=0.0, nbytes=nbytes, dtype=dtype))
-        self._note(start, name, None)
+        self._note(start, name, f"Triton {name}: not counted, {failed}" if failed else None)
 
     def _note(self, start: int, unknown: str | None, note: str | None) -> None:
         """Log one launch recorded from kernel *start* on: unknown by name, or counted as
@@ -257,9 +269,13 @@ class Launches:
         self._log.append(entry)
         self._restore(entry)
 
-    def _stated(self, kernel: Any, bound: dict[str, Any], grid: Any,
-                name: str) -> tuple[float, str | None, float | None] | None:
-        """FLOPs, their precision and bytes from the kernel's ``launch_metadata``."""
+    def _stated(self, kernel: Any, bound: dict[str, Any], grid: Any, name: str,
+                options: dict[str, Any] | None = None,
+                ) -> tuple[dict[str | None, float], float | None] | None:
+        """FLOPs by precision and bytes from the kernel's ``launch_metadata``, called as
+        Triton calls it: ``(grid, metadata, arguments)``, the arguments with the kernel's
+        defaults, the metadata with the launch's ``num_warps``/``num_stages``/``num_ctas``
+        (Triton's defaults where it sets none)."""
         candidates: list[Any] = []
         if self._metadata is not None:  # compiled: Triton's hook had it
             held = self._metadata  # Triton's LazyDict (get() evaluates it), or a dict
@@ -267,35 +283,81 @@ class Launches:
                               else held.get())
         function = launch_metadata_of(kernel)
         if function is not None:  # interpreted, or a Triton whose hook does not carry it
+            given = options or {}
+            meta = types.SimpleNamespace(
+                name=name, num_warps=given.get("num_warps") or _NUM_WARPS,
+                num_stages=given.get("num_stages") or _NUM_STAGES,
+                num_ctas=given.get("num_ctas") or 1, shared=0)
             size = grid(bound) if callable(grid) else grid
-            meta = types.SimpleNamespace(name=name, num_warps=None, num_stages=None,
-                                         num_ctas=1, shared=0)
-            candidates.append(lambda: function(tuple(size), meta, dict(bound)))
+            candidates.append(lambda: function(size, meta, dict(bound)))
         for candidate in candidates:
             data = candidate() if callable(candidate) else candidate
-            stated = _flops_stated(data)
+            stated = _flops_stated(data, name)
             if stated is not None:
                 return stated
         return None
 
 
-def _flops_stated(data: Any) -> tuple[float, str | None, float | None] | None:
-    """FLOPs, their precision and bytes of launch metadata (None: it states no FLOPs)."""
+#: Triton's launch defaults (its CUDA backend's options) where a launch names none.
+_NUM_WARPS = 4
+_NUM_STAGES = 3
+
+
+def _figure(name: str, key: str, value: Any) -> float:
+    """A launch_metadata figure as a float, refused unless a finite number >= 0."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = float("inf")
+    if not 0 <= number < float("inf"):
+        raise TraceError(f"Triton kernel {name}: launch_metadata gave {key}={brief(value, 40)}"
+                         f"; FLOPs and bytes must be finite numbers >= 0")
+    return number
+
+
+def _flops_stated(data: Any, name: str = "triton_kernel",
+                  ) -> tuple[dict[str | None, float], float | None] | None:
+    """FLOPs by the precision each key names (``flops``: None, the launch's own) and bytes
+    of launch metadata (None: it states no FLOPs)."""
     if not isinstance(data, dict):
         return None
-    flops, width = 0.0, None
-    found = False
+    widths: dict[str | None, float] = {}
     for key, value in data.items():
         match = _FLOPS_KEY.match(str(key))
-        if match and isinstance(value, (int, float)):
-            flops += float(value)
-            width = _WIDTH.get(match.group(1), width)
-            found = True
-    if not found:
+        if match and isinstance(value, (int, float)) and not isinstance(value, bool):
+            width = _WIDTH.get(match.group(1)) if match.group(1) else None
+            widths[width] = widths.get(width, 0.0) + _figure(name, str(key), value)
+    if not widths:
         return None
+    if not sum(widths.values()) < float("inf"):
+        raise TraceError(f"Triton kernel {name}: launch_metadata's FLOPs add up past the "
+                         f"largest float (inf)")
     stated_bytes = data.get("bytes")
-    return flops, width, (float(stated_bytes) if isinstance(stated_bytes, (int, float))
-                          else None)
+    return widths, (_figure(name, "bytes", stated_bytes)
+                    if isinstance(stated_bytes, (int, float)) else None)
+
+
+def _by_precision(label: str, widths: dict[str | None, float], nbytes: float,
+                  priced: str | None, dtype: str | None) -> list[Kernel]:
+    """A launch's stated FLOPs, one kernel per precision (the largest first, with every
+    byte; the others in its epilogue: the same launch): ``flops`` at the launch's own
+    precision, ``flops<bits>`` at the one its width names."""
+    split: dict[str, float] = {}
+    for width, flops in widths.items():
+        precision = priced or width or dtype or "fp32"
+        split[precision] = split.get(precision, 0.0) + flops
+    ordered = sorted(split.items(), key=lambda item: -item[1])
+    (head, flops), rest = ordered[0], ordered[1:]
+    kernels = [Kernel(label, flops, nbytes, unit="matrix", dtype=head)]
+    kernels += [Kernel(f"{label}.{precision}", more, 0.0, unit="matrix", dtype=precision,
+                       epilogue_of=label) for precision, more in rest]
+    return kernels
+
+
+def _size(grid: Any, bound: dict[str, Any]) -> tuple[int, ...]:
+    """The launch's grid as Triton resolves it (a callable given the bound arguments)."""
+    size = grid(bound) if callable(grid) else grid
+    return tuple(int(n) for n in (size if isinstance(size, (tuple, list)) else (size,)))
 
 
 _ACTIVE: list[Launches] = []
@@ -316,11 +378,23 @@ def launch_metadata_of(kernel: Any) -> Any:
 
 
 def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The launch's arguments by the kernel's parameter names."""
+    """The launch's arguments by the kernel's parameter names, with the defaults of those
+    it does not pass (as Triton binds them for the grid and ``launch_metadata``)."""
     names = list(getattr(kernel, "arg_names", ()) or ())
     bound = dict(zip(names, args, strict=False))
     bound.update({k: v for k, v in kwargs.items() if not names or k in names})
+    for name, default in _defaults(getattr(kernel, "fn", None)).items():
+        bound.setdefault(name, default)
     return bound
+
+
+def _defaults(fn: Any) -> dict[str, Any]:
+    """The kernel function's parameters that have a default, with it."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not p.empty}
 
 
 def _valueless(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
