@@ -139,15 +139,17 @@ class Launches:
         return run
 
     def _tuned(self, original: Any) -> Any:
-        """``Autotuner.run``: the configurations it benchmarks are not the program's work;
-        the launch it makes with the chosen one is."""
+        """``Autotuner.run``: the configurations it benchmarks are not the program's work,
+        nor its hooks' copies (``restore_value``'s clone and copy back, ``reset_to_zero``'s
+        zeroing, a config's ``pre_hook``); the launch it makes with the chosen one is."""
         def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
             watcher = _ACTIVE[-1] if _ACTIVE else None
-            if watcher is None:
+            if watcher is None or _R.replaying():
                 return original(tuner, *args, **kwargs)
             first = len(watcher._log)
+            mark = len(watcher.recorder.kernels)
             out = original(tuner, *args, **kwargs)
-            watcher.keep_last(first)
+            watcher.keep_last(first, mark)
             return out
 
         run._roofline_launch = True  # type: ignore[attr-defined]
@@ -157,13 +159,19 @@ class Launches:
         """Launches recorded so far (a mark for :meth:`forget` and :meth:`keep_last`)."""
         return len(self._log)
 
-    def keep_last(self, first: int) -> None:
-        """Forget the launches recorded since launch number *first*, but the last."""
-        if len(self._log) - first < 2:
+    def keep_last(self, first: int, mark: int | None = None) -> None:
+        """Forget the launches recorded since launch number *first*, but the last; with
+        *mark*, every other kernel recorded since kernel number *mark* too."""
+        launched = len(self._log) - first
+        if launched == 0 and mark is not None:
+            del self.recorder.kernels[mark:]
+        if launched < (1 if mark is not None else 2):
             return
         last = self._log[-1]
         kept = self.recorder.kernels[last[0]:]
         self.forget(first)
+        if mark is not None:
+            del self.recorder.kernels[mark:]
         start = len(self.recorder.kernels)
         self.recorder.kernels.extend(kept)
         self._restore(last)
