@@ -233,7 +233,7 @@ def test_triton_interpreter_the_launch_counter_relies_on() -> None:
         pytest.skip("the counter counts in interpreter mode (tests/conftest.py sets it)")
     import pytest_roofline as rl
 
-    lanes, dot, helped = _triton_kernels()
+    lanes, dot, _ = _triton_kernels()
     n = 200  # of a block of 256: the masked lanes are padding
     x, y, out, scan = torch.rand(n), torch.rand(n), torch.empty(n), torch.empty(n)
     total = torch.zeros(1)

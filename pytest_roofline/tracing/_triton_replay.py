@@ -11,7 +11,8 @@ launches there, and compiled launches on a GPU.
   (:mod:`._triton_count`): the same FLOPs and bytes.
 * **Cached** per kernel function, argument signature (each tensor's dtype, shape, strides,
   offset and which storage it shares; each other argument's value), constexprs and grid:
-  a launch replays once, the same launch again costs a dictionary look-up.
+  a launch replays once, the same launch again costs a dictionary look-up. The cache keeps
+  a replay's figures, not the addresses it touched.
 * **Stand-in data**: the tensors hold 1.0 (floating point; no NaN from a log or a square
   root of it) and 0 (integers and booleans: an index read from them stays in bounds). Where
   the kernel's work depends on values it reads (a loaded value in a pointer, a mask or a
@@ -114,7 +115,16 @@ def _replay(kernel: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
             twin.run(*cpu_args, grid=size, warmup=False, **cpu_kwargs)
     except Exception as exc:  # the interpreter's refusal: the launch stays unknown
         return Replayed(None, failed=_why(exc))
-    return Replayed(count, standin=depends)
+    return Replayed(_settled(count), standin=depends)
+
+
+def _settled(count: _C.Count) -> _C.Count:
+    """*count* as the cache keeps it: its distinct bytes worked out once (every launch
+    served from the cache would otherwise sort its addresses again), the addresses let go."""
+    moved = count.nbytes()
+    setattr(count, "nbytes", lambda: moved)  # noqa: B010
+    count.loads, count.stores, count.pending = {}, {}, 0
+    return count
 
 
 def _why(exc: BaseException) -> str:
