@@ -17,19 +17,27 @@ What a launch is charged, by the first that applies (``Workload.assumed`` names 
   Kernel or a Workload, taken as it is, or a number, its FLOPs alone (the bytes then the
   launch's, below).
 * **The kernel's ``launch_metadata``** (Triton's convention: ``"flops"``, ``"flops8"``,
-  ``"flops16"``, ``"flops32"``, ``"flops64"`` keys, summed, and ``"bytes"``).
+  ``"flops16"``, ``"flops32"``, ``"flops64"`` keys, and ``"bytes"``), called as Triton
+  calls it (the grid as launched; metadata with the launch's ``num_warps``/``num_stages``,
+  Triton's defaults otherwise; every argument, the kernel's defaults included). Each key
+  keeps its precision: one kernel per precision, the largest carrying the bytes, the others
+  in its epilogue. A figure not finite and >= 0 is refused naming the kernel.
 * **Counted as it runs** in Triton's interpreter (:mod:`._triton_count`): no annotation.
-* Otherwise (a GPU, meta tensors) the launch is listed in ``Workload.unknown`` under its
-  name (0 FLOPs is never assumed without a word) and strict tracing refuses it.
+* **Counted by replay** where no interpreter ran it (a GPU, meta or fake tensors): replayed
+  once in the interpreter on stand-in CPU tensors (:mod:`._triton_replay`).
+* Otherwise (a replay that failed) the launch is listed in ``Workload.unknown`` under its
+  name (0 FLOPs is never assumed without a word), why is noted, and strict tracing refuses
+  it.
 * **Bytes**, where the interpreter does not count them: each tensor argument whole, once per
   way the kernel's source moves it (read, written, or both: :mod:`._triton_source`).
 * **Autotuning**: the configurations ``triton.autotune`` benchmarks on a launch are not the
-  program's work; the launch it makes with the chosen configuration is recorded.
+  program's work, nor its hooks' copies (``restore_value``, ``reset_to_zero``); the launch
+  it makes with the chosen configuration is recorded.
 * **Unit**: a formula's number and Triton's metadata do not say whether the FLOPs ran on
   the matrix units; they are priced at the matrix peak, the faster roof, so the time stays
   a lower bound (a counted launch splits its ``tl.dot`` work from the rest).
 * **Meta and fake tensors** (``wrap_triton`` under ``torch.compile`` or export, a meta
-  trace): nothing can run; the launch is recorded as above without running.
+  trace): nothing can run; the launch is recorded as above without running (replayed).
 * **profile()**: :class:`Labelled` puts each launch in a profiler range of its own, priced
   as a trace counts it.
 
