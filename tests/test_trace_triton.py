@@ -95,9 +95,10 @@ def test_the_tutorials_are_counted_with_no_annotation(ab) -> None:  # type: igno
 
 
 def test_where_no_interpreter_runs_a_launch_is_unknown_by_name(ab) -> None:  # type: ignore[no-untyped-def]
-    """On a GPU (here: a launch recorded without running it) a launch with neither a
-    formula nor launch_metadata is unknown by name, never 0 FLOPs without a word; its
-    bytes are its tensors, each read and/or written as its source says."""
+    """A launch no interpreter ran, with neither a formula nor launch_metadata, whose replay
+    fails (here: recorded without its strides, which the kernel needs) is unknown by name,
+    never 0 FLOPs without a word, and says why; its bytes are its tensors, each read
+    and/or written as its source says."""
     from pytest_roofline.tracing._torch import Recorder
 
     a, b = ab
@@ -108,6 +109,8 @@ def test_where_no_interpreter_runs_a_launch_is_unknown_by_name(ab) -> None:  # t
     (k,) = recorder.kernels
     assert (k.name, k.flops, k.bytes) == ("matmul_kernel", 0.0, MATMUL_BYTES)
     assert recorder.unknown == {"matmul_kernel": 1}
+    (why,) = recorder.assumed
+    assert why.startswith("Triton matmul_kernel: not counted, the replay failed: TypeError")
     with pytest.raises(TraceError, match="matmul_kernel x1.*register_op\\('matmul_kernel'"):
         rl.Tracer(strict=True).finish(recorder.result(footprint=0.0), name="t")
     x = torch.ones(1000)

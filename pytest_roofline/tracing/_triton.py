@@ -265,7 +265,7 @@ class Launches:
         failed = None
         if count is None:
             with recorder.paused():  # the replay's own copies are not the program's
-                replayed = _R.replay(kernel, args, kwargs, _size(grid, bound))
+                replayed = _R.replay(kernel, args, kwargs, lambda: _size(grid, bound))
             count, failed = replayed.count, replayed.failed
             how = "counted by replay" + (
                 " (stand-in data: its work depends on values it reads)"

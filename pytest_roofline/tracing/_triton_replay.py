@@ -32,7 +32,7 @@ import inspect
 import sys
 import textwrap
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import _triton_compat as TC
@@ -70,12 +70,16 @@ def _running() -> Iterator[None]:
 
 
 def replay(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-           size: tuple[int, ...]) -> Replayed:
-    """The launch ``kernel[size](*args, **kwargs)`` replayed in the interpreter on stand-in
+           grid: Callable[[], tuple[int, ...]]) -> Replayed:
+    """The launch ``kernel[grid()](*args, **kwargs)`` replayed in the interpreter on stand-in
     CPU tensors, or taken from the cache (see the module docstring)."""
     fn = getattr(kernel, "fn", None)
     if not callable(fn):
         return Replayed(None, failed="no Python function to replay")
+    try:
+        size = grid()
+    except Exception as exc:  # the launch's grid function, given its arguments
+        return Replayed(None, failed=f"its grid could not be worked out: {_why(exc)}")
     try:
         storages: list[Any] = []
         key = (fn, _signature(args, storages),
