@@ -263,3 +263,15 @@ def test_a_process_without_the_interpreter_counts_by_replay_what_the_interpreter
         assert not unknown
         (note,) = assumed
         assert note.endswith("counted by replay"), name
+
+
+def test_wrap_triton_under_torch_compile_on_meta_is_counted_by_replay() -> None:
+    """``torch.compile`` (here its eager backend) hands the launch to the HOP; on meta the
+    launch counts as the interpreter counts it on CPU."""
+    compiled = torch.compile(_wrapped_add, backend="eager")
+    x = torch.randn(4096)
+    interpreted = rl.trace(compiled, x, x)
+    replayed = rl.trace(compiled, *_meta(x, x))
+    assert _figures(replayed) == _figures(interpreted) == [
+        ("add_kernel", 4096.0, 2 * 4096 * 4.0, "vector", "fp32", None)]  # x read once
+    assert dict(replayed.assumed) == {"Triton add_kernel: counted by replay": 1}
