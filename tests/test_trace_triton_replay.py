@@ -275,3 +275,16 @@ def test_wrap_triton_under_torch_compile_on_meta_is_counted_by_replay() -> None:
     assert _figures(replayed) == _figures(interpreted) == [
         ("add_kernel", 4096.0, 2 * 4096 * 4.0, "vector", "fp32", None)]  # x read once
     assert dict(replayed.assumed) == {"Triton add_kernel: counted by replay": 1}
+
+
+def test_a_launch_too_large_to_replay_is_unknown_and_says_so() -> None:
+    """A replay runs the interpreter (~1 s per million elements here): a launch whose
+    tensors hold more than 64 MiB (3 x 8 Mi fp32 = 96 MiB) is not replayed, nothing is
+    allocated, and the launch says why."""
+    x = torch.empty(8 << 20, device="meta")
+    work = rl.trace(tk.add, x, torch.empty(8 << 20, device="meta"))
+    assert dict(work.unknown) == {"add_kernel": 1}
+    assert dict(work.assumed) == {"Triton add_kernel: not counted, its tensors hold 96 MiB, "
+                                  "past the 64 MiB a replay takes (give it a formula)": 1}
+    (k,) = work.kernels
+    assert k.bytes == 3 * (8 << 20) * 4  # its implied bytes all the same

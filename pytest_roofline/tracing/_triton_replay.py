@@ -20,7 +20,8 @@ launches there, and compiled launches on a GPU.
   and the launch says so. A kernel that loads pointers from memory (``tl.pointer_type``)
   is not replayed: a stand-in pointer would be read as an address.
 * A replay that fails (an operation the interpreter lacks, say) leaves the launch unknown
-  by name, and why is noted.
+  by name, and why is noted; so does a launch whose tensors hold more than
+  :data:`MAX_BYTES` (64 MiB): the interpreter would take minutes over it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ from . import _triton_count as _C
 
 #: Replays kept (least recently used dropped first).
 _KEEP = 256
+#: The most storage a replay's stand-in tensors may hold: the interpreter runs each program
+#: in Python, ~1 s per million elements moved, so a launch past this (a meta trace at a
+#: full model's shapes) would run for minutes; it is left unknown, to be given a formula.
+MAX_BYTES = 64 << 20
 _CACHE: OrderedDict[Any, Replayed] = OrderedDict()
 _DEPENDS: dict[Any, tuple[bool, bool]] = {}
 _DEPTH = [0]  # > 0 while a replay runs: its own launch is not watched
@@ -107,6 +112,10 @@ def _replay(kernel: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
         twin = TC.interpreted(kernel)
     except Exception as exc:  # no source, a Triton without the interpreter
         return Replayed(None, failed=_why(exc))
+    held = _held(args, kwargs)
+    if held > MAX_BYTES:
+        return Replayed(None, failed=f"its tensors hold {held / 2**20:.0f} MiB, past the "
+                                     f"{MAX_BYTES >> 20} MiB a replay takes (give it a formula)")
     standins = _Standins()
     try:
         cpu_args = tuple(standins.of(a) for a in args)
@@ -138,6 +147,13 @@ def _why(exc: BaseException) -> str:
 
 
 # -- the stand-in tensors -------------------------------------------------------------------
+
+
+def _held(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """The bytes of the distinct storages of a launch's tensors."""
+    storages: list[Any] = []
+    _signature((args, tuple(kwargs.values())), storages)
+    return sum(int(storage.nbytes()) for storage in storages)
 
 
 def _is_tensor(value: Any) -> bool:
