@@ -287,3 +287,18 @@ def test_torch_launches_wrap_tritons_higher_order_op() -> None:
         "constant_args_idx": kernel_side_table.add_constant_args({"n": 100, "BLOCK": 128}),
         "grid": [(1, 1, 1)], "tma_descriptor_metadata": {}, "kwargs": {"x_ptr": x}})
     torch.testing.assert_close(x, torch.full((100,), 2.0))
+
+
+def test_torch_real_tensors_inside_a_fake_mode() -> None:
+    """``_torch_compat.real_tensors``: a tensor made inside it is real, fake mode or not."""
+    torch = pytest.importorskip("torch")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from pytest_roofline.tracing import _torch_compat as C
+
+    with FakeTensorMode():
+        assert C.is_fake(torch.empty(2))
+        with C.real_tensors():
+            made = torch.ones(2)
+            assert made.sum().item() == 2.0  # it has values
+        assert not C.is_fake(made)

@@ -288,3 +288,17 @@ def test_a_launch_too_large_to_replay_is_unknown_and_says_so() -> None:
                                   "past the 64 MiB a replay takes (give it a formula)": 1}
     (k,) = work.kernels
     assert k.bytes == 3 * (8 << 20) * 4  # its implied bytes all the same
+
+
+def test_a_launch_on_fake_tensors_is_counted_by_replay() -> None:
+    """Inside a fake-tensor mode (what torch.compile and export trace with) the replay's
+    stand-ins are real CPU tensors all the same."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x = torch.randn(4096)
+    interpreted = rl.trace(_wrapped_add, x, x)
+    with FakeTensorMode():
+        fake = torch.empty(4096)
+        replayed = rl.trace(_wrapped_add, fake, fake)
+    assert _figures(replayed) == _figures(interpreted)
+    assert dict(replayed.assumed) == {"Triton add_kernel: counted by replay": 1}

@@ -26,7 +26,9 @@ the newest torch the index serves):
 * :data:`LOCAL_SCALAR_DENSE`, :data:`HOST_COPIES`: the aten ops a value read
   (``.item()``) and a copy to the host dispatch (underscore names of aten);
 * :func:`launch_triton_hop`: the dense implementation of ``wrap_triton``'s HOP
-  (``torch._higher_order_ops.triton_kernel_wrap``), which launches the kernel.
+  (``torch._higher_order_ops.triton_kernel_wrap``), which launches the kernel;
+* :func:`real_tensors`: real tensors made inside a fake-tensor mode
+  (``unset_fake_temporarily``), for a Triton launch's replay.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 __all__ = ["HOST_COPIES", "LOCAL_SCALAR_DENSE", "TO_COPY", "DispatchMode", "TorchDispatchMode",
            "argument_names", "arguments", "has_implicit_decomposition", "is_fake",
            "is_higher_order", "launch_triton_hop", "process_group", "profiler_active",
-           "skip_dynamo", "written_keywords"]
+           "real_tensors", "skip_dynamo", "written_keywords"]
 
 
 class DispatchMode(TorchDispatchMode):  # type: ignore[misc]
@@ -130,3 +132,11 @@ def launch_triton_hop(hop_kwargs: dict[str, Any]) -> None:
 
     names = ("kernel_idx", "constant_args_idx", "grid", "tma_descriptor_metadata", "kwargs")
     triton_kernel_wrapper_mutation_dense(**{k: hop_kwargs[k] for k in names if k in hop_kwargs})
+
+
+def real_tensors() -> Any:
+    """A context in which tensors made are real ones, even inside a fake-tensor mode
+    (``torch.compile``'s and export's tracing): a Triton launch's replay runs on them."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    return unset_fake_temporarily()

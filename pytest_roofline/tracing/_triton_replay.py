@@ -116,18 +116,21 @@ def _replay(kernel: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
     if held > MAX_BYTES:
         return Replayed(None, failed=f"its tensors hold {held / 2**20:.0f} MiB, past the "
                                      f"{MAX_BYTES >> 20} MiB a replay takes (give it a formula)")
-    standins = _Standins()
-    try:
-        cpu_args = tuple(standins.of(a) for a in args)
-        cpu_kwargs = {k: standins.of(v) for k, v in kwargs.items()}
-    except Exception as exc:  # a tensor with no CPU twin (a sparse one, say)
-        return Replayed(None, failed=_why(exc))
-    count = _C.Count()
-    try:
-        with _running(), TC.interpreting(), count:
-            twin.run(*cpu_args, grid=size, warmup=False, **cpu_kwargs)
-    except Exception as exc:  # the interpreter's refusal: the launch stays unknown
-        return Replayed(None, failed=_why(exc))
+    from ._torch_compat import real_tensors
+
+    with real_tensors():  # inside torch.compile's or export's fake mode too
+        standins = _Standins()
+        try:
+            cpu_args = tuple(standins.of(a) for a in args)
+            cpu_kwargs = {k: standins.of(v) for k, v in kwargs.items()}
+        except Exception as exc:  # a tensor with no CPU twin (a sparse one, say)
+            return Replayed(None, failed=_why(exc))
+        count = _C.Count()
+        try:
+            with _running(), TC.interpreting(), count:
+                twin.run(*cpu_args, grid=size, warmup=False, **cpu_kwargs)
+        except Exception as exc:  # the interpreter's refusal: the launch stays unknown
+            return Replayed(None, failed=_why(exc))
     return Replayed(_settled(count), standin=depends)
 
 
