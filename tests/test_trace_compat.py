@@ -271,6 +271,21 @@ def test_triton_interpreter_replays_a_compiled_kernel() -> None:
     assert TC.interpreted(compiled) is TC.interpreted(compiled)  # one twin a function
 
 
+def test_triton_autotuner_benchmarks_each_configuration_in_its_trial_method() -> None:
+    """``_triton_compat.TUNER_TRIAL``: the Autotuner method each configuration's benchmark
+    runs in (its launches and hook copies, unrecorded while a trace watches)."""
+    pytest.importorskip("triton")
+    import inspect
+
+    from triton.runtime.autotuner import Autotuner
+
+    from pytest_roofline.tracing import _triton_compat as TC
+
+    trial = Autotuner.__dict__[TC.TUNER_TRIAL]
+    assert "config" in inspect.signature(trial).parameters
+    assert TC.TUNER_TRIAL in inspect.getsource(Autotuner.run)  # run benchmarks through it
+
+
 def test_torch_launches_wrap_tritons_higher_order_op() -> None:
     """``_torch_compat.launch_triton_hop``: the HOP's dense implementation launches its
     kernel (on meta tensors the HOP itself launches nothing)."""

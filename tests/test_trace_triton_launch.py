@@ -182,3 +182,20 @@ def test_profiled():
 """)
     result = pytester.runpytest_inprocess(*plugin_args(), *ISOLATE)
     result.assert_outcomes(passed=1)
+
+
+def test_the_autotuners_trials_are_not_replayed() -> None:
+    """On meta tensors the chosen configuration's launch is replayed, once; the trials of
+    both configurations are neither recorded nor replayed (a replay each before)."""
+    from pytest_roofline.tracing import _triton_replay
+
+    n = 50_000  # a tuning key of its own: the tuner tries both configurations again
+    x, total = torch.empty(n, device="meta"), torch.empty(1, device="meta")
+    TRIALS.clear()
+    _triton_replay._CACHE.clear()
+    work = rl.trace(lambda x: tuned_double[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](
+        x, total, n), x)
+    assert len(TRIALS) == 2 and len(_triton_replay._CACHE) == 1
+    assert [(k.name, k.flops, k.bytes) for k in work.kernels] == [
+        ("tuned_double", n, 2 * n * 4)]
+    assert dict(work.assumed) == {"Triton tuned_double: counted by replay": 1}

@@ -59,6 +59,7 @@ from .. import dtypes
 from ..engine.workload import Kernel
 from ..errors import brief
 from . import _kernels as K
+from . import _triton_compat as TC
 from . import _triton_count as _C
 from . import _triton_replay as _R
 from . import _triton_source as _S
@@ -93,7 +94,7 @@ class Launches:
     def __init__(self, recorder: Any) -> None:
         self.recorder = recorder
         self.count = 0  # launches recorded: a custom op that launched kernels is its launches
-        self._patched: list[tuple[type, Any]] = []
+        self._patched: list[tuple[type, str, Any]] = []
         self._metadata: Any = None
         self._knobs: Any = None
         self.watching = False  # True while entered with triton imported
@@ -110,7 +111,11 @@ class Launches:
                 continue  # an outer trace watches already: it hands launches to the inner one
             wrap = self._tuned if cls.__name__ == "Autotuner" else self._wrap
             cls.run = wrap(original)  # type: ignore[attr-defined]
-            self._patched.append((cls, original))
+            self._patched.append((cls, "run", original))
+            trial = cls.__dict__.get(TC.TUNER_TRIAL) if cls.__name__ == "Autotuner" else None
+            if trial is not None:  # a configuration's benchmark: unrecorded, so unreplayed
+                setattr(cls, TC.TUNER_TRIAL, _trial(trial))
+                self._patched.append((cls, TC.TUNER_TRIAL, trial))
         knobs = sys.modules.get("triton.knobs")
         runtime = getattr(knobs, "runtime", None)
         hook = getattr(runtime, "launch_enter_hook", None)
@@ -123,8 +128,8 @@ class Launches:
 
     def __exit__(self, *exc: object) -> None:
         self.watching = False
-        for cls, original in reversed(self._patched):
-            cls.run = original  # type: ignore[attr-defined]
+        for cls, name, original in reversed(self._patched):
+            setattr(cls, name, original)
         self._patched = []
         if self._knobs is not None:
             self._knobs.remove(self._hook)
@@ -377,6 +382,19 @@ def _size(grid: Any, bound: dict[str, Any]) -> tuple[int, ...]:
 
 
 _ACTIVE: list[Launches] = []
+
+
+def _trial(original: Any) -> Any:
+    """``Autotuner._bench``: one configuration benchmarked, its launches and its hooks'
+    copies run with the recorder paused (not recorded, not counted, not replayed)."""
+    def bench(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+        watcher = _ACTIVE[-1] if _ACTIVE else None
+        if watcher is None:
+            return original(tuner, *args, **kwargs)
+        with watcher.recorder.paused():
+            return original(tuner, *args, **kwargs)
+
+    return bench
 
 
 def kernel_name(kernel: Any) -> str:

@@ -15,8 +15,9 @@ function, and while it runs:
   harmless in interpreter mode, fatal to a later compile in a compiling process).
 
 Used here: ``InterpretedFunction(fn)``, its ``run``/``rewrite``, ``interpreter._patch_lang``
-with its scope's ``restore``, and ``JITFunction.__call__``; ``tests/test_trace_compat.py``
-checks each of them.
+with its scope's ``restore``, and ``JITFunction.__call__``. And :data:`TUNER_TRIAL`, the
+``triton.autotune`` method that benchmarks one configuration (its launches and its hooks'
+copies are the tuner's, not the program's). ``tests/test_trace_compat.py`` checks each.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import importlib
 from collections.abc import Iterator
 from typing import Any
 
+#: ``Autotuner._bench(*args, config, **meta)``: one configuration's benchmark.
+TUNER_TRIAL = "_bench"
 #: kernel function -> its interpreted twin
 _TWINS: dict[Any, Any] = {}
 
