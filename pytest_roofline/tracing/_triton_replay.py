@@ -176,12 +176,12 @@ def _signature(value: Any, storages: list[Any]) -> Any:
             storages.append(storage)
         return ("tensor", str(value.dtype), tuple(value.shape), tuple(value.stride()),
                 value.storage_offset(), shared, storage.nbytes())
-    base = getattr(value, "base", None)
-    if base is not None and _is_tensor(base):
-        return ("wrapped", str(getattr(value, "dtype", "")), _signature(base, storages))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a TensorDescriptor
         return (type(value).__name__, *(_signature(getattr(value, f.name), storages)
                                         for f in dataclasses.fields(value)))
+    base = getattr(value, "base", None)
+    if base is not None and _is_tensor(base):  # triton.reinterpret's wrapper
+        return ("wrapped", str(getattr(value, "dtype", "")), _signature(base, storages))
     if isinstance(value, (tuple, list)):
         return (type(value).__name__, *(_signature(v, storages) for v in value))
     return (type(value).__name__, value)
@@ -201,7 +201,7 @@ class _Standins:
         for seen, buffer in self._buffers:
             if seen is storage:
                 return buffer
-        filler = torch.empty(storage.nbytes() // tensor.dtype.itemsize, dtype=tensor.dtype)
+        filler = torch.empty(-(-storage.nbytes() // tensor.dtype.itemsize), dtype=tensor.dtype)
         if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
             filler.fill_(1.0)
         else:
