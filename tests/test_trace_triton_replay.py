@@ -302,3 +302,20 @@ def test_a_launch_on_fake_tensors_is_counted_by_replay() -> None:
         replayed = rl.trace(_wrapped_add, fake, fake)
     assert _figures(replayed) == _figures(interpreted)
     assert dict(replayed.assumed) == {"Triton add_kernel: counted by replay": 1}
+
+
+def test_a_replays_key_tells_tensor_descriptors_apart() -> None:
+    """Two descriptors of one tensor with other block shapes are two launches' worth of
+    work: their keys differ; the same descriptor twice is one key."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    x = torch.empty(64, 32, device="meta")
+
+    def key(*values: Any) -> Any:
+        return _triton_replay._signature(values, [])
+
+    small, large = TensorDescriptor.from_tensor(x, [16, 32]), TensorDescriptor.from_tensor(
+        x, [32, 32])
+    assert key(small) != key(large)
+    assert key(small) == key(TensorDescriptor.from_tensor(x, [16, 32]))
+    assert key(x, x) != key(x, torch.empty(64, 32, device="meta"))  # shared or not
