@@ -319,3 +319,47 @@ def test_a_replays_key_tells_tensor_descriptors_apart() -> None:
     assert key(small) != key(large)
     assert key(small) == key(TensorDescriptor.from_tensor(x, [16, 32]))
     assert key(x, x) != key(x, torch.empty(64, 32, device="meta"))  # shared or not
+
+
+_SUITE = """
+import pytest
+import torch
+import triton_kernels as tk
+
+@pytest.mark.roofline(hw="h100", trace=True, strict=True)
+def test_matmul():
+    a = torch.empty(100, 200, dtype=torch.float16, device="meta")
+    tk.matmul(a, torch.empty(200, 150, dtype=torch.float16, device="meta"))
+
+@pytest.mark.roofline(hw="h100", trace=True, strict=True)
+def test_softmax():
+    tk.softmax(torch.empty(37, 781, device="meta"))
+"""
+
+
+def test_a_traced_suite_run_as_a_gpu_suite_runs_counts_what_the_interpreter_counts(
+        tmp_path: Path) -> None:
+    """A ``trace=True`` suite run with no ``TRITON_INTERPRET`` (compiled-mode kernels, as on
+    a GPU; meta tensors here, nothing to run them on): strict, and each test's figures are
+    the interpreted launch's."""
+    from test_plugin import ISOLATE, plugin_args
+
+    (tmp_path / "test_suite.py").write_text(_SUITE)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(DATA), env.get("PYTHONPATH", "")])
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", *plugin_args(), *ISOLATE, "-q",
+         "--roofline-json=r.json", "test_suite.py"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-3000:]
+    records = {r["nodeid"].split("::")[1]: r for r in json.loads(
+        (tmp_path / "r.json").read_text())["results"]}
+    gen = torch.Generator().manual_seed(0)
+    expected = {
+        "test_matmul": rl.trace(tk.matmul, torch.randn(100, 200, dtype=torch.float16,
+                                                       generator=gen),
+                                torch.randn(200, 150, dtype=torch.float16, generator=gen)),
+        "test_softmax": rl.trace(tk.softmax, torch.randn(37, 781, generator=gen))}
+    for name, work in expected.items():
+        assert (records[name]["flops"], records[name]["bytes"]) == (work.flops, work.bytes)
+        assert not records[name].get("unknown")
