@@ -1003,6 +1003,17 @@ def _triton_kernel(block: Block, request: pytest.FixtureRequest) -> None:
     assert "scale_kernel" in scope
 
 
+@check("docs/trace.md", "# a launch on meta tensors: nothing runs there, so it is replayed "
+                        "once in the interpreter")
+def _triton_replay(block: Block, request: pytest.FixtureRequest) -> None:
+    pytest.importorskip("torch")
+    triton = pytest.importorskip("triton")
+    if not triton.knobs.runtime.interpret:
+        pytest.skip("Triton runs here in interpreter mode only (tests/conftest.py)")
+    scope = python(block)  # its asserts ran: the meta launch counted by replay
+    assert "double_kernel" in scope
+
+
 CUSTOM_OP = "docs/trace.md", "# a custom op: unknown until it has a formula"
 
 

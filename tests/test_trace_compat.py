@@ -208,34 +208,112 @@ def test_torch_scaled_mm_the_fp8_gemm_the_gpu_calibration_runs() -> None:
 # -- triton -----------------------------------------------------------------------------------
 
 
+def _triton_kernels() -> tuple[object, object, object]:
+    """tests/data/triton_canary_kernels.py: what the launch counter wraps, and a kernel
+    that calls a ``@triton.jit`` helper."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "data"))
+    module = importlib.import_module("triton_canary_kernels")
+    return module.lanes, module.dot, module.helped
+
+
 def test_triton_interpreter_the_launch_counter_relies_on() -> None:
-    """tracing/_triton_count.py wraps the interpreter's builder methods and its reduction and
-    scan implementations while a launch runs: when their names or arguments change, this
-    fails first (and a launch would be counted short)."""
+    """What tracing/_triton_count.py needs of Triton's interpreter, checked by what it
+    counts (not by one release's method names and signatures, which move between releases
+    while the counts stay right): each kind of operation it wraps, counted to its hand
+    count. When a release changes how the interpreter runs one of them so that the counter
+    no longer sees it, this fails first, naming the kind."""
+    pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    import triton
+
+    if not triton.knobs.runtime.interpret:
+        pytest.skip("the counter counts in interpreter mode (tests/conftest.py sets it)")
+    import pytest_roofline as rl
+
+    lanes, dot, _ = _triton_kernels()
+    n = 200  # of a block of 256: the masked lanes are padding
+    x, y, out, scan = torch.rand(n), torch.rand(n), torch.empty(n), torch.empty(n)
+    total = torch.zeros(1)
+    work = rl.trace(lambda x, y: lanes[(1,)](x, y, out, scan, total, n, BLOCK=256), x, y)
+    # per valid lane: multiply, add, exp (3); the scan n, the sum n - 1, the atomic add 1
+    assert work.flops == 3 * n + n + (n - 1) + 1, "elementwise, scan, reduction or atomic"
+    # x, y loaded; out and scan stored; total read and written by the atomic
+    assert work.bytes == (2 * n + 2 * n) * 4 + 2 * 4, "masked loads, stores or atomics"
+    torch.testing.assert_close(out, torch.exp(x * y + x))
+    a, b, c = torch.rand(16, 16), torch.rand(16, 16), torch.empty(16, 16)
+    work = rl.trace(lambda a, b: dot[(1,)](a, b, c, S=16), a, b)
+    assert work.flops == 2 * 16 * 16 * 16 and work.bytes == 3 * 16 * 16 * 4, "tl.dot"
+
+
+def test_triton_interpreter_replays_a_compiled_kernel() -> None:
+    """tracing/_triton_compat.py: a compiled-mode kernel (``JITFunction``) runs in the
+    interpreter through its interpreted twin, its ``@triton.jit`` helpers (its own,
+    ``tl.cdiv``) too, and Triton is put back as it was afterwards."""
+    pytest.importorskip("triton")
+    torch = pytest.importorskip("torch")
+    import triton
+    from triton.runtime.jit import JITFunction
+
+    from pytest_roofline.tracing import _triton_compat as TC
+
+    _, _, helped = _triton_kernels()
+    compiled = JITFunction(getattr(helped, "fn", helped))
+    was = (JITFunction.__call__, triton.knobs.runtime.interpret)
+    x = torch.arange(300, dtype=torch.float32)
+    with TC.interpreting():
+        assert triton.knobs.runtime.interpret
+        TC.interpreted(compiled).run(x, 300, grid=(1,), warmup=False, BLOCK=512)
+    assert (JITFunction.__call__, triton.knobs.runtime.interpret) == was
+    torch.testing.assert_close(x, 2.0 * torch.arange(300, dtype=torch.float32))
+    assert TC.interpreted(compiled) is TC.interpreted(compiled)  # one twin a function
+
+
+def test_triton_autotuner_benchmarks_each_configuration_in_its_trial_method() -> None:
+    """``_triton_compat.TUNER_TRIAL``: the Autotuner method each configuration's benchmark
+    runs in (its launches and hook copies, unrecorded while a trace watches)."""
+    pytest.importorskip("triton")
     import inspect
 
+    from triton.runtime.autotuner import Autotuner
+
+    from pytest_roofline.tracing import _triton_compat as TC
+
+    trial = Autotuner.__dict__[TC.TUNER_TRIAL]
+    assert "config" in inspect.signature(trial).parameters
+    assert TC.TUNER_TRIAL in inspect.getsource(Autotuner.run)  # run benchmarks through it
+
+
+def test_torch_launches_wrap_tritons_higher_order_op() -> None:
+    """``_torch_compat.launch_triton_hop``: the HOP's dense implementation launches its
+    kernel (on meta tensors the HOP itself launches nothing)."""
     pytest.importorskip("triton")
-    from triton.runtime import interpreter
+    torch = pytest.importorskip("torch")
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
-    from pytest_roofline.tracing import _triton_count as C
+    from pytest_roofline.tracing import _torch_compat as C
 
-    builder = interpreter.interpreter_builder
-    missing = [name for name in [*C.FLOPS, *C.CARRY] if not hasattr(builder, name)]
-    assert not missing, missing
+    _, _, helped = _triton_kernels()
+    x = torch.ones(100)
+    C.launch_triton_hop({
+        "kernel_idx": kernel_side_table.add_kernel(helped),
+        "constant_args_idx": kernel_side_table.add_constant_args({"n": 100, "BLOCK": 128}),
+        "grid": [(1, 1, 1)], "tma_descriptor_metadata": {}, "kwargs": {"x_ptr": x}})
+    torch.testing.assert_close(x, torch.full((100,), 2.0))
 
-    def params(name: str) -> list[str]:
-        return list(inspect.signature(getattr(builder, name)).parameters)
 
-    assert params("create_masked_load")[:2] == ["ptrs", "mask"]
-    assert params("create_masked_store")[:3] == ["ptrs", "value", "mask"]
-    assert params("create_dot")[:3] == ["a", "b", "d"]
-    assert params("create_atomic_rmw")[:4] == ["rmwOp", "ptr", "val", "mask"]
-    for cls in (interpreter.ReduceOps, interpreter.ScanOps):
-        assert list(inspect.signature(cls.apply_impl).parameters) == ["self", "input"], cls
-    assert "axis" in inspect.signature(interpreter.ReduceOps.__init__).parameters
-    import numpy as np
-    import triton.language as tl
+def test_torch_real_tensors_inside_a_fake_mode() -> None:
+    """``_torch_compat.real_tensors``: a tensor made inside it is real, fake mode or not."""
+    torch = pytest.importorskip("torch")
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
-    handle = interpreter.TensorHandle(np.zeros(2, dtype=np.float32), tl.float32)
-    handle._rl_valid = None  # the counter notes valid lanes on the interpreter's values
-    assert hasattr(handle, "data") and hasattr(interpreter.TensorHandle, "get_element_ty")
+    from pytest_roofline.tracing import _torch_compat as C
+
+    with FakeTensorMode():
+        assert C.is_fake(torch.empty(2))
+        with C.real_tensors():
+            made = torch.ones(2)
+            assert made.sum().item() == 2.0  # it has values
+        assert not C.is_fake(made)

@@ -95,9 +95,10 @@ def test_the_tutorials_are_counted_with_no_annotation(ab) -> None:  # type: igno
 
 
 def test_where_no_interpreter_runs_a_launch_is_unknown_by_name(ab) -> None:  # type: ignore[no-untyped-def]
-    """On a GPU (here: a launch recorded without running it) a launch with neither a
-    formula nor launch_metadata is unknown by name, never 0 FLOPs without a word; its
-    bytes are its tensors, each read and/or written as its source says."""
+    """A launch no interpreter ran, with neither a formula nor launch_metadata, whose replay
+    fails (here: recorded without its strides, which the kernel needs) is unknown by name,
+    never 0 FLOPs without a word, and says why; its bytes are its tensors, each read
+    and/or written as its source says."""
     from pytest_roofline.tracing._torch import Recorder
 
     a, b = ab
@@ -108,6 +109,8 @@ def test_where_no_interpreter_runs_a_launch_is_unknown_by_name(ab) -> None:  # t
     (k,) = recorder.kernels
     assert (k.name, k.flops, k.bytes) == ("matmul_kernel", 0.0, MATMUL_BYTES)
     assert recorder.unknown == {"matmul_kernel": 1}
+    (why,) = recorder.assumed
+    assert why.startswith("Triton matmul_kernel: not counted, the replay failed: TypeError")
     with pytest.raises(TraceError, match="matmul_kernel x1.*register_op\\('matmul_kernel'"):
         rl.Tracer(strict=True).finish(recorder.result(footprint=0.0), name="t")
     x = torch.ones(1000)
@@ -195,10 +198,9 @@ def test_wrap_triton_is_one_launch(device: str) -> None:
     work = rl.trace(wrapped_add, x, y)
     (k,) = work.kernels
     assert (k.name, k.bytes) == ("add_kernel", 3 * 4096 * 4)
-    if device == "cpu":  # run and counted
-        assert k.flops == 4096 and not work.unknown
-    else:  # nothing runs on meta: unknown by name
-        assert dict(work.unknown) == {"add_kernel": 1}
+    assert k.flops == 4096 and not work.unknown  # run, or on meta replayed: counted
+    how = "counted in the interpreter" if device == "cpu" else "counted by replay"
+    assert dict(work.assumed) == {f"Triton add_kernel: {how}": 1}
 
 
 def test_register_op_makes_the_tutorial_matmul_exact(ab) -> None:  # type: ignore[no-untyped-def]
@@ -313,7 +315,14 @@ def test_a_trace_true_test_counts_its_launches_and_strict_refuses_the_unknown(
 import pytest
 import torch
 import pytest_roofline as rl
+import triton
+import triton.language as tl
 import triton_kernels as tk
+
+@triton.jit
+def through_pointers(ptrs, out):  # a pointer read from memory: no stand-in replays it
+    p = tl.load(ptrs).to(tl.pointer_type(tl.float32))
+    tl.store(out, tl.load(p))
 
 def formula(a, b, c, M, N, K, *rest, **meta):
     return rl.ops.matmul(M, N, K, dtype="fp16")
@@ -327,7 +336,8 @@ def test_unknown():
 
 @pytest.mark.roofline(hw="toychip", trace=True, strict=True)
 def test_strict():
-    tk.matmul(A.to("meta"), B.to("meta"))  # nothing runs on meta: unknown
+    meta = torch.empty(1, dtype=torch.int64, device="meta")
+    through_pointers[(1,)](meta, torch.empty(1, device="meta"))  # unknown
 
 @pytest.mark.roofline(hw="h100", trace=True, strict=True)
 def test_counted():
@@ -339,7 +349,8 @@ def test_counted():
 """)
     result = pytester.runpytest_inprocess(*plugin_args(), *ISOLATE, "--roofline-json=r.json")
     result.assert_outcomes(passed=2, failed=1)
-    matcher(result).fnmatch_lines(["*strict=True*matmul_kernel x1*register_op('matmul_kernel'*"])
+    matcher(result).fnmatch_lines(
+        ["*strict=True*through_pointers x1*register_op('through_pointers'*"])
     import json
 
     records = {r["nodeid"].split("::")[1]: r for r in json.loads(
@@ -381,7 +392,8 @@ def test_metadata_without_flops_from_the_hook_falls_back_to_the_kernels_own() ->
 
     assert _flops_stated({"name": "k", "num_warps": 4}) is None
     assert _flops_stated(None) is None
-    assert _flops_stated({"flops16": 10.0, "flops32": 2.0, "bytes": 8}) == (12.0, "fp32", 8.0)
+    assert _flops_stated({"flops16": 10.0, "flops32": 2.0, "bytes": 8}) == (
+        {"bf16": 10.0, "fp32": 2.0}, 8.0)  # each key its own precision
 
     def metadata(grid: Any, meta: Any, args: dict[str, Any]) -> dict[str, float]:
         return {"flops16": 2.0 * args["n"], "bytes": 4.0 * args["n"]}
@@ -389,7 +401,7 @@ def test_metadata_without_flops_from_the_hook_falls_back_to_the_kernels_own() ->
     kernel = SimpleNamespace(launch_metadata=metadata, fn=SimpleNamespace(__name__="k"))
     launches = Launches(recorder=None)
     launches._metadata = {"name": "k", "stream": 7}  # what the hook held
-    assert launches._stated(kernel, {"n": 5}, (1,), "k") == (10.0, "bf16", 20.0)
+    assert launches._stated(kernel, {"n": 5}, (1,), "k") == ({"bf16": 10.0}, 20.0)
     launches._metadata = None
     assert launches._stated(SimpleNamespace(fn=None), {"n": 5}, (1,), "k") is None
 

@@ -72,10 +72,14 @@ def call(name: str, formula: Callable[..., Any], args: Iterable[Any],
         text = text if len(text) <= 200 else text[:197] + "..."
         raise FormulaError(f"{label} failed: {type(exc).__name__}: {text}") from None
     if numbers and isinstance(result, (int, float)) and not isinstance(result, bool):
-        if not 0 <= result < math.inf:
-            raise FormulaError(f"{label} returned {result!r} FLOPs; a number of FLOPs must be "
-                               f"finite and >= 0")
-        return float(result)
+        try:
+            flops = float(result)
+        except OverflowError:  # an int past the largest float
+            flops = math.inf
+        if not 0 <= flops < math.inf:
+            raise FormulaError(f"{label} returned {brief(result, 40)} FLOPs; a number of FLOPs "
+                               f"must be finite and >= 0")
+        return flops
     kernels = [result] if isinstance(result, Kernel) else (
         list(result.kernels) if isinstance(result, Workload) else None)
     if kernels is None:

@@ -14,8 +14,9 @@ torch's own ``FlopCounterMode`` does:
   recorded once and the Workload says so.
 * **triton_kernel_wrapper_mutation / _functional** (``wrap_triton(kernel)[grid](...)``): the
   kernel is launched as the HOP's own implementation does; the launch is recorded by the
-  Triton watcher (:mod:`._triton`), one kernel named after the kernel function (on meta
-  tensors recorded without running).
+  Triton watcher (:mod:`._triton`), one kernel named after the kernel function. On meta or
+  fake tensors torch's HOP launches nothing: its dense implementation is run for the
+  watcher, which replays the launch in Triton's interpreter (:mod:`._triton_replay`).
 * **flex_attention**: one attention kernel over the (query, key) pairs its block mask makes it
   compute: every pair of each block it visits (partial blocks, where ``mask_mod`` is applied,
   and full ones), cut at the sequence ends; Q·Kᵀ and P·V at 2 FLOPs a multiply-accumulate on
@@ -58,6 +59,9 @@ def dispatch(mode: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     if name == "while_loop":
         return _while_loop(mode, *args, **kwargs)
     if name in _TRITON:
+        if recorder.recording and not all(_valued(t) for t in T.tensors(
+                list(dict(kwargs.get("kwargs") or {}).values()))):
+            C.launch_triton_hop(kwargs)  # on meta or fake the HOP launches nothing: replay
         return func(*args, **kwargs)
     out = func(*args, **kwargs)
     if not recorder.recording:

@@ -24,7 +24,11 @@ the newest torch the index serves):
   (``torch.autograd._profiler_enabled``): starting a second one, or stopping the one that
   records, leaves torch's profiler state broken (its trace export crashes the process);
 * :data:`LOCAL_SCALAR_DENSE`, :data:`HOST_COPIES`: the aten ops a value read
-  (``.item()``) and a copy to the host dispatch (underscore names of aten).
+  (``.item()``) and a copy to the host dispatch (underscore names of aten);
+* :func:`launch_triton_hop`: the dense implementation of ``wrap_triton``'s HOP
+  (``torch._higher_order_ops.triton_kernel_wrap``), which launches the kernel;
+* :func:`real_tensors`: real tensors made inside a fake-tensor mode
+  (``unset_fake_temporarily``), for a Triton launch's replay.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = ["HOST_COPIES", "LOCAL_SCALAR_DENSE", "TO_COPY", "DispatchMode", "TorchDispatchMode",
            "argument_names", "arguments", "has_implicit_decomposition", "is_fake",
-           "is_higher_order", "process_group", "profiler_active", "skip_dynamo",
-           "written_keywords"]
+           "is_higher_order", "launch_triton_hop", "process_group", "profiler_active",
+           "real_tensors", "skip_dynamo", "written_keywords"]
 
 
 class DispatchMode(TorchDispatchMode):  # type: ignore[misc]
@@ -116,3 +120,23 @@ LOCAL_SCALAR_DENSE = torch.ops.aten._local_scalar_dense.default
 TO_COPY = torch.ops.aten._to_copy.default
 HOST_COPIES = frozenset({TO_COPY, torch.ops.aten.copy_.default,
                          torch.ops.aten._copy_from.default})
+
+
+def launch_triton_hop(hop_kwargs: dict[str, Any]) -> None:
+    """Launch the kernel of a ``triton_kernel_wrapper_mutation`` or ``_functional`` call as
+    its dense (CPU, CUDA) implementation does, whatever its tensors: on meta or fake ones the
+    HOP's own implementation returns without launching."""
+    from torch._higher_order_ops.triton_kernel_wrap import (
+        triton_kernel_wrapper_mutation_dense,
+    )
+
+    names = ("kernel_idx", "constant_args_idx", "grid", "tma_descriptor_metadata", "kwargs")
+    triton_kernel_wrapper_mutation_dense(**{k: hop_kwargs[k] for k in names if k in hop_kwargs})
+
+
+def real_tensors() -> Any:
+    """A context in which tensors made are real ones, even inside a fake-tensor mode
+    (``torch.compile``'s and export's tracing): a Triton launch's replay runs on them."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    return unset_fake_temporarily()

@@ -17,19 +17,27 @@ What a launch is charged, by the first that applies (``Workload.assumed`` names 
   Kernel or a Workload, taken as it is, or a number, its FLOPs alone (the bytes then the
   launch's, below).
 * **The kernel's ``launch_metadata``** (Triton's convention: ``"flops"``, ``"flops8"``,
-  ``"flops16"``, ``"flops32"``, ``"flops64"`` keys, summed, and ``"bytes"``).
+  ``"flops16"``, ``"flops32"``, ``"flops64"`` keys, and ``"bytes"``), called as Triton
+  calls it (the grid as launched; metadata with the launch's ``num_warps``/``num_stages``,
+  Triton's defaults otherwise; every argument, the kernel's defaults included). Each key
+  keeps its precision: one kernel per precision, the largest carrying the bytes, the others
+  in its epilogue. A figure not finite and >= 0 is refused naming the kernel.
 * **Counted as it runs** in Triton's interpreter (:mod:`._triton_count`): no annotation.
-* Otherwise (a GPU, meta tensors) the launch is listed in ``Workload.unknown`` under its
-  name (0 FLOPs is never assumed without a word) and strict tracing refuses it.
+* **Counted by replay** where no interpreter ran it (a GPU, meta or fake tensors): replayed
+  once in the interpreter on stand-in CPU tensors (:mod:`._triton_replay`).
+* Otherwise (a replay that failed) the launch is listed in ``Workload.unknown`` under its
+  name (0 FLOPs is never assumed without a word), why is noted, and strict tracing refuses
+  it.
 * **Bytes**, where the interpreter does not count them: each tensor argument whole, once per
   way the kernel's source moves it (read, written, or both: :mod:`._triton_source`).
 * **Autotuning**: the configurations ``triton.autotune`` benchmarks on a launch are not the
-  program's work; the launch it makes with the chosen configuration is recorded.
+  program's work, nor its hooks' copies (``restore_value``, ``reset_to_zero``); the launch
+  it makes with the chosen configuration is recorded.
 * **Unit**: a formula's number and Triton's metadata do not say whether the FLOPs ran on
   the matrix units; they are priced at the matrix peak, the faster roof, so the time stays
   a lower bound (a counted launch splits its ``tl.dot`` work from the rest).
 * **Meta and fake tensors** (``wrap_triton`` under ``torch.compile`` or export, a meta
-  trace): nothing can run; the launch is recorded as above without running.
+  trace): nothing can run; the launch is recorded as above without running (replayed).
 * **profile()**: :class:`Labelled` puts each launch in a profiler range of its own, priced
   as a trace counts it.
 
@@ -41,6 +49,7 @@ Triton's launch API used here (``KernelInterface.run(*args, grid, warmup, **kwar
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 import sys
 import types
@@ -48,10 +57,14 @@ from typing import Any
 
 from .. import dtypes
 from ..engine.workload import Kernel
+from ..errors import brief
 from . import _kernels as K
+from . import _triton_compat as TC
 from . import _triton_count as _C
+from . import _triton_replay as _R
 from . import _triton_source as _S
 from . import registry
+from ._base import TraceError
 
 #: Triton's launch-metadata keys for FLOPs: ``flops`` or ``flops<bits>``.
 _FLOPS_KEY = re.compile(r"^flops(\d*)$")
@@ -81,7 +94,7 @@ class Launches:
     def __init__(self, recorder: Any) -> None:
         self.recorder = recorder
         self.count = 0  # launches recorded: a custom op that launched kernels is its launches
-        self._patched: list[tuple[type, Any]] = []
+        self._patched: list[tuple[type, str, Any]] = []
         self._metadata: Any = None
         self._knobs: Any = None
         self.watching = False  # True while entered with triton imported
@@ -98,7 +111,11 @@ class Launches:
                 continue  # an outer trace watches already: it hands launches to the inner one
             wrap = self._tuned if cls.__name__ == "Autotuner" else self._wrap
             cls.run = wrap(original)  # type: ignore[attr-defined]
-            self._patched.append((cls, original))
+            self._patched.append((cls, "run", original))
+            trial = cls.__dict__.get(TC.TUNER_TRIAL) if cls.__name__ == "Autotuner" else None
+            if trial is not None:  # a configuration's benchmark: unrecorded, so unreplayed
+                setattr(cls, TC.TUNER_TRIAL, _trial(trial))
+                self._patched.append((cls, TC.TUNER_TRIAL, trial))
         knobs = sys.modules.get("triton.knobs")
         runtime = getattr(knobs, "runtime", None)
         hook = getattr(runtime, "launch_enter_hook", None)
@@ -111,8 +128,8 @@ class Launches:
 
     def __exit__(self, *exc: object) -> None:
         self.watching = False
-        for cls, original in reversed(self._patched):
-            cls.run = original  # type: ignore[attr-defined]
+        for cls, name, original in reversed(self._patched):
+            setattr(cls, name, original)
         self._patched = []
         if self._knobs is not None:
             self._knobs.remove(self._hook)
@@ -127,7 +144,7 @@ class Launches:
     def _wrap(self, original: Any) -> Any:
         def run(kernel: Any, *args: Any, grid: Any, warmup: Any = False, **kwargs: Any) -> Any:
             watcher = _ACTIVE[-1] if _ACTIVE else None
-            if warmup or watcher is None:
+            if warmup or watcher is None or _R.replaying():
                 return original(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             return watcher.launch(original, kernel, args, kwargs, grid)
 
@@ -135,15 +152,17 @@ class Launches:
         return run
 
     def _tuned(self, original: Any) -> Any:
-        """``Autotuner.run``: the configurations it benchmarks are not the program's work;
-        the launch it makes with the chosen one is."""
+        """``Autotuner.run``: the configurations it benchmarks are not the program's work,
+        nor its hooks' copies (``restore_value``'s clone and copy back, ``reset_to_zero``'s
+        zeroing, a config's ``pre_hook``); the launch it makes with the chosen one is."""
         def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
             watcher = _ACTIVE[-1] if _ACTIVE else None
-            if watcher is None:
+            if watcher is None or _R.replaying():
                 return original(tuner, *args, **kwargs)
             first = len(watcher._log)
+            mark = len(watcher.recorder.kernels)
             out = original(tuner, *args, **kwargs)
-            watcher.keep_last(first)
+            watcher.keep_last(first, mark)
             return out
 
         run._roofline_launch = True  # type: ignore[attr-defined]
@@ -153,13 +172,19 @@ class Launches:
         """Launches recorded so far (a mark for :meth:`forget` and :meth:`keep_last`)."""
         return len(self._log)
 
-    def keep_last(self, first: int) -> None:
-        """Forget the launches recorded since launch number *first*, but the last."""
-        if len(self._log) - first < 2:
+    def keep_last(self, first: int, mark: int | None = None) -> None:
+        """Forget the launches recorded since launch number *first*, but the last; with
+        *mark*, every other kernel recorded since kernel number *mark* too."""
+        launched = len(self._log) - first
+        if launched == 0 and mark is not None:
+            del self.recorder.kernels[mark:]
+        if launched < (1 if mark is not None else 2):
             return
         last = self._log[-1]
         kept = self.recorder.kernels[last[0]:]
         self.forget(first)
+        if mark is not None:
+            del self.recorder.kernels[mark:]
         start = len(self.recorder.kernels)
         self.recorder.kernels.extend(kept)
         self._restore(last)
@@ -232,23 +257,31 @@ class Launches:
             self._note(start, None, f"Triton {name}: by its formula")
             return
         nbytes, dtype = _S.tensor_bytes(kernel, bound)
-        stated = self._stated(kernel, bound, grid, name)
+        stated = self._stated(kernel, bound, grid, name, kwargs)
         label = recorder.label(name)
         if stated is not None:
-            flops, width, stated_bytes = stated
-            recorder.kernels.append(Kernel(label, flops, stated_bytes if stated_bytes is not None
-                                           else implied(), unit="matrix",
-                                           dtype=recorder.dtype or width or dtype or "fp32"))
+            widths, stated_bytes = stated
+            recorder.kernels.extend(_by_precision(
+                label, widths, stated_bytes if stated_bytes is not None else implied(),
+                recorder.dtype, dtype))
             self._note(start, None, f"Triton {name}: by its launch_metadata")
             return
+        how = "counted in the interpreter"
+        failed = None
+        if count is None:
+            with recorder.paused():  # the replay's own copies are not the program's
+                replayed = _R.replay(kernel, args, kwargs, lambda: _size(grid, bound))
+            count, failed = replayed.count, replayed.failed
+            how = "counted by replay" + (
+                " (stand-in data: its work depends on values it reads)"
+                if replayed.standin else "")
         if count is not None:
             recorder.kernels.extend(counted(label, count, nbytes, dtype, recorder.dtype))
-            how = "counted in the interpreter" + (
-                " (descriptors: bytes of its arguments)" if count.descriptors else "")
+            how += " (descriptors: bytes of its arguments)" if count.descriptors else ""
             self._note(start, None, f"Triton {name}: {how}")
             return
         recorder.kernels.append(K.vector(label, flops=0.0, nbytes=nbytes, dtype=dtype))
-        self._note(start, name, None)
+        self._note(start, name, f"Triton {name}: not counted, {failed}" if failed else None)
 
     def _note(self, start: int, unknown: str | None, note: str | None) -> None:
         """Log one launch recorded from kernel *start* on: unknown by name, or counted as
@@ -257,9 +290,13 @@ class Launches:
         self._log.append(entry)
         self._restore(entry)
 
-    def _stated(self, kernel: Any, bound: dict[str, Any], grid: Any,
-                name: str) -> tuple[float, str | None, float | None] | None:
-        """FLOPs, their precision and bytes from the kernel's ``launch_metadata``."""
+    def _stated(self, kernel: Any, bound: dict[str, Any], grid: Any, name: str,
+                options: dict[str, Any] | None = None,
+                ) -> tuple[dict[str | None, float], float | None] | None:
+        """FLOPs by precision and bytes from the kernel's ``launch_metadata``, called as
+        Triton calls it: ``(grid, metadata, arguments)``, the arguments with the kernel's
+        defaults, the metadata with the launch's ``num_warps``/``num_stages``/``num_ctas``
+        (Triton's defaults where it sets none)."""
         candidates: list[Any] = []
         if self._metadata is not None:  # compiled: Triton's hook had it
             held = self._metadata  # Triton's LazyDict (get() evaluates it), or a dict
@@ -267,38 +304,97 @@ class Launches:
                               else held.get())
         function = launch_metadata_of(kernel)
         if function is not None:  # interpreted, or a Triton whose hook does not carry it
+            given = options or {}
+            meta = types.SimpleNamespace(
+                name=name, num_warps=given.get("num_warps") or _NUM_WARPS,
+                num_stages=given.get("num_stages") or _NUM_STAGES,
+                num_ctas=given.get("num_ctas") or 1, shared=0)
             size = grid(bound) if callable(grid) else grid
-            meta = types.SimpleNamespace(name=name, num_warps=None, num_stages=None,
-                                         num_ctas=1, shared=0)
-            candidates.append(lambda: function(tuple(size), meta, dict(bound)))
+            candidates.append(lambda: function(size, meta, dict(bound)))
         for candidate in candidates:
             data = candidate() if callable(candidate) else candidate
-            stated = _flops_stated(data)
+            stated = _flops_stated(data, name)
             if stated is not None:
                 return stated
         return None
 
 
-def _flops_stated(data: Any) -> tuple[float, str | None, float | None] | None:
-    """FLOPs, their precision and bytes of launch metadata (None: it states no FLOPs)."""
+#: Triton's launch defaults (its CUDA backend's options) where a launch names none.
+_NUM_WARPS = 4
+_NUM_STAGES = 3
+
+
+def _figure(name: str, key: str, value: Any) -> float:
+    """A launch_metadata figure as a float, refused unless a finite number >= 0."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = float("inf")
+    if not 0 <= number < float("inf"):
+        raise TraceError(f"Triton kernel {name}: launch_metadata gave {key}={brief(value, 40)}"
+                         f"; FLOPs and bytes must be finite numbers >= 0")
+    return number
+
+
+def _flops_stated(data: Any, name: str = "triton_kernel",
+                  ) -> tuple[dict[str | None, float], float | None] | None:
+    """FLOPs by the precision each key names (``flops``: None, the launch's own) and bytes
+    of launch metadata (None: it states no FLOPs)."""
     if not isinstance(data, dict):
         return None
-    flops, width = 0.0, None
-    found = False
+    widths: dict[str | None, float] = {}
     for key, value in data.items():
         match = _FLOPS_KEY.match(str(key))
-        if match and isinstance(value, (int, float)):
-            flops += float(value)
-            width = _WIDTH.get(match.group(1), width)
-            found = True
-    if not found:
+        if match and isinstance(value, (int, float)) and not isinstance(value, bool):
+            width = _WIDTH.get(match.group(1)) if match.group(1) else None
+            widths[width] = widths.get(width, 0.0) + _figure(name, str(key), value)
+    if not widths:
         return None
+    if not sum(widths.values()) < float("inf"):
+        raise TraceError(f"Triton kernel {name}: launch_metadata's FLOPs add up past the "
+                         f"largest float (inf)")
     stated_bytes = data.get("bytes")
-    return flops, width, (float(stated_bytes) if isinstance(stated_bytes, (int, float))
-                          else None)
+    return widths, (_figure(name, "bytes", stated_bytes)
+                    if isinstance(stated_bytes, (int, float)) else None)
+
+
+def _by_precision(label: str, widths: dict[str | None, float], nbytes: float,
+                  priced: str | None, dtype: str | None) -> list[Kernel]:
+    """A launch's stated FLOPs, one kernel per precision (the largest first, with every
+    byte; the others in its epilogue: the same launch): ``flops`` at the launch's own
+    precision, ``flops<bits>`` at the one its width names."""
+    split: dict[str, float] = {}
+    for width, flops in widths.items():
+        precision = priced or width or dtype or "fp32"
+        split[precision] = split.get(precision, 0.0) + flops
+    ordered = sorted(split.items(), key=lambda item: -item[1])
+    (head, flops), rest = ordered[0], ordered[1:]
+    kernels = [Kernel(label, flops, nbytes, unit="matrix", dtype=head)]
+    kernels += [Kernel(f"{label}.{precision}", more, 0.0, unit="matrix", dtype=precision,
+                       epilogue_of=label) for precision, more in rest]
+    return kernels
+
+
+def _size(grid: Any, bound: dict[str, Any]) -> tuple[int, ...]:
+    """The launch's grid as Triton resolves it (a callable given the bound arguments)."""
+    size = grid(bound) if callable(grid) else grid
+    return tuple(int(n) for n in (size if isinstance(size, (tuple, list)) else (size,)))
 
 
 _ACTIVE: list[Launches] = []
+
+
+def _trial(original: Any) -> Any:
+    """``Autotuner._bench``: one configuration benchmarked, its launches and its hooks'
+    copies run with the recorder paused (not recorded, not counted, not replayed)."""
+    def bench(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+        watcher = _ACTIVE[-1] if _ACTIVE else None
+        if watcher is None:
+            return original(tuner, *args, **kwargs)
+        with watcher.recorder.paused():
+            return original(tuner, *args, **kwargs)
+
+    return bench
 
 
 def kernel_name(kernel: Any) -> str:
@@ -316,11 +412,23 @@ def launch_metadata_of(kernel: Any) -> Any:
 
 
 def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The launch's arguments by the kernel's parameter names."""
+    """The launch's arguments by the kernel's parameter names, with the defaults of those
+    it does not pass (as Triton binds them for the grid and ``launch_metadata``)."""
     names = list(getattr(kernel, "arg_names", ()) or ())
     bound = dict(zip(names, args, strict=False))
     bound.update({k: v for k, v in kwargs.items() if not names or k in names})
+    for name, default in _defaults(getattr(kernel, "fn", None)).items():
+        bound.setdefault(name, default)
     return bound
+
+
+def _defaults(fn: Any) -> dict[str, Any]:
+    """The kernel function's parameters that have a default, with it."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not p.empty}
 
 
 def _valueless(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -38,7 +38,7 @@ class Labelled(Launches):
         start = len(recorder.kernels)
         with record_function(label):
             out = super().launch(original, kernel, args, kwargs, grid)
-        if label not in self.workloads:
+        if label not in self.workloads and recorder.recording:  # not a tuner's trial
             kernels = recorder.kernels[start:]
             self.workloads[label] = (
                 f"Triton kernel {name} without a formula or launch_metadata"
