@@ -930,3 +930,20 @@ def test_fused_attention_backward() -> None:
     assert work.bytes == 29_696
     for got, want in ((dq, qr.grad), (dk, kr.grad), (dv, vr.grad)):
         torch.testing.assert_close(got.float(), want, atol=0.03, rtol=0.03)
+
+
+def test_the_descriptor_attention_on_meta_is_counted_by_replay_as_interpreted() -> None:
+    """The same launch on meta tensors (what torch.compile and a GPU suite hand the tracer):
+    replayed once in the interpreter on stand-ins of the same shapes, it counts exactly what
+    the interpreted launch counts (the figures of the test above: 131,072 fp16 matrix FLOPs,
+    13,888 fp32 vector FLOPs, 8,448 B) and says it was counted by replay."""
+    q, k, v = (torch.empty(1, 2, 32, 16, dtype=torch.float16, device="meta") for _ in range(3))
+    o, m = torch.empty_like(q), torch.empty(1, 2, 32, device="meta")
+
+    def run() -> None:
+        _attn_fwd[(2, 2)](0.25, m, 1, 2, q, k, v, o, N_CTX=32, HEAD_DIM=16, BLOCK_M=16,
+                          BLOCK_N=16)
+
+    work = rl.Tracer(strict=True)(run)
+    assert _by_dtype(work) == {("matrix", "fp16"): 131_072, ("vector", "fp32"): 13_888}
+    assert work.bytes == 8448 and "counted by replay" in " ".join(work.assumed)

@@ -248,7 +248,7 @@ class Launches:
         bound = bind(kernel, args, kwargs)
 
         def implied() -> float:
-            if count is not None and not count.descriptors:
+            if count is not None:
                 return count.nbytes()
             return _S.tensor_bytes(kernel, bound)[0]
 
@@ -277,7 +277,6 @@ class Launches:
                 if replayed.standin else "")
         if count is not None:
             recorder.kernels.extend(counted(label, count, nbytes, dtype, recorder.dtype))
-            how += " (descriptors: bytes of its arguments)" if count.descriptors else ""
             self._note(start, None, f"Triton {name}: {how}")
             return
         recorder.kernels.append(K.vector(label, flops=0.0, nbytes=nbytes, dtype=dtype))
@@ -461,7 +460,7 @@ def counted(label: str, count: _C.Count, nbytes: float, dtype: str | None,
         ran = ", ".join(f"{name} x{calls}" for name, calls in sorted(count.refused.items()))
         raise TraceError(f"Triton {label}: ran {ran[:80]}, which is not counted; give its "
                          f"work with register_op({label!r}, formula)")
-    moved = nbytes if count.descriptors else count.nbytes()
+    moved = count.nbytes()
     matrix = {p: f for p, f in count.matrix.items() if f > 0}
     if priced and matrix:
         matrix = {priced: sum(matrix.values())}

@@ -129,7 +129,6 @@ class Count:
         #: ops the counter does not know that the launch ran: name -> calls
         self.refused: Counter[str] = Counter()
         #: kept for the launch path: a descriptor's traffic is counted as its loads/stores
-        self.descriptors = False
         self._builder: Any = None
         self._names: list[str] = []
         self._classes: list[tuple[type, Any]] = []
