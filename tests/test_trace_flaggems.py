@@ -213,18 +213,17 @@ def test_softmax_inner_online_over_a_long_row(gems: types.SimpleNamespace) -> No
     - 8 unmasked chunks: m_new = max(m, x) 1 (a move the first time: m starts at a constant
       -inf), m_new == -inf 1, z·exp(m - m_new) 3, exp(x - m_new) 2, the add 1 = 8 a lane, 7
       the first time: 63·4,096 = 258,048.
-    - the masked chunk (232 valid): the max and x - m_new on the 232 loaded lanes (2·232),
-      the compare and z·exp(m - m_new) on the accumulator's 4,096 (4·4,096), and exp(x -
-      m_new) and the add on 4,096 as well: x - m_new holds data wherever m_new does (the
-      counter's rule for a subtract), though on the 3,864 padded lanes it is -inf - m:
-      25,040.
+    - the masked chunk (232 valid): the max, x - m_new, its exp and the add on the 232
+      loaded lanes (4·232: on the 3,864 padded ones x - m_new is -inf - m, padding, not the
+      accumulator's data), the compare and z·exp(m - m_new) on the accumulator's 4,096
+      (4·4,096): 17,312.
     - the row's statistics: max 4,095, m - m_r, exp, the multiply 3·4,096, sum 4,095: 20,478.
     - the output, the masked chunk first: x - m, exp, / z on 232 lanes (696), then 8 full
       chunks 3·4,096 each (98,304).
 
-    402,566 a row, 805,132 for 2. Of these 2·3,864 a row (1.9%) are the exp and add of the
-    padded lanes, work a count of the loaded elements alone would leave out. Bytes: x read
-    once (the second pass re-reads the same addresses), the output written: 2·2·33,000·4."""
+    394,838 a row, 789,676 for 2 (counting the padded lanes' exp and add as data, 2·3,864 a
+    row more, would be 1.96% over). Bytes: x read once (the second pass re-reads the same
+    addresses), the output written: 2·2·33,000·4."""
     x = torch.randn(2, 33_000)
     out = torch.empty_like(x)
 
@@ -233,8 +232,8 @@ def test_softmax_inner_online_over_a_long_row(gems: types.SimpleNamespace) -> No
                                                      ONE_TILE_PER_CTA=False)
 
     work = rl.trace(run)
-    row = 63 * 4096 + (2 * 232 + 6 * 4096) + (2 * 4095 + 3 * 4096) + (3 * 232 + 8 * 3 * 4096)
-    assert row == 402_566
+    row = 63 * 4096 + (4 * 232 + 4 * 4096) + (2 * 4095 + 3 * 4096) + (3 * 232 + 8 * 3 * 4096)
+    assert row == 394_838
     assert _launches(work) == {"softmax_kernel_inner": (2 * row, 2 * 2 * 33_000 * 4)}
     torch.testing.assert_close(out, x.softmax(-1))
 

@@ -274,6 +274,41 @@ def test_a_loop_accumulator_keeps_the_lanes_of_earlier_chunks(n: int) -> None:
     torch.testing.assert_close(out[0], x.sum())
 
 
+
+@triton.jit
+def _shift_by_accumulator(x_ptr, out_ptr, n, BLOCK: tl.constexpr, X_FIRST: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        if X_FIRST:
+            acc += tl.exp(x - acc)
+        else:
+            acc += tl.exp(acc - x)
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@pytest.mark.parametrize(("x_first", "flops"), [(True, 10), (False, 18)])
+def test_a_subtract_holds_data_where_its_first_operand_does(x_first: bool,
+                                                            flops: int) -> None:
+    """6 elements in chunks of 4, the second chunk 2 valid. x - acc: the first chunk's
+    subtract and add are moves (acc is the zeroed start), its exp 4; the second's subtract
+    2 (both hold data), and on x's 2 padded lanes x - acc is padding, so its exp 2 and the
+    add 2: 10 (the padded lanes counted as data would be 14). acc - x: the first chunk's
+    subtract 4, exp 4, the add a move; the second's subtract 2 (both operands' lanes), but
+    acc - 0 is acc's data on all 4 lanes, its exp 4 and the add 4: 18. Bytes: 6·4 read,
+    4·4 written."""
+    x = torch.randn(6)
+    out = torch.empty(4)
+
+    def run() -> None:
+        _shift_by_accumulator[(1,)](x, out, 6, BLOCK=4, X_FIRST=x_first)
+
+    work = rl.trace(run)
+    assert work.flops == flops
+    assert work.bytes == 6 * 4 + 4 * 4
+
+
 # -- 6. atomics, join, split, permute --------------------------------------------------------
 
 

@@ -38,9 +38,10 @@ What is counted, summed over the grid:
   lane (Triton runs a float atomic max or min as integer atomics on the bits: no FLOP).
 * **Valid lanes**: a lane a masked load did not read is padding; an operation's lanes are
   valid where all of its operands' are (the mask travels through arithmetic, casts,
-  broadcasts, reshapes, transposes, joins, splits and gathers), but an add, subtract, min
-  or max holds data where either operand does: a loop's accumulator keeps the lanes of
-  earlier chunks after a masked last one. Vector work on lanes loaded unmasked and then
+  broadcasts, reshapes, transposes, joins, splits and gathers), but an add, min or max
+  holds data where either operand does, a subtract where its first operand does: a loop's
+  accumulator keeps the lanes of earlier chunks after a masked last one, and ``x - acc`` on
+  ``x``'s padding stays padding. Vector work on lanes loaded unmasked and then
   discarded is counted: the kernel does that work (the rules: :mod:`._triton_lanes`).
 * **Bytes**: the distinct addresses its unmasked lanes load, times the element size, plus the
   distinct addresses they store (a tensor read and written counts both ways; an atomic,
@@ -228,8 +229,8 @@ class Count:
                 lanes = L.lanes(out, valid)
                 _add(self.vector, precision(ops[0].dtype if ops else out.dtype),
                      flops * lanes)
-            if identity is not None:
-                valid = L.either(ops, valid)
+            if identity is not None:  # a - pad is a; pad - a is padding
+                valid = L.either(ops[:1] if name == "create_fsub" else ops, valid)
             self._follow(out, ops)
             return L.mark(out, valid)
         return run
