@@ -1,6 +1,6 @@
-"""A kernel library's own kernels traced with no formula: FlagGems 5.0.2's sum, mm and softmax
-(flag_gems/ops/{sum,mm,softmax}.py, Apache-2.0), launched directly in Triton's interpreter on
-the CPU, against hand counts derived from their source.
+"""A kernel library's own kernels traced with no formula: FlagGems 5.0.2's sum, mm, addmm and
+softmax (flag_gems/ops/{sum,mm,addmm,softmax}.py, Apache-2.0), launched directly in Triton's
+interpreter on the CPU, against hand counts derived from their source.
 
 FlagGems cannot run here as a library: importing ``flag_gems`` detects the vendor's device
 (none on a CPU: RuntimeError; ``GEMS_VENDOR=nvidia`` gets past that, then its tuning cache
@@ -44,7 +44,7 @@ if not triton.knobs.runtime.interpret:
 
 def _flaggems(folder: Path, source: str, *names: str, **scope: object) -> types.ModuleType:
     """The ``@triton.jit`` functions *names* of FlagGems' *source* file, verbatim, under
-    ``@triton.jit`` alone, in a module of their own written to *folder*.
+    their ``@triton.jit`` alone, in a module of their own written to *folder*.
 
     ``flag_gems/__init__.py`` would run the vendor detection and ``LibEntry`` (above), and a
     submodule cannot be imported without its package's ``__init__``: the file is read, not
@@ -57,15 +57,16 @@ def _flaggems(folder: Path, source: str, *names: str, **scope: object) -> types.
     path = Path(spec.origin).parent / source
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
-    found = {node.name: node for node in ast.parse(text).body
+    found = {node.name: (node, jit[0]) for node in ast.parse(text).body
              if isinstance(node, ast.FunctionDef)
-             and any(ast.unparse(d) == "triton.jit" for d in node.decorator_list)}
+             and (jit := [ast.unparse(d) for d in node.decorator_list
+                          if ast.unparse(d).split("(")[0] == "triton.jit"])}
     missing = sorted(set(names) - set(found))
     assert not missing, f"{source} has no @triton.jit {missing}"
     parts = ["import triton", "import triton.language as tl", ""]
     for name in names:
-        node = found[name]
-        parts += ["", "@triton.jit", *lines[node.lineno - 1:node.end_lineno], ""]
+        node, jit = found[name]
+        parts += ["", f"@{jit}", *lines[node.lineno - 1:node.end_lineno], ""]
     module_name = "_flaggems_" + source.removesuffix(".py").replace("/", "_")
     file = folder / f"{module_name}.py"
     file.write_text("\n".join(parts), encoding="utf-8")
@@ -86,6 +87,7 @@ def gems(tmp_path_factory: pytest.TempPathFactory) -> types.SimpleNamespace:
         sum=_flaggems(folder, "ops/sum.py", "sum_kernel_1", "sum_kernel_2",
                       "sum_dim_kernel_inner", tle=tle),
         mm=_flaggems(folder, "ops/mm.py", "prev_multiple_of", "mm_kernel_general", tle=tle),
+        addmm=_flaggems(folder, "ops/addmm.py", "addmm_kernel", tle=tle),
         softmax=_flaggems(folder, "ops/softmax.py", "prev_multiple_of",
                           "softmax_kernel_inner", "softmax_kernel_non_inner", tle=tle))
 
@@ -185,6 +187,33 @@ def test_mm_counts_exactly_2mnk(gems: types.SimpleNamespace, dtype: torch.dtype,
     assert work.kernels[0].name == "mm_kernel_general"
     ref = a.float() @ b.float()
     torch.testing.assert_close(c.float(), ref, rtol=1e-2, atol=5e-2 if size == 2 else 1e-4)
+
+
+
+def test_addmm_epilogue_counts_the_lanes_that_hold_data(gems: types.SimpleNamespace) -> None:
+    """``flag_gems.addmm(bias, a, b)`` of a 70-wide bias row, 100 x 90 by 90 x 70, with the
+    first of FlagGems' "addmm" configurations, 128 x 256 x 64: one program, A's rows past 100
+    and B's columns past 70 masked (padding, not wrapped as in mm), K in 2 steps (64, then
+    26 valid). Matrix FLOPs 2·100·70·90 = 1,260,000 at ieee fp32 (``allow_tf32=False``).
+    Vector: the second step's ``accumulator +=`` (the first is a move), then ``acc·alpha +
+    bias·beta``, each on the 100·70 lanes that hold data (the rest of the 128 x 256 tile is
+    padding rows and columns): 4·7,000 = 28,000. Bytes: A 36,000, B 25,200, the bias row
+    broadcast over the rows (stride 0: its 70 addresses) 280, C 28,000: 89,480."""
+    a, b, bias = torch.randn(100, 90), torch.randn(90, 70), torch.randn(70)
+    out = torch.empty(100, 70)
+    full = bias.broadcast_to(out.shape)
+
+    def run() -> None:
+        grid = (triton.cdiv(100, 128), triton.cdiv(70, 256))
+        gems.addmm.addmm_kernel[grid](a, b, full, out, 1.0, 1.0, 100, 70, 90, a.stride(0),
+                                      a.stride(1), b.stride(0), b.stride(1), full.stride(0),
+                                      full.stride(1), out.stride(0), out.stride(1),
+                                      BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("matrix", "fp32"): 1_260_000, ("vector", "fp32"): 28_000}
+    assert work.bytes == 89_480
+    torch.testing.assert_close(out, a @ b + bias, rtol=1e-4, atol=1e-4)
 
 
 # -- softmax -----------------------------------------------------------------------------------
