@@ -85,11 +85,12 @@ def gems(tmp_path_factory: pytest.TempPathFactory) -> types.SimpleNamespace:
     tle = _flaggems(folder, "utils/triton_lang_extension.py", "program_id")
     return types.SimpleNamespace(
         sum=_flaggems(folder, "ops/sum.py", "sum_kernel_1", "sum_kernel_2",
-                      "sum_dim_kernel_inner", tle=tle),
+                      "sum_dim_kernel_inner", "sum_dim_kernel_non_inner", tle=tle),
         mm=_flaggems(folder, "ops/mm.py", "prev_multiple_of", "mm_kernel_general", tle=tle),
         addmm=_flaggems(folder, "ops/addmm.py", "addmm_kernel", tle=tle),
         softmax=_flaggems(folder, "ops/softmax.py", "prev_multiple_of",
-                          "softmax_kernel_inner", "softmax_kernel_non_inner", tle=tle))
+                          "softmax_kernel_inner", "softmax_kernel_non_inner",
+                          "softmax_backward_kernel_inner", tle=tle))
 
 
 def _by_dtype(work: rl.Workload) -> dict[tuple[str, str], float]:
@@ -149,6 +150,28 @@ def test_sum_along_a_long_row_accumulates_in_a_loop(gems: types.SimpleNamespace)
     work = rl.trace(run)
     assert _launches(work) == {"sum_dim_kernel_inner": (2 * 32_999, 264_008)}
     torch.testing.assert_close(out, x.sum(1), rtol=1e-5, atol=1e-3)
+
+
+
+def test_sum_along_a_middle_dimension_in_a_loop(gems: types.SimpleNamespace) -> None:
+    """``flag_gems.sum(x, dim=1)`` of a 1 x 1,100 x 1,001 tensor: M = 1, N = 1,100 summed, K
+    = 1,001 after it. The "softmax_non_inner" heuristics on a 132-SM H100: TILE_K doubles
+    while cdiv(1,001, TILE_K) blocks exceed a wave (1,001, 501, 251, then 126 < 132): 8;
+    TILE_N = cdiv(8192, 8) = 1,024 < 1,100, so each program loops over 2 chunks of rows (the
+    second 76 valid), and the last of the 126 column blocks holds 1 column of 8. Each of the
+    1,001 columns: N - 1 = 1,099 adds (the first chunk's add into the zeroed tile a move, the
+    second's 76 rows, the tile's column sum 1,023): 1,100,099. Bytes: 1,101,100·4 read,
+    1,001·4 written: 4,408,404."""
+    x = torch.randn(1, 1100, 1001)
+    out = torch.empty(1, 1, 1001)
+
+    def run() -> None:
+        gems.sum.sum_dim_kernel_non_inner[(1, 126, 1)](out, x, 1, 1100, 1001, TILE_N=1024,
+                                                       TILE_K=8, ONE_TILE_PER_CTA=False)
+
+    work = rl.trace(run)
+    assert _launches(work) == {"sum_dim_kernel_non_inner": (1001 * 1099, 4_408_404)}
+    torch.testing.assert_close(out, x.sum(1, keepdim=True), rtol=1e-4, atol=1e-3)
 
 
 # -- mm ----------------------------------------------------------------------------------------
@@ -286,3 +309,28 @@ def test_softmax_non_inner_masks_the_last_column_block(gems: types.SimpleNamespa
     work = rl.trace(run)
     assert _launches(work) == {"softmax_kernel_non_inner": (4 * 90 * 248, 144_000)}
     torch.testing.assert_close(out, x.softmax(1))
+
+
+
+def test_softmax_backward_inner_in_row_blocks(gems: types.SimpleNamespace) -> None:
+    """The gradient of ``flag_gems.softmax(x, dim=-1)`` for 50 rows of 100, with the first of
+    FlagGems' autotuned "softmax_inner" configurations, TILE_N = 32: TILE_M = 1024 // 32 =
+    32 rows a program (the "softmax_backward_inner" heuristic), 2 programs, the second's rows
+    18 valid of 32, and 32 < 100, so both passes loop over 4 column chunks (the last 4 valid
+    of 32). Per row: y·dy 100, the running sum's adds 100 - 32 (the first chunk's a move),
+    the tile's row sum 31, then dy - s and y·(...) 2·100: 4·100 - 1 = 399; 50 rows 19,950.
+    Bytes: y and dy read once (the second pass re-reads them), the gradient written:
+    3·50·100·4 = 60,000."""
+    x = torch.randn(50, 100)
+    y = x.softmax(-1)
+    dy = torch.randn(50, 100)
+    dx = torch.empty_like(x)
+
+    def run() -> None:
+        gems.softmax.softmax_backward_kernel_inner[(2, 1, 1)](y, dy, dx, 50, 100, TILE_M=32,
+                                                              TILE_N=32,
+                                                              ONE_TILE_PER_CTA=False)
+
+    work = rl.trace(run)
+    assert _launches(work) == {"softmax_backward_kernel_inner": (50 * 399, 60_000)}
+    torch.testing.assert_close(dx, y * (dy - (y * dy).sum(-1, keepdim=True)))
