@@ -4,8 +4,9 @@ interpreter on the CPU, against hand counts derived from their source.
 
 FlagGems cannot run here as a library: importing ``flag_gems`` detects the vendor's device
 (none on a CPU: RuntimeError; ``GEMS_VENDOR=nvidia`` gets past that, then its tuning cache
-asks CUDA for the device's name) and wraps every kernel in its ``LibEntry`` launcher, which
-drives compiled kernels only (it fails on the interpreter's functions at import). So the
+asks CUDA for the device's name unless ``FLAGGEMS_DB_URL`` names a database) and wraps every
+kernel in its ``LibEntry`` launcher, which drives compiled kernels only (under
+``TRITON_INTERPRET=1`` it fails at import on the interpreter's functions). So the
 kernels' own source is taken from the installed package, unchanged, without the package
 being imported (:func:`_flaggems`), and launched with the grid and block sizes FlagGems'
 wrappers choose (its ``runtime/backend/_nvidia`` configurations and heuristics, derived
@@ -94,6 +95,7 @@ def gems(tmp_path_factory: pytest.TempPathFactory) -> types.SimpleNamespace:
 
 
 def _by_dtype(work: rl.Workload) -> dict[tuple[str, str], float]:
+    assert not work.unknown
     found: dict[tuple[str, str], float] = {}
     for k in work.kernels:
         key = (k.unit, k.dtype)
