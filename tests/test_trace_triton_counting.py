@@ -210,6 +210,40 @@ def test_complementary_masked_stores_count_the_dot_once() -> None:
     assert work.bytes == 12_288
 
 
+
+@triton.jit
+def _dot_of_masked_rows(a_ptr, b_ptr, d_ptr, c_ptr, M, BM: tl.constexpr, K: tl.constexpr,
+                        N: tl.constexpr, ACC: tl.constexpr):
+    rm, rk, rn = tl.arange(0, BM), tl.arange(0, K), tl.arange(0, N)
+    rows = rm[:, None] < M
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=rows, other=0.0)
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    if ACC:
+        c = tl.dot(a, b, tl.load(d_ptr + rm[:, None] * N + rn[None, :]))
+    else:
+        c = tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c * 2.0, mask=rows)
+
+
+@pytest.mark.parametrize(("acc", "scaled", "nbytes"),
+                         [(False, 20 * 16, 3584), (True, 32 * 16, 3584 + 2048)])
+def test_a_dot_of_padding_rows_is_padding(acc: bool, scaled: int, nbytes: int) -> None:
+    """A's 32-row tile loaded with rows 20..31 masked: those rows of the 32 x 16 result have
+    no product of loaded values, so they are padding for what follows, and the epilogue's
+    scale counts 20·16 = 320 lanes; an accumulator loaded whole holds data in every row, so
+    with it the scale counts all 512. Matrix FLOPs 2·20·16·16 = 10,240 (tf32) either way.
+    Bytes: A's 20 rows 1,280, B 1,024, C's 20 rows 1,280; the accumulator 32·16·4 = 2,048."""
+    a, b, d = torch.randn(20, 16), torch.randn(16, 16), torch.randn(32, 16)
+    c = torch.empty(20, 16)
+
+    def run() -> None:
+        _dot_of_masked_rows[(1,)](a, b, d, c, 20, BM=32, K=16, N=16, ACC=acc)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("matrix", "tf32"): 10_240, ("vector", "fp32"): scaled}
+    assert work.bytes == nbytes
+
+
 # -- 4. dot_scaled ---------------------------------------------------------------------------
 
 
@@ -272,6 +306,41 @@ def test_a_loop_accumulator_keeps_the_lanes_of_earlier_chunks(n: int) -> None:
     assert work.flops == n - 1
     assert work.bytes == 4 * n + 4
     torch.testing.assert_close(out[0], x.sum())
+
+
+
+@triton.jit
+def _shift_by_accumulator(x_ptr, out_ptr, n, BLOCK: tl.constexpr, X_FIRST: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        if X_FIRST:
+            acc += tl.exp(x - acc)
+        else:
+            acc += tl.exp(acc - x)
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@pytest.mark.parametrize(("x_first", "flops"), [(True, 10), (False, 18)])
+def test_a_subtract_holds_data_where_its_first_operand_does(x_first: bool,
+                                                            flops: int) -> None:
+    """6 elements in chunks of 4, the second chunk 2 valid. x - acc: the first chunk's
+    subtract and add are moves (acc is the zeroed start), its exp 4; the second's subtract
+    2 (both hold data), and on x's 2 padded lanes x - acc is padding, so its exp 2 and the
+    add 2: 10 (the padded lanes counted as data would be 14). acc - x: the first chunk's
+    subtract 4, exp 4, the add a move; the second's subtract 2 (both operands' lanes), but
+    acc - 0 is acc's data on all 4 lanes, its exp 4 and the add 4: 18. Bytes: 6·4 read,
+    4·4 written."""
+    x = torch.randn(6)
+    out = torch.empty(4)
+
+    def run() -> None:
+        _shift_by_accumulator[(1,)](x, out, 6, BLOCK=4, X_FIRST=x_first)
+
+    work = rl.trace(run)
+    assert work.flops == flops
+    assert work.bytes == 6 * 4 + 4 * 4
 
 
 # -- 6. atomics, join, split, permute --------------------------------------------------------

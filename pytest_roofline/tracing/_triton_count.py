@@ -38,9 +38,11 @@ What is counted, summed over the grid:
   lane (Triton runs a float atomic max or min as integer atomics on the bits: no FLOP).
 * **Valid lanes**: a lane a masked load did not read is padding; an operation's lanes are
   valid where all of its operands' are (the mask travels through arithmetic, casts,
-  broadcasts, reshapes, transposes, joins, splits and gathers), but an add, subtract, min
-  or max holds data where either operand does: a loop's accumulator keeps the lanes of
-  earlier chunks after a masked last one. Vector work on lanes loaded unmasked and then
+  broadcasts, reshapes, transposes, joins, splits and gathers; a dot's output lane with no
+  product of loaded values is padding unless its accumulator holds data), but an add, min
+  or max holds data where either operand does, a subtract where its first operand does: a
+  loop's accumulator keeps the lanes of earlier chunks after a masked last one, and ``x -
+  acc`` on ``x``'s padding stays padding. Vector work on lanes loaded unmasked and then
   discarded is counted: the kernel does that work (the rules: :mod:`._triton_lanes`).
 * **Bytes**: the distinct addresses its unmasked lanes load, times the element size, plus the
   distinct addresses they store (a tensor read and written counts both ways; an atomic,
@@ -227,8 +229,8 @@ class Count:
                 lanes = L.lanes(out, valid)
                 _add(self.vector, precision(ops[0].dtype if ops else out.dtype),
                      flops * lanes)
-            if identity is not None:
-                valid = L.either(ops, valid)
+            if identity is not None:  # a - pad is a; pad - a is padding
+                valid = L.either(ops[:1] if name == "create_fsub" else ops, valid)
             self._follow(out, ops)
             return L.mark(out, valid)
         return run
@@ -351,8 +353,11 @@ class Count:
         return run
 
     def _product(self, out: Any, operands: list[Any], acc: Any, name: str, work: Any) -> None:
-        """Count a dot's products *work* (per output lane) and hand them on with *out*."""
+        """Count a dot's products *work* (per output lane) and hand them on with *out*, whose
+        lanes hold data where a product of loaded values is, or the accumulator passed in
+        holds data (a row of padding times anything is padding)."""
         _add(self.matrix, name, float(work.sum()))
+        L.mark(out, _product_lanes(work, acc))
         _escape(operands)  # a result used as an operand: its products are used
         held = [d for d in _dots(acc) if np.shape(d.work) == np.shape(work)]
         if (len(held) == 1 and held[0].precision == name and held[0].stored is None
@@ -492,6 +497,18 @@ class Count:
                 total += int(np.unique(np.concatenate(parts)).size) * size
         return float(total)
 
+
+
+def _product_lanes(work: Any, acc: Any) -> Any:
+    """The lanes of a dot's result that hold data (None: all of them)."""
+    valid = np.asarray(work) > 0
+    if acc is not None and not getattr(acc, "_rl_const", False):  # not the zeroed start
+        held = L.valid_of(acc)
+        if held is None:
+            return None
+        with contextlib.suppress(ValueError):
+            valid = np.logical_or(valid, held)
+    return None if valid.all() else valid
 
 
 def _stored(value: Any, lanes: Any) -> None:

@@ -4,9 +4,10 @@ follows them through the interpreter's values.
 A lane a masked load did not read is padding; the counter notes the lanes that hold data on
 the interpreter's value (``TensorHandle._rl_valid``: a bool array, absent for every lane).
 An operation's lanes are valid where all of its operands' are (:func:`joined`); an add,
-subtract, min or max holds data where either operand does, but a value broadcast from
-fewer lanes or a constant adds none (:func:`either`: a loop's accumulator keeps the lanes
-of its earlier chunks); lane-moving operations move the mask with the data (:func:`moved`).
+min or max holds data where either operand does, a subtract where its first operand does
+(``acc - pad`` is ``acc``; ``pad - acc`` is padding), but a value broadcast from fewer lanes
+or a constant adds none (:func:`either`: a loop's accumulator keeps the lanes of its
+earlier chunks); lane-moving operations move the mask with the data (:func:`moved`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ names, and while a launch is counted such a method is noted by name and the laun
 (:func:`pytest_roofline.tracing._triton.counted`), never skipped.
 
 * ``FLOPS``: floating-point arithmetic, the FLOPs per valid lane; ``ADDITIVE`` among them
-  keep the lanes either operand holds (an accumulator keeps its earlier lanes).
+  keep the lanes either operand holds (a subtract: its first operand's), so an accumulator
+  keeps its earlier lanes.
 * ``CARRY``: elementwise ops that compute nothing (casts, bit casts, select) but carry the
   valid lanes and a dot's products on; ``SHAPE``: ops that move lanes (broadcast, reshape,
   transpose, join, split, concatenate, gather), their masks moved with the data.
@@ -37,9 +38,10 @@ FLOPS: dict[str, float] = {
                     1.0),
     "create_fma": 2.0, "create_clampf": 2.0,
 }
-#: FLOPS ops whose result holds data where either operand does (a loop's ``acc += x`` keeps
-#: the lanes of earlier chunks after a masked last one), with the value each is a move for
-#: (adding a constant 0, the max with a constant -inf: an accumulator's start, not a FLOP).
+#: FLOPS ops whose result holds data where either operand does (a subtract: where its first
+#: does; a loop's ``acc += x`` keeps the lanes of earlier chunks after a masked last one),
+#: with the value each is a move for (adding a constant 0, the max with a constant -inf: an
+#: accumulator's start, not a FLOP).
 ADDITIVE: dict[str, float] = {
     "create_fadd": 0.0, "create_fsub": 0.0,
     "create_maximumf": float("-inf"), "create_maxnumf": float("-inf"),
