@@ -446,9 +446,10 @@ def test_width_tables_by_size_name_a_type_of_that_size() -> None:
     from pytest_roofline.tracing import _kernels, _triton
 
     for bits in ("8", "16", "32", "64"):
-        stated = _triton._flops_stated({f"flops{bits}": 1.0})
-        assert stated is not None and stated[1] is not None
-        assert dtypes.element_bytes(stated[1]) * 8 == int(bits), bits
+        stated = _triton._flops_stated({f"flops{bits}": 1.0})  # ({precision: FLOPs}, bytes)
+        assert stated is not None
+        (precision,) = stated[0]
+        assert precision is not None and dtypes.element_bytes(precision) * 8 == int(bits), bits
     for floating in (True, False):
         for size in (0.5, 1, 2, 4, 8):
             assert dtypes.element_bytes(_kernels.by_width(size, floating=floating)) == size
