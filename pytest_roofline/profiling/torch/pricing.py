@@ -44,6 +44,7 @@ from typing import Any
 from ... import dtypes
 from ...engine.workload import Kernel, Workload
 from ...tracing import TraceError, Tracer, registry
+from . import shapes
 
 #: The profiler's names of tensor dtypes -> torch attribute names.
 DTYPES = {
@@ -150,6 +151,9 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
         return f"{name} is not an aten op"
     if dims is None or types is None:
         return "its input shapes were not recorded (record_shapes=True)"
+    quick = shapes.price(name, dims, types, concrete, dtype, strides, list_dtype)
+    if quick is not None:  # priced from its shapes as the tracer prices it: no torch started
+        return quick
     try:
         import torch
     except ImportError:
