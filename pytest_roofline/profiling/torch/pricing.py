@@ -44,7 +44,7 @@ from typing import Any
 from ... import dtypes
 from ...engine.workload import Kernel, Workload
 from ...tracing import TraceError, Tracer, registry
-from . import shapes
+from . import inductor, shapes
 
 #: The profiler's names of tensor dtypes -> torch attribute names.
 DTYPES = {
@@ -147,6 +147,10 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
            concrete: tuple[str, ...] | None, dtype: str | None,
            strides: list[Any] | None, list_dtype: str | None = None) -> Workload | str:
     formula = None if name.startswith("aten::") else registry.lookup(name)
+    if formula is None and inductor.is_kernel(name):  # torch.compile's generated kernel
+        if dims is None or types is None:
+            return "its input shapes were not recorded (record_shapes=True)"
+        return inductor.price(name, dims, types, concrete, strides)
     if not name.startswith("aten::") and formula is None:
         return f"{name} is not an aten op"
     if dims is None or types is None:
@@ -192,7 +196,7 @@ def has_formula(name: str) -> bool:
     """Whether a recorded op that is not an aten op has a formula to price it by: one
     ``register_op`` gave its name (a conftest's, a ``--formulas`` file's, a library's), or
     one the tracer ships (:mod:`pytest_roofline.tracing.known_ops`)."""
-    return registry.lookup(name) is not None
+    return registry.lookup(name) is not None or inductor.is_kernel(name)
 
 
 def formula_of(name: str) -> str:
@@ -200,6 +204,8 @@ def formula_of(name: str) -> str:
     formula``; '' for an aten op (the tracer's table) or one without a formula."""
     if name.startswith("aten::") or not has_formula(name):
         return ""
+    if registry.lookup(name) is None:
+        return "the ops its inductor name lists"
     return "register_op" if name in registry.registered() else "the tracer's formula"
 
 

@@ -35,11 +35,11 @@ PRODUCTS = {"mm": (0, 1, 2), "addmm": (1, 2, 2), "bmm": (0, 1, 3)}
 #: writes its first operand.
 ELEMENTWISE = frozenset({
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "abs",
-    "sigmoid", "tanh", "silu", "gelu", "relu", "clamp_min", "clamp_max", "threshold_backward",
-    "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward"})
+    "sigmoid", "tanh", "silu", "gelu", "relu", "clamp_min", "clamp_max", "threshold_backward"})
 #: Those of two tensor operands (the rest take one; a scalar may follow either).
-BINARY = frozenset({"add", "sub", "mul", "div", "clamp_min", "clamp_max", "threshold_backward",
-                    "gelu_backward", "silu_backward", "sigmoid_backward", "tanh_backward"})
+BINARY = frozenset({"add", "sub", "mul", "div", "clamp_min", "clamp_max", "threshold_backward"})
+#: The inputs each of those needs at least (a threshold, a bound, the other operand).
+NEEDS = {"threshold_backward": 3}
 #: Reductions over a list of dims (``sum(x, dims, keepdim, dtype)``): FLOPs per input element
 #: (sum: one per input element not already an output).
 REDUCTIONS = frozenset({"sum", "mean"})
@@ -178,9 +178,12 @@ def _width(precision: str) -> int:
 
 def _elementwise(op: str, tensors: list[int], dims: list[Any], strides: list[Any] | None,
                  precision: str) -> Workload | None:
-    arity = 2 if op.rstrip("_") in BINARY else 1
+    base = op.rstrip("_")
+    arity = 2 if base in BINARY else 1
     if tensors != list(range(len(tensors))) or not 1 <= len(tensors) <= arity:
         return None  # an ``out=`` tensor: a rebuild tells which it is
+    if len(dims) < NEEDS.get(base, arity):
+        return None  # an argument the schema requires is missing: no overload takes it
     out = _broadcast([dims[i] for i in tensors])
     if out is None:
         return None
