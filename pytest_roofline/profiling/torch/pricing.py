@@ -44,6 +44,7 @@ from typing import Any
 from ... import dtypes
 from ...engine.workload import Kernel, Workload
 from ...tracing import TraceError, Tracer, registry
+from ...tracing import vendor_ops as _vendor  # noqa: F401  (registers serving engines' ops)
 from . import inductor, shapes
 
 #: The profiler's names of tensor dtypes -> torch attribute names.
