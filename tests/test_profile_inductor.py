@@ -88,3 +88,29 @@ def test_what_cannot_be_priced_is_named() -> None:
                                                       ("TensorList",), None, None))
     assert "template" in str(inductor.price("triton_tem_fused_mm_0", [[2, 2]], (BF,), None,
                                             None))
+
+
+def test_a_products_epilogue_and_a_layer_norm_in_inductor_kernels() -> None:
+    """Two kernels of xDiT's SD3.5 trace (TraceLens, not kept here: 4 MB), as recorded. A
+    pointwise kernel named ``addmm_gelu_view``: the GEMM ran apart (extern), fused here are
+    its bias add (1) and the GELU (8) on each of 2 x 4,096 x 9,728 elements; buffers: the
+    output (read and written: once) and the 9,728 bias. A reduction kernel of 8,192 rows of
+    2,432 named ``add_addmm_mul_native_layer_norm_...``: the norm's statistics reduce every
+    element (one FLOP each, the fewest), the add, the bias add and the multiply at least
+    once per row; buffers: each of its eight once."""
+    n = 2 * 4096 * 9728
+    gelu = inductor.price("triton_poi_fused_addmm_gelu_view_15",
+                          [[2, 4096, 9728], [9728], []], (BF, BF, "Scalar"),
+                          ("", "", str(n)), [[39845888, 9728, 1], [1], []])
+    assert isinstance(gelu, Workload)
+    assert gelu.flops == (1 + 8) * n
+    assert gelu.bytes == 2 * (n + 9728)
+    rows, width = 8192, 2432
+    dims = [[2, 4096, 2432], [2, 14592], [14592], [8192, 2432], [2432], [2, 14592], [14592],
+            [2, 4096, 2432], [], []]
+    norm = inductor.price(
+        "triton_red_fused_add_addmm_mul_native_layer_norm_split_unsqueeze_view_16", dims,
+        (BF,) * 8 + ("Scalar", "Scalar"), ("",) * 8 + (str(rows), str(width)), None)
+    assert isinstance(norm, Workload)
+    assert norm.flops == rows * width + 3 * rows
+    assert norm.bytes == 2 * (3 * rows * width + 2 * 2 * 14592 + 2 * 14592 + 2432)

@@ -16,7 +16,10 @@ arguments: every buffer it reads or writes (dims, strides, dtype), then its size
   ``per``) the reductions (``sum``, ``mean``, ``amax`` ...) once per element reduced
   (``xnumel`` x ``r0_numel``), every other op once per row (``xnumel``): the fewest it
   can run, since the name does not say which side of the reduction an op is on;
-  layout ops (views, permutes, dtype conversions, copies) none.
+  layout ops (views, permutes, dtype conversions, copies) none; a norm's statistics as a
+  reduction; a product or attention op named in such a kernel is its epilogue (a bias add,
+  1 FLOP an element counted as the kernel's other ops) or its inputs' layout (none): the
+  product itself ran as its own kernel, priced as its aten op.
 
 A kernel whose name holds an op with no rule here, a template kernel (``triton_tem_``: an
 inductor GEMM or convolution, whose operands the name does not say), or one whose buffers
@@ -61,7 +64,19 @@ ARITHMETIC = frozenset({
 #: the row's ops).
 REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std",
                         "var_mean", "argmax", "argmin", "any", "all", "logsumexp"})
-_VOCABULARY = LAYOUT | ARITHMETIC | REDUCTIONS
+#: Norms: their statistics reduce every element (counted as a reduction: one FLOP an
+#: element, the fewest; the affine steps are the kernel's other ops).
+NORMS = frozenset({"native_layer_norm", "native_group_norm", "native_batch_norm",
+                   "_native_batch_norm_legit", "_native_batch_norm_legit_no_training"})
+#: Products and attention named in a pointwise or reduction kernel: what inductor fused of
+#: them is their epilogue or their inputs' preparation (the product itself ran as its own
+#: kernel, an extern call priced as its aten op): a bias add, 1 FLOP an element (addmm's,
+#: a convolution's), or none (a view or copy of mm's output, attention's inputs laid out).
+EPILOGUES = {"addmm": 1.0, "baddbmm": 1.0, "convolution": 1.0, "mm": 0.0, "bmm": 0.0,
+             "_scaled_dot_product_flash_attention": 0.0,
+             "_scaled_dot_product_efficient_attention": 0.0,
+             "_scaled_dot_product_cudnn_attention": 0.0}
+_VOCABULARY = LAYOUT | ARITHMETIC | REDUCTIONS | NORMS | frozenset(EPILOGUES)
 _LONGEST = max(len(op.split("_")) for op in _VOCABULARY)
 
 
@@ -126,8 +141,10 @@ def price(name: str, dims: list[Any], types: tuple[str, ...],
             else 1.0  # the rows not recorded: the fewest
     flops = 0.0
     for op in ops:
-        if op in REDUCTIONS:
+        if op in REDUCTIONS or op in NORMS:
             flops += float(largest)
+        elif op in EPILOGUES:
+            flops += EPILOGUES[op] * (rows if kind != "poi" else float(largest))
         elif op in ARITHMETIC:
             flops += R.element_flops(op, rows if kind != "poi" else float(largest))
     precision = _precision(types, DTYPES)
