@@ -115,3 +115,19 @@ def test_sglangs_prefill_trace_is_priced_whole() -> None:
     assert {"aiter::mha_batch_prefill", "aiter::rmsnorm", "aiter::add_rmsnorm",
             "sgl_kernel::silu_and_mul", "sgl_kernel::rotary_embedding",
             "sglang::store_cache"} <= shipped
+
+
+def test_flash_attns_shipped_formulas_are_found_before_any_rebuild() -> None:
+    """In a fresh process a trace's ``flash_attn::`` op is priced by its shipped formula
+    even when nothing was rebuilt on meta before it (the tracer, which registers them, not
+    yet started)."""
+    import subprocess
+    import sys
+
+    code = ("from pytest_roofline.profiling.torch import pricing; "
+            "print(pricing.has_formula('flash_attn::_flash_attn_forward'), "
+            "pricing.has_formula('flashattn::_flash_attn_backward'), "
+            "pricing.has_formula('aiter::rmsnorm'), pricing.has_formula('nolib::x'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split() == ["True", "True", "True", "False"]
