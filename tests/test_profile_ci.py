@@ -338,3 +338,83 @@ def test_a_file_size_limit_is_one_line_naming_the_option_and_the_limit(tmp_path:
     assert err.endswith(": cannot write (past this process's file-size limit (1024 bytes; "
                         "ulimit -f))"), err
     assert not out.exists()  # atomic: no half-written file
+
+
+BERT_H100 = DATA / "tracelens_h100_bert_small.json.gz"
+BERT_MI300X = DATA / "tracelens_mi300x_bert_small.json.gz"
+
+
+def test_two_public_runs_of_one_model_through_the_cli(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``pytest-roofline profile NEW --baseline OLD`` of TraceLens's BERT-small on an MI300X
+    against its H100 run: the 16 kernels (op and shapes) of one run all found in the other,
+    none new or gone; the Markdown table renders one row each; without a gate it passes,
+    with one it fails naming the attention kernel ROCm runs 3x slower."""
+    markdown = tmp_path / "diff.md"
+    assert main(["profile", str(BERT_MI300X), "--baseline", str(BERT_H100),
+                 "--markdown", str(markdown)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "16 kernels in both, 0 new, 0 gone" in out
+    text = markdown.read_text()
+    assert text.startswith(f"### Kernels: {BERT_MI300X.name} against {BERT_H100.name}")
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(rows) == 16
+    assert any(row.startswith("| `addmm(30522bf16,141x512bf16,512x30522bf16)`")
+               for row in rows)
+    assert main(["profile", str(BERT_MI300X), "--baseline", str(BERT_H100),
+                 "--fail-regression", "10%"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("REGRESSED: _flash_attention_forward(1x141x8x64bf16,1x141x8x64bf16,"
+            "1x141x8x64bf16): 9.35 us -> 28.4 us a call (+203.8%)") in out
+
+
+def _slowed_op(source: Path, target: Path, op: str, dims: list[list[int]],
+               factor: float) -> float:
+    """*source* with the kernels launched by the CPU op *op* of input *dims* taking *factor*
+    times as long (its launches found inside its span on its thread, their kernels by
+    correlation id), written to *target*; the kernels' time before, in us."""
+    data = json.loads(gzip.decompress(source.read_bytes()))
+    events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
+    spans = [(e["pid"], e["tid"], e["ts"], e["ts"] + e["dur"]) for e in events
+             if e.get("cat") == "cpu_op" and e.get("name") == op
+             and e.get("args", {}).get("Input Dims") == dims]
+    assert spans, f"no {op} of {dims} in {source.name}"
+    launched = {e["args"]["correlation"] for e in events
+                if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and "correlation" in e.get("args", {})
+                and any(e["pid"] == p and e["tid"] == t and s <= e["ts"] <= end
+                        for p, t, s, end in spans)}
+    changed = 0.0
+    for event in events:
+        if event.get("cat") == "kernel" and event.get("args", {}).get("correlation") in launched:
+            changed += event["dur"]
+            event["dur"] = event["dur"] * factor
+    with gzip.open(target, "wt") as handle:
+        json.dump(data, handle)
+    return changed
+
+
+def test_a_public_trace_against_a_copy_with_one_kernel_slowed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """TraceLens's MI300X BERT-small against a copy whose vocabulary GEMM (addmm of
+    141x512 by 512x30522, one call) takes 2x as long: that kernel named as regressed (its
+    call +100%, its % of roof halved), the 15 others unchanged, the gate fails; the copy
+    against itself passes."""
+    slow = tmp_path / "bert_slowed.json.gz"
+    before = _slowed_op(BERT_MI300X, slow, "aten::addmm",
+                        [[30522], [141, 512], [512, 30522], [], []], 2.0)
+    assert round(before, 1) == 25.5  # the GEMM's kernel time in the file, us: 25.5 -> 51.1
+    markdown = tmp_path / "diff.md"
+    code = main(["profile", str(slow), "--baseline", str(BERT_MI300X), "--fail-regression",
+                 "10%", "--markdown", str(markdown)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 1
+    gemm = "addmm(30522bf16,141x512bf16,512x30522bf16)"
+    assert f"REGRESSED: {gemm}: 25.5 us -> 51.1 us a call (+100.0%), % roof 30% -> 15%" in out
+    assert out.count("REGRESSED:") == 1
+    assert "15 kernels took the same time a call" in out
+    assert f"FAIL: regressed against {BERT_MI300X}: {gemm}" in out
+    assert f"| `{gemm}` | 25.5 us | 51.1 us | +100.0% | 30% | 15% | regressed |" in (
+        markdown.read_text())
+    assert main(["profile", str(slow), "--baseline", str(slow), "--fail-regression",
+                 "10%"]) == 0

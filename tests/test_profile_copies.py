@@ -126,10 +126,21 @@ def test_a_chip_without_a_pcie_link_leaves_the_copy_unpriced_with_the_reason(
 
 
 def test_a_copy_without_its_bytes_is_unpriced_never_zero(tmp_path: Path) -> None:
-    events = [*HTOD[:2], _device("Memcpy HtoD (Pageable -> Device)", 100, 6000, 1, None)]
+    # a conversion (fp32 to fp16): its op does not say which side crosses the link
+    converting = _op("aten::copy_", 0, 7000, [[16 * N, N], [16 * N, N]], ["c10::Half", "float"])
+    events = [converting, HTOD[1], _device("Memcpy HtoD (Pageable -> Device)", 100, 6000, 1,
+                                           None)]
     profile = rl.read_trace(_write(tmp_path, events))
     assert not profile.rows
     assert profile.unpriced[0].reason == "host copy: its bytes are not recorded"
+
+
+def test_a_copy_without_its_bytes_takes_them_from_its_op(tmp_path: Path) -> None:
+    # ROCm's copy events record no bytes: copy_ of two 16N x N fp32 tensors moves 16N·N·4
+    events = [*HTOD[:2], _device("Memcpy HtoD (Pageable -> Device)", 100, 6000, 1, None)]
+    (row,) = rl.read_trace(_write(tmp_path, events)).rows
+    assert row.bytes == BYTES == 16 * N * N * 4
+    assert row.bound == pytest.approx(BYTES / 16e9)
 
 
 def test_a_copy_launched_outside_any_op_is_priced_by_its_own_name(tmp_path: Path) -> None:

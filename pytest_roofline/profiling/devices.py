@@ -18,6 +18,7 @@ is priced as one die, the spec ``device.die`` names.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,14 @@ TF32 = re.compile(r"tensorop_s\d+gemm|tf32|_s1688|_s16816", re.IGNORECASE)
 
 def runs_tf32(kernel_names: list[str]) -> bool:
     """Whether any of *kernel_names* is a TF32 tensor-core kernel."""
-    return any(TF32.search(name) for name in kernel_names)
+    return any(_tf32(name) for name in kernel_names)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tf32(name: str) -> bool:
+    """A trace of 100,000 events launches a few hundred distinct kernels: each name is
+    searched once (a kernel name is a few hundred characters of C++ template)."""
+    return TF32.search(name) is not None
 
 
 #: Device names that say no model: ROCm's generic name, and none.

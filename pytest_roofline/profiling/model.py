@@ -88,7 +88,8 @@ class KernelRow:
     finding: str = CACHE  # what a finding above the roof is called (cache, peak)
     repeats: int = 1  # the runs its counts are per (calls in words are whole calls)
     #: who gave an op that is not an aten op its formula (``register_op``, ``the tracer's
-    #: formula``); '' for the tracer's aten table
+    #: formula``, ``the ops its inductor name lists`` for torch.compile's Triton kernels);
+    #: '' for the tracer's aten table
     formula: str = ""
 
     @property

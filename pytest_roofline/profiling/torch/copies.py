@@ -21,14 +21,19 @@ Destination)`` memory kinds in parentheses (``Pageable``/``Pinned``/``Host`` are
 * **HtoH**: no device memory is touched: unpriced, with that reason. **PtoP** (one GPU to
   another): the trace does not say over which link: unpriced, with that reason.
 
-A host copy on a chip whose spec has no ``pcie`` link, or one whose event records no
-``bytes``, is unpriced with that reason: never priced at the memory roof silently.
+A copy event that records no ``bytes`` (ROCm's) takes them from its op where the op says
+them for sure (``aten::copy_`` of one shape and dtype: :func:`op_bytes`). A host copy on a
+chip whose spec has no ``pcie`` link, or whose bytes neither its event nor its op records, is
+unpriced with that reason: never priced at the memory roof silently.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING, Any
+
+from ... import dtypes
 
 if TYPE_CHECKING:
     from ...hardware import Hardware
@@ -69,14 +74,37 @@ def link_bandwidth(chip: Hardware) -> float | None:
     return None if link is None else float(link.bandwidth)
 
 
-def price(device: Device, chip: Hardware) -> tuple[float, float] | str:
-    """(bytes, bound in s) of one host copy on *chip*, or the reason it is not priced."""
+def op_bytes(name: str, dims: Any, types: Any) -> int | None:
+    """The bytes a host copy moves by its op's recorded inputs, where the copy event records
+    none (ROCm's): ``aten::copy_(dst, src)`` of one shape and one dtype moves its elements
+    at that dtype's width (checked against the bytes CUDA traces record, in the tests); None
+    for any other op, or shapes or dtypes that differ (a conversion: which side crosses the
+    link the trace does not say)."""
+    from .pricing import DTYPES  # the profiler's dtype names
+
+    if name != "aten::copy_" or not isinstance(dims, list) or not isinstance(types, tuple) \
+            or len(dims) < 2 or len(types) < 2:
+        return None
+    dst, src = dims[0], dims[1]
+    if dst != src or types[0] != types[1] or types[0] not in DTYPES or not (
+            isinstance(dst, list) and all(type(d) is int and d >= 0 for d in dst)):
+        return None
+    return math.prod(dst) * int(dtypes.itemsize(DTYPES[types[0]]))
+
+
+def price(device: Device, chip: Hardware,
+          recorded: int | None = None) -> tuple[float, float] | str:
+    """(bytes, bound in s) of one host copy on *chip*, or the reason it is not priced;
+    *recorded*: the bytes its op's inputs state (:func:`op_bytes`), for a copy event that
+    records none."""
     kind = direction(device)
     if kind == "HtoH":
         return "host-to-host copy: it touches no device memory"
     if kind == "PtoP":
         return "peer copy: the trace does not say over which link"
     nbytes: Any = device.args.get("bytes")
+    if nbytes is None and recorded is not None:
+        nbytes = recorded
     if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float)) or nbytes < 0:
         return "host copy: its bytes are not recorded"
     bandwidth = link_bandwidth(chip)

@@ -277,7 +277,8 @@ class Joiner:
 
     def _host_copy(self, device: Device, op: Op | None) -> None:
         """A copy across the host link, priced on it (or named with why it is not)."""
-        priced = copies.price(device, self.chip)
+        recorded = None if op is None else copies.op_bytes(op.name, op.dims, op.types)
+        priced = copies.price(device, self.chip, recorded)
         label = device.name if op is None else op.name
         if isinstance(priced, str):
             self.unpriced[(label if op is None else f"{label} [{device.name}]", priced)

@@ -39,11 +39,14 @@ precision): a trace of 100,000 events holds a few hundred distinct calls.
 from __future__ import annotations
 
 import ast
+import contextlib
 from typing import Any
 
 from ... import dtypes
 from ...engine.workload import Kernel, Workload
 from ...tracing import TraceError, Tracer, registry
+from ...tracing import vendor_ops as _vendor  # noqa: F401  (registers serving engines' ops)
+from . import inductor, shapes
 
 #: The profiler's names of tensor dtypes -> torch attribute names.
 DTYPES = {
@@ -145,11 +148,19 @@ def _legacy_conv_backward(where: tuple[int, int, int, bool], dims: list[Any],
 def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
            concrete: tuple[str, ...] | None, dtype: str | None,
            strides: list[Any] | None, list_dtype: str | None = None) -> Workload | str:
+    _load_shipped(name)
     formula = None if name.startswith("aten::") else registry.lookup(name)
+    if formula is None and inductor.is_kernel(name):  # torch.compile's generated kernel
+        if dims is None or types is None:
+            return "its input shapes were not recorded (record_shapes=True)"
+        return inductor.price(name, dims, types, concrete, strides)
     if not name.startswith("aten::") and formula is None:
         return f"{name} is not an aten op"
     if dims is None or types is None:
         return "its input shapes were not recorded (record_shapes=True)"
+    quick = shapes.price(name, dims, types, concrete, dtype, strides, list_dtype)
+    if quick is not None:  # priced from its shapes as the tracer prices it: no torch started
+        return quick
     try:
         import torch
     except ImportError:
@@ -184,11 +195,26 @@ def _price(name: str, dims: list[Any] | None, types: tuple[str, ...] | None,
     return failure
 
 
+#: Namespaces of the ops :mod:`pytest_roofline.tracing.known_ops` prices (flash-attn's);
+#: that module imports torch, so it is loaded when a trace holds one of its ops.
+SHIPPED = frozenset({"flash_attn", "flashattn"})
+
+
+def _load_shipped(name: str) -> None:
+    """Register the shipped formulas for *name*'s namespace, once (the tracer registers them
+    when it starts; a trace priced before any rebuild must find them too)."""
+    if name.partition("::")[0] in SHIPPED:
+        # without torch the op cannot be rebuilt, and _price says so
+        with contextlib.suppress(ImportError):
+            from ...tracing import known_ops  # noqa: F401  (registers its formulas)
+
+
 def has_formula(name: str) -> bool:
     """Whether a recorded op that is not an aten op has a formula to price it by: one
     ``register_op`` gave its name (a conftest's, a ``--formulas`` file's, a library's), or
     one the tracer ships (:mod:`pytest_roofline.tracing.known_ops`)."""
-    return registry.lookup(name) is not None
+    _load_shipped(name)
+    return registry.lookup(name) is not None or inductor.is_kernel(name)
 
 
 def formula_of(name: str) -> str:
@@ -196,6 +222,8 @@ def formula_of(name: str) -> str:
     formula``; '' for an aten op (the tracer's table) or one without a formula."""
     if name.startswith("aten::") or not has_formula(name):
         return ""
+    if registry.lookup(name) is None:
+        return "the ops its inductor name lists"
     return "register_op" if name in registry.registered() else "the tracer's formula"
 
 
