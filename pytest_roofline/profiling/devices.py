@@ -14,6 +14,11 @@ told apart by their clock (``clockRate`` against ``clock.boost``), or refused in
 naming ``--hw`` (:func:`by_units`, which a jax.profiler trace's device plane goes through
 too). A chip whose devices are its dies (``device.is: die``, an MI250X's GCDs)
 is priced as one die, the spec ``device.die`` names.
+
+A TPU is named by its device type as the TPU runtime writes it (``jax.devices()[0].
+device_kind``, XProf's ``device_type_string``): ``TPU v4``, ``TPU v5 lite`` (v5e), ``TPU v5``
+(v5p), ``TPU v6 lite`` (v6e), ``TPU7x`` (v7), or the product names (``TPU v5e``, ``TPU v6e``,
+``TPU v7x``) (:func:`tpu_of`).
 """
 
 from __future__ import annotations
@@ -109,6 +114,28 @@ def by_units(units: int, memory: float, *, clock: float | None = None,
         raise UnknownHardwareError(f"{shown} names no model and {which}: name the chip with "
                                    f"--hw (hw=)")
     return found[0]
+
+
+#: A TPU's device type (lowered, ``tpu`` and spaces left out) -> the built-in chip: the
+#: runtime's names (``v5 lite`` is the v5e, ``v5`` alone the v5p, ``v6 lite`` the v6e,
+#: ``7x`` the v7) and the product names. The v4 lite (v4i) and older TPUs have no spec.
+TPU_KINDS: dict[str, str] = {
+    "v4": "tpu-v4", "v5lite": "tpu-v5e", "v5e": "tpu-v5e", "v5litepod": "tpu-v5e",
+    "v5": "tpu-v5p", "v5p": "tpu-v5p", "v6lite": "tpu-v6e", "v6e": "tpu-v6e",
+    "7x": "tpu-v7", "v7x": "tpu-v7", "v7": "tpu-v7", "ironwood": "tpu-v7"}
+
+
+def tpu_of(kind: str) -> Hardware:
+    """The built-in TPU whose device type is *kind* (``TPU v6 lite``, see
+    :data:`TPU_KINDS`), or a one-line error naming ``--hw``."""
+    key = re.sub(r"[\s_-]+", "", kind.lower())
+    key = key[3:] if key.startswith("tpu") else key
+    chip = TPU_KINDS.get(key)
+    if chip is None:
+        shown = kind if len(kind) <= 40 else kind[:40] + "..."
+        raise UnknownHardwareError(f"the trace's TPU {shown!r} is not one of the built-in "
+                                   f"TPUs (v4, v5e, v5p, v6e, v7): name it with --hw (hw=)")
+    return get_hardware(chip)
 
 
 def nearest_size(memory: float, sizes: tuple[float, ...]) -> float | None:

@@ -15,7 +15,9 @@ trace's events carry (``hlo_op``). What is read of it:
   (30: contracting 1 and 2, batch 3 and 4), id (35), operand ids (36), called computation
   ids (38), ``backend_config`` (43: a GEMM custom call's dot dimension numbers, JSON);
   a convolution's window (15: per spatial axis its size 1, stride 2, padding 3 and 4,
-  window dilation 5, base dilation 6), dimension numbers (16) and group counts (50, 58).
+  window dilation 5, base dilation 6), dimension numbers (16) and group counts (50, 58);
+  a collective's replica groups (``collective_device_list`` 87: explicit groups 1 or an
+  iota list 2 whose ``num_devices_per_group`` is 2; the older ``replica_groups`` 49).
 
 Nothing here prices: :mod:`.hlo_pricing` does, with the JAX tracer's tables.
 """
@@ -83,6 +85,7 @@ class Instruction:
     parameter: int = 0  # a parameter's number
     conv: dict[str, Any] | None = None  # a convolution's parameters, as jax names them
     window: tuple[int, ...] = ()  # a windowed op's window sizes (reduce-window, conv)
+    group: int = 0  # a collective's devices per replica group (0: not in the program)
 
     @property
     def unknown_type(self) -> bool:
@@ -200,6 +203,23 @@ def _window(parts: dict[int, list[Any]]) -> tuple[int, ...]:
     return tuple(integer(d.get(1), 1) for d in dims)
 
 
+def _group(parts: dict[int, list[Any]]) -> int:
+    """A collective's devices per replica group: its ``collective_device_list`` (87), as
+    groups (1, each ``replica_ids`` 1) or an iota list (2: ``num_devices_per_group`` 2), or
+    the older ``replica_groups`` (49); 0 where none is written (every device)."""
+    listed = parts.get(87)
+    groups = parts.get(49)
+    if listed and isinstance(listed[0], bytes):
+        devices = message(listed[0])
+        iota = devices.get(2)
+        if iota and isinstance(iota[0], bytes):
+            return max(0, integer(message(iota[0]).get(2)))
+        groups = devices.get(1)
+    if groups and isinstance(groups[0], bytes):
+        return len(packed(message(groups[0]).get(1, [])))
+    return 0
+
+
 def _instruction(data: bytes) -> tuple[int, Instruction]:
     parts = message(data)
     arrays, is_tuple = _shape(parts[3][0]) if parts.get(3) else ((), False)
@@ -217,7 +237,7 @@ def _instruction(data: bytes) -> tuple[int, Instruction]:
         dimensions=tuple(packed(parts.get(14, []))), dot=dot, target=text(parts.get(28)),
         backend=text(parts.get(43)), op_name=op_name,
         parameter=integer(parts.get(9)),
-        conv=_convolution(parts), window=_window(parts))
+        conv=_convolution(parts), window=_window(parts), group=_group(parts))
 
 
 def parse_module(raw: bytes, where: str = "<hlo>") -> Module:

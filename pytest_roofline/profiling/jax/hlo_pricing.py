@@ -28,6 +28,11 @@ holds the ops it fused. An executed op is priced here as **one kernel**:
   is the larger of its matrix time, vector time and memory time (``epilogue_of``, as the
   fusion model times a fused epilogue).
 
+* a collective (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
+  ``collective-permute`` and their ``-start``) is priced on the chip's link by the
+  collectives table, over its replica group (:func:`..collectives.price_hlo`), as
+  ``trace()`` prices the same psum; its ``-done`` is the wait, its work the start's.
+
 What cannot be priced comes back as a reason (the caller names the op with its time): an
 opcode with no row here (a convolution, a collective, a custom call that is not a GEMM),
 an element type of unknown width, a loop or call whose ops are timed on their own.
@@ -40,6 +45,7 @@ from typing import Any
 
 from ...engine.workload import Kernel, Workload
 from ...tracing import tables
+from .. import collectives
 from .hlo import Array, Instruction, Module
 
 #: HLO opcodes read as the JAX primitive whose formula prices them.
@@ -382,11 +388,32 @@ def _root_slice_reads(module: Module, comp: Any,
             if all(uid_of.get(id(u)) in path for u in users.get(uid, []))}
 
 
+def _collective(ins: Instruction, opcode: str) -> Workload | str:
+    """A collective by the collectives table (:func:`..collectives.price_hlo`): its result
+    (an async start's: the second half of its tuple, after its operands), over its replica
+    group. Its ``-done`` is the wait for it: the work is the start's."""
+    if ins.opcode.endswith("-done"):
+        return ZERO
+    arrays = list(ins.arrays)
+    if ins.opcode.endswith("-start") and ins.tuple_shape and len(arrays) > 1:
+        arrays = arrays[len(arrays) // 2:]
+    arrays = [a for a in arrays if a.elements > 0]
+    if not arrays or any(not a.dtype for a in arrays):
+        return "an element type of unknown width"
+    widest = max(arrays, key=lambda a: a.itemsize)
+    priced = collectives.price_hlo(opcode, result_bytes=sum(a.nbytes for a in arrays),
+                                   dtype=widest.dtype, group=ins.group)
+    return ZERO if priced == "zero" else priced
+
+
 def price(module: Module, ins: Instruction) -> Workload | str:
     """The Workload of one execution of *ins* (one kernel, see the module docstring), or
     the reason it is not priced."""
     if ins.opcode in CONTROL:
         return f"{ins.opcode}: its ops are rows of their own"
+    base = ins.opcode.removesuffix("-start").removesuffix("-done")
+    if tables.collective_named("hlo", base) is not None:
+        return _collective(ins, base)
     if ins.opcode in FREE:
         return ZERO
     if ins.unknown_type:

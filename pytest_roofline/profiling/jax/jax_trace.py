@@ -16,6 +16,22 @@ ops recorded on the host's threads, each execution an event (recorded when the t
 taken at ``host_tracer_level`` 3: at the default level XLA:CPU records none). An op whose
 span holds other ops (a ``while`` running its body) counts its own time outside them.
 
+**TPU lines.** A TPU's plane holds its executed ops on the ``XLA Ops`` line, each event
+named by its instruction (``%fusion.3 = f32[...] fusion(...)``, the name before ``=``)
+with no ``hlo_op`` stat, its span the ``device_offset_ps`` and ``device_duration_ps``
+stats where it has them (XProf's own timing of the op on the core: a few events' own spans
+read 0 where those say 8 ms, and start where the previous op still runs); its program is
+its ``program_id`` stat, or the ``XLA Modules`` event (``jit_f(<program id>)``) its span
+lies in. The ``Async XLA Ops`` line holds async
+spans (a ``copy-start`` to its ``copy-done``): in flight while other ops run, so never
+added to the ops' time and never nesting one another; the note names them. On the ``XLA
+Ops`` line an async op's halves (``copy-start``, ``copy-done``, ``all-reduce-start``...)
+are the core issuing it and waiting for it: their time is named unpriced with that
+reason (the work ran over the span, not in the wait), never judged as the work itself.
+
+**Async spans** (an op whose name ends ``-start`` or ``-done``) never hold another op's
+time and are never held: each keeps its whole duration.
+
 **What is not priced** is named with its time: an op of a program whose HLO the trace does
 not hold, an opcode without a formula, a loop's own time. A trace with no executed op, or
 no compiled program at all, is refused with what to record instead.
@@ -23,11 +39,12 @@ no compiled program at all, is refused with what to record instead.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +52,7 @@ from ...engine.analysis import analyze
 from ...engine.limits import limit_of
 from ...errors import UnknownHardwareError
 from ...hardware import get_hardware
-from ..devices import as_device, by_units, nearest_size
+from ..devices import as_device, by_units, nearest_size, tpu_of
 from ..model import Profile, Unpriced, rows_sorted
 from ..rows import judged_row, precision_of
 from ..rules import ProfileError
@@ -64,6 +81,8 @@ class JaxTrace:
     on_device: bool
     device: dict[str, Any] | None  # the first device plane's stats
     modules: dict[int, Module | str] = field(default_factory=dict)
+    #: async spans (a TPU's ``Async XLA Ops`` line): in flight beside the ops, not timed
+    spans: list[Event] = field(default_factory=list)
 
     def module(self, program: int) -> Module | str:
         """The compiled program *program*, or why it cannot be had."""
@@ -147,21 +166,80 @@ def collect(planes: list[Plane], path: str) -> JaxTrace:
             raw = stats.get("Hlo Proto")
             match = _PROGRAM.match(meta_name)
             if isinstance(raw, bytes) and match is not None:
-                programs[int(match["id"])] = raw
-                names[int(match["id"])] = match["name"]
+                number = program_number(match["id"], f"{path!r}: the compiled program "
+                                                     f"{meta_name[:40]!r}")
+                programs[number] = raw
+                names[number] = match["name"]
     # a device that ran kernels times them; the host's events of the same ops are launches
     devices = [p for p in planes if p.name.startswith("/device:") and p.events]
     device_stats = next((p.stats for p in devices if p.stats), None)
     chosen = devices or [p for p in planes if p.name.startswith("/host:")]
     ops: list[tuple[Event, float]] = []
+    spans: list[Event] = []
     for plane in chosen:
-        ops.extend(_own_times(_executed(plane.events)))
+        executed = _executed(plane, path)
+        spans.extend(e for e in executed if e.line in ASYNC_LINES)
+        ops.extend(_own_times([e for e in executed if e.line not in ASYNC_LINES]))
     return JaxTrace(path, ops, programs, names, bool(devices),
-                    device_stats if devices else None)
+                    device_stats if devices else None, spans=spans)
 
 
-def _executed(events: tuple[Event, ...]) -> list[Event]:
-    return [e for e in events if "hlo_op" in e.stats and e.seconds >= 0]
+#: A TPU plane's line of executed ops (events named by their instruction, no ``hlo_op``),
+#: of the modules they ran in, and of async spans.
+OPS_LINE, MODULES_LINE, ASYNC_LINES = "XLA Ops", "XLA Modules", frozenset({"Async XLA Ops"})
+_OP_NAME = re.compile(r"^%?(?P<name>[^\s=%]+)")
+#: The halves of an async HLO op (``copy-start``, ``all-reduce-done.1``).
+ASYNC = re.compile(r"-(start|done)(\.\d+)?$")
+
+
+def _executed(plane: Plane, path: str) -> list[Event]:
+    """The plane's executed ops: events naming their HLO op (``hlo_op``), and on a TPU's
+    ``XLA Ops`` and ``Async XLA Ops`` lines every event, its op read from its name and its
+    program from its stats or the ``XLA Modules`` event it ran in."""
+    modules = sorted((e for e in plane.events if e.line == MODULES_LINE),
+                     key=lambda e: e.start_ns)
+    starts = [e.start_ns for e in modules]
+    out: list[Event] = []
+    for event in plane.events:
+        if event.seconds < 0:
+            continue
+        if event.line == OPS_LINE or event.line in ASYNC_LINES:
+            match = _OP_NAME.match(event.name)
+            if match is None:
+                continue
+            stats = {**event.stats, "hlo_op": match["name"]}
+            if not isinstance(stats.get("program_id"), int):
+                index = bisect.bisect_right(starts, event.start_ns) - 1
+                program = _PROGRAM.match(modules[index].name) if index >= 0 and \
+                    event.start_ns < _end(modules[index]) else None
+                if program is not None:
+                    stats["program_id"] = program_number(
+                        program["id"], f"{path!r}: the XLA Modules event "
+                        f"{modules[index].name[:40]!r}")
+                    stats.setdefault("hlo_module", program["name"])
+            start, length = _picos(stats.get("device_offset_ps")), _picos(
+                stats.get("device_duration_ps"))
+            if start is not None and length is not None:  # XProf's own span on the core
+                event = replace(event, start_ns=start / 1e3, seconds=length * 1e-12)
+            out.append(replace(event, name=match["name"], stats=stats))
+        elif "hlo_op" in event.stats:
+            out.append(event)
+    return out
+
+
+def _picos(value: Any) -> int | None:
+    """A time stat in ps: an int >= 0, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None
+
+
+def program_number(digits: str, where: str) -> int:
+    """A program id as a module's name writes it (``jit_f(<id>)``): at most the 20 digits
+    of a uint64, else a one-line error naming *where* (never Python's digit-limit error)."""
+    if len(digits.lstrip("-")) > 20:
+        raise ProfileError(f"{where}: its program id has {len(digits)} digits (a program "
+                           f"id is a 64-bit integer of at most 20)")
+    return int(digits)
 
 
 def _own_times(events: list[Event]) -> list[tuple[Event, float]]:
@@ -178,6 +256,8 @@ def _own_times(events: list[Event]) -> list[tuple[Event, float]]:
         inner = [0.0] * len(line)
         stack: list[int] = []
         for i, event in enumerate(line):
+            if ASYNC.search(str(event.stats.get("hlo_op"))):
+                continue  # async: in flight beside the others, never nested
             while stack and not _holds(line[stack[-1]], event):
                 stack.pop()
             if stack:
@@ -278,6 +358,10 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
         if program is None:
             unpriced[(label, "its program is not named in the trace")].append(seconds)
             continue
+        if event.line == OPS_LINE and ASYNC.search(name):
+            unpriced[(label, "an async op's issue or wait on the core; its work runs over "
+                             "its span, beside other ops")].append(seconds)
+            continue
         group = groups.get((program, name))
         if group is None:
             group_or_reason = _group(trace, program, name, label)
@@ -327,9 +411,29 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
                       for (name, reason), t in unpriced.items()),
                      key=lambda u: (-u.seconds, u.name))
     total = sum(seconds for _, seconds in trace.ops) / repeats
+    notes = (*notes, *spans_note(trace.spans))
     return Profile(hw=chip.name, source=source, on_device=trace.on_device, total=total,
                    rows=rows_sorted(rows), unpriced=tuple(missing), repeats=repeats,
                    notes=notes, tick=TICK)
+
+
+def spans_note(spans: list[Event]) -> tuple[str, ...]:
+    """A line naming the async spans (a TPU's ``Async XLA Ops``): in flight beside the ops,
+    so not added to their time; the longest-running ops first, each with its spans' range."""
+    if not spans:
+        return ()
+    by_op: dict[str, list[float]] = defaultdict(list)
+    for span in spans:
+        by_op[str(span.stats.get("hlo_op"))].append(span.seconds)
+    ranked = sorted(by_op.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
+    shown = ", ".join(f"{op} {len(t)} x {_ms(min(t))}-{_ms(max(t))}" for op, t in ranked[:3])
+    more = f" and {len(ranked) - 3} more" if len(ranked) > 3 else ""
+    return (f"{len(spans)} async spans ({sum(s.seconds for s in spans):.3g} s in flight, "
+            f"beside the ops, not added to their time): {shown}{more}",)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
 
 
 def _continues(events: list[Event]) -> set[int]:
@@ -385,6 +489,12 @@ def chip_of(stats: dict[str, Any] | None) -> Hardware:
     if not stats:
         raise ProfileError("the trace names no device (a trace of XLA:CPU): name the chip "
                            "with --hw (hw=), e.g. a spec of the machine that recorded it")
+    kind = stats.get("device_type_string")
+    if isinstance(kind, str) and "tpu" in kind.lower():
+        try:
+            return tpu_of(kind)
+        except UnknownHardwareError as exc:
+            raise ProfileError(str(exc)) from None
     vendor = str(stats.get("device_vendor") or "").lower()
     vendor = "nvidia" if "nvidia" in vendor else "amd" if "amd" in vendor else vendor
     major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
