@@ -22,19 +22,18 @@ holds the ops it fused. An executed op is priced here as **one kernel**:
   workspace a GEMM custom call returns beside its result (a tuple's later elements) is
   scratch: not charged;
 * a convolution (XLA's own, or a cuDNN/MIOpen custom call, forward or either gradient)
-  is priced by the tracer's convolution formula over its valid taps; its workspace, too,
-  is scratch;
+  is priced by the tracer's convolution formula over every tap (docs/bounds.md); its
+  workspace, too, is scratch;
 * matrix work (each dot) and vector work run in one kernel and overlap: the kernel's time
   is the larger of its matrix time, vector time and memory time (``epilogue_of``, as the
-  fusion model times a fused epilogue).
-
+  fusion model times a fused epilogue);
 * a collective (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
   ``collective-permute`` and their ``-start``) is priced on the chip's link by the
   collectives table, over its replica group (:func:`..collectives.price_hlo`), as
   ``trace()`` prices the same psum; its ``-done`` is the wait, its work the start's.
 
 What cannot be priced comes back as a reason (the caller names the op with its time): an
-opcode with no row here (a convolution, a collective, a custom call that is not a GEMM),
+opcode with no row here (an FFT, a custom call that is not a GEMM or a convolution),
 an element type of unknown width, a loop or call whose ops are timed on their own.
 """
 
@@ -188,7 +187,7 @@ class _Counter:
         self.vector[dtype] = self.vector.get(dtype, 0.0) + flops
 
     def _convolution(self, ins: Instruction, operands: list[Instruction | None]) -> None:
-        """A convolution by the tracer's formula (valid taps, as XLA counts them). A
+        """A convolution by the tracer's formula (every tap, padding included). A
         backward custom call keeps its forward convolution's window and dimension
         numbers: its data gradient is the forward input, its filter gradient the kernel."""
         arrays = [o.arrays[0] if o is not None and o.arrays else None for o in operands]
