@@ -98,7 +98,7 @@ class Instruction:
             return None
         try:
             config = json.loads(self.backend)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
             return None
         numbers = _find(config, "dot_dimension_numbers")
         if not isinstance(numbers, dict):
@@ -112,13 +112,17 @@ class Instruction:
 
 
 def _find(value: Any, key: str) -> Any:
-    if isinstance(value, dict):
-        if key in value:
-            return value[key]
-        for item in value.values():
-            found = _find(item, key)
-            if found is not None:
-                return found
+    """The first value of *key* in a JSON object, breadth first, at most :data:`MAX_DEPTH`
+    levels down (never a recursion as deep as the config nests)."""
+    level = [value]
+    for _ in range(MAX_DEPTH):
+        found = [v for v in level if isinstance(v, dict)]
+        for item in found:
+            if key in item:
+                return item[key]
+        level = [v for item in found for v in item.values()]
+        if not level:
+            break
     return None
 
 
@@ -144,14 +148,25 @@ class Module:
         return [self.by_id.get(i) for i in instruction.operands]
 
 
-def _shape(data: bytes) -> tuple[tuple[Array, ...], bool]:
+#: How deep a shape's tuples may nest, and a JSON backend config (a real program's nest a
+#: few levels; a deeper one is a corrupt or hostile file, said in one line).
+MAX_DEPTH = 64
+
+
+class _TooDeep(Exception):
+    """A field nested deeper than :data:`MAX_DEPTH` (its message names the field)."""
+
+
+def _shape(data: bytes, depth: int = 0) -> tuple[tuple[Array, ...], bool]:
+    if depth > MAX_DEPTH:
+        raise _TooDeep("shape (tuples in tuples)")
     parts = message(data)
     kind = integer(parts.get(2))
     if kind == TUPLE:
         arrays: list[Array] = []
         for sub in parts.get(4, ()):
             if isinstance(sub, bytes):
-                arrays.extend(_shape(sub)[0])
+                arrays.extend(_shape(sub, depth + 1)[0])
         return tuple(arrays), True
     if kind == TOKEN:
         return (), False
@@ -271,6 +286,10 @@ def parse_module(raw: bytes, where: str = "<hlo>") -> Module:
     except (_Truncated, IndexError, UnicodeDecodeError) as exc:
         raise XPlaneError(f"the compiled program {where} in the trace cannot be read "
                           f"({type(exc).__name__}): a truncated or foreign HLO proto") from None
+    except (_TooDeep, RecursionError) as exc:
+        field = str(exc) if isinstance(exc, _TooDeep) else "messages"
+        raise XPlaneError(f"the compiled program {where[:60]} in the trace: its {field} nest "
+                          f"deeper than {MAX_DEPTH} levels (a real program's do not)") from None
     if not by_name:
         raise XPlaneError(f"the compiled program {where} in the trace holds no instruction")
     return Module(name, program, computations, by_name, by_id)

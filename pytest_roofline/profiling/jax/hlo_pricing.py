@@ -45,7 +45,7 @@ from typing import Any
 from ...engine.workload import Kernel, Workload
 from ...tracing import tables
 from .. import collectives
-from .hlo import Array, Instruction, Module
+from .hlo import MAX_DEPTH, Array, Instruction, Module
 
 #: HLO opcodes read as the JAX primitive whose formula prices them.
 ARITHMETIC = {
@@ -134,6 +134,10 @@ class _Counter:
         if comp is None or uid in seen:
             self.missing.append(f"called computation {uid} is not in the program")
             return
+        if len(seen) >= MAX_DEPTH:
+            self.missing.append(f"fusions nested deeper than {MAX_DEPTH} levels (a real "
+                                f"program's do not)")
+            return
         for ins in comp.instructions:
             self.instruction(ins, seen | {uid})
 
@@ -154,7 +158,9 @@ class _Counter:
         if code == "dot" or (code == "custom-call" and _is_gemm(ins)):
             numbers = ins.dot if code == "dot" else ins.gemm_dims()
             if numbers is None or len(ins_values) < 2 or not outs:
-                self.missing.append(f"{ins.name}: a product without its dimension numbers")
+                where = " in its backend_config" if code == "custom-call" else ""
+                self.missing.append(f"{ins.name}: a product without its dimension "
+                                    f"numbers{where}")
                 return
             params = {"dimension_numbers": ((numbers[0], numbers[1]),
                                             (numbers[2], numbers[3]))}

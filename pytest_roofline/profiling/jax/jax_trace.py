@@ -166,8 +166,8 @@ def collect(planes: list[Plane], path: str) -> JaxTrace:
             raw = stats.get("Hlo Proto")
             match = _PROGRAM.match(meta_name)
             if isinstance(raw, bytes) and match is not None:
-                number = program_number(match["id"], f"{path!r}: the compiled program "
-                                                     f"{meta_name[:40]!r}")
+                number = program_number(match["id"], f"{Path(path).name[:60]!r}: the "
+                                                     f"compiled program {meta_name[:24]!r}")
                 programs[number] = raw
                 names[number] = match["name"]
     # a device that ran kernels times them; the host's events of the same ops are launches
@@ -214,8 +214,8 @@ def _executed(plane: Plane, path: str) -> list[Event]:
                     event.start_ns < _end(modules[index]) else None
                 if program is not None:
                     stats["program_id"] = program_number(
-                        program["id"], f"{path!r}: the XLA Modules event "
-                        f"{modules[index].name[:40]!r}")
+                        program["id"], f"{Path(path).name[:60]!r}: the XLA Modules "
+                        f"event {modules[index].name[:24]!r}")
                     stats.setdefault("hlo_module", program["name"])
             start, length = _picos(stats.get("device_offset_ps")), _picos(
                 stats.get("device_duration_ps"))
@@ -237,8 +237,8 @@ def program_number(digits: str, where: str) -> int:
     """A program id as a module's name writes it (``jit_f(<id>)``): at most the 20 digits
     of a uint64, else a one-line error naming *where* (never Python's digit-limit error)."""
     if len(digits.lstrip("-")) > 20:
-        raise ProfileError(f"{where}: its program id has {len(digits)} digits (a program "
-                           f"id is a 64-bit integer of at most 20)")
+        raise ProfileError(f"{where}: its program id has {len(digits)} digits (at most "
+                           f"20: a 64-bit integer)")
     return int(digits)
 
 
@@ -304,6 +304,7 @@ def _primitives(module: Module, ins: Instruction) -> list[str]:
     its path too (``Dense_0/dot_general``), the ``jit(...)`` wrappers left out."""
     found: dict[str, None] = {}
     pending = [ins]
+    opened: set[int] = set()  # computations already walked (a cycle is walked once)
     while pending:
         item = pending.pop()
         if item.op_name:
@@ -314,7 +315,8 @@ def _primitives(module: Module, ins: Instruction) -> list[str]:
                 found.setdefault("/".join(parts))
         for uid in item.called if item.opcode == "fusion" else ():
             comp = module.computations.get(uid)
-            if comp is not None:
+            if comp is not None and uid not in opened:
+                opened.add(uid)
                 pending.extend(comp.instructions)
     return sorted(found)
 
@@ -501,6 +503,12 @@ def chip_of(stats: dict[str, Any] | None) -> Hardware:
     memory = _number(stats.get("memory_size")) / 1e9
     what = (f"{_short(stats.get('device_vendor')) or 'unknown vendor'} device of compute "
             f"capability {_short(major)}.{_short(minor)} with {memory:.0f} GB")
+    for name in ("memory_size", "clock_rate", "core_count"):
+        value = stats.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, (int, float)) or not 0 <= value < 1e30):
+            raise ProfileError(f"the trace's device plane: {name} {_short(value)!r} is not a "
+                               f"number (a count, Hz or bytes): name the chip with --hw (hw=)")
     units, clock = stats.get("core_count"), _number(stats.get("clock_rate")) * 1e3
     if vendor == "amd" and isinstance(units, int) and not isinstance(units, bool) and \
             units > 0 and memory > 0:
