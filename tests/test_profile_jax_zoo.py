@@ -30,8 +30,9 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-import pytest_roofline as rl  # noqa: E402
 from test_profile_jax import ROOMY  # noqa: E402
+
+import pytest_roofline as rl  # noqa: E402
 
 _KEY = jax.random.PRNGKey(0)
 
