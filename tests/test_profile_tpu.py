@@ -178,3 +178,22 @@ def test_the_tpu_all_reduce_is_priced_over_its_replica_groups_of_two(tpu: Any) -
     one = rl.analyze(rl.ops.all_reduce(size // 4, 2, dtype="fp32"), rl.get_hardware("tpu-v6e"))
     assert row.regime == "network" and row.count == 12
     assert row.bound == pytest.approx(12 * float(one.time), rel=1e-9)
+
+
+def test_each_tpu_fusion_is_charged_the_bytes_xla_gives_it(tpu: Any) -> None:
+    """XProf writes XLA's own cost analysis of each op on the TPU into its events
+    (``bytes_accessed``): each fusion (a 5 GiB f32 array read, 1 added, written) is charged
+    exactly that, 10,737,418,240 B a call. Two rows differ, as stated: the broadcast reads
+    its 4-byte scalar, which XLA leaves out (it sits in the TPU's scalar memory, ``S(6)``),
+    and the all-reduce is charged the collectives table's memory traffic (its input and
+    output, and each ring step's chunks read and written: 2 x XLA's input and output)."""
+    xla = {}
+    for plane in read_space(TPU):
+        for event in plane.events:
+            if event.line == "XLA Ops":
+                xla[event.name.split(" =")[0].lstrip("%")] = event.stats["bytes_accessed"]
+    rows = {r.op.split("/")[-1]: r.bytes / r.count for r in tpu.rows}
+    for name in ("broadcast_add_fusion", "broadcast_add_fusion.1", "broadcast_add_fusion.2"):
+        assert rows[name] == xla[name] == 2 * 5 * 1024 * 1024 * 256 * 4
+    assert rows["broadcast.2"] == xla["broadcast.2"] + 4
+    assert rows["all-reduce"] == 2 * xla["all-reduce"]
