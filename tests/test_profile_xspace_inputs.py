@@ -247,3 +247,13 @@ def test_any_backend_config_prices_or_says_why(config: str) -> None:
                                    _ins(2, "b", "parameter", (8, 8), (9, 1)), gemm), "f")
     priced = hlo_pricing.price(module, module.by_name["gemm"])
     assert isinstance(priced, str) or priced.kernels
+
+
+def test_a_gpu_plane_s_kernels_time_its_ops_never_an_xla_ops_line_beside_them() -> None:
+    """A GPU plane whose stream kernels name their op, and an ``XLA Ops`` line (XProf's
+    derived view) of the same op: one execution, 1 us, never two."""
+    raw = _space(_plane("/device:GPU:0", [
+        ("Stream #1", "neg_kernel", 0, 1_000_000, {"hlo_op": "neg", "hlo_module": "jit_f"}),
+        ("XLA Ops", "%neg = f32[64] negate(f32[64] %x)", 0, 1_000_000, {"program_id": 7})]))
+    trace = jax_trace.collect(parse_space(raw), "gpu")
+    assert [(e.name, s) for e, s in trace.ops] == [("neg_kernel", 1e-6)]

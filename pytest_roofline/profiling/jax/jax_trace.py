@@ -199,9 +199,15 @@ def _executed(plane: Plane, path: str) -> list[Event]:
     modules = sorted((e for e in plane.events if e.line == MODULES_LINE),
                      key=lambda e: e.start_ns)
     starts = [e.start_ns for e in modules]
+    # a plane whose kernels name their ops (a GPU's stream lines) is timed by them: an XLA
+    # Ops line beside them (XProf's derived view of the same ops) would count each twice
+    derived = any("hlo_op" in e.stats for e in plane.events
+                  if e.line != OPS_LINE and e.line not in ASYNC_LINES)
     out: list[Event] = []
     for event in plane.events:
         if event.seconds < 0:
+            continue
+        if (event.line == OPS_LINE or event.line in ASYNC_LINES) and derived:
             continue
         if event.line == OPS_LINE or event.line in ASYNC_LINES:
             match = _OP_NAME.match(event.name)
