@@ -51,8 +51,7 @@ from typing import TYPE_CHECKING, Any
 from ...engine.analysis import analyze
 from ...engine.limits import limit_of
 from ...errors import UnknownHardwareError
-from ...hardware import get_hardware
-from ..devices import as_device, by_units, nearest_size, tpu_of
+from ..devices import plane_chip
 from ..model import Profile, Unpriced, rows_sorted
 from ..rows import judged_row, precision_of
 from ..rules import ProfileError
@@ -475,71 +474,10 @@ def _group(trace: JaxTrace, program: int, name: str, label: str) -> _Group | str
     return _Group(label, shapes, None if isinstance(priced, str) else priced, kernels)
 
 
-#: (vendor, compute capability) -> built-in chips by memory size (GB, decimal): the device
-#: planes of a GPU trace carry these, not the product name. An AMD device with its compute
-#: units is identified by them first (:func:`.devices.by_units`).
-_CHIPS: dict[tuple[str, int, int], tuple[tuple[float, str], ...]] = {
-    ("amd", 9, 4): ((192, "mi300x"), (256, "mi325x")),
-    ("amd", 9, 0): ((128, "mi250x"),),
-    ("nvidia", 9, 0): ((80, "h100-sxm"), (96, "h20"), (141, "h200")),
-    ("nvidia", 8, 0): ((40, "a100-40gb"), (80, "a100-80gb-sxm")),
-    ("nvidia", 7, 0): ((16, "v100"), (32, "v100")),
-    ("nvidia", 7, 5): ((16, "t4"),),
-}
-
-
 def chip_of(stats: dict[str, Any] | None) -> Hardware:
-    """The built-in chip a device plane's stats describe (vendor, compute capability, memory
-    size, compute units and clock), or a ProfileError that says to name it with ``--hw``
-    (``hw=``): an AMD device by its compute units (:func:`.devices.by_units`), else the
-    nearest memory size of its generation (:func:`.devices.nearest_size`), the rules a
-    Kineto trace's device goes through."""
-    if not stats:
-        raise ProfileError("the trace names no device (a trace of XLA:CPU): name the chip "
-                           "with --hw (hw=), e.g. a spec of the machine that recorded it")
-    kind = stats.get("device_type_string")
-    if isinstance(kind, str) and "tpu" in kind.lower():
-        try:
-            return tpu_of(kind)
-        except UnknownHardwareError as exc:
-            raise ProfileError(str(exc)) from None
-    vendor = str(stats.get("device_vendor") or "").lower()
-    vendor = "nvidia" if "nvidia" in vendor else "amd" if "amd" in vendor else vendor
-    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-    memory = _number(stats.get("memory_size")) / 1e9
-    what = (f"{_short(stats.get('device_vendor')) or 'unknown vendor'} device of compute "
-            f"capability {_short(major)}.{_short(minor)} with {memory:.0f} GB")
-    for name in ("memory_size", "clock_rate", "core_count"):
-        value = stats.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(
-                value, (int, float)) or not 0 <= value < 1e30):
-            raise ProfileError(f"the trace's device plane: {name} {_short(value)!r} is not a "
-                               f"number (a count, Hz or bytes): name the chip with --hw (hw=)")
-    units, clock = stats.get("core_count"), _number(stats.get("clock_rate")) * 1e3
-    if vendor == "amd" and isinstance(units, int) and not isinstance(units, bool) and \
-            units > 0 and memory > 0:
-        try:
-            return as_device(by_units(units, memory * 1e9, clock=clock or None,
-                                      shown=f"the trace's {what}"))
-        except UnknownHardwareError:
-            pass  # the table below may still know it
-    sizes = dict(_CHIPS.get((vendor, major, minor), ())) if isinstance(major, int) and \
-        isinstance(minor, int) else {}
-    size = nearest_size(memory, tuple(sizes))
-    if size is None:
-        raise ProfileError(f"the trace's {what} is not one chip of the catalog: name it with "
-                           f"--hw (hw=)")
-    return get_hardware(sizes[size])
-
-
-def _number(value: Any) -> float:
-    """A device stat as a finite number >= 0 (0 where it is missing, text or out of range)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0.0
-    number = float(value) if abs(value) < 1e30 else 0.0
-    return number if number >= 0 and number == number else 0.0
-
-
-def _short(value: Any) -> str:
-    text = str(value) if value is not None else ""
-    return text if len(text) <= 12 else text[:12] + "..."
+    """The built-in chip a device plane's stats describe (:func:`.devices.plane_chip`, the
+    core's one identification), or a ProfileError that says to name it with ``--hw``."""
+    try:
+        return plane_chip(stats)
+    except UnknownHardwareError as exc:
+        raise ProfileError(str(exc)) from None
