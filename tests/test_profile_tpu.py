@@ -197,3 +197,31 @@ def test_each_tpu_fusion_is_charged_the_bytes_xla_gives_it(tpu: Any) -> None:
         assert rows[name] == xla[name] == 2 * 5 * 1024 * 1024 * 256 * 4
     assert rows["broadcast.2"] == xla["broadcast.2"] + 4
     assert rows["all-reduce"] == 2 * xla["all-reduce"]
+
+
+@pytest.mark.parametrize(("names", "regime"), [
+    (("jit_f/psum_invariant.7", "psum_invariant"), None),  # XLA:CPU's all-reduce of a psum
+    (("jit_f/ppermute.3", "ppermute"), None),
+    (("jit_f/all-reduce.1",), None),
+    (("mystery.1",), "network"),  # priced on a link, whatever it is called
+])
+def test_a_collective_is_communication_by_its_name_or_its_link(
+        names: tuple[str, ...], regime: str | None) -> None:
+    from pytest_roofline.profiling.categories import category_of
+
+    assert category_of(names, regime=regime) == "communication"
+    assert category_of(("jit_f/psummary_fusion",), regime="memory") == "elementwise"
+
+
+def test_one_execution_on_two_devices_threads_is_two_calls() -> None:
+    """XLA:CPU runs a program on two devices as one execution (one ``run_id``) on two
+    threads: the all-reduce on each is a call of its own, never one call continued; on one
+    thread, the same op's events in a row (a sort: a copy then the sort) stay one call."""
+    def event(line: str, start: float) -> Event:
+        return Event("all-reduce", "/host:CPU", line, start, 1e-6,
+                     {"hlo_op": "all-reduce", "hlo_module": "jit_f", "run_id": 5})
+
+    two = [event("t1", 0.0), event("t2", 10.0)]
+    assert jax_trace._continues(two) == set()
+    one = [event("t1", 0.0), event("t1", 1_000.0)]
+    assert jax_trace._continues(one) == {id(one[1])}

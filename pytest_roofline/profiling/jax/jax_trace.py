@@ -445,14 +445,16 @@ def _ms(seconds: float) -> str:
 
 def _continues(events: list[Event]) -> set[int]:
     """The ids of the host events that continue the previous event's call: the same op of
-    the same execution (``run_id``) with no other op's event between them in time (a loop
+    the same execution (``run_id``) on the same thread (two devices of XLA:CPU run one
+    execution on two threads: two calls), with no other op's event between them in time (a loop
     body's fusion, run again after the loop's other ops, is a call of its own). An op
     whose events no other op separates is one call, read as slower, never as faster."""
     out: set[int] = set()
     ordered = sorted((e for e in events if e.stats.get("run_id") is not None),
-                     key=lambda e: (str(e.stats.get("run_id")), e.start_ns))
+                     key=lambda e: (str(e.stats.get("run_id")), e.plane, e.line, e.start_ns))
     for before, event in itertools.pairwise(ordered):
         if (before.stats.get("run_id") == event.stats.get("run_id")
+                and (before.plane, before.line) == (event.plane, event.line)
                 and before.stats.get("hlo_op") == event.stats.get("hlo_op")
                 and before.stats.get("hlo_module") == event.stats.get("hlo_module")):
             out.add(id(event))
