@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_profile_hlo import _ins, _msg
+from test_profile_hlo import F32, TUPLE, _ins, _msg
 
 import pytest_roofline as rl
 from pytest_roofline.errors import UnknownHardwareError
@@ -126,6 +126,7 @@ def test_a_tpu_the_catalog_lacks_is_one_line_naming_hw(kind: str) -> None:
 # D·(N-1)/N, a collective-permute D. Exact: the same formula evaluated twice.
 
 D = 256 * 256 * 4  # bytes of an f32[256,256]: 262,144
+U32 = 8  # XLA's PrimitiveType number of u32
 
 
 def _groups(*groups: tuple[int, ...]) -> tuple[int, bytes]:
@@ -161,6 +162,27 @@ def test_a_compiled_collective_is_priced_on_the_link_by_the_table(
     assert not isinstance(workload, str), workload
     assert sum(float(k.link_bytes) for k in workload.kernels) == pytest.approx(
         link_bytes, rel=1e-12)
+
+
+def test_an_async_start_is_priced_on_its_results() -> None:
+    """``all-gather-start`` holds (operand f32[256,256], result f32[1024,256]) and a
+    ``collective-permute-start`` (operand, result, u32[], u32[]): the results, D = 4·D₀ over
+    4 devices (3/4 of it sent) and D₀ to the peer."""
+    def start(opcode: str, shapes: list[tuple[int, tuple[int, ...]]], *extra: Any) -> Any:
+        shape = _msg((2, TUPLE), *((4, _msg((2, kind), (3, list(dims)))) for kind, dims in
+                                   shapes))
+        entry = _msg((1, "main"), (5, 1), (2, _ins(1, "x", "parameter", (256, 256))),
+                     (2, _msg((1, "c"), (2, opcode), (3, shape), (35, 2), (36, [1]),
+                              *extra)))
+        module = parse_module(_msg((1, _msg((1, "jit_f"), (3, entry), (5, 7), (6, 1)))), "f")
+        return hlo_pricing.price(module, module.by_name["c"])
+
+    gather = start("all-gather-start", [(F32, (256, 256)), (F32, (1024, 256))],
+                   _groups((0, 1, 2, 3)))
+    assert sum(float(k.link_bytes) for k in gather.kernels) == 4 * D * 3 / 4
+    permute = start("collective-permute-start", [(F32, (256, 256)), (F32, (256, 256)),
+                                                 (U32, ()), (U32, ())])
+    assert sum(float(k.link_bytes) for k in permute.kernels) == D
 
 
 def test_a_collective_done_is_its_wait_and_one_without_groups_says_why() -> None:

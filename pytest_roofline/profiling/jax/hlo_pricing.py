@@ -395,12 +395,15 @@ def _root_slice_reads(module: Module, comp: Any,
 
 def _collective(ins: Instruction, opcode: str) -> Workload | str:
     """A collective by the collectives table (:func:`..collectives.price_hlo`): its result
-    (an async start's: the second half of its tuple, after its operands), over its replica
-    group. Its ``-done`` is the wait for it: the work is the start's."""
+    (an async start's: the second half of its tuple, after its operands, the scalar contexts
+    a ``collective-permute-start`` adds left out), over its replica group. Its ``-done`` is
+    the wait for it: the work is the start's."""
     if ins.opcode.endswith("-done"):
         return ZERO
     arrays = list(ins.arrays)
     if ins.opcode.endswith("-start") and ins.tuple_shape and len(arrays) > 1:
+        # (operands, results[, u32 contexts]): the results, the scalars left out
+        arrays = [a for a in arrays if a.dims] or arrays
         arrays = arrays[len(arrays) // 2:]
     arrays = [a for a in arrays if a.elements > 0]
     if not arrays or any(not a.dtype for a in arrays):
