@@ -75,6 +75,9 @@ def test_an_async_copy_is_its_span_never_nested_and_its_wait_is_named(tpu: Any) 
     100 spans run 308-589 ms (never the 6.25 ns left when one is taken to hold another)."""
     unpriced = {u.name.split("/")[-1]: u for u in tpu.unpriced}
     assert "async op's issue or wait" in unpriced["copy-done.2"].reason
+    assert unpriced["copy-done.2"].cause == "async wait"
+    assert tpu.by_cause()["async wait"] == pytest.approx(sum(
+        u.seconds for u in tpu.unpriced if "copy-" in u.name))
     assert unpriced["copy-done.2"].seconds == pytest.approx(sum(_xla_ops()["copy-done.2"]))
     assert not any("copy" in r.op for r in tpu.rows)
     note = next(n for n in tpu.notes if "async spans" in n)
