@@ -178,10 +178,11 @@ def test_an_op_without_a_formula_is_named_with_its_time() -> None:
     assert profile.priced_share < 1.0
 
 
-def test_a_convolution_is_priced_over_its_valid_taps_as_trace_counts_it() -> None:
-    """Stride 2 x 1, uneven padding, a dilated kernel, two feature groups (NHWC): the
-    executed convolution's FLOPs are the traced primitive's, which equal XLA's cost
-    analysis (docs/trace.md)."""
+def test_a_convolution_is_priced_over_every_tap_as_trace_counts_it() -> None:
+    """Stride 2 x 1, uneven padding, a dilated kernel, two feature groups (NHWC), output 2 x
+    9 x 16 x 6: every tap of every output element, padding included (docs/bounds.md), 2 · 2
+    · (8/2) · 6 · (9 · 16) · (3 · 3) = 124,416 FLOPs, the traced primitive's; XLA's cost
+    analysis counts only the taps on the input, fewer."""
     def conv(a: Any, b: Any) -> Any:
         return jax.lax.conv_general_dilated(
             a, b, (2, 1), ((1, 2), (0, 1)), rhs_dilation=(1, 2), feature_group_count=2,
@@ -192,15 +193,20 @@ def test_a_convolution_is_priced_over_its_valid_taps_as_trace_counts_it() -> Non
     assert not profile.unpriced
     xla = jax.jit(conv).lower(a, b).compile().cost_analysis()
     xla = xla[0] if isinstance(xla, list) else xla
-    flops = sum(r.flops for r in profile.rows)
-    assert flops == float(rl.trace(conv, a, b).flops) == pytest.approx(xla["flops"], rel=0.01)
-    # its gradients: XLA runs them as convolutions of their own (base-dilated for the input's)
+    flops = sum(r.flops for r in profile.rows) / profile.rows[0].count
+    assert flops == float(rl.trace(conv, a, b).flops) == 2 * 2 * 4 * 6 * 9 * 16 * 9
+    assert flops > xla["flops"]
+    # its gradients: XLA runs them as convolutions of their own. The filter's (a window of
+    # the output's 9 x 16 over the input, its groups base-dilated apart: the holes are no
+    # taps) meets each pair the forward does: 124,416. The input's (the output base-dilated
+    # by the stride, padded 1 and 4-3) every tap of the convolution XLA wrote: per axis 27
+    # (as the forward) and 3 x 19 (the forward's 3 x 16 and the wider padding's taps):
+    # 2 · 2 · 4 · 6 · 27 · 57 = 147,744
     grad = jax.jit(jax.grad(lambda a, b: jnp.sum(conv(a, b) ** 2), argnums=(0, 1)))
     profile = rl.Profiler(hw=ROOMY)(grad, a, b)
-    xla = grad.lower(a, b).compile().cost_analysis()
-    xla = xla[0] if isinstance(xla, list) else xla
     assert not profile.unpriced
-    assert sum(r.flops for r in profile.rows) == pytest.approx(xla["flops"], rel=1e-6)
+    convs = sorted(r.flops / r.count for r in profile.rows if "conv" in r.op)
+    assert convs == [124_416, 124_416, 2 * 2 * 4 * 6 * 27 * 57]
 
 
 def test_a_loop_counts_its_own_time_apart_from_its_body() -> None:
@@ -298,16 +304,27 @@ def test_a_pool_is_priced_as_trace_prices_it() -> None:
     assert flops == float(rl.trace(pool, a).flops) == 8 * 2 * 15 * 15 * 16
 
 
-def test_a_public_gpu_convolution_is_priced_over_its_valid_taps() -> None:
+def test_a_public_gpu_convolution_is_priced_over_every_tap() -> None:
     """TraceLens's MI300X trace of a 3-D convolution (MIOpen through XLA's cuDNN custom
     call, ``__cudnn$convForward``): input 1 x 16 x 32 x 60 x 104 bf16, kernel 5120 x 16 x
-    1 x 2 x 2, strides 1, 2, 2, padding 1 on every side. With strides equal to the kernel's
-    extent every input element meets each kernel tap once and the padding adds only taps on
-    zeros, which are not counted: 2 · 16 · 5120 · (32 · 60 · 104) FLOPs a call."""
+    1 x 2 x 2, strides 1, 2, 2, padding 1 on every side, output 1 x 5120 x 34 x 31 x 53.
+    Every tap of every output element, padding included, as torch's counter and ``trace()``
+    of the same convolution count it (docs/bounds.md): 2 · 16 · 5120 · (1 · 2 · 2) · (34 ·
+    31 · 53) = 3.661e10 FLOPs a call (the taps on the input alone, XLA's count: 3.27e10)."""
     profile = rl.read_trace(DATA / "mi300x_tracelens_jax08_conv.xplane.pb")
     assert profile.priced_share == pytest.approx(1.0) and not profile.faster
     (conv,) = [r for r in profile.rows if r.op.endswith("cudnn-conv.1")]
-    assert conv.flops == conv.count * 2 * 16 * 5120 * (32 * 60 * 104)
+    assert conv.flops == conv.count * 2 * 16 * 5120 * 4 * (34 * 31 * 53) == conv.count * (
+        36_609_720_320)
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        torch.nn.functional.conv3d(torch.zeros(1, 16, 32, 60, 104, device="meta"),
+                                   torch.zeros(5120, 16, 1, 2, 2, device="meta"),
+                                   stride=(1, 2, 2), padding=1)
+    assert conv.flops == conv.count * counter.get_total_flops()
     # its bf16 input and kernel read, its output written; the 7 MB workspace not charged
     assert conv.bytes == conv.count * 2 * (16 * 32 * 60 * 104 + 5120 * 16 * 4
                                            + 5120 * 34 * 31 * 53)

@@ -19,12 +19,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import ops
-from ..dtypes import itemsize
+from ..dtypes import ITEMSIZE, itemsize
 from ..engine.workload import Workload
 from ..errors import RooflineError
 
 __all__ = ["COLLECTIVE_OP", "INFERRED", "RECORDED", "bus_factor", "data_elements",
-           "element_bytes", "group_of", "price"]
+           "element_bytes", "group_of", "price", "price_hlo"]
 
 #: The op PyTorch records a collective's sizes on.
 COLLECTIVE_OP = "record_param_comms"
@@ -183,3 +183,43 @@ def element_bytes(args: Mapping[str, Any]) -> int | None:
     """Bytes an element of the recorded ``dtype`` (None: not one the table knows)."""
     dtype = _DTYPES.get(str(args.get("dtype") or ""))
     return None if dtype is None else int(itemsize(dtype))
+
+
+#: The package's precision of an HLO array's dtype name (``tables.jax_precision`` names).
+_HLO_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "float64": "fp64",
+               "int32": "int32", "int64": "int64", "int8": "int8", "uint8": "uint8",
+               "int16": "int16", "bool": "bool", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}
+
+
+def price_hlo(opcode: str, *, result_bytes: float, dtype: str, group: int) -> Workload | str:
+    """The workload of a collective of compiled HLO (``all-reduce``, ``all-gather``,
+    ``reduce-scatter``, ``all-to-all``, ``collective-permute``) whose result one device
+    holds is *result_bytes* of *dtype*, over a replica group of *group* devices; or why it
+    is not priced. The collective's size is the table's (``trace()`` of a sharded program
+    sizes it the same way): the result times the shares it is split into (a reduce-scatter's
+    result times the group: the unreduced size), a permute's result the peer's."""
+    from ..tracing.tables import collective_named
+
+    row = collective_named("hlo", opcode)
+    if row is None:
+        return f"no formula for the collective {opcode}"
+    precision = _HLO_DTYPES.get(dtype)
+    if precision is None:
+        return f"collective {opcode} of {dtype[:20] or 'an unknown type'}: no width for it"
+    if row.kind == "point_to_point":
+        group = max(group, 2)
+    if group < 1:
+        return (f"collective {opcode}: its replica groups are not in the program (every "
+                f"device?), so its group size is not known")
+    nbytes = result_bytes * (row.parts_out(group) or 1)
+    elements = nbytes / ITEMSIZE[precision]
+    if not elements >= 1:
+        return "zero"
+    formula = {"all_reduce": ops.all_reduce, "all_gather": ops.all_gather,
+               "reduce_scatter": ops.reduce_scatter, "all_to_all": ops.all_to_all}
+    try:
+        if row.kind == "point_to_point":
+            return ops.point_to_point(round(elements), dtype=precision)
+        return formula[row.kind](round(elements), group, dtype=precision)
+    except (RooflineError, KeyError) as exc:
+        return f"collective {opcode}: {str(exc)[:100]}"

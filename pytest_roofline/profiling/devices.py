@@ -14,6 +14,13 @@ told apart by their clock (``clockRate`` against ``clock.boost``), or refused in
 naming ``--hw`` (:func:`by_units`, which a jax.profiler trace's device plane goes through
 too). A chip whose devices are its dies (``device.is: die``, an MI250X's GCDs)
 is priced as one die, the spec ``device.die`` names.
+
+A ``jax.profiler`` trace's device plane goes through the same rules (:func:`plane_chip`):
+its vendor, compute capability, memory size, compute units and clock. A TPU is named by its
+device type as the TPU runtime writes it (``jax.devices()[0].device_kind``, XProf's
+``device_type_string``): ``TPU v4``, ``TPU v5 lite`` (v5e), ``TPU v5`` (v5p), ``TPU v6
+lite`` (v6e), ``TPU7x`` (v7), or the product names (``TPU v5e``, ``TPU v6e``, ``TPU v7x``)
+(:func:`tpu_of`).
 """
 
 from __future__ import annotations
@@ -119,6 +126,28 @@ def by_units(units: int, memory: float, *, clock: float | None = None,
     return found[0]
 
 
+#: A TPU's device type (lowered, ``tpu`` and spaces left out) -> the built-in chip: the
+#: runtime's names (``v5 lite`` is the v5e, ``v5`` alone the v5p, ``v6 lite`` the v6e,
+#: ``7x`` the v7) and the product names. The v4 lite (v4i) and older TPUs have no spec.
+TPU_KINDS: dict[str, str] = {
+    "v4": "tpu-v4", "v5lite": "tpu-v5e", "v5e": "tpu-v5e", "v5litepod": "tpu-v5e",
+    "v5": "tpu-v5p", "v5p": "tpu-v5p", "v6lite": "tpu-v6e", "v6e": "tpu-v6e",
+    "7x": "tpu-v7", "v7x": "tpu-v7", "v7": "tpu-v7", "ironwood": "tpu-v7"}
+
+
+def tpu_of(kind: str) -> Hardware:
+    """The built-in TPU whose device type is *kind* (``TPU v6 lite``, see
+    :data:`TPU_KINDS`), or a one-line error naming ``--hw``."""
+    key = re.sub(r"[\s_-]+", "", kind.lower())
+    key = key[3:] if key.startswith("tpu") else key
+    chip = TPU_KINDS.get(key)
+    if chip is None:
+        shown = kind if len(kind) <= 40 else kind[:40] + "..."
+        raise UnknownHardwareError(f"the trace's TPU {shown!r} is not one of the built-in "
+                                   f"TPUs (v4, v5e, v5p, v6e, v7): name it with --hw (hw=)")
+    return get_hardware(chip)
+
+
 def nearest_size(memory: float, sizes: tuple[float, ...]) -> float | None:
     """The memory size (GB) of *sizes* nearest a device's reported *memory* (GB) within
     12%, or None where none is, or two are about as near (within 2% of each other's
@@ -155,3 +184,73 @@ def _by_name(name: str, device: dict[str, Any]) -> Hardware:
     raise UnknownHardwareError(f"the trace's GPU {name!r} is not one of the built-in chips "
                                f"(tried {', '.join(tries)}): name it with --hw (hw=), or "
                                f"give a spec file of your own")
+
+
+#: (vendor, compute capability) -> built-in chips by memory size (GB, decimal): the device
+#: planes of a ``jax.profiler`` GPU trace carry these, not the product name. An AMD device
+#: with its compute units is identified by them first (:func:`by_units`).
+_CHIPS: dict[tuple[str, int, int], tuple[tuple[float, str], ...]] = {
+    ("amd", 9, 4): ((192, "mi300x"), (256, "mi325x")),
+    ("amd", 9, 0): ((128, "mi250x"),),
+    ("nvidia", 9, 0): ((80, "h100-sxm"), (96, "h20"), (141, "h200")),
+    ("nvidia", 8, 0): ((40, "a100-40gb"), (80, "a100-80gb-sxm")),
+    ("nvidia", 7, 0): ((16, "v100"), (32, "v100")),
+    ("nvidia", 7, 5): ((16, "t4"),),
+}
+
+
+def plane_chip(stats: dict[str, Any] | None) -> Hardware:
+    """The built-in chip a ``jax.profiler`` device plane's stats describe, or an
+    UnknownHardwareError that says to name it with ``--hw`` (``hw=``): a TPU by its
+    ``device_type_string`` (:func:`tpu_of`), an AMD GPU by its compute units, memory and
+    clock (:func:`by_units`), else the nearest memory size of its vendor's compute
+    capability (:func:`nearest_size`): the rules a Kineto trace's device goes through. A
+    stat that is not a number is named."""
+    if not stats:
+        raise UnknownHardwareError("the trace names no device (a trace of XLA:CPU): name the "
+                                   "chip with --hw (hw=), e.g. a spec of the machine that "
+                                   "recorded it")
+    kind = stats.get("device_type_string")
+    if isinstance(kind, str) and "tpu" in kind.lower():
+        return tpu_of(kind)
+    vendor = str(stats.get("device_vendor") or "").lower()
+    vendor = "nvidia" if "nvidia" in vendor else "amd" if "amd" in vendor else vendor
+    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+    memory = _number(stats.get("memory_size")) / 1e9
+    what = (f"{_short(stats.get('device_vendor')) or 'unknown vendor'} device of compute "
+            f"capability {_short(major)}.{_short(minor)} with {memory:.0f} GB")
+    for name in ("memory_size", "clock_rate", "core_count"):
+        value = stats.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, (int, float)) or not 0 <= value < 1e30):
+            raise UnknownHardwareError(f"the trace's device plane: {name} {_short(value)!r} is "
+                                       f"not a number (a count, Hz or bytes): name the chip "
+                                       f"with --hw (hw=)")
+    units, clock = stats.get("core_count"), _number(stats.get("clock_rate")) * 1e3
+    if vendor == "amd" and isinstance(units, int) and not isinstance(units, bool) and \
+            units > 0 and memory > 0:
+        try:
+            return as_device(by_units(units, memory * 1e9, clock=clock or None,
+                                      shown=f"the trace's {what}"))
+        except UnknownHardwareError:
+            pass  # the table below may still know it
+    sizes = dict(_CHIPS.get((vendor, major, minor), ())) if isinstance(major, int) and \
+        isinstance(minor, int) else {}
+    size = nearest_size(memory, tuple(sizes))
+    if size is None:
+        raise UnknownHardwareError(f"the trace's {what} is not one chip of the catalog: name "
+                                   f"it with --hw (hw=)")
+    return get_hardware(sizes[size])
+
+
+def _number(value: Any) -> float:
+    """A device stat as a finite number >= 0 (0 where it is missing, text or out of range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    number = float(value) if abs(value) < 1e30 else 0.0
+    return number if number >= 0 and number == number else 0.0
+
+
+def _short(value: Any) -> str:
+    text = str(value) if value is not None else ""
+    return text if len(text) <= 12 else text[:12] + "..."

@@ -225,9 +225,11 @@ class Unpriced:
 #: that are not aten ops (compiled regions, custom ops, collectives), aten ops without a
 #: formula, and ops whose recorded inputs do not rebuild a call (or a host copy that cannot
 #: be priced on its link), and calls whose main kernel the trace lacks (only a memset or a
-#: split-K reduction recorded: :func:`.join.incomplete`), never judged.
+#: split-K reduction recorded: :func:`.join.incomplete`), never judged; and the time a core
+#: spends issuing an async op or waiting for it (a TPU's ``copy-done``), whose work ran
+#: beside other ops.
 CAUSES = ("no launch in the trace", "graph replay", "outside any op", "not an aten op",
-          "no formula", "inputs not priceable", "incomplete call")
+          "no formula", "inputs not priceable", "incomplete call", "async wait")
 
 
 def cause_of(reason: str) -> str:
@@ -245,6 +247,8 @@ def cause_of(reason: str) -> str:
         return CAUSES[4]
     if reason.startswith("incomplete call"):
         return CAUSES[6]
+    if reason.startswith("an async op's issue or wait"):
+        return CAUSES[7]
     return CAUSES[5]
 
 

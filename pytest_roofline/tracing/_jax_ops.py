@@ -196,29 +196,36 @@ def known(name: str) -> bool:
 
 
 def conv_macs(eqn: Any) -> float:
-    """Multiply-accumulates of a convolution over its valid taps, as XLA counts them."""
+    """Multiply-accumulates of a convolution over every tap, padding included: each output
+    element meets each tap of the kernel (per spatial axis, outputs x taps), as torch's
+    counter, the torch trace and ``ops.conv2d`` count a convolution (docs/bounds.md: one
+    rule for every path). XLA's cost analysis counts only the taps that land on the input,
+    fewer at a padded border. On a base-dilated axis (a transposed convolution, a gradient)
+    the holes the dilation puts between the input's elements are no taps: a tap there meets
+    nothing, in the input or its padding."""
     p = eqn.params
     lhs, rhs, out = eqn.ins[0].aval, eqn.ins[1].aval, eqn.outs[0].aval
     lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
     batch = lhs.shape[lhs_spec[0]]
     in_features = lhs.shape[lhs_spec[1]]
     out_features = rhs.shape[rhs_spec[0]]
-    valid = 1.0
+    taps_met = 1.0
     for i, (li, ri, oi) in enumerate(zip(lhs_spec[2:], rhs_spec[2:], out_spec[2:],
                                          strict=True)):
-        stride = p["window_strides"][i]
-        low = p["padding"][i][0]
-        base = p["lhs_dilation"][i]
-        dilation = p["rhs_dilation"][i]
         size, taps, outputs = lhs.shape[li], rhs.shape[ri], out.shape[oi]
-        span = (size - 1) * base + 1  # the dilated input's extent
+        base = p["lhs_dilation"][i]
+        if base == 1:
+            taps_met *= taps * outputs
+            continue
+        stride, low = p["window_strides"][i], p["padding"][i][0]
+        dilation, span = p["rhs_dilation"][i], (size - 1) * base + 1
         pairs = 0
         for k in range(taps):
             for o in range(outputs):
                 position = o * stride - low + k * dilation
-                if 0 <= position < span and position % base == 0:
+                if not 0 <= position < span or position % base == 0:
                     pairs += 1
-        valid *= pairs
+        taps_met *= pairs
     groups = p["feature_group_count"]
     batch_groups = p["batch_group_count"]
-    return float(batch // batch_groups * (in_features // groups) * out_features * valid)
+    return float(batch // batch_groups * (in_features // groups) * out_features * taps_met)

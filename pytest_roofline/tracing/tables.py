@@ -5,6 +5,8 @@ a change to a table reaches both.
 * JAX (:mod:`._jax_ops`): :class:`Prim` (a primitive with its params and operands),
   :func:`jax_kernel` (its Kernel), :func:`jax_precision`, :data:`VECTOR_FLOPS` (per-element
   FLOPs of the elementwise primitives); :func:`vector_dtype` (:mod:`._kernels`).
+* Collectives: :func:`collective_named` (``ops._family``'s row of a collective by the name
+  torch, a jaxpr or compiled HLO gives it).
 * torch (imported on first use, so that reading a trace costs no torch import):
   :func:`schema_arguments` of an aten op, :func:`profiler_active`, :func:`triton_launches`
   (each Triton launch in a profiler range of its own).
@@ -14,13 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ops._family import collective_named
 from ._jax_ops import VECTOR_FLOPS, Prim
 from ._jax_ops import kernel as jax_kernel
 from ._jax_ops import precision as jax_precision
 from ._kernels import vector_dtype
 
-__all__ = ["VECTOR_FLOPS", "Prim", "jax_kernel", "jax_precision", "profiler_active",
-           "schema_arguments", "triton_launches", "vector_dtype"]
+__all__ = ["VECTOR_FLOPS", "Prim", "collective_named", "jax_kernel", "jax_precision",
+           "profiler_active", "schema_arguments", "triton_launches", "vector_dtype"]
 
 
 def schema_arguments(func: Any) -> list[Any]:

@@ -15,7 +15,9 @@ trace's events carry (``hlo_op``). What is read of it:
   (30: contracting 1 and 2, batch 3 and 4), id (35), operand ids (36), called computation
   ids (38), ``backend_config`` (43: a GEMM custom call's dot dimension numbers, JSON);
   a convolution's window (15: per spatial axis its size 1, stride 2, padding 3 and 4,
-  window dilation 5, base dilation 6), dimension numbers (16) and group counts (50, 58).
+  window dilation 5, base dilation 6), dimension numbers (16) and group counts (50, 58);
+  a collective's replica groups (``collective_device_list`` 87: explicit groups 1 or an
+  iota list 2 whose ``num_devices_per_group`` is 2; the older ``replica_groups`` 49).
 
 Nothing here prices: :mod:`.hlo_pricing` does, with the JAX tracer's tables.
 """
@@ -83,6 +85,7 @@ class Instruction:
     parameter: int = 0  # a parameter's number
     conv: dict[str, Any] | None = None  # a convolution's parameters, as jax names them
     window: tuple[int, ...] = ()  # a windowed op's window sizes (reduce-window, conv)
+    group: int = 0  # a collective's devices per replica group (0: not in the program)
 
     @property
     def unknown_type(self) -> bool:
@@ -95,7 +98,7 @@ class Instruction:
             return None
         try:
             config = json.loads(self.backend)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
             return None
         numbers = _find(config, "dot_dimension_numbers")
         if not isinstance(numbers, dict):
@@ -109,13 +112,17 @@ class Instruction:
 
 
 def _find(value: Any, key: str) -> Any:
-    if isinstance(value, dict):
-        if key in value:
-            return value[key]
-        for item in value.values():
-            found = _find(item, key)
-            if found is not None:
-                return found
+    """The first value of *key* in a JSON object, breadth first, at most :data:`MAX_DEPTH`
+    levels down (never a recursion as deep as the config nests)."""
+    level = [value]
+    for _ in range(MAX_DEPTH):
+        found = [v for v in level if isinstance(v, dict)]
+        for item in found:
+            if key in item:
+                return item[key]
+        level = [v for item in found for v in item.values()]
+        if not level:
+            break
     return None
 
 
@@ -141,14 +148,25 @@ class Module:
         return [self.by_id.get(i) for i in instruction.operands]
 
 
-def _shape(data: bytes) -> tuple[tuple[Array, ...], bool]:
+#: How deep a shape's tuples may nest, and a JSON backend config (a real program's nest a
+#: few levels; a deeper one is a corrupt or hostile file, said in one line).
+MAX_DEPTH = 64
+
+
+class _TooDeep(Exception):
+    """A field nested deeper than :data:`MAX_DEPTH` (its message names the field)."""
+
+
+def _shape(data: bytes, depth: int = 0) -> tuple[tuple[Array, ...], bool]:
+    if depth > MAX_DEPTH:
+        raise _TooDeep("shape (tuples in tuples)")
     parts = message(data)
     kind = integer(parts.get(2))
     if kind == TUPLE:
         arrays: list[Array] = []
         for sub in parts.get(4, ()):
             if isinstance(sub, bytes):
-                arrays.extend(_shape(sub)[0])
+                arrays.extend(_shape(sub, depth + 1)[0])
         return tuple(arrays), True
     if kind == TOKEN:
         return (), False
@@ -200,6 +218,23 @@ def _window(parts: dict[int, list[Any]]) -> tuple[int, ...]:
     return tuple(integer(d.get(1), 1) for d in dims)
 
 
+def _group(parts: dict[int, list[Any]]) -> int:
+    """A collective's devices per replica group: its ``collective_device_list`` (87), as
+    groups (1, each ``replica_ids`` 1) or an iota list (2: ``num_devices_per_group`` 2), or
+    the older ``replica_groups`` (49); 0 where none is written (every device)."""
+    listed = parts.get(87)
+    groups = parts.get(49)
+    if listed and isinstance(listed[0], bytes):
+        devices = message(listed[0])
+        iota = devices.get(2)
+        if iota and isinstance(iota[0], bytes):
+            return max(0, integer(message(iota[0]).get(2)))
+        groups = devices.get(1)
+    if groups and isinstance(groups[0], bytes):
+        return len(packed(message(groups[0]).get(1, [])))
+    return 0
+
+
 def _instruction(data: bytes) -> tuple[int, Instruction]:
     parts = message(data)
     arrays, is_tuple = _shape(parts[3][0]) if parts.get(3) else ((), False)
@@ -217,7 +252,7 @@ def _instruction(data: bytes) -> tuple[int, Instruction]:
         dimensions=tuple(packed(parts.get(14, []))), dot=dot, target=text(parts.get(28)),
         backend=text(parts.get(43)), op_name=op_name,
         parameter=integer(parts.get(9)),
-        conv=_convolution(parts), window=_window(parts))
+        conv=_convolution(parts), window=_window(parts), group=_group(parts))
 
 
 def parse_module(raw: bytes, where: str = "<hlo>") -> Module:
@@ -251,6 +286,10 @@ def parse_module(raw: bytes, where: str = "<hlo>") -> Module:
     except (_Truncated, IndexError, UnicodeDecodeError) as exc:
         raise XPlaneError(f"the compiled program {where} in the trace cannot be read "
                           f"({type(exc).__name__}): a truncated or foreign HLO proto") from None
+    except (_TooDeep, RecursionError) as exc:
+        field = str(exc) if isinstance(exc, _TooDeep) else "messages"
+        raise XPlaneError(f"the compiled program {where[:60]} in the trace: its {field} nest "
+                          f"deeper than {MAX_DEPTH} levels (a real program's do not)") from None
     if not by_name:
         raise XPlaneError(f"the compiled program {where} in the trace holds no instruction")
     return Module(name, program, computations, by_name, by_id)

@@ -22,14 +22,18 @@ holds the ops it fused. An executed op is priced here as **one kernel**:
   workspace a GEMM custom call returns beside its result (a tuple's later elements) is
   scratch: not charged;
 * a convolution (XLA's own, or a cuDNN/MIOpen custom call, forward or either gradient)
-  is priced by the tracer's convolution formula over its valid taps; its workspace, too,
-  is scratch;
+  is priced by the tracer's convolution formula over every tap (docs/bounds.md); its
+  workspace, too, is scratch;
 * matrix work (each dot) and vector work run in one kernel and overlap: the kernel's time
   is the larger of its matrix time, vector time and memory time (``epilogue_of``, as the
-  fusion model times a fused epilogue).
+  fusion model times a fused epilogue);
+* a collective (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``,
+  ``collective-permute`` and their ``-start``) is priced on the chip's link by the
+  collectives table, over its replica group (:func:`..collectives.price_hlo`), as
+  ``trace()`` prices the same psum; its ``-done`` is the wait, its work the start's.
 
 What cannot be priced comes back as a reason (the caller names the op with its time): an
-opcode with no row here (a convolution, a collective, a custom call that is not a GEMM),
+opcode with no row here (an FFT, a custom call that is not a GEMM or a convolution),
 an element type of unknown width, a loop or call whose ops are timed on their own.
 """
 
@@ -40,7 +44,8 @@ from typing import Any
 
 from ...engine.workload import Kernel, Workload
 from ...tracing import tables
-from .hlo import Array, Instruction, Module
+from .. import collectives
+from .hlo import MAX_DEPTH, Array, Instruction, Module
 
 #: HLO opcodes read as the JAX primitive whose formula prices them.
 ARITHMETIC = {
@@ -129,6 +134,10 @@ class _Counter:
         if comp is None or uid in seen:
             self.missing.append(f"called computation {uid} is not in the program")
             return
+        if len(seen) >= MAX_DEPTH:
+            self.missing.append(f"fusions nested deeper than {MAX_DEPTH} levels (a real "
+                                f"program's do not)")
+            return
         for ins in comp.instructions:
             self.instruction(ins, seen | {uid})
 
@@ -149,7 +158,9 @@ class _Counter:
         if code == "dot" or (code == "custom-call" and _is_gemm(ins)):
             numbers = ins.dot if code == "dot" else ins.gemm_dims()
             if numbers is None or len(ins_values) < 2 or not outs:
-                self.missing.append(f"{ins.name}: a product without its dimension numbers")
+                where = " in its backend_config" if code == "custom-call" else ""
+                self.missing.append(f"{ins.name}: a product without its dimension "
+                                    f"numbers{where}")
                 return
             params = {"dimension_numbers": ((numbers[0], numbers[1]),
                                             (numbers[2], numbers[3]))}
@@ -182,7 +193,7 @@ class _Counter:
         self.vector[dtype] = self.vector.get(dtype, 0.0) + flops
 
     def _convolution(self, ins: Instruction, operands: list[Instruction | None]) -> None:
-        """A convolution by the tracer's formula (valid taps, as XLA counts them). A
+        """A convolution by the tracer's formula (every tap, padding included). A
         backward custom call keeps its forward convolution's window and dimension
         numbers: its data gradient is the forward input, its filter gradient the kernel."""
         arrays = [o.arrays[0] if o is not None and o.arrays else None for o in operands]
@@ -382,11 +393,35 @@ def _root_slice_reads(module: Module, comp: Any,
             if all(uid_of.get(id(u)) in path for u in users.get(uid, []))}
 
 
+def _collective(ins: Instruction, opcode: str) -> Workload | str:
+    """A collective by the collectives table (:func:`..collectives.price_hlo`): its result
+    (an async start's: the second half of its tuple, after its operands, the scalar contexts
+    a ``collective-permute-start`` adds left out), over its replica group. Its ``-done`` is
+    the wait for it: the work is the start's."""
+    if ins.opcode.endswith("-done"):
+        return ZERO
+    arrays = list(ins.arrays)
+    if ins.opcode.endswith("-start") and ins.tuple_shape and len(arrays) > 1:
+        # (operands, results[, u32 contexts]): the results, the scalars left out
+        arrays = [a for a in arrays if a.dims] or arrays
+        arrays = arrays[len(arrays) // 2:]
+    arrays = [a for a in arrays if a.elements > 0]
+    if not arrays or any(not a.dtype for a in arrays):
+        return "an element type of unknown width"
+    widest = max(arrays, key=lambda a: a.itemsize)
+    priced = collectives.price_hlo(opcode, result_bytes=sum(a.nbytes for a in arrays),
+                                   dtype=widest.dtype, group=ins.group)
+    return ZERO if priced == "zero" else priced
+
+
 def price(module: Module, ins: Instruction) -> Workload | str:
     """The Workload of one execution of *ins* (one kernel, see the module docstring), or
     the reason it is not priced."""
     if ins.opcode in CONTROL:
         return f"{ins.opcode}: its ops are rows of their own"
+    base = ins.opcode.removesuffix("-start").removesuffix("-done")
+    if tables.collective_named("hlo", base) is not None:
+        return _collective(ins, base)
     if ins.opcode in FREE:
         return ZERO
     if ins.unknown_type:

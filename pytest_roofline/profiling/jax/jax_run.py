@@ -125,7 +125,10 @@ def read_xplane(path: str | os.PathLike[str], hw: Any = None, *,
     trace = jax_trace.read(path, max_bytes)
     jax_trace.refuse_if_empty(trace)
     if hw is None:
-        chip = jax_trace.chip_of(trace.device)
+        try:
+            chip = jax_trace.chip_of(trace.device)
+        except ProfileError as exc:  # said with the file it is about
+            raise ProfileError(f"{Path(trace.path).name[:60]}: {exc}") from None
         notes += (f"chip {chip.name} from the trace's device",)
     else:
         chip = _hardware(hw)

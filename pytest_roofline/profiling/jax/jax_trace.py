@@ -16,6 +16,22 @@ ops recorded on the host's threads, each execution an event (recorded when the t
 taken at ``host_tracer_level`` 3: at the default level XLA:CPU records none). An op whose
 span holds other ops (a ``while`` running its body) counts its own time outside them.
 
+**TPU lines.** A TPU's plane holds its executed ops on the ``XLA Ops`` line, each event
+named by its instruction (``%fusion.3 = f32[...] fusion(...)``, the name before ``=``)
+with no ``hlo_op`` stat, its span the ``device_offset_ps`` and ``device_duration_ps``
+stats where it has them (XProf's own timing of the op on the core: a few events' own spans
+read 0 where those say 8 ms, and start where the previous op still runs); its program is
+its ``program_id`` stat, or the ``XLA Modules`` event (``jit_f(<program id>)``) its span
+lies in. The ``Async XLA Ops`` line holds async
+spans (a ``copy-start`` to its ``copy-done``): in flight while other ops run, so never
+added to the ops' time and never nesting one another; the note names them. On the ``XLA
+Ops`` line an async op's halves (``copy-start``, ``copy-done``, ``all-reduce-start``...)
+are the core issuing it and waiting for it: their time is named unpriced with that
+reason (the work ran over the span, not in the wait), never judged as the work itself.
+
+**Async spans** (an op whose name ends ``-start`` or ``-done``) never hold another op's
+time and are never held: each keeps its whole duration.
+
 **What is not priced** is named with its time: an op of a program whose HLO the trace does
 not hold, an opcode without a formula, a loop's own time. A trace with no executed op, or
 no compiled program at all, is refused with what to record instead.
@@ -23,19 +39,19 @@ no compiled program at all, is refused with what to record instead.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...engine.analysis import analyze
 from ...engine.limits import limit_of
 from ...errors import UnknownHardwareError
-from ...hardware import get_hardware
-from ..devices import as_device, by_units, nearest_size
+from ..devices import plane_chip
 from ..model import Profile, Unpriced, rows_sorted
 from ..rows import judged_row, precision_of
 from ..rules import ProfileError
@@ -64,6 +80,8 @@ class JaxTrace:
     on_device: bool
     device: dict[str, Any] | None  # the first device plane's stats
     modules: dict[int, Module | str] = field(default_factory=dict)
+    #: async spans (a TPU's ``Async XLA Ops`` line): in flight beside the ops, not timed
+    spans: list[Event] = field(default_factory=list)
 
     def module(self, program: int) -> Module | str:
         """The compiled program *program*, or why it cannot be had."""
@@ -147,21 +165,86 @@ def collect(planes: list[Plane], path: str) -> JaxTrace:
             raw = stats.get("Hlo Proto")
             match = _PROGRAM.match(meta_name)
             if isinstance(raw, bytes) and match is not None:
-                programs[int(match["id"])] = raw
-                names[int(match["id"])] = match["name"]
+                number = program_number(match["id"], f"{Path(path).name[:60]!r}: the "
+                                                     f"compiled program {meta_name[:24]!r}")
+                programs[number] = raw
+                names[number] = match["name"]
     # a device that ran kernels times them; the host's events of the same ops are launches
     devices = [p for p in planes if p.name.startswith("/device:") and p.events]
     device_stats = next((p.stats for p in devices if p.stats), None)
     chosen = devices or [p for p in planes if p.name.startswith("/host:")]
     ops: list[tuple[Event, float]] = []
+    spans: list[Event] = []
     for plane in chosen:
-        ops.extend(_own_times(_executed(plane.events)))
+        executed = _executed(plane, path)
+        spans.extend(e for e in executed if e.line in ASYNC_LINES)
+        ops.extend(_own_times([e for e in executed if e.line not in ASYNC_LINES]))
     return JaxTrace(path, ops, programs, names, bool(devices),
-                    device_stats if devices else None)
+                    device_stats if devices else None, spans=spans)
 
 
-def _executed(events: tuple[Event, ...]) -> list[Event]:
-    return [e for e in events if "hlo_op" in e.stats and e.seconds >= 0]
+#: A TPU plane's line of executed ops (events named by their instruction, no ``hlo_op``),
+#: of the modules they ran in, and of async spans.
+OPS_LINE, MODULES_LINE, ASYNC_LINES = "XLA Ops", "XLA Modules", frozenset({"Async XLA Ops"})
+_OP_NAME = re.compile(r"^%?(?P<name>[^\s=%]+)")
+#: The halves of an async HLO op (``copy-start``, ``all-reduce-done.1``).
+ASYNC = re.compile(r"-(start|done)(\.\d+)?$")
+
+
+def _executed(plane: Plane, path: str) -> list[Event]:
+    """The plane's executed ops: events naming their HLO op (``hlo_op``), and on a TPU's
+    ``XLA Ops`` and ``Async XLA Ops`` lines every event, its op read from its name and its
+    program from its stats or the ``XLA Modules`` event it ran in."""
+    modules = sorted((e for e in plane.events if e.line == MODULES_LINE),
+                     key=lambda e: e.start_ns)
+    starts = [e.start_ns for e in modules]
+    # a plane whose kernels name their ops (a GPU's stream lines) is timed by them: an XLA
+    # Ops line beside them (XProf's derived view of the same ops) would count each twice
+    derived = any("hlo_op" in e.stats for e in plane.events
+                  if e.line != OPS_LINE and e.line not in ASYNC_LINES)
+    out: list[Event] = []
+    for event in plane.events:
+        if event.seconds < 0:
+            continue
+        if (event.line == OPS_LINE or event.line in ASYNC_LINES) and derived:
+            continue
+        if event.line == OPS_LINE or event.line in ASYNC_LINES:
+            match = _OP_NAME.match(event.name)
+            if match is None:
+                continue
+            stats = {**event.stats, "hlo_op": match["name"]}
+            if not isinstance(stats.get("program_id"), int):
+                index = bisect.bisect_right(starts, event.start_ns) - 1
+                program = _PROGRAM.match(modules[index].name) if index >= 0 and \
+                    event.start_ns < _end(modules[index]) else None
+                if program is not None:
+                    stats["program_id"] = program_number(
+                        program["id"], f"{Path(path).name[:60]!r}: the XLA Modules "
+                        f"event {modules[index].name[:24]!r}")
+                    stats.setdefault("hlo_module", program["name"])
+            start, length = _picos(stats.get("device_offset_ps")), _picos(
+                stats.get("device_duration_ps"))
+            if start is not None and length is not None:  # XProf's own span on the core
+                event = replace(event, start_ns=start / 1e3, seconds=length * 1e-12)
+            out.append(replace(event, name=match["name"], stats=stats))
+        elif "hlo_op" in event.stats:
+            out.append(event)
+    return out
+
+
+def _picos(value: Any) -> int | None:
+    """A time stat in ps: an int >= 0, else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None
+
+
+def program_number(digits: str, where: str) -> int:
+    """A program id as a module's name writes it (``jit_f(<id>)``): at most the 20 digits
+    of a uint64, else a one-line error naming *where* (never Python's digit-limit error)."""
+    if len(digits.lstrip("-")) > 20:
+        raise ProfileError(f"{where}: its program id has {len(digits)} digits (at most "
+                           f"20: a 64-bit integer)")
+    return int(digits)
 
 
 def _own_times(events: list[Event]) -> list[tuple[Event, float]]:
@@ -178,6 +261,8 @@ def _own_times(events: list[Event]) -> list[tuple[Event, float]]:
         inner = [0.0] * len(line)
         stack: list[int] = []
         for i, event in enumerate(line):
+            if ASYNC.search(str(event.stats.get("hlo_op"))):
+                continue  # async: in flight beside the others, never nested
             while stack and not _holds(line[stack[-1]], event):
                 stack.pop()
             if stack:
@@ -224,6 +309,7 @@ def _primitives(module: Module, ins: Instruction) -> list[str]:
     its path too (``Dense_0/dot_general``), the ``jit(...)`` wrappers left out."""
     found: dict[str, None] = {}
     pending = [ins]
+    opened: set[int] = set()  # computations already walked (a cycle is walked once)
     while pending:
         item = pending.pop()
         if item.op_name:
@@ -234,7 +320,8 @@ def _primitives(module: Module, ins: Instruction) -> list[str]:
                 found.setdefault("/".join(parts))
         for uid in item.called if item.opcode == "fusion" else ():
             comp = module.computations.get(uid)
-            if comp is not None:
+            if comp is not None and uid not in opened:
+                opened.add(uid)
                 pending.extend(comp.instructions)
     return sorted(found)
 
@@ -277,6 +364,10 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
         label = f"{module}/{name}" if several or program is None else name
         if program is None:
             unpriced[(label, "its program is not named in the trace")].append(seconds)
+            continue
+        if event.line == OPS_LINE and ASYNC.search(name):
+            unpriced[(label, "an async op's issue or wait on the core; its work runs over "
+                             "its span, beside other ops")].append(seconds)
             continue
         group = groups.get((program, name))
         if group is None:
@@ -327,21 +418,43 @@ def build(trace: JaxTrace, chip: Hardware, *, source: str, repeats: int = 1,
                       for (name, reason), t in unpriced.items()),
                      key=lambda u: (-u.seconds, u.name))
     total = sum(seconds for _, seconds in trace.ops) / repeats
+    notes = (*notes, *spans_note(trace.spans))
     return Profile(hw=chip.name, source=source, on_device=trace.on_device, total=total,
                    rows=rows_sorted(rows), unpriced=tuple(missing), repeats=repeats,
                    notes=notes, tick=TICK)
 
 
+def spans_note(spans: list[Event]) -> tuple[str, ...]:
+    """A line naming the async spans (a TPU's ``Async XLA Ops``): in flight beside the ops,
+    so not added to their time; the longest-running ops first, each with its spans' range."""
+    if not spans:
+        return ()
+    by_op: dict[str, list[float]] = defaultdict(list)
+    for span in spans:
+        by_op[str(span.stats.get("hlo_op"))].append(span.seconds)
+    ranked = sorted(by_op.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
+    shown = ", ".join(f"{op} {len(t)} x {_ms(min(t))}-{_ms(max(t))}" for op, t in ranked[:3])
+    more = f" and {len(ranked) - 3} more" if len(ranked) > 3 else ""
+    return (f"{len(spans)} async spans ({sum(s.seconds for s in spans):.3g} s in flight, "
+            f"beside the ops, not added to their time): {shown}{more}",)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
 def _continues(events: list[Event]) -> set[int]:
     """The ids of the host events that continue the previous event's call: the same op of
-    the same execution (``run_id``) with no other op's event between them in time (a loop
+    the same execution (``run_id``) on the same thread (two devices of XLA:CPU run one
+    execution on two threads: two calls), with no other op's event between them in time (a loop
     body's fusion, run again after the loop's other ops, is a call of its own). An op
     whose events no other op separates is one call, read as slower, never as faster."""
     out: set[int] = set()
     ordered = sorted((e for e in events if e.stats.get("run_id") is not None),
-                     key=lambda e: (str(e.stats.get("run_id")), e.start_ns))
+                     key=lambda e: (str(e.stats.get("run_id")), e.plane, e.line, e.start_ns))
     for before, event in itertools.pairwise(ordered):
         if (before.stats.get("run_id") == event.stats.get("run_id")
+                and (before.plane, before.line) == (event.plane, event.line)
                 and before.stats.get("hlo_op") == event.stats.get("hlo_op")
                 and before.stats.get("hlo_module") == event.stats.get("hlo_module")):
             out.add(id(event))
@@ -363,59 +476,10 @@ def _group(trace: JaxTrace, program: int, name: str, label: str) -> _Group | str
     return _Group(label, shapes, None if isinstance(priced, str) else priced, kernels)
 
 
-#: (vendor, compute capability) -> built-in chips by memory size (GB, decimal): the device
-#: planes of a GPU trace carry these, not the product name. An AMD device with its compute
-#: units is identified by them first (:func:`.devices.by_units`).
-_CHIPS: dict[tuple[str, int, int], tuple[tuple[float, str], ...]] = {
-    ("amd", 9, 4): ((192, "mi300x"), (256, "mi325x")),
-    ("amd", 9, 0): ((128, "mi250x"),),
-    ("nvidia", 9, 0): ((80, "h100-sxm"), (96, "h20"), (141, "h200")),
-    ("nvidia", 8, 0): ((40, "a100-40gb"), (80, "a100-80gb-sxm")),
-    ("nvidia", 7, 0): ((16, "v100"), (32, "v100")),
-    ("nvidia", 7, 5): ((16, "t4"),),
-}
-
-
 def chip_of(stats: dict[str, Any] | None) -> Hardware:
-    """The built-in chip a device plane's stats describe (vendor, compute capability, memory
-    size, compute units and clock), or a ProfileError that says to name it with ``--hw``
-    (``hw=``): an AMD device by its compute units (:func:`.devices.by_units`), else the
-    nearest memory size of its generation (:func:`.devices.nearest_size`), the rules a
-    Kineto trace's device goes through."""
-    if not stats:
-        raise ProfileError("the trace names no device (a trace of XLA:CPU): name the chip "
-                           "with --hw (hw=), e.g. a spec of the machine that recorded it")
-    vendor = str(stats.get("device_vendor") or "").lower()
-    vendor = "nvidia" if "nvidia" in vendor else "amd" if "amd" in vendor else vendor
-    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-    memory = _number(stats.get("memory_size")) / 1e9
-    what = (f"{_short(stats.get('device_vendor')) or 'unknown vendor'} device of compute "
-            f"capability {_short(major)}.{_short(minor)} with {memory:.0f} GB")
-    units, clock = stats.get("core_count"), _number(stats.get("clock_rate")) * 1e3
-    if vendor == "amd" and isinstance(units, int) and not isinstance(units, bool) and \
-            units > 0 and memory > 0:
-        try:
-            return as_device(by_units(units, memory * 1e9, clock=clock or None,
-                                      shown=f"the trace's {what}"))
-        except UnknownHardwareError:
-            pass  # the table below may still know it
-    sizes = dict(_CHIPS.get((vendor, major, minor), ())) if isinstance(major, int) and \
-        isinstance(minor, int) else {}
-    size = nearest_size(memory, tuple(sizes))
-    if size is None:
-        raise ProfileError(f"the trace's {what} is not one chip of the catalog: name it with "
-                           f"--hw (hw=)")
-    return get_hardware(sizes[size])
-
-
-def _number(value: Any) -> float:
-    """A device stat as a finite number >= 0 (0 where it is missing, text or out of range)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0.0
-    number = float(value) if abs(value) < 1e30 else 0.0
-    return number if number >= 0 and number == number else 0.0
-
-
-def _short(value: Any) -> str:
-    text = str(value) if value is not None else ""
-    return text if len(text) <= 12 else text[:12] + "..."
+    """The built-in chip a device plane's stats describe (:func:`.devices.plane_chip`, the
+    core's one identification), or a ProfileError that says to name it with ``--hw``."""
+    try:
+        return plane_chip(stats)
+    except UnknownHardwareError as exc:
+        raise ProfileError(str(exc)) from None

@@ -1,0 +1,259 @@
+"""Bad input to the XSpace reader: each a one-line message naming the file or the program and
+the field, never a ValueError or RecursionError from deep inside; and property tests of the
+fields it reads from bytes (a TPU's op lines, a collective's replica groups, a backend
+config). The XSpaces and programs are written here, field by field
+(``tsl/profiler/protobuf/xplane.proto``, ``xla/service/hlo.proto``)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_profile_hlo import F32, TUPLE, _ins, _msg
+
+import pytest_roofline as rl
+from pytest_roofline.hardware import Hardware
+from pytest_roofline.profiling import ProfileError
+from pytest_roofline.profiling.jax import hlo_pricing, jax_trace
+from pytest_roofline.profiling.jax.hlo import MAX_DEPTH, parse_module
+from pytest_roofline.profiling.jax.xplane import XPlaneError, parse_space
+
+ROOMY = Hardware(name="roomy-cpu", memory_bandwidth=1e12, memory_capacity=16e9,
+                 matrix={"fp32": 1e13}, default_dtype="fp32", vector_fallback="matrix")
+
+
+def _stat(key: int, value: Any) -> bytes:
+    """An XStat: str (5), bytes (6), double (2) or int64 (4)."""
+    if isinstance(value, str):
+        return _msg((1, key), (5, value))
+    if isinstance(value, bytes):
+        return _msg((1, key), (6, value))
+    if isinstance(value, float):
+        return _msg((1, key)) + b"\x11" + struct.pack("<d", value)
+    return _msg((1, key), (4, value))
+
+
+def _plane(name: str, events: list[tuple[str, str, int, int, dict[str, Any]]],
+           metadata: dict[str, dict[str, Any]] | None = None,
+           stats: dict[str, Any] | None = None) -> bytes:
+    """An XPlane: its events as (line, name, offset ps, duration ps, stats), its event
+    metadata by name with their stats, its own stats."""
+    names: dict[str, int] = {}
+    for group in [stats or {}, *(m for m in (metadata or {}).values()),
+                  *(e[4] for e in events)]:
+        for key in group:
+            names.setdefault(key, len(names) + 1)
+    metas: dict[str, int] = {}
+    for event_name in [*(metadata or {}), *(e[1] for e in events)]:
+        metas.setdefault(event_name, len(metas) + 1)
+    fields: list[tuple[int, Any]] = [(1, 1), (2, name)]
+    lines: dict[str, list[bytes]] = {}
+    for line, event_name, offset, duration, event_stats in events:
+        lines.setdefault(line, []).append(_msg(
+            (1, metas[event_name]), (2, offset), (3, duration),
+            *((4, _stat(names[k], v)) for k, v in event_stats.items())))
+    for i, (line, encoded) in enumerate(lines.items()):
+        fields.append((3, _msg((1, i + 1), (2, line), *((4, e) for e in encoded))))
+    for event_name, uid in metas.items():
+        meta_stats = (metadata or {}).get(event_name, {})
+        fields.append((4, _msg((1, uid), (2, _msg((1, uid), (2, event_name), *(
+            (5, _stat(names[k], v)) for k, v in meta_stats.items()))))))
+    for key, uid in names.items():
+        fields.append((5, _msg((1, uid), (2, _msg((1, uid), (2, key))))))
+    fields.extend((6, _stat(names[k], v)) for k, v in (stats or {}).items())
+    return _msg(*fields)
+
+
+def _space(*planes: bytes) -> bytes:
+    return _msg(*((1, p) for p in planes))
+
+
+def _program(*instructions: bytes, extra: tuple[bytes, ...] = ()) -> bytes:
+    """An HloProto: an entry computation (id 1) of *instructions*, and *extra* ones."""
+    entry = _msg((1, "main"), (5, 1), *((2, i) for i in instructions))
+    return _msg((1, _msg((1, "jit_f"), *((3, c) for c in extra), (3, entry), (5, 7), (6, 1))))
+
+
+def _negate_program() -> bytes:
+    return _program(_ins(1, "x", "parameter", (64,)),
+                    _ins(2, "neg", "negate", (64,), operands=(1,)))
+
+
+def _cpu_trace(path: Path, program_name: str, program: bytes, op: str = "neg") -> Path:
+    """A CPU trace: one executed op of the program *program_name*."""
+    raw = _space(
+        _plane("/host:CPU", [("main", op, 0, 1_000_000, {"hlo_op": op,
+                                                          "hlo_module": "jit_f"})]),
+        _plane("/host:metadata", [], {program_name: {"Hlo Proto": program}}))
+    path.write_bytes(raw)
+    return path
+
+
+def _one_line(message: str, *words: str) -> None:
+    assert "\n" not in message and len(message) < 200, message
+    for word in words:
+        assert word in message, (word, message)
+
+
+def test_a_five_thousand_digit_program_id_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    path = _cpu_trace(tmp_path / "huge_id.xplane.pb", "jit_f(" + "7" * 5000 + ")",
+                      _negate_program())
+    with pytest.raises(ProfileError) as raised:
+        rl.read_trace(path, hw=ROOMY)
+    _one_line(str(raised.value), "huge_id.xplane.pb", "program id", "5000 digits")
+
+
+def test_a_tpu_module_event_with_a_five_thousand_digit_id_is_one_line(tmp_path: Path) -> None:
+    """A TPU op without a program_id stat takes its program from its XLA Modules event."""
+    raw = _space(_plane("/device:TPU:0", [
+        ("XLA Modules", "jit_f(" + "9" * 5000 + ")", 0, 10_000, {}),
+        ("XLA Ops", "%neg = f32[64] negate(f32[64] %x)", 1_000, 2_000, {})]))
+    with pytest.raises(ProfileError) as raised:
+        jax_trace.collect(parse_space(raw), "tpu_ops.xplane.pb")
+    _one_line(str(raised.value), "tpu_ops.xplane.pb", "XLA Modules", "program id")
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("memory_size", "lots"), ("clock_rate", "fast"), ("core_count", 1e300),
+    ("memory_size", float("nan"))])
+def test_a_device_stat_of_the_wrong_kind_is_one_line_naming_file_and_field(
+        tmp_path: Path, field: str, value: Any) -> None:
+    stats = {"device_vendor": "AMD", "compute_cap_major": 9, "compute_cap_minor": 4,
+             "memory_size": 206_141_652_992, "core_count": 304, "clock_rate": 2_100_000}
+    stats[field] = value
+    program = _negate_program()
+    raw = _space(
+        _plane("/device:GPU:0", [("Stream #1", "k", 0, 1_000_000, {
+            "hlo_op": "neg", "hlo_module": "jit_f"})], stats=stats),
+        _plane("/host:metadata", [], {"jit_f(7)": {"Hlo Proto": program}}))
+    path = tmp_path / "gpu.xplane.pb"
+    path.write_bytes(raw)
+    with pytest.raises(ProfileError) as raised:
+        rl.read_trace(path)
+    _one_line(str(raised.value), "gpu.xplane.pb", field, "--hw")
+
+
+def _nested_shape(depth: int) -> bytes:
+    shape = _msg((2, F32), (3, [4]))
+    for _ in range(depth):
+        shape = _msg((2, TUPLE), (4, shape))
+    return shape
+
+
+def test_a_shape_nested_three_thousand_deep_names_the_program_and_the_field(
+        tmp_path: Path) -> None:
+    deep = _msg((1, "t"), (2, "tuple"), (3, _nested_shape(3000)), (35, 3), (36, [2]))
+    program = _program(_ins(1, "x", "parameter", (64,)),
+                       _ins(2, "neg", "negate", (64,), operands=(1,)), deep)
+    with pytest.raises(XPlaneError) as raised:
+        parse_module(program, "jit_f(7)")
+    _one_line(str(raised.value), "jit_f(7)", "shape", "deeper than")
+    # in a trace: its ops named unpriced with that reason, never a traceback
+    profile = rl.read_trace(_cpu_trace(tmp_path / "deep.xplane.pb", "jit_f(7)", program),
+                            hw=ROOMY)
+    (missing,) = profile.unpriced
+    assert "shape" in missing.reason and "deeper than" in missing.reason
+    # at the limit it reads
+    assert parse_module(_program(_msg((1, "t"), (2, "tuple"), (3, _nested_shape(MAX_DEPTH)),
+                                      (35, 3))), "ok").by_name["t"].arrays
+
+
+def test_fusions_nested_three_thousand_deep_are_named_unpriced(tmp_path: Path) -> None:
+    """Computation i holds a fusion calling computation i + 1; the last negates."""
+    depth = 3000
+    comps = [_msg((1, f"c{depth}"), (5, 100 + depth), (2, _ins(
+        10 * depth + 1, f"n{depth}", "negate", (64,))))]
+    for i in range(depth - 1, -1, -1):
+        comps.append(_msg((1, f"c{i}"), (5, 100 + i), (2, _ins(
+            10 * i + 1, f"f{i}", "fusion", (64,), (38, [100 + i + 1])))))
+    program = _program(_ins(1, "x", "parameter", (64,)),
+                       _ins(2, "top", "fusion", (64,), (38, [100]), operands=(1,)),
+                       extra=tuple(comps))
+    module = parse_module(program, "jit_f(7)")
+    reason = hlo_pricing.price(module, module.by_name["top"])
+    assert isinstance(reason, str) and f"deeper than {MAX_DEPTH}" in reason
+    profile = rl.read_trace(_cpu_trace(tmp_path / "fused.xplane.pb", "jit_f(7)", program,
+                                       op="top"), hw=ROOMY)
+    (missing,) = profile.unpriced
+    assert "fusions nested deeper" in missing.reason
+
+
+@pytest.mark.parametrize("config", [
+    "[" * 100_000 + "]" * 100_000,
+    '{"a":' * 100_000 + "1" + "}" * 100_000,
+    json.dumps({"x": [{"y": 1}]}),
+])
+def test_a_backend_config_nested_a_hundred_thousand_deep_is_a_reason(config: str) -> None:
+    gemm = _msg((1, "gemm"), (2, "custom-call"), (3, _msg((2, F32), (3, [8, 8]))), (35, 3),
+                (36, [1, 2]), (28, "__cublas$gemm"), (43, config))
+    module = parse_module(_program(_ins(1, "a", "parameter", (8, 8)),
+                                   _ins(2, "b", "parameter", (8, 8), (9, 1)), gemm), "f")
+    reason = hlo_pricing.price(module, module.by_name["gemm"])
+    assert isinstance(reason, str) and "backend_config" in reason
+
+
+# -- property tests: any bytes where these readers take bytes -------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.binary(max_size=80), stats=st.binary(max_size=60), ps=st.integers(-2, 2**70))
+def test_any_tpu_op_event_is_an_op_or_one_error(name: bytes, stats: bytes, ps: int) -> None:
+    """A TPU ``XLA Ops`` event of any name, stats bytes and times reads as an op, or is one
+    XPlaneError/ProfileError line."""
+    event = _msg((1, 1), (2, ps), (3, ps)) + _msg((4, stats))
+    line = _msg((1, 1), (2, "XLA Ops"), (4, event))
+    plane = _msg((1, 1), (2, "/device:TPU:0"), (3, line),
+                 (4, _msg((1, 1), (2, _msg((1, 1), (2, name))))))
+    try:
+        trace = jax_trace.collect(parse_space(_space(plane)), "p")
+    except (XPlaneError, ProfileError) as exc:
+        _one_line(str(exc))
+        return
+    for event_read, seconds in trace.ops:
+        assert seconds >= 0 and isinstance(event_read.stats["hlo_op"], str)
+
+
+@settings(max_examples=150, deadline=None)
+@given(groups=st.binary(max_size=40), field=st.sampled_from([87, 49, 52]),
+       opcode=st.sampled_from(["all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                               "collective-permute", "all-reduce-start"]))
+def test_any_replica_groups_price_or_say_why(groups: bytes, field: int, opcode: str) -> None:
+    collective = _ins(2, "c", opcode, (64, 32), (field, groups), operands=(1,))
+    try:
+        module = parse_module(_program(_ins(1, "x", "parameter", (64, 32)), collective), "f")
+    except XPlaneError as exc:
+        _one_line(str(exc))
+        return
+    priced = hlo_pricing.price(module, module.by_name["c"])
+    if isinstance(priced, str):
+        assert len(priced) < 200
+    else:
+        assert all(float(k.link_bytes) >= 0 for k in priced.kernels)
+
+
+@settings(max_examples=150, deadline=None)
+@given(config=st.text(max_size=120) | st.recursive(
+    st.integers() | st.text(max_size=5), lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=5), inner, max_size=3)).map(json.dumps))
+def test_any_backend_config_prices_or_says_why(config: str) -> None:
+    gemm = _msg((1, "gemm"), (2, "custom-call"), (3, _msg((2, F32), (3, [8, 8]))), (35, 3),
+                (36, [1, 2]), (28, "__cublas$gemm"), (43, config))
+    module = parse_module(_program(_ins(1, "a", "parameter", (8, 8)),
+                                   _ins(2, "b", "parameter", (8, 8), (9, 1)), gemm), "f")
+    priced = hlo_pricing.price(module, module.by_name["gemm"])
+    assert isinstance(priced, str) or priced.kernels
+
+
+def test_a_gpu_plane_s_kernels_time_its_ops_never_an_xla_ops_line_beside_them() -> None:
+    """A GPU plane whose stream kernels name their op, and an ``XLA Ops`` line (XProf's
+    derived view) of the same op: one execution, 1 us, never two."""
+    raw = _space(_plane("/device:GPU:0", [
+        ("Stream #1", "neg_kernel", 0, 1_000_000, {"hlo_op": "neg", "hlo_module": "jit_f"}),
+        ("XLA Ops", "%neg = f32[64] negate(f32[64] %x)", 0, 1_000_000, {"program_id": 7})]))
+    trace = jax_trace.collect(parse_space(raw), "gpu")
+    assert [(e.name, s) for e, s in trace.ops] == [("neg_kernel", 1e-6)]
