@@ -30,9 +30,9 @@ def synthetic(source: str, events: int, folder: str) -> str:
     import gzip
     import json
 
-    from pytest_roofline.profiling.torch import trace_file
+    from pytest_roofline.profiling.torch import trace_json
 
-    data = trace_file.load(source)
+    data = trace_json.load(source)
     base = [e for e in data["traceEvents"] if isinstance(e, dict)]
     stamps = [e["ts"] + e.get("dur", 0) for e in base if isinstance(e.get("ts"), (int, float))]
     span = max(stamps) - min(stamps) + 1000
@@ -65,11 +65,11 @@ def peak_memory(path: str) -> float:
     import tracemalloc
 
     from pytest_roofline.profiling.devices import chip_of
-    from pytest_roofline.profiling.torch import join, trace_file
+    from pytest_roofline.profiling.torch import join, trace_file, trace_json
 
     tracemalloc.start()
     trace = trace_file.read(path)
-    with trace_file.paused_gc():
+    with trace_json.paused_gc():
         join.build(trace, chip_of(trace.device), source=path)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -81,15 +81,15 @@ def main(paths: list[str]) -> None:
 
     import pytest_roofline as rl
     from pytest_roofline.profiling.devices import chip_of
-    from pytest_roofline.profiling.torch import join, pricing, trace_file
+    from pytest_roofline.profiling.torch import join, pricing, trace_file, trace_json
 
     rl.trace(lambda x: x + 1, torch.empty(2, device="meta"))  # the tracer's own imports
     for path in paths or [str(DATA / "v100_hta_trace_diff_test.json.gz"),
                           str(DATA / "a100_hta_negative_queue_rank0.json.gz")]:
         pricing._CACHE.clear()
         start = time.process_time()
-        with trace_file.paused_gc():  # as read_trace reads and prices it
-            data = trace_file.load(path)
+        with trace_json.paused_gc():  # as read_trace reads and prices it
+            data = trace_json.load(path)
             loaded = time.process_time()
             trace = trace_file.parse(data, path)
             del data

@@ -54,16 +54,16 @@ def reading(paths: list[Path]) -> None:
     import torch  # noqa: F401  (imported once, not counted)
 
     from pytest_roofline.profiling import read_trace
-    from pytest_roofline.profiling.torch import pricing, trace_file
+    from pytest_roofline.profiling.torch import pricing, trace_json
 
-    print(f"JSON parser: {trace_file.parser_name()}")
+    print(f"JSON parser: {trace_json.parser_name()}")
     print(f"{'trace':40} {'events':>8} {'json.loads':>11} {'(gc off)':>9} {'reader':>8} "
           f"{'ratio':>6} {'(gc off)':>8}")
     for path in paths:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         events = len(json.loads(raw)["traceEvents"])
         stdlib = best(lambda raw=raw: json.loads(raw))
-        with trace_file.paused_gc():  # as the reader parses: the collector paused
+        with trace_json.paused_gc():  # as the reader parses: the collector paused
             bare = best(lambda raw=raw: json.loads(raw))
 
         def read(path: Path = path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.profiling.torch import trace_file
+from pytest_roofline.profiling.torch import trace_json
 
 TRACES = Path(__file__).parent / "data" / "traces"
 
@@ -32,20 +32,20 @@ class _Refusing:
 
 def test_what_the_fast_parser_refuses_the_stdlib_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     stub = _Refusing()
-    monkeypatch.setattr(trace_file, "_PARSER", [stub])
+    monkeypatch.setattr(trace_json, "_PARSER", [stub])
     raw = b'{"traceEvents": [], "x": NaN, "big": 123456789012345678901234567890}'
-    data = trace_file.decode(raw)
+    data = trace_json.decode(raw)
     assert stub.calls == 1
     assert data["big"] == 123456789012345678901234567890 and data["x"] != data["x"]
-    assert trace_file.parser_name() == "orjson"
+    assert trace_json.parser_name() == "orjson"
     with pytest.raises(json.JSONDecodeError):
-        trace_file.decode(b"{not json")
+        trace_json.decode(b"{not json")
 
 
 def test_without_orjson_the_stdlib_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trace_file, "_PARSER", [None])
-    assert trace_file.parser_name() == "json"
-    assert trace_file.decode(b'{"a": [1, 2.5]}') == {"a": [1, 2.5]}
+    monkeypatch.setattr(trace_json, "_PARSER", [None])
+    assert trace_json.parser_name() == "json"
+    assert trace_json.decode(b'{"a": [1, 2.5]}') == {"a": [1, 2.5]}
 
 
 def test_orjson_and_the_stdlib_read_a_trace_alike() -> None:

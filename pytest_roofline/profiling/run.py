@@ -40,7 +40,7 @@ from .devices import chip_of
 from .jax import jax_run
 from .model import Profile
 from .rules import MAX_BYTES, ProfileError
-from .torch import trace_file
+from .torch import trace_file, trace_json
 from .torch.capture import Captured, note_of, paths_of
 from .torch.join import Joiner, build
 
@@ -101,7 +101,7 @@ def _read(path: str | os.PathLike[str], hw: Any, capture: Any,
     if capture is not None:
         captures = read_captures(capture, chip)
         notes += (note_of(captures),)
-    with trace_file.paused_gc():
+    with trace_json.paused_gc():
         return build(trace, chip, source=Path(path).name, notes=(*notes, *trace.warnings),
                      captures=captures), trace
 
@@ -231,7 +231,7 @@ class Profiler:
             raise ProfileError(f"profile({name}): the call ran no torch op the profiler "
                                f"records, so it has no kernel to judge (a call of numpy or "
                                f"plain Python?): time it with roofline.measure(fn, *args)")
-        with trace_file.paused_gc():
+        with trace_json.paused_gc():
             return build(trace, chip, source=f"profile({name})", repeats=self.repeats,
                          launches=launches.workloads, notes=trace.warnings)
 
@@ -290,7 +290,7 @@ def read_captures(capture: str | os.PathLike[str], chip: Any) -> tuple[Any, ...]
     """Each capture trace of *capture* priced on *chip*."""
     out = []
     for path in paths_of(capture):
-        with trace_file.paused_gc():
+        with trace_json.paused_gc():
             trace = trace_file.read(path)
         if not trace.shapes:
             raise ProfileError(f"capture trace {str(path)!r} has no input shapes: record the "

@@ -80,7 +80,7 @@ def op_bytes(name: str, dims: Any, types: Any) -> int | None:
     at that dtype's width (checked against the bytes CUDA traces record, in the tests); None
     for any other op, or shapes or dtypes that differ (a conversion: which side crosses the
     link the trace does not say)."""
-    from .pricing import DTYPES  # the profiler's dtype names
+    from .dtype_names import DTYPES
 
     if name != "aten::copy_" or not isinstance(dims, list) or not isinstance(types, tuple) \
             or len(dims) < 2 or len(types) < 2:

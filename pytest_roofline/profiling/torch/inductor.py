@@ -36,6 +36,7 @@ from ... import dtypes
 from ...engine.workload import Workload
 from ...ops import _family as R
 from ...tracing import _kernels as K
+from .dtype_names import DTYPES
 
 #: An inductor kernel's name: its kind, the ops it fuses, its index.
 NAME = re.compile(r"^triton_(poi|red|per)_fused_(\w+?)_(\d+)$")
@@ -113,7 +114,6 @@ def price(name: str, dims: list[Any], types: tuple[str, ...],
           concrete: tuple[str, ...] | None, strides: list[Any] | None) -> Workload | str:
     """The Workload of one launch of the inductor kernel *name* from its recorded
     arguments (see the module docstring), or why it cannot be priced."""
-    from .pricing import DTYPES  # the profiler's dtype names (pricing imports this module)
 
     ops = fused_ops(name)
     if isinstance(ops, str):

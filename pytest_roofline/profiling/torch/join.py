@@ -50,6 +50,7 @@ from ..rows import judged_row, precision_of
 from ..timeline import timeline
 from . import capture, comms, copies, pricing
 from .capture import Captured
+from .dtype_names import DTYPES
 from .trace_file import Device, Op, TraceFile
 
 if TYPE_CHECKING:
@@ -114,8 +115,8 @@ def shapes_of(op: Op, types: tuple[str, ...] | None = None) -> str:
     parts = []
     for i, kind in enumerate(types):
         shape = dims[i] if i < len(dims) else None
-        if kind in pricing.DTYPES and isinstance(shape, list):
-            parts.append("x".join(str(d) for d in shape) + _SHORT.get(pricing.DTYPES[kind],
+        if kind in DTYPES and isinstance(shape, list):
+            parts.append("x".join(str(d) for d in shape) + _SHORT.get(DTYPES[kind],
                                                                       ""))
         elif kind in ("TensorList", "GenericList") and isinstance(shape, list) and shape \
                 and all(isinstance(s, list) for s in shape):
