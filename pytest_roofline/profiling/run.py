@@ -35,7 +35,7 @@ from ..engine.limits import limit_of
 from ..errors import WorkloadError
 from ..hardware import Hardware, foreign_to_this_machine, get_hardware
 from ..measuring.cuda_timing import cuda_index
-from ..ops._common import size
+from ..ops.rules import size
 from .devices import chip_of
 from .jax import jax_run
 from .model import Profile

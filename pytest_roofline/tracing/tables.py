@@ -2,6 +2,8 @@
 tables, so that a profiled op is priced by the very rule a trace of the same code uses, and
 a change to a table reaches both.
 
+* Kernels (:mod:`._kernels`): :func:`matrix_kernel`, :func:`vector_kernel`,
+  :func:`precision_of` (a framework dtype's precision), :data:`FLOATING`.
 * JAX (:mod:`._jax_ops`): :class:`Prim` (a primitive with its params and operands),
   :func:`jax_kernel` (its Kernel), :func:`jax_precision`, :data:`VECTOR_FLOPS` (per-element
   FLOPs of the elementwise primitives); :func:`vector_dtype` (:mod:`._kernels`).
@@ -20,10 +22,26 @@ from ..ops._family import collective_named
 from ._jax_ops import VECTOR_FLOPS, Prim
 from ._jax_ops import kernel as jax_kernel
 from ._jax_ops import precision as jax_precision
-from ._kernels import vector_dtype
+from ._kernels import FLOATING, vector_dtype
+from ._kernels import matrix as matrix_kernel
+from ._kernels import precision as precision_of
+from ._kernels import vector as vector_kernel
 
-__all__ = ["VECTOR_FLOPS", "Prim", "collective_named", "jax_kernel", "jax_precision",
-           "profiler_active", "schema_arguments", "triton_launches", "vector_dtype"]
+__all__ = [
+    "FLOATING",
+    "VECTOR_FLOPS",
+    "Prim",
+    "collective_named",
+    "jax_kernel",
+    "jax_precision",
+    "matrix_kernel",
+    "precision_of",
+    "profiler_active",
+    "schema_arguments",
+    "triton_launches",
+    "vector_dtype",
+    "vector_kernel",
+]
 
 
 def schema_arguments(func: Any) -> list[Any]:

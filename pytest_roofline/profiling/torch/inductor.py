@@ -34,8 +34,8 @@ from typing import Any
 
 from ... import dtypes
 from ...engine.workload import Workload
-from ...ops import _family as R
-from ...tracing import _kernels as K
+from ...ops import rules as R
+from ...tracing import tables as K
 from .dtype_names import DTYPES
 
 #: An inductor kernel's name: its kind, the ops it fuses, its index.
@@ -149,14 +149,15 @@ def price(name: str, dims: list[Any], types: tuple[str, ...],
             flops += R.element_flops(op, rows if kind != "poi" else float(largest))
     precision = _precision(types, DTYPES)
     nbytes = float(sum(n * width for n, width in buffers))
-    return Workload((K.vector(name, flops=flops, nbytes=nbytes, dtype=precision),), name=name)
+    kernel = K.vector_kernel(name, flops=flops, nbytes=nbytes, dtype=precision)
+    return Workload((kernel,), name=name)
 
 
 def _precision(types: tuple[str, ...], names: dict[str, str]) -> str | None:
     """The widest float dtype among the kernel's buffers (its arithmetic runs in it, or in
     fp32 upcast, which the vector peak prices the same or faster); None (the integer
     pricing) where none is a float."""
-    floats = [K.precision(names[t]) for t in types if t in names]
+    floats = [K.precision_of(names[t]) for t in types if t in names]
     return max((p for p in floats if p in K.FLOATING), key=lambda p: dtypes.ITEMSIZE[p],
                default=None)
 

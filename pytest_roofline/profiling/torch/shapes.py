@@ -22,9 +22,9 @@ from typing import Any
 
 from ... import dtypes
 from ...engine.workload import Workload
-from ...ops import _family as R
-from ...tracing import _kernels as K
+from ...ops import rules as R
 from ...tracing import registry
+from ...tracing import tables as K
 
 #: The profiler's float type names -> canonical precisions (the dtypes priced here).
 FLOATS = {"float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloat16": "bf16"}
@@ -169,7 +169,7 @@ def _product(op: str, tensors: list[int], dims: list[Any], types: tuple[str, ...
     precision = FLOATS[types[first]]
     macs = float(math.prod(a[:-2]) * a[-2] * a[-1] * b[-1])
     nbytes = float((_read(operands, dims, strides) + math.prod(out)) * _width(precision))
-    return _one(f"aten::{op}", K.matrix(op, macs=macs, nbytes=nbytes, dtype=priced_in))
+    return _one(f"aten::{op}", K.matrix_kernel(op, macs=macs, nbytes=nbytes, dtype=priced_in))
 
 
 def _width(precision: str) -> int:
@@ -193,7 +193,7 @@ def _elementwise(op: str, tensors: list[int], dims: list[Any], strides: list[Any
     n_out = float(math.prod(out))
     nbytes = float((_read(tensors, dims, strides) + math.prod(out)) * _width(precision))
     flops = R.element_flops(op.rstrip("_"), n_out)
-    return _one(f"aten::{op}", K.vector(op, flops=flops, nbytes=nbytes, dtype=precision))
+    return _one(f"aten::{op}", K.vector_kernel(op, flops=flops, nbytes=nbytes, dtype=precision))
 
 
 def _fill(op: str, tensors: list[int], dims: list[Any], types: tuple[str, ...],
@@ -205,7 +205,7 @@ def _fill(op: str, tensors: list[int], dims: list[Any], types: tuple[str, ...],
     if 0 in (_stride(strides, 0) or []):
         return None
     nbytes = float((_read(tensors[1:], dims, strides) + math.prod(dims[0])) * _width(precision))
-    return _one(f"aten::{op}", K.vector(op, flops=0.0, nbytes=nbytes, dtype=precision))
+    return _one(f"aten::{op}", K.vector_kernel(op, flops=0.0, nbytes=nbytes, dtype=precision))
 
 
 def _reduction(op: str, tensors: list[int], dims: list[Any], types: tuple[str, ...],
@@ -239,7 +239,7 @@ def _reduction(op: str, tensors: list[int], dims: list[Any], types: tuple[str, .
     n_in, n_out = float(math.prod(shape)), float(math.prod(out))
     flops = R.reduce_flops(n_in, n_out) if op == "sum" else n_in
     nbytes = float((_read([0], dims, strides) + math.prod(out)) * _width(precision))
-    return _one(f"aten::{op}", K.vector(op, flops=flops, nbytes=nbytes, dtype=precision))
+    return _one(f"aten::{op}", K.vector_kernel(op, flops=flops, nbytes=nbytes, dtype=precision))
 
 
 def _loss(op: str, tensors: list[int], dims: list[Any], types: tuple[str, ...],
@@ -251,7 +251,7 @@ def _loss(op: str, tensors: list[int], dims: list[Any], types: tuple[str, ...],
     out = dims[0] if concrete[2] == "0" else []
     n_in, n_out = math.prod(dims[0]), math.prod(out)
     nbytes = float((_read(tensors, dims, strides) + n_out) * _width(precision))
-    return _one(f"aten::{op}", K.vector(op, flops=float(max(n_in, n_out)), nbytes=nbytes,
+    return _one(f"aten::{op}", K.vector_kernel(op, flops=float(max(n_in, n_out)), nbytes=nbytes,
                                         dtype=precision))
 
 
