@@ -1316,7 +1316,7 @@ def _dlrm_job(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@check("docs/profile.md", "$ pytest-roofline profile dlrm_kineto --fail-straggler 30%")
+@check("docs/profile.md", "$ pytest-roofline profile dlrm_kineto --fail-straggler 30% --top 3")
 def _profile_job_cli(block: Block, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
     request.getfixturevalue("monkeypatch").setenv("COLUMNS", "80")

@@ -197,9 +197,8 @@ class Job:
             _fraction("min_link_efficiency", min_link_efficiency, upper=1.0)
             rows = [row for row in self.collective_rows() if row["roof"] is not None]
             if not rows:
-                out.append("min_link_efficiency: no collective of the job is priced (their "
-                           "sizes are not recorded: torch before 2.2), so none can be "
-                           "checked")
+                out.append("min_link_efficiency: no collective of the job is priced (nothing in "
+                           "their traces records their sizes), so none can be checked")
             for row in rows:
                 if row["roof"] < min_link_efficiency:
                     group = f" over {row['group']} ranks" if row["group"] else ""

@@ -16,6 +16,7 @@ from ..efficiency import ABOVE_ROOF, AT_BOUND, FASTER, NO_WORK
 from ..efficiency import percent as percent_of
 from ..text_table import escaped, render, wrap_line
 from ..units import format_time
+from .comm_calls import group_mark
 
 
 def percent(row: Mapping[str, Any]) -> str:
@@ -169,7 +170,7 @@ def _collectives(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
     if not rows:
         return []
     body = [[str(r["name"]) + (f" over {r['group']}" if r.get("group") else "")
-             + (" (sizes)" if r.get("group_from") not in (None, "", "recorded") else ""),
+             + group_mark(r.get("group_from")),
              f"{float(r['data_bytes']) / 1e6:.3g} MB", str(r["calls"]),
              format_time(float(r["measured_s"])), f"{float(r['algbw_Bps']) / 1e9:.3g} GB/s",
              f"{float(r['busbw_Bps']) / 1e9:.3g} GB/s", f"{float(r['roof']):.1%}"]
