@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CollectiveCall", "group_mark", "summary"]
+__all__ = ["CollectiveCall", "summary"]
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,6 @@ class CollectiveCall:
         if self.bound is None or not self.seconds > 0:
             return None
         return self.bound / self.seconds
-
-
-def group_mark(source: object) -> str:
-    """What a report writes after a group size that was not recorded: `` (sizes)`` where its
-    message sizes say it, `` (trace)`` where the trace's ``distributedInfo`` does; ''."""
-    if source in (None, "", "recorded"):
-        return ""
-    return " (sizes)" if source == "inferred from its message sizes" else " (trace)"
 
 
 def summary(calls: tuple[CollectiveCall, ...] | list[CollectiveCall]) -> list[dict[str, object]]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..text_table import render
 from ..units import format_time
-from .comm_calls import group_mark
+from .text import group_mark
 
 __all__ = ["headline", "markdown", "table", "time_of"]
 

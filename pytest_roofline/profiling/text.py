@@ -16,7 +16,6 @@ from ..efficiency import ABOVE_ROOF, AT_BOUND, FASTER, NO_WORK
 from ..efficiency import percent as percent_of
 from ..text_table import escaped, render, wrap_line
 from ..units import format_time
-from .comm_calls import group_mark
 
 
 def percent(row: Mapping[str, Any]) -> str:
@@ -178,3 +177,11 @@ def _collectives(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
     return ["collectives (algbw, busbw as nccl-tests reports them):", *render(
         ["collective", "size", "calls", "measured", "algbw", "busbw", "% link roof"], body,
         align="lrrrrrr", width=width)]
+
+
+def group_mark(source: object) -> str:
+    """What a report writes after a group size that was not recorded: `` (sizes)`` where its
+    message sizes say it, `` (trace)`` where the trace's ``distributedInfo`` does; ''."""
+    if source in (None, "", "recorded"):
+        return ""
+    return " (sizes)" if source == "inferred from its message sizes" else " (trace)"
