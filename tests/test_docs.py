@@ -221,7 +221,7 @@ def _test_command(block: Block, request: pytest.FixtureRequest) -> None:
     assert block.text.strip() == line
     extras = re.findall(r'-e "\.\[([\w,]+)\]"', line)
     # every optional extra pyproject.toml declares, so that CI tests each for real
-    assert extras == ["dev,torch,jax,plot"]
+    assert extras == ["dev,torch,jax,plot,dask"]
     pyproject = (ROOT / "pyproject.toml").read_text()
     declared = re.findall(r"^(\w+) = \[", pyproject.split("[project.optional-dependencies]")[1]
                           .split("\n[")[0], re.M)
