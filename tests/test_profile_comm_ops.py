@@ -234,3 +234,52 @@ def test_a_jobs_bandwidths_are_three_digits_in_the_unit_that_fits(bps: float | N
     from pytest_roofline.profiling import job_text
 
     assert job_text._bw(bps) == shown
+
+
+def _chain(*ops: tuple[str, dict[str, Any]]) -> list[Any]:
+    from pytest_roofline.profiling.torch.trace_file import Op
+
+    return [Op(name, 0.0, 1e-3, args) for name, args in ops]
+
+
+_RANGE = ("nccl:all_reduce", {"Input Dims": [[1024]], "Input type": ["c10::BFloat16"]})
+_KERNEL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+
+
+@pytest.mark.parametrize(("info", "group", "source"), [
+    # the one process group the trace lists: its pg_size, not the world's
+    ({"world_size": 16, "pg_config": [{"pg_name": "0", "pg_size": 8}]}, 8,
+     "the trace's process group (pg_config)"),
+    # several groups and the op names none: the world
+    ({"world_size": 16, "pg_config": [{"pg_name": "0", "pg_size": 16},
+                                      {"pg_name": "1", "pg_size": 4}]}, 16,
+     "the trace's world size (distributedInfo)"),
+    ({"world_size": 4}, 4, "the trace's world size (distributedInfo)"),
+    (None, None, ""),
+])
+def test_the_group_of_a_collective_that_records_none_comes_from_distributed_info(
+        info: dict[str, Any] | None, group: int | None, source: str) -> None:
+    from pytest_roofline.profiling.torch.comm_ops import collective_args
+
+    args = collective_args(_chain(_RANGE), _KERNEL, info)
+    assert args["In msg nelems"] == args["Out msg nelems"] == 1024  # an all-reduce: in = out
+    assert collectives.group_of(args) == (group, source)
+    workload, label, why = collectives.price(args, _KERNEL)
+    if group is None:  # never priced as if it ran alone
+        assert workload is None and "group size" in why
+    else:
+        assert workload is not None and f"(group: {source}, its own not recorded)" in label
+        assert sum(k.link_bytes for k in workload.kernels) == pytest.approx(
+            2 * (group - 1) / group * 1024 * 2)
+
+
+def test_a_recorded_process_group_name_picks_its_own_pg_config_entry() -> None:
+    from pytest_roofline.profiling.torch.comm_ops import collective_args
+
+    recorded = ("record_param_comms", {"Collective name": "allreduce", "In msg nelems": 64,
+                                       "Out msg nelems": 64, "dtype": "Float",
+                                       "Process Group Name": "1"})
+    info = {"world_size": 16, "pg_config": [{"pg_name": "0", "pg_size": 16},
+                                            {"pg_name": "1", "pg_size": 4}]}
+    args = collective_args(_chain(recorded), _KERNEL, info)
+    assert collectives.group_of(args) == (4, "the trace's process group (pg_config)")
