@@ -221,7 +221,7 @@ def _test_command(block: Block, request: pytest.FixtureRequest) -> None:
     assert block.text.strip() == line
     extras = re.findall(r'-e "\.\[([\w,]+)\]"', line)
     # every optional extra pyproject.toml declares, so that CI tests each for real
-    assert extras == ["dev,torch,jax,plot"]
+    assert extras == ["dev,torch,jax,plot,dask"]
     pyproject = (ROOT / "pyproject.toml").read_text()
     declared = re.findall(r"^(\w+) = \[", pyproject.split("[project.optional-dependencies]")[1]
                           .split("\n[")[0], re.M)
@@ -1316,7 +1316,7 @@ def _dlrm_job(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@check("docs/profile.md", "$ pytest-roofline profile dlrm_kineto --fail-straggler 30%")
+@check("docs/profile.md", "$ pytest-roofline profile dlrm_kineto --fail-straggler 30% --top 3")
 def _profile_job_cli(block: Block, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
     request.getfixturevalue("monkeypatch").setenv("COLUMNS", "80")

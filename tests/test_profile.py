@@ -103,9 +103,10 @@ def test_an_op_owns_every_kernel_it_launched_and_the_rest_is_named(tmp_path: Pat
     assert row.efficiency == pytest.approx(row.bound / 250e-6)
     unpriced = {u.name: u for u in profile.unpriced}
     nccl = next(u for name, u in unpriced.items() if name.startswith("record_param_comms"))
-    # a collective whose trace records no sizes (torch before 2.2) is named, with why
+    # a collective whose trace records no group size (no Group size, no distributedInfo)
+    # is named, with why
     assert nccl.seconds == pytest.approx(400e-6)
-    assert nccl.reason == "collective sizes not recorded (torch before 2.2)"
+    assert "its group size, element count or dtype is not recorded" in nccl.reason
     outside = unpriced["multi_tensor_apply_kernel"]
     assert outside.seconds == pytest.approx(30e-6) and "outside any" in outside.reason
     assert profile.total == pytest.approx(680e-6)
@@ -182,9 +183,15 @@ def test_real_gpu_traces_are_priced_and_no_kernel_beats_its_bound(
                for r in profile.rows if not r.no_work and r.note is None)
     assert sum(r.count for r in profile.rows) > 5000  # thousands of calls priced
     assert 0.1 < profile.priced_share < 1
-    # what is not priced is named with its time: NCCL collectives, compiled regions
+    # what is not priced is named with its time: compiled regions; the collectives are
+    # priced on the link from their nccl: ranges (torch before 2.2 sizes none on
+    # record_param_comms), all but those whose launch began before the trace's window
     names = " ".join(u.name for u in profile.unpriced)
-    assert "record_param_comms" in names and "CompiledFunction" in names
+    assert "CompiledFunction" in names and "record_param_comms" not in names
+    comms = [r for r in profile.rows if r.op == "record_param_comms"]
+    assert comms and all(r.regime == "network" for r in comms)
+    assert all(c.bound is not None or "launch is not in the trace" in c.why
+               for c in profile.collectives)
     assert sum(u.seconds for u in profile.unpriced) == pytest.approx(
         profile.total - profile.priced, rel=1e-6)
     matmuls = [r for r in profile.rows if r.op in ("aten::mm", "aten::addmm")]

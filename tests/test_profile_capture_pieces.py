@@ -103,3 +103,47 @@ def test_a_capture_without_segments_is_one_graph_as_before(tmp_path: Path) -> No
     cap = _pieces(tmp_path, [[N, N]])  # one segment: the whole file, as a capture always was
     [row] = rl.read_trace(_replay_trace(tmp_path, [[300, 300]]), hw=GPU, capture=cap).rows
     assert row.shapes == "2 kernels, as cap.json.gz"
+
+
+# -- vLLM's piecewise HIP graphs (TraceLens's MI300X traces, tests/data/traces/README.md) ------
+
+VLLM = Path(__file__).parent / "data" / "traces" / "tracelens_mi300x_vllm_piecewise_replay.json.gz"
+VLLM_CAPTURE = VLLM.with_name("tracelens_mi300x_vllm_piecewise_capture.json.gz")
+_LAUNCHES = ("hipLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel")
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    return [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+            if e.get("ph") == "X"]
+
+
+def test_vllms_piecewise_replays_are_each_priced_as_its_capture_segment() -> None:
+    # from the JSON: each begin/end capture segment's kernel launches, and each graph
+    # replay's kernels (those carrying its hipGraphLaunch's correlation) and their time
+    captured = _events(VLLM_CAPTURE)
+    marks = sorted((e["ts"], e["name"]) for e in captured if e["name"] in (
+        "hipStreamBeginCapture", "hipStreamEndCapture"))
+    launches = sorted(e["ts"] for e in captured if e["name"] in _LAUNCHES)
+    segments = [sum(1 for t in launches if begin <= t <= end)
+                for (begin, _), (end, _) in zip(marks[::2], marks[1::2], strict=True)]
+    assert segments == [4] + [15] * 23 + [12]  # 25 graphs, one a segment
+    run = _events(VLLM)
+    graphs = {e["args"]["correlation"] for e in run if e["name"] == "hipGraphLaunch"}
+    kernels: dict[int, list[float]] = {}
+    for e in run:
+        if e.get("cat") == "kernel" and e["args"].get("correlation") in graphs:
+            kernels.setdefault(e["args"]["correlation"], []).append(e["dur"] * 1e-6)
+    assert sorted(map(len, kernels.values())) == sorted(segments)
+
+    profile = rl.read_trace(VLLM, capture=VLLM_CAPTURE)
+    replays = [r for r in profile.rows if r.op == "graph replay"]
+    assert sum(r.count for r in replays) == len(graphs) == 25
+    assert sum(r.measured for r in replays) == pytest.approx(
+        sum(sum(v) for v in kernels.values()), rel=1e-9)  # 149.9 ms, every replay's kernels
+    assert "graph replay" not in profile.by_cause()  # none left unpriced
+    for row in replays:
+        # "graph replay 15 kernels, as <capture>#k": the k-th segment holds as many
+        count = int(row.shapes.split(" kernels")[0])
+        k = int(row.shapes.rsplit("#", 1)[1].split(",")[0])
+        assert segments[k - 1] == count and not row.faster
+        assert row.bound is not None and 0 < row.bound <= row.measured

@@ -26,11 +26,18 @@ DATA = Path(__file__).parent / "data" / "traces"
 def test_the_all_reduces_of_an_mi300x_training_trace_are_priced_on_its_links() -> None:
     profile = rl.read_trace(DATA / "tracelens_mi300x_resnet_train.json.gz")
     rows = {r.shapes: r for r in profile.rows if r.op == "record_param_comms"}
-    assert set(rows) == {"allreduce over 8 ranks, 8816192 BFloat16",
-                         "allreduce over 8 ranks, 2873320 BFloat16"}
-    for elements, row in ((8816192, rows["allreduce over 8 ranks, 8816192 BFloat16"]),
-                          (2873320, rows["allreduce over 8 ranks, 2873320 BFloat16"])):
-        sent = 2 * 7 / 8 * elements * 2  # bf16: 2 bytes an element
+    # RCCL's ncclDevKernel_Generic names no algorithm: ring, and the row says so
+    ring = "ring (assumed: its kernel's name does not say)"
+    assert set(rows) == {f"allreduce over 8 ranks, {ring}, 8816192 BFloat16",
+                         f"allreduce over 8 ranks, {ring}, 2873320 BFloat16",
+                         f"broadcast over 8 ranks, {ring}, 9600 BFloat16",
+                         f"broadcast over 8 ranks, {ring}, 20 Long"}
+    for elements, row, share in (
+            (8816192, rows[f"allreduce over 8 ranks, {ring}, 8816192 BFloat16"], 2 * 7 / 8),
+            (2873320, rows[f"allreduce over 8 ranks, {ring}, 2873320 BFloat16"], 2 * 7 / 8),
+            # a broadcast: each rank takes the 7/8 of the tensor it lacks (the table's row)
+            (9600, rows[f"broadcast over 8 ranks, {ring}, 9600 BFloat16"], 7 / 8)):
+        sent = share * elements * 2  # bf16: 2 bytes an element
         assert row.bound / row.count == pytest.approx(sent / (7 * 64e9), rel=1e-9)
         assert row.regime == "network" and row.precision == "link:infinity_fabric"
         assert any(k.startswith("ncclDevKernel") for k in row.kernels)  # RCCL's kernel
@@ -39,9 +46,9 @@ def test_the_all_reduces_of_an_mi300x_training_trace_are_priced_on_its_links() -
 
 
 @pytest.mark.parametrize(("args", "why"), [
-    ({}, "collective sizes not recorded (torch before 2.2)"),
-    ({"Collective name": "broadcast", "Group size": 8, "In msg nelems": 10,
-      "dtype": "Float"}, "no formula for the collective 'broadcast'"),
+    ({}, "collective not named: its record_param_comms op records no sizes"),
+    ({"Collective name": "barrier", "Group size": 8, "In msg nelems": 10,
+      "dtype": "Float"}, "no formula for the collective 'barrier'"),
     ({"Collective name": "allreduce", "In msg nelems": 10, "dtype": "Float"},
      "group size, element count or dtype is not recorded"),
     ({"Collective name": "allreduce", "Group size": 8, "In msg nelems": 10**30,

@@ -173,7 +173,8 @@ def test_the_real_v100_trace_prices_its_host_copies_on_pcie_and_none_beats_its_b
     profile = rl.read_trace(V100)
     assert not profile.faster
     assert all(r.efficiency is not None and r.efficiency <= 1 for r in profile.rows)
-    host = [r for r in profile.rows if r.regime == "network"]
+    # the host copies (the collectives, on NVLink, are network rows too)
+    host = [r for r in profile.rows if r.regime == "network" and r.op != "record_param_comms"]
     big = [r for r in host if r.bytes > 50e6]
     # six 55.6 MB HtoD copies; at HBM they read ~1%, over 16 GB/s PCIe 34-50%
     assert len(big) == 6

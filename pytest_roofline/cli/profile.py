@@ -52,6 +52,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=positive, default=None, metavar="N",
                         help="a job: price N ranks' traces at a time, on processes (default: "
                              "this machine's cores, at most one a trace)")
+    parser.add_argument("--dask", metavar="ADDRESS",
+                        help="a job: price the ranks on the Dask cluster whose scheduler is at "
+                             "ADDRESS (tcp://host:8786), one rank a task; its workers read the "
+                             "traces at the same paths (needs pytest-roofline[dask])")
     parser.add_argument("--fail-straggler", metavar="PCT",
                         help="a job: exit 1 when a rank's step is slower than the job's "
                              "median step by more than PCT (10%% or 0.1)")
@@ -111,7 +115,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     if _is_job(args.trace):
         return _cmd_job(args)
-    for flag in ("jobs", "fail_straggler", "min_link_efficiency"):
+    for flag in ("jobs", "dask", "fail_straggler", "min_link_efficiency"):
         if getattr(args, flag) is not None:
             raise UsageError(f"--{flag.replace('_', '-')} reads a job: give a folder of its "
                              f"ranks' traces, several traces or a glob")
@@ -200,7 +204,7 @@ def _cmd_job(args: argparse.Namespace) -> int:
     for flag in ("capture", "baseline", "csv"):
         if getattr(args, flag):
             raise UsageError(f"--{flag} reads one trace; a job (several traces, a folder "
-                             f"or a glob) takes --jobs, --fail-straggler, "
+                             f"or a glob) takes --jobs, --dask, --fail-straggler, "
                              f"--min-link-efficiency, --markdown and --json")
     straggler = None if args.fail_straggler is None else _percent(
         args.fail_straggler, "--fail-straggler", "of the median step")
@@ -214,7 +218,11 @@ def _cmd_job(args: argparse.Namespace) -> int:
     for path in args.formulas:
         load_formulas(path)
     _writable(args.markdown, option="--markdown")  # said before the ranks are read
-    job = read_job(args.trace, hw=args.hw, jobs=args.jobs, max_bytes=args.max_bytes)
+    if args.jobs is not None and args.dask is not None:
+        raise UsageError("--jobs N prices the ranks on this machine's processes, --dask "
+                         "ADDRESS on a Dask cluster: give one")
+    job = read_job(args.trace, hw=args.hw, jobs=args.jobs, max_bytes=args.max_bytes,
+                   dask=args.dask)
     failures = job.check(fail_straggler=straggler, min_link_efficiency=link)
     if args.markdown == "-":  # a table's lines whole, never wrapped to the terminal
         print(job.markdown(top=args.top))

@@ -10,11 +10,20 @@ all-gather and a reduce-scatter (n-1)/n of the gathered or unreduced size, an al
 (n-1)/n of what each rank holds) on the chip's default link, regime ``network``: the
 NCCL/RCCL kernels it launched are its measured time. A trace that leaves out the group
 size or the sizes (older torch) keeps the op unpriced, with that reason; a collective with
-no row in the table (a broadcast, a barrier, a wait) is named, never priced as 0.
+no row in the table (a barrier, a wait, a gather to one rank) is named, never priced as 0. Older
+traces record the same figures on the ops around it (:mod:`.torch.comm_ops` reads them into
+these keys): the group size may then come from the trace's ``distributedInfo``
+(:data:`TRACE_GROUP`), and the row says so.
+
+The algorithm is the one the collective's NCCL/RCCL kernel names (``..._RING_LL``,
+``_TREE_``, ``_NVLS_``, ``_COLLNET_``: :func:`algorithm_of`), priced by that row of the
+collectives table; ring where the name says none (``ncclDevKernel_Generic``) or names one the
+table has no row for, and the label says which.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,26 +32,43 @@ from ..dtypes import ITEMSIZE, itemsize
 from ..engine.workload import Workload
 from ..errors import RooflineError
 
-__all__ = ["COLLECTIVE_OP", "INFERRED", "RECORDED", "bus_factor", "data_elements",
-           "element_bytes", "group_of", "price", "price_hlo"]
+__all__ = ["COLLECTIVE_OP", "FROM_TRACE", "INFERRED", "RECORDED", "TRACE_GROUP",
+           "algorithm_of", "bus_factor", "data_elements", "element_bytes", "group_of",
+           "price", "price_hlo", "same_size"]
 
 #: The op PyTorch records a collective's sizes on.
 COLLECTIVE_OP = "record_param_comms"
 
+_BROADCASTS = ("broadcast", "_broadcast_oop")
 #: ``Collective name`` -> (the table's formula, whether its size is the output's).
 _KINDS: dict[str, tuple[Any, bool]] = {
     **dict.fromkeys(("allreduce", "all_reduce", "allreduce_coalesced"), (ops.all_reduce, False)),
-    **dict.fromkeys(("allgather", "_allgather_base", "all_gather", "all_gather_into_tensor",
-                     "allgather_into_tensor_coalesced"), (ops.all_gather, True)),
+    **dict.fromkeys(("allgather", "_allgather_base", "_all_gather_base", "all_gather",
+                     "all_gather_into_tensor", "allgather_into_tensor_coalesced"),
+                    (ops.all_gather, True)),
     **dict.fromkeys(("reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor",
                      "reduce_scatter_tensor_coalesced"), (ops.reduce_scatter, False)),
     **dict.fromkeys(("all_to_all", "alltoall", "alltoall_base", "all_to_allv"),
                     (ops.all_to_all, False)),
+    # the table's row for a broadcast (ops._family: torch's broadcast is an all-gather's):
+    # each rank takes the (n-1)/n of the tensor it lacks, the least any algorithm moves
+    **dict.fromkeys(_BROADCASTS, (ops.all_gather, False)),
 }
 #: The profiler's ``dtype`` names -> the package's.
 _DTYPES = {"Float": "fp32", "BFloat16": "bf16", "Half": "fp16", "Double": "fp64",
            "Int": "int32", "Long": "int64", "Char": "int8", "Byte": "uint8",
-           "Float8_e4m3fn": "fp8", "Float8_e5m2": "fp8", "Bool": "bool", "Short": "int16"}
+           "Float8_e4m3fn": "fp8", "Float8_e5m2": "fp8", "Bool": "bool", "Short": "int16",
+           # the C++ names an op's ``Input type`` records (older traces: no ``dtype``)
+           "float": "fp32", "c10::BFloat16": "bf16", "c10::Half": "fp16", "double": "fp64",
+           "int": "int32", "long int": "int64", "long": "int64", "signed char": "int8",
+           "unsigned char": "uint8", "bool": "bool", "short int": "int16", "short": "int16",
+           "c10::Float8_e4m3fn": "fp8", "c10::Float8_e5m2": "fp8"}
+#: NCCL/RCCL's algorithm in a kernel's name -> the collectives table's.
+_ALGORITHMS = {"RING": "ring", "TREE": "tree", "NVLS": "nvls", "NVLS_TREE": "nvls",
+               "COLLNET": "sharp", "COLLNET_DIRECT": "sharp", "COLLNET_CHAIN": "sharp",
+               "PAT": ""}
+_ALGORITHM = re.compile(r"_(RING|TREE|NVLS_TREE|NVLS|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|PAT)"
+                        r"(?=_|\(|$)")
 
 
 def _whole(value: Any) -> int | None:
@@ -95,30 +121,68 @@ def group_of(args: Mapping[str, Any]) -> tuple[int | None, str]:
     into = _whole(args.get("In msg nelems"))
     out = _whole(args.get("Out msg nelems"))
     if kind is None or not into or not out:
-        return None, ""
+        return _from_trace(args)
     big, small = (out, into) if kind[0] is ops.all_gather else (into, out) \
         if kind[0] is ops.reduce_scatter else (0, 1)
     if big > small and big % small == 0:
         return big // small, INFERRED
+    return _from_trace(args)
+
+
+def _from_trace(args: Mapping[str, Any]) -> tuple[int | None, str]:
+    """The group size read from the trace (:data:`TRACE_GROUP`: (size, where from))."""
+    told = args.get(TRACE_GROUP)
+    if isinstance(told, tuple) and len(told) == 2:
+        size = _whole(told[0])
+        if size:
+            return size, str(told[1])
     return None, ""
 
 
 #: Where a collective's group size came from.
 RECORDED, INFERRED = "recorded", "inferred from its message sizes"
+#: The group size read from the trace's ``distributedInfo`` where the op's own is not
+#: recorded: the key (a (size, where from) pair) and the start of where it came from.
+TRACE_GROUP, FROM_TRACE = "_group from the trace", "the trace's"
 
 
-def price(args: Mapping[str, Any]) -> tuple[Workload | None, str, str]:
-    """(the workload, its label, '') of a ``record_param_comms`` op's *args*, or (None,
-    label, why it is not priced).
+def same_size(name: str) -> bool:
+    """A collective whose output is its input's size (an all-reduce)."""
+    return _KINDS.get(name, (None, False))[0] is ops.all_reduce
+
+
+def algorithm_of(name: str, kernel: str) -> tuple[str, str]:
+    """(the collectives table's algorithm, what the label says of it) of the collective
+    *name* run by *kernel*: the one its name says (``ncclKernel_AllReduce_RING_LL_Sum_float``
+    -> ring), ring where it says none or one the table has no row for (tree, NVLS and
+    CollNet are all-reduce rows)."""
+    found = _ALGORITHM.search(kernel.split("(")[0])
+    said = found.group(1) if found else ""
+    algorithm = _ALGORITHMS.get(said, "")
+    is_reduce = same_size(name)
+    if algorithm and (algorithm == "ring" or is_reduce):
+        return algorithm, f"{algorithm} (its kernel's name)"
+    if said:
+        return "ring", f"ring (its kernel's name says {said}: no row of the table)"
+    return "ring", "ring (assumed: its kernel's name does not say)"
+
+
+def price(args: Mapping[str, Any], kernel: str = "") -> tuple[Workload | None, str, str]:
+    """(the workload, its label, '') of a ``record_param_comms`` op's *args* run by the
+    NCCL/RCCL *kernel* (its algorithm: :func:`algorithm_of`), or (None, label, why it is not
+    priced).
 
     The group is the collective's own (:func:`group_of`); an all-to-all with uneven splits
     (``In split size``, element counts per peer) sends what it does not keep, its own
     split (its position in ``Process Group Ranks``, else the largest kept: the lowest
-    bound), as one point-to-point volume."""
+    bound), as one point-to-point volume. One whose splits are not recorded but whose input
+    and output differ in size is uneven too: what it keeps is in both, so it sends or
+    receives at least their difference, priced so (the lowest bound); with equal sizes its
+    splits are taken as even, and the label says so."""
     name = str(args.get("Collective name") or "")
     label = f"{name}" if name else "collective"
     if not name:
-        return None, label, "collective sizes not recorded (torch before 2.2)"
+        return None, label, NOT_NAMED
     kind = _KINDS.get(name)
     if kind is None:
         return None, label, f"no formula for the collective {name!r}"
@@ -130,17 +194,32 @@ def price(args: Mapping[str, Any]) -> tuple[Workload | None, str, str]:
                              f"not recorded as the table needs (Group size "
                              f"{str(args.get('Group size'))[:20]}, dtype "
                              f"{str(args.get('dtype'))[:20]})")
-    inferred = " (group inferred from its message sizes)" if source == INFERRED else ""
+    inferred = "" if source == RECORDED else " (group inferred from its message sizes)" \
+        if source == INFERRED else f" (group: {source}, its own not recorded)"
+    algorithm, said = algorithm_of(name, kernel)
     splits = _splits(args.get("In split size")) if kind[0] is ops.all_to_all else None
+    out = _whole(args.get("Out msg nelems"))
     try:
         if splits is not None and len(splits) == group and len(set(splits)) > 1:
             sent = sum(splits) - _kept(args, splits)
-            workload = ops.point_to_point(sent, dtype=dtype)
-            return workload, f"{name} over {group} ranks, uneven splits{inferred}", ""
-        workload = kind[0](size, group, dtype=dtype)
+            workload = ops.point_to_point(sent, dtype=dtype, algorithm=algorithm)
+            return workload, f"{name} over {group} ranks, {said}, uneven splits{inferred}", ""
+        if kind[0] is ops.all_to_all and "In split size" not in args and out is not None \
+                and out != size:
+            workload = ops.point_to_point(abs(out - size), dtype=dtype, algorithm=algorithm)
+            return workload, (f"{name} over {group} ranks, {said}, uneven splits not "
+                              f"recorded: at least |in - out| sent or received{inferred}"), ""
+        workload = kind[0](size, group, dtype=dtype, algorithm=algorithm)
     except RooflineError as exc:
         return None, label, f"collective {name}: {str(exc)[:100]}"
-    return workload, f"{name} over {group} ranks{inferred}", ""
+    even = ", splits not recorded: taken as even" if kind[0] is ops.all_to_all and \
+        "In split size" not in args else ""
+    return workload, f"{name} over {group} ranks, {said}{even}{inferred}", ""
+
+
+#: Why a collective nothing in its trace names is not priced.
+NOT_NAMED = ("collective not named: its record_param_comms op records no sizes (torch "
+             "before 2.2) and no op or kernel around it names it")
 
 
 def _kept(args: Mapping[str, Any], splits: list[int]) -> int:
@@ -160,7 +239,7 @@ def _kept(args: Mapping[str, Any], splits: list[int]) -> int:
 def bus_factor(name: str, group: int) -> float:
     """nccl-tests' bus-bandwidth factor of the collective *name* over *group* ranks."""
     kind = _KINDS.get(name, (None, False))[0]
-    if group < 1:
+    if group < 1 or name in _BROADCASTS:
         return 1.0
     if kind is ops.all_reduce:
         return 2 * (group - 1) / group

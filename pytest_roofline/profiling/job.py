@@ -25,6 +25,7 @@ collective below that share of its link roof on any rank).
 from __future__ import annotations
 
 import glob
+import importlib
 import math
 import os
 import statistics
@@ -197,9 +198,8 @@ class Job:
             _fraction("min_link_efficiency", min_link_efficiency, upper=1.0)
             rows = [row for row in self.collective_rows() if row["roof"] is not None]
             if not rows:
-                out.append("min_link_efficiency: no collective of the job is priced (their "
-                           "sizes are not recorded: torch before 2.2), so none can be "
-                           "checked")
+                out.append("min_link_efficiency: no collective of the job is priced (nothing in "
+                           "their traces records their sizes), so none can be checked")
             for row in rows:
                 if row["roof"] < min_link_efficiency:
                     group = f" over {row['group']} ranks" if row["group"] else ""
@@ -276,12 +276,18 @@ def _one(path: Path, hw: Any, max_bytes: int | None) -> tuple[Profile, int, Any]
 
 def read_job(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
              hw: Any = None, *, jobs: int | None = None,
-             max_bytes: int | None = None) -> Job:
+             max_bytes: int | None = None, dask: str | None = None) -> Job:
     """Every rank's trace of one job (*paths*: a folder, a glob, or files), each priced as
     :func:`~.run.read_trace` prices it, *jobs* at a time on processes (default: as many as
-    this machine has cores, at most one a trace; 1 reads them here, one after another), and
-    the ranks compared (see the module docstring)."""
+    this machine has cores, at most one a trace; 1 reads them here, one after another), or
+    one rank a task on the Dask cluster whose scheduler is at *dask* (``tcp://host:8786``;
+    the optional ``dask`` extra), and the ranks compared (see the module docstring)."""
     files = job_paths(paths)
+    if dask is not None:
+        if jobs is not None:
+            raise ProfileError("read_job: give jobs= (processes here) or dask= (a Dask "
+                               "cluster), not both")
+        return compare(files, _on_dask(dask, files, hw, max_bytes))
     if jobs is None:
         jobs = max(1, min(len(files), os.cpu_count() or 1))
     elif isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= 4096:
@@ -294,6 +300,33 @@ def read_job(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
             results = list(pool.map(_one, files, [hw] * len(files),
                                     [max_bytes] * len(files)))
     return compare(files, results)
+
+
+#: Seconds a Dask scheduler is given to answer.
+DASK_CONNECT_S = 10.0
+
+
+def _on_dask(address: Any, files: list[Path], hw: Any, max_bytes: int | None
+             ) -> list[tuple[Profile, int, Any]]:
+    """Each rank priced as a task of the Dask cluster at *address* (the workers import this
+    package and read the traces at the same paths: a shared file system)."""
+    if not isinstance(address, str) or not address.strip() or len(address) > 200:
+        raise ProfileError(f"read_job: dask={address!r:.60} is not a scheduler's address: "
+                           f"give one such as 'tcp://10.0.0.5:8786'")
+    try:
+        distributed = importlib.import_module("distributed")
+    except ImportError:
+        raise ProfileError("read_job: dask= needs Dask's distributed scheduler: pip install "
+                           "'pytest-roofline[dask]'") from None
+    try:
+        client = distributed.Client(address, timeout=DASK_CONNECT_S, set_as_default=False)
+    except (OSError, ValueError) as exc:  # refused, timed out, or not an address
+        raise ProfileError(f"read_job: no Dask scheduler answers at {address!r:.80} "
+                           f"({type(exc).__name__}: {str(exc)[:60]})") from None
+    with client:
+        futures = client.map(_one, files, [hw] * len(files), [max_bytes] * len(files),
+                             pure=False)
+        return list(client.gather(futures))
 
 
 def compare(files: Sequence[Path], results: Sequence[tuple[Profile, int, Any]]) -> Job:

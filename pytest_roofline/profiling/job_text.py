@@ -9,6 +9,7 @@ from typing import Any
 
 from ..text_table import render
 from ..units import format_time
+from .text import group_mark
 
 __all__ = ["headline", "markdown", "table", "time_of"]
 
@@ -58,11 +59,11 @@ def link_cells(job: Any) -> tuple[list[str], list[list[str]]]:
     """Each rank's collectives with nccl-tests' bandwidths and their share of the link
     roof: headers and rows."""
     headers = ["rank", "collective", "group", "calls", "time", "algbw", "busbw",
-               "% of link roof"]
+               "% link roof"]
     rows = []
     for row in job.collective_rows():
         group = "-" if row["group"] is None else (
-            f"{row['group']}" + (" (sizes)" if row["group_from"] != "recorded" else ""))
+            f"{row['group']}" + group_mark(row["group_from"]))
         rows.append([str(row["rank"]), row["name"], group, str(row["calls"]),
                      time_of(row["measured_s"]), _bw(row["algbw_Bps"]),
                      _bw(row["busbw_Bps"]),
@@ -111,4 +112,10 @@ def time_of(seconds: float | None) -> str:
 
 
 def _bw(value: float | None) -> str:
-    return "-" if value is None else f"{value / 1e9:.3g} GB/s"
+    """``6.41 GB/s``, ``745 kB/s``: three significant digits in the unit that fits."""
+    if value is None:
+        return "-"
+    for scale, unit in ((1e9, "GB/s"), (1e6, "MB/s")):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e3:.3g} kB/s"

@@ -169,7 +169,7 @@ def _collectives(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
     if not rows:
         return []
     body = [[str(r["name"]) + (f" over {r['group']}" if r.get("group") else "")
-             + (" (sizes)" if r.get("group_from") not in (None, "", "recorded") else ""),
+             + group_mark(r.get("group_from")),
              f"{float(r['data_bytes']) / 1e6:.3g} MB", str(r["calls"]),
              format_time(float(r["measured_s"])), f"{float(r['algbw_Bps']) / 1e9:.3g} GB/s",
              f"{float(r['busbw_Bps']) / 1e9:.3g} GB/s", f"{float(r['roof']):.1%}"]
@@ -177,3 +177,11 @@ def _collectives(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
     return ["collectives (algbw, busbw as nccl-tests reports them):", *render(
         ["collective", "size", "calls", "measured", "algbw", "busbw", "% link roof"], body,
         align="lrrrrrr", width=width)]
+
+
+def group_mark(source: object) -> str:
+    """What a report writes after a group size that was not recorded: `` (sizes)`` where its
+    message sizes say it, `` (trace)`` where the trace's ``distributedInfo`` does; ''."""
+    if source in (None, "", "recorded"):
+        return ""
+    return " (sizes)" if source == "inferred from its message sizes" else " (trace)"

@@ -1,12 +1,11 @@
-"""A Kineto trace's collective kernels, each with the ``record_param_comms`` op that
-launched it (:class:`~..comm_calls.CollectiveCall`), in the order they started.
+"""A Kineto trace's collective kernels, each with the ops that launched it
+(:class:`~..comm_calls.CollectiveCall`), in the order they started.
 
-A communication kernel (:data:`~..timeline.COMMUNICATION`) belongs to the nearest
-``record_param_comms`` op around its launch, or to one that is a child of the op that
-launched it (``c10d::allreduce_`` records its sizes on a child and launches the kernel
-itself); its sizes, group and bound come from that op's arguments
-(:mod:`..collectives`). A kernel with no such op, or one whose op records no sizes
-(torch before 2.2), is kept with its time and the reason, its name the kind its kernel's
+A communication kernel (:data:`~..timeline.COMMUNICATION`) belongs to the collective's ops
+around its launch (``c10d::allreduce_``, ``record_param_comms``, ``nccl:all_reduce``:
+:mod:`.comm_ops`); its sizes, group and bound come from what they record
+(:mod:`..collectives`), its algorithm from its own name. A kernel with no such op, or whose
+ops name no collective, is kept with its time and the reason, its name the kind its kernel's
 name says (``ncclKernel_AllReduce_RING_LL_Sum_float`` -> ``AllReduce``).
 """
 
@@ -19,10 +18,14 @@ from ...engine.analysis import analyze
 from .. import collectives
 from ..comm_calls import CollectiveCall
 from ..timeline import COMMUNICATION
+from . import comm_ops
 from .trace_file import Op, TraceFile
 
-__all__ = ["calls", "kind_of_kernel", "steps"]
+__all__ = ["NO_LAUNCH", "calls", "kind_of_kernel", "steps"]
 
+#: Why a collective kernel whose launch the trace does not hold is not priced.
+NO_LAUNCH = ("its launch is not in the trace (it began before the profiler's window): no op "
+             "records its sizes")
 _KIND = re.compile(r"(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
 _COPY = re.compile(r"memcpy|memset", re.IGNORECASE)
 
@@ -35,42 +38,41 @@ def kind_of_kernel(name: str) -> str:
     return kind if kind and kind.lower() != "generic" else "collective"
 
 
-def _owners(trace: TraceFile) -> dict[int, Op]:
-    """id(kernel) -> the ``record_param_comms`` op it belongs to."""
-    out: dict[int, Op] = {}
-    stack: list[tuple[Op, Op | None]] = [(root, None) for root in trace.roots]
+def _owners(trace: TraceFile) -> dict[int, list[Op]]:
+    """id(kernel) -> the collective's ops around its launch (:func:`.comm_ops.chain_of`)."""
+    out: dict[int, list[Op]] = {}
+    stack: list[tuple[Op, tuple[Op, ...]]] = [(root, ()) for root in trace.roots]
     while stack:
-        op, owner = stack.pop()
-        if op.name == collectives.COLLECTIVE_OP:
-            owner = op
-        child = next((c for c in op.children if c.name == collectives.COLLECTIVE_OP), None)
-        own = owner or child
-        if own is not None:
-            for device in op.launched:
-                out.setdefault(id(device), own)
-        stack.extend((c, owner) for c in op.children)
+        op, ancestors = stack.pop()
+        if op.launched:
+            chain = [o for o in comm_ops.chain_of(op, ancestors) if comm_ops.is_comm_op(o.name)]
+            if chain:
+                for device in op.launched:
+                    out.setdefault(id(device), chain)
+        stack.extend((c, (*ancestors, op)) for c in op.children)
     return out
 
 
 def calls(trace: TraceFile, chip: Any) -> tuple[CollectiveCall, ...]:
-    """Each collective kernel of *trace*, priced on *chip*'s link where its op records its
-    sizes, in the order the kernels started."""
+    """Each collective kernel of *trace*, priced on *chip*'s link where the ops around it
+    record its sizes (:mod:`.comm_ops`), in the order the kernels started."""
     kernels = sorted((d for d in trace.timeline if COMMUNICATION.search(d.name)
                       and not _COPY.search(f"{d.category} {d.name}")),
                      key=lambda d: d.start)
     if not kernels:  # no collective: no op tree to walk
         return ()
     owners = _owners(trace)
-    priced: dict[tuple[Any, ...], tuple[float | None, str]] = {}
+    priced: dict[tuple[Any, ...], tuple[float | None, str, float | None]] = {}
     out = []
     for device in kernels:
-        op = owners.get(id(device))
-        args = op.args if op is not None else {}
-        name = str(args.get("Collective name") or "") or kind_of_kernel(device.name)
+        chain = owners.get(id(device))
         short = device.name.split("(")[0]
+        args = comm_ops.collective_args(chain, short, trace.distributed) if chain else {}
+        name = str(args.get("Collective name") or "") or kind_of_kernel(device.name)
         if not args.get("Collective name"):
-            why = ("collective sizes not recorded (torch before 2.2)" if op is not None
-                   else "no record_param_comms op around its launch")
+            why = collectives.NOT_NAMED if chain else NO_LAUNCH if \
+                device.args.get("correlation") not in trace.launch_times else \
+                "no collective op around its launch"
             out.append(CollectiveCall(name=name, kernel=short, start=device.start,
                                       seconds=device.seconds, why=why))
             continue
@@ -78,17 +80,19 @@ def calls(trace: TraceFile, chip: Any) -> tuple[CollectiveCall, ...]:
         elements = collectives.data_elements(args)
         width = collectives.element_bytes(args)
         data = None if elements is None or width is None else float(elements * width)
-        key = tuple(sorted((k, str(v)) for k, v in args.items()
-                           if k not in ("External id", "Ev Idx", "Record function id")))
+        key = (short, *sorted((k, str(v)) for k, v in args.items()
+                              if k not in ("External id", "Ev Idx", "Record function id")))
         if key not in priced:
-            workload, _, why = collectives.price(args)
-            priced[key] = ((None, why) if workload is None
-                           else (float(analyze(workload, chip).time), ""))
-        bound, why = priced[key]
+            workload, label, why = collectives.price(args, short)
+            sent = None
+            if workload is not None and "uneven splits" in label:
+                sent = float(sum(k.link_bytes for k in workload.kernels)) / (width or 1)
+            priced[key] = ((None, why, None) if workload is None
+                           else (float(analyze(workload, chip).time), "", sent))
+        bound, why, sent = priced[key]
         factor = None
         if group is not None:
             factor = collectives.bus_factor(name, group)
-            sent = _uneven(args, group)
             if sent is not None and elements:
                 factor = sent / elements
         pg = str(args.get("Process Group Name") or "")[:40]
@@ -97,15 +101,6 @@ def calls(trace: TraceFile, chip: Any) -> tuple[CollectiveCall, ...]:
                                   data_bytes=data, factor=factor, bound=bound, why=why,
                                   process_group="" if pg == "0" else pg))
     return tuple(out)
-
-
-def _uneven(args: Any, group: int) -> float | None:
-    """Elements an all-to-all of uneven splits sends (None: even, or not an all-to-all)."""
-    workload, label, _ = collectives.price(args)
-    if workload is None or "uneven splits" not in label:
-        return None
-    return float(sum(k.link_bytes for k in workload.kernels)) / (
-        collectives.element_bytes(args) or 1)
 
 
 def steps(trace: TraceFile) -> int:

@@ -47,8 +47,8 @@ from .. import collectives
 from ..devices import runs_tf32
 from ..model import KernelRow, Profile, Unpriced, rows_sorted
 from ..rows import judged_row, precision_of
-from ..timeline import timeline
-from . import capture, comms, copies, pricing
+from ..timeline import COMMUNICATION, timeline
+from . import capture, comm_ops, comms, copies, pricing
 from .capture import Captured
 from .dtype_names import DTYPES
 from .trace_file import Device, Op, TraceFile
@@ -323,12 +323,13 @@ class Joiner:
                 self._host_copy(device, op)
         if launched:
             names = [d.name for d in launched]
-            group, reason = self._group(op, names)
-            for ancestor in reversed(ancestors) if group is None else ():
+            group, reason = self._group(op, names, ancestors)
+            for depth in reversed(range(len(ancestors))) if group is None else ():
+                ancestor = ancestors[depth]
                 under = [d for d in ancestor.devices() if not copies.is_host_copy(d)]
                 if any(id(d) in self.claimed for d in under):
                     break  # part of its work is priced already: its bound is not theirs
-                group, _ = self._group(ancestor, [d.name for d in under])
+                group, _ = self._group(ancestor, [d.name for d in under], ancestors[:depth])
                 if group is not None:
                     # the ancestor's bound is all it does (a convolution and its bias add):
                     # it owns every kernel under it, those of ops not walked yet included
@@ -354,22 +355,28 @@ class Joiner:
         for child in op.children:
             self._walk_device(child, (*ancestors, op))
 
-    def _collective(self, op: Op) -> tuple[_Group | None, str]:
-        """A collective's group, priced on the network roof from its recorded sizes
-        (:mod:`.collectives`), or the reason it is not."""
-        workload, label, why = collectives.price(op.args)
+    def _collective(self, op: Op, kernels: list[str], ancestors: tuple[Op, ...]
+                    ) -> tuple[_Group | None, str]:
+        """A collective's group, priced on the network roof from the sizes recorded on its
+        ops (:mod:`.comm_ops`, :mod:`.collectives`), or the reason it is not."""
+        chain = comm_ops.chain_of(op, ancestors)
+        kernel = next((short_kernel(k) for k in kernels if COMMUNICATION.search(k)), "")
+        args = comm_ops.collective_args(chain, kernel, self.trace.distributed)
+        workload, label, why = collectives.price(args, kernel)
         if workload is None:
             return None, why
-        shapes = f"{label}, {op.args.get('In msg nelems')} {op.args.get('dtype')}"
-        key = (op.name, shapes)
+        shapes = f"{label}, {args.get('In msg nelems')} {args.get('dtype')}"
+        key = (collectives.COLLECTIVE_OP, shapes)
         group = self.groups.get(key)
         if group is None:
-            group = self.groups[key] = _Group(op.name, shapes, workload, None)
-            for kernel in workload.kernels:
-                group.kernels.setdefault(kernel.name)
+            group = self.groups[key] = _Group(collectives.COLLECTIVE_OP, shapes, workload,
+                                              None)
+            for kernel_name in workload.kernels:
+                group.kernels.setdefault(kernel_name.name)
         return group, ""
 
-    def _group(self, op: Op, kernels: list[str]) -> tuple[_Group | None, str]:
+    def _group(self, op: Op, kernels: list[str], ancestors: tuple[Op, ...] = ()
+               ) -> tuple[_Group | None, str]:
         """The group of *op*'s calls with its inputs (priced once), or the reason it has
         none."""
         launch = self.launches.get(op.name)
@@ -384,8 +391,10 @@ class Joiner:
                 for kernel in launch.kernels:
                     group.kernels.setdefault(kernel.name)
             return group, ""
-        if op.name == collectives.COLLECTIVE_OP:
-            return self._collective(op)
+        if comm_ops.is_comm_op(op.name) and (
+                op.name == collectives.COLLECTIVE_OP or any(COMMUNICATION.search(k)
+                                                            for k in kernels)):
+            return self._collective(op, kernels, ancestors)
         if not op.name.startswith("aten::") and not pricing.has_formula(op.name):
             return None, "not an aten op"
         tf32 = runs_tf32(kernels)

@@ -16,7 +16,8 @@ The file is the Chrome trace format PyTorch's profiler (Kineto) writes, ``.json`
   A kernel whose launch is under no op (or missing) is kept at the root, by its own name.
 * ``deviceProperties`` (the GPU's name and memory) says which chip ran it.
 * **Triton launches**: the ranges ``profile()`` records around each (category
-  ``user_annotation``, named ``triton::<kernel>(<shapes>)``), read as ops.
+  ``user_annotation``, named ``triton::<kernel>(<shapes>)``), read as ops; so are the
+  ``nccl:<collective>`` ranges around a collective's launch (its tensor's dims and type).
 
 Times are read in microseconds (the format's unit) and kept in seconds. Nothing here knows a
 formula: :mod:`.pricing` prices the ops, :mod:`.join` sets them against their kernels.
@@ -43,6 +44,9 @@ DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "
 _US = 1e-6
 #: The prefix of the profiler ranges ``profile()`` puts around a Triton launch (read as ops).
 LAUNCH_RANGE = "triton::"
+#: Host ranges read as ops: Triton launches', and the ``nccl:<collective>`` range a process
+#: group opens around a collective's launch (it records the tensor it was called on).
+_RANGES = (LAUNCH_RANGE, "nccl:")
 #: A host call that puts device work on a stream (a graph's replay is not one of them).
 _LAUNCH = re.compile(r"LaunchKernel|Memcpy|Memset|cuLaunch|hipExtModuleLaunch")
 _CAPTURE = re.compile(r"StreamBeginCapture|StreamEndCapture")
@@ -323,7 +327,7 @@ def parse(data: dict[str, Any], path: str = "<trace>") -> TraceFile:
         start, seconds = start_us * _US, dur_us * _US
         args = read.args()
         if cat in OP_CATEGORIES or (cat in ANNOTATION_CATEGORIES
-                                    and read.name().startswith(LAUNCH_RANGE)):
+                                    and read.name().startswith(_RANGES)):
             shapes = shapes or "Input Dims" in args or "Input dims" in args
             if len(durations[False]) < _SAMPLE:
                 durations[False].append(dur_us)
