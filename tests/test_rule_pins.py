@@ -2,7 +2,8 @@
 closed-form expectation derived beside it (a hand count, a datasheet, the rule's own
 statement in the docs). One section per rule:
 
-1. the Triton counter's FLOPs for fused multiply-add and clamp;
+1. the Triton counter's FLOPs for fused multiply-add and clamp, and a dot's products counted
+   on the lanes an atomic writes;
 2. the device table a jax.profiler trace's device plane is read against;
 3. in-place updates (``dynamic-update-slice``, ``scatter``) run on their own, not fused;
 4. a scatter's combiner (add, multiply, max, min: one FLOP an update; a plain set: none);
@@ -83,6 +84,34 @@ def test_a_triton_clamp_is_two_flops_a_valid_lane() -> None:
     assert float(work.flops) == 2 * 100
     assert float(work.bytes) == 2 * 100 * 4
     torch.testing.assert_close(out[:100], x[:100].clamp(-0.5, 0.5))
+
+
+def test_a_dot_added_atomically_counts_the_products_the_atomic_writes() -> None:
+    """Split-K's epilogue: a 16 x 16 x 16 fp32 tl.dot over rows loaded at ``rm % M`` (no mask:
+    rows 10..15 repeat rows 0..5) and tl.atomic_add into C under ``rows < 10``. The products
+    counted are those the atomic writes, as for a plain store: 2·10·16·16 = 5,120 matrix
+    FLOPs (not the 8,192 of all 16 rows), plus the atomic's add a valid lane, 10·16 = 160.
+    Bytes, distinct addresses: A's 10 rows 640 B, B 1,024 B, C's 160 lanes read and written
+    640 + 640 B: 2,944 B."""
+    torch = _triton()
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def split_k(a_ptr, b_ptr, c_ptr, M, BM: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+        rm, rk, rn = tl.arange(0, BM), tl.arange(0, K), tl.arange(0, N)
+        a = tl.load(a_ptr + (rm % M)[:, None] * K + rk[None, :])
+        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, input_precision="ieee")
+        tl.atomic_add(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm < M)[:, None])
+
+    a, b = torch.randn(10, 16), torch.randn(16, 16)
+    c = torch.zeros(10, 16)
+    work = rl.trace(lambda: split_k[(1,)](a, b, c, 10, BM=16, K=16, N=16))
+    by_unit = {(k.unit, k.dtype): float(k.flops) for k in work.kernels if float(k.flops)}
+    assert by_unit == {("matrix", "fp32"): 2 * 10 * 16 * 16, ("vector", "fp32"): 10 * 16}
+    assert float(work.bytes) == 10 * 16 * 4 + 16 * 16 * 4 + 2 * 10 * 16 * 4
+    torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
 # -- 2. the chip a jax.profiler device plane names (vendor, compute capability, memory) -----------
@@ -172,12 +201,12 @@ def _combiner(cid: int, opcode: str) -> bytes:
         _ins(100 * cid + 2, "r", opcode, (), operands=(100 * cid, 100 * cid + 1)))))
 
 
-def _program(combine: str = "add") -> Any:
+def _program(combine: str = "add", table_rows: int = 1024) -> Any:
     """An entry computation running, unfused:
 
     - ``dus``: dynamic-update-slice(buf f32[1024,1024], upd f32[8,1024], i, i);
-    - ``scatter``: scatter(table f32[1024,8], idx s32[256,1], rows f32[256,8]) combining with
-      *combine* (its ``to_apply``, computation 3)."""
+    - ``scatter``: scatter(table f32[table_rows,8], idx s32[256,1], rows f32[256,8])
+      combining with *combine* (its ``to_apply``, computation 3)."""
     from pytest_roofline.profiling.jax.hlo import parse_module
 
     entry = _msg((1, "main"), (5, 1), *((2, i) for i in (
@@ -185,10 +214,10 @@ def _program(combine: str = "add") -> Any:
         _ins(11, "upd", "parameter", (8, 1024), (9, 1)),
         _ins(12, "i", "parameter", (), (9, 2), element=S32),
         _ins(13, "dus", "dynamic-update-slice", (1024, 1024), operands=(10, 11, 12, 12)),
-        _ins(14, "table", "parameter", (1024, 8), (9, 3)),
+        _ins(14, "table", "parameter", (table_rows, 8), (9, 3)),
         _ins(15, "idx", "parameter", (256, 1), (9, 4), element=S32),
         _ins(16, "rows", "parameter", (256, 8), (9, 5)),
-        _ins(17, "scatter", "scatter", (1024, 8), (38, [3]), operands=(14, 15, 16)))))
+        _ins(17, "scatter", "scatter", (table_rows, 8), (38, [3]), operands=(14, 15, 16)))))
     module = _msg((1, "jit_f"), (3, _combiner(3, combine)), (3, entry), (5, 1), (6, 1))
     return parse_module(_msg((1, module)), "jit_f(1)")
 
@@ -217,6 +246,14 @@ def test_an_unfused_scatter_moves_its_updates_and_indices_not_its_buffer() -> No
     8,192 B (fewer than the table holds). Total 17,408 B."""
     work = _price(_program(), "scatter")
     assert float(work.bytes) == 256 * 4 + 256 * 8 * 4 + 256 * 8 * 4
+
+
+def test_an_unfused_scatter_into_fewer_rows_writes_at_most_its_buffer() -> None:
+    """256 updates of 8 fp32 summed into a 16 x 8 table (a segment sum): the updates combine
+    in the table, so it writes at most the table's 16·8·4 = 512 B, not the updates' 8,192.
+    Read: 1,024 B of indices and 8,192 B of updates. Total 9,728 B."""
+    work = _price(_program(table_rows=16), "scatter")
+    assert float(work.bytes) == 256 * 4 + 256 * 8 * 4 + 16 * 8 * 4
 
 
 @pytest.mark.parametrize(("combine", "flops"), [
