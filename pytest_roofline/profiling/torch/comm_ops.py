@@ -26,11 +26,23 @@ read into the same keys, for :func:`..collectives.price`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import collectives
 from .trace_file import Op
+
+#: A collective kernel's kind in its name (NCCL's and RCCL's).
+_KIND = re.compile(r"(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
+
+
+def kind_of_kernel(name: str) -> str:
+    """``AllReduce`` of ``ncclKernel_AllReduce_RING_LL_Sum_float(...)``; ``collective``
+    where the name does not say (``ncclDevKernel_Generic``)."""
+    found = _KIND.search(name)
+    kind = found.group(1) if found else ""
+    return kind if kind and kind.lower() != "generic" else "collective"
 
 __all__ = ["NCCL_RANGE", "chain_of", "collective_args", "is_comm_op"]
 
@@ -138,8 +150,6 @@ def collective_args(chain: Sequence[Op], kernel: str,
     params = [op for op in chain if op.name == collectives.COLLECTIVE_OP]
     name = next((_name_of(op) for op in (*ranges, *c10d) if _name_of(op)), "")
     if not name:
-        from .comms import kind_of_kernel
-
         name = _KERNEL_KINDS.get(kind_of_kernel(kernel).lower(), "")
     if not name:
         return {}

@@ -19,6 +19,7 @@ from .. import collectives
 from ..comm_calls import CollectiveCall
 from ..timeline import COMMUNICATION
 from . import comm_ops
+from .comm_ops import kind_of_kernel
 from .trace_file import Op, TraceFile
 
 __all__ = ["NO_LAUNCH", "calls", "kind_of_kernel", "steps"]
@@ -26,16 +27,7 @@ __all__ = ["NO_LAUNCH", "calls", "kind_of_kernel", "steps"]
 #: Why a collective kernel whose launch the trace does not hold is not priced.
 NO_LAUNCH = ("its launch is not in the trace (it began before the profiler's window): no op "
              "records its sizes")
-_KIND = re.compile(r"(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
 _COPY = re.compile(r"memcpy|memset", re.IGNORECASE)
-
-
-def kind_of_kernel(name: str) -> str:
-    """``AllReduce`` of ``ncclKernel_AllReduce_RING_LL_Sum_float(...)``; ``collective``
-    where the name does not say (``ncclDevKernel_Generic``)."""
-    found = _KIND.search(name)
-    kind = found.group(1) if found else ""
-    return kind if kind and kind.lower() != "generic" else "collective"
 
 
 def _owners(trace: TraceFile) -> dict[int, list[Op]]:
