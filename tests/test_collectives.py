@@ -175,3 +175,42 @@ def test_a_measured_latency_is_named_in_the_result():
     assert r.to_dict()["notes"] == list(r.notes)
     assert analyze(ops.all_reduce(ELEMENTS, N), "h100").notes == ()
     assert "notes" not in analyze(ops.all_reduce(ELEMENTS, N), "h100").to_dict()
+
+
+# -- the per-device kernel of each row of the table, memory and adds included ------------------
+# For N = 8 devices and D bytes (the full tensor, E = D / 2 bf16 elements), each device
+# holds its input and its output in memory (held: 1 for the whole of D, 1/N for a share, 0
+# for none), and the ring reads what it sends and writes what it receives: memory bytes =
+# held_in·D + held_out·D + 2·link bytes; the reductions add (N-1)/N of E's elements.
+#   all_reduce:      link 2·D·7/8 = 1.75 D; memory D + D + 3.5 D = 5.5 D; adds 7/8 E
+#   all_gather:      link 7/8 D; memory D/8 + D + 1.75 D = 2.875 D; no adds
+#   reduce_scatter:  link 7/8 D; memory D + D/8 + 1.75 D = 2.875 D; adds 7/8 E
+#   all_to_all:      link 7/8 D; memory D + D + 1.75 D = 3.75 D; no adds
+#   point_to_point:  (2 devices) link D; memory D (the input; the peer's output) + 2 D = 3 D
+# In the network's switches (all-reduce only): NVLink SHARP sends (N+1)/N·D = 1.125 D,
+# InfiniBand SHARP D, in 2 steps; the switch adds, so no adds, and memory serves the input
+# and the output only: 2 D.
+@pytest.mark.parametrize(("op", "devices", "link", "memory", "adds"), [
+    (ops.all_reduce, N, 1.75, 5.5, 7 / 8),
+    (ops.all_gather, N, 7 / 8, 2.875, 0.0),
+    (ops.reduce_scatter, N, 7 / 8, 2.875, 7 / 8),
+    (ops.all_to_all, N, 7 / 8, 3.75, 0.0),
+    (ops.point_to_point, 2, 1.0, 3.0, 0.0),
+])
+def test_each_collective_reads_writes_and_adds_by_its_row(op, devices, link, memory, adds):
+    given = () if op is ops.point_to_point else (devices,)   # a send is between two
+    (kernel,) = op(ELEMENTS, *given, algorithm="ring").kernels
+    assert kernel.link_bytes == pytest.approx(link * D, rel=1e-12)
+    assert kernel.bytes == pytest.approx(memory * D, rel=1e-12)
+    assert kernel.flops == pytest.approx(adds * ELEMENTS, rel=1e-12)
+    assert kernel.name.endswith(f"{devices} devices, ring)")
+    (auto,) = op(ELEMENTS, *given).kernels      # the default names no algorithm
+    assert auto.name.endswith(f"{devices} devices)")
+
+
+@pytest.mark.parametrize(("algorithm", "link"), [("nvls", 1.125), ("sharp", 1.0)])
+def test_an_all_reduce_in_the_switches_moves_its_input_and_output_only(algorithm, link):
+    (kernel,) = ops.all_reduce(ELEMENTS, N, algorithm=algorithm).kernels
+    assert kernel.link_bytes == pytest.approx(link * D, rel=1e-12)
+    assert kernel.link_steps == 2
+    assert kernel.bytes == pytest.approx(2 * D, rel=1e-12) and kernel.flops == 0
