@@ -165,6 +165,9 @@ def test_attention_backward_products_and_bytes() -> None:
     # Q, K, V, O read and dQ, dK, dV, dO (O's size) each once, and the log-sum-exp read
     assert R.attention_backward_bytes(q=10, k=20, v=30, o=40, lse=4) == 2 * 100 + 4
     assert R.lse_bytes(3) == 12        # fp32 each
+    # on the vector units, per scored pair: the recomputed softmax (5) and
+    # dS = scale · P · (dP - D): subtract, multiply, the softmax scale (3)
+    assert R.ATTENTION_GRAD_FLOPS == 3 and R.ATTENTION_BACKWARD_VECTOR_FLOPS == 8
 
 
 def test_sorting_and_pools_and_interpolation_count_their_comparisons() -> None:
