@@ -214,3 +214,31 @@ def test_an_all_reduce_in_the_switches_moves_its_input_and_output_only(algorithm
     assert kernel.link_bytes == pytest.approx(link * D, rel=1e-12)
     assert kernel.link_steps == 2
     assert kernel.bytes == pytest.approx(2 * D, rel=1e-12) and kernel.flops == 0
+
+
+def test_a_collectives_footprint_is_its_tensor_and_a_mixed_matmul_names_the_odd_one():
+    assert ops.all_reduce(ELEMENTS, N).footprint == D          # the full tensor, bf16
+    np = pytest.importorskip("numpy")
+    with pytest.raises(WorkloadError, match=r"two arrays, got b=8$"):
+        ops.sharded_matmul(np.ones((4, 8)), 8, shards=2)       # an array and a size
+    with pytest.raises(WorkloadError, match=r"two arrays, got a=4$"):
+        ops.sharded_matmul(4, np.ones((8, 2)), shards=2)
+
+
+def test_a_sharded_matmuls_footprint_and_knob():
+    """[1024, 4096] @ [4096, 2048] in bf16 over 2 chips along k: a chip holds its [1024, 2048]
+    and [2048, 2048] operands and its [1024, 2048] partial sum (2 B each: 16,777,216 B) and
+    the all-reduced [1024, 2048] output (4,194,304 B); its knob is the contraction a chip
+    takes. Along n the knob is k itself."""
+    w = ops.sharded_matmul(1024, 4096, 2048, shards=2)
+    assert w.footprint == 16_777_216 + 4_194_304
+    assert w.knob is not None and w.knob.name == "k_per_chip"
+    along_n = ops.sharded_matmul(1024, 4096, 2048, shards=2, split="n")
+    assert along_n.knob is not None and along_n.knob.name == "k"
+
+
+def test_a_collective_over_one_device_moves_nothing_but_a_send_still_sends():
+    (alone,) = ops.all_reduce(ELEMENTS, 1).kernels
+    assert (alone.flops, alone.bytes, alone.link_bytes) == (0.0, 0.0, 0.0)
+    (sent,) = ops.point_to_point(ELEMENTS).kernels
+    assert sent.link_bytes == D

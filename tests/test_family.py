@@ -191,3 +191,15 @@ def test_one_shot_of_a_gather_sends_what_the_ring_does_in_one_step() -> None:
     row = R.collective("all_gather")
     assert row.steps(8, "one_shot") == (1.0, 1.0)
     assert R.collective("all_reduce").steps(8, "one_shot") == (4.0, 1.0)   # N / 2
+
+
+def test_collective_rows_are_frozen_and_found_by_each_frameworks_name() -> None:
+    import dataclasses
+
+    row = R.collective("all_reduce")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.kind = "x"  # type: ignore[misc]
+    assert R.collective_named("torch", "all_reduce") is row
+    assert R.collective_named("jax", "psum") is row
+    assert R.collective_named("hlo", "all-gather") is R.collective("all_gather")
+    assert R.collective_named("hlo", "all-reduce-start") is None
