@@ -242,3 +242,12 @@ def test_a_collective_over_one_device_moves_nothing_but_a_send_still_sends():
     assert (alone.flops, alone.bytes, alone.link_bytes) == (0.0, 0.0, 0.0)
     (sent,) = ops.point_to_point(ELEMENTS).kernels
     assert sent.link_bytes == D
+
+
+def test_a_collective_is_named_by_its_size_and_dtype_and_a_bad_matmul_is_refused():
+    assert ops.all_reduce(ELEMENTS, N).kernels[0].name == "all_reduce(1048576 x bf16, 8 devices)"
+    np = pytest.importorskip("numpy")
+    with pytest.raises(WorkloadError, match=r"^sharded_matmul needs m, k, n"):
+        ops.sharded_matmul(4, 8, shards=2)
+    with pytest.raises(WorkloadError, match=r"do not contract as \[\.\.\., m, k\] @ \[k, n\]"):
+        ops.sharded_matmul(np.ones((4, 8)), np.ones((9, 2)), shards=2)
