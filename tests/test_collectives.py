@@ -251,3 +251,10 @@ def test_a_collective_is_named_by_its_size_and_dtype_and_a_bad_matmul_is_refused
         ops.sharded_matmul(4, 8, shards=2)
     with pytest.raises(WorkloadError, match=r"do not contract as \[\.\.\., m, k\] @ \[k, n\]"):
         ops.sharded_matmul(np.ones((4, 8)), np.ones((9, 2)), shards=2)
+
+
+def test_a_collective_kernel_reduces_in_its_data_dtype_unless_told():
+    from pytest_roofline.ops.collectives import collective_kernel
+
+    assert collective_kernel("all_reduce", "x", 1024, 8, "bf16").dtype == "bf16"
+    assert collective_kernel("all_reduce", "x", 1024, 8, "bf16", compute="fp32").dtype == "fp32"

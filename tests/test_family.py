@@ -181,6 +181,7 @@ def test_sorting_and_pools_and_interpolation_count_their_comparisons() -> None:
 
 def test_a_depthwise_convolution_alone_runs_on_the_vector_units() -> None:
     assert R.conv_unit(32, 1) == "vector"      # depthwise: one input channel a group
+    assert R.conv_unit(2, 1) == "vector"       # two groups of one channel: depthwise too
     assert R.conv_unit(1, 1) == "matrix"       # one group of one channel: a plain conv
     assert R.conv_unit(32, 2) == "matrix"      # grouped, two channels a group
 
