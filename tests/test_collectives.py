@@ -258,3 +258,6 @@ def test_a_collective_kernel_reduces_in_its_data_dtype_unless_told():
 
     assert collective_kernel("all_reduce", "x", 1024, 8, "bf16").dtype == "bf16"
     assert collective_kernel("all_reduce", "x", 1024, 8, "bf16", compute="fp32").dtype == "fp32"
+    assert collective_kernel("all_reduce", "x", 1024, 1, "bf16").dtype == "bf16"  # alone
+    assert collective_kernel("all_reduce", "x", 1024, 8, "bf16", algorithm="nvls").dtype == \
+        "bf16"
