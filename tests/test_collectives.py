@@ -241,7 +241,7 @@ def test_a_collective_over_one_device_moves_nothing_but_a_send_still_sends():
     (alone,) = ops.all_reduce(ELEMENTS, 1).kernels
     assert (alone.flops, alone.bytes, alone.link_bytes) == (0.0, 0.0, 0.0)
     (sent,) = ops.point_to_point(ELEMENTS).kernels
-    assert sent.link_bytes == D
+    assert sent.link_bytes == D and sent.link_steps == 1     # one hop
 
 
 def test_a_collective_is_named_by_its_size_and_dtype_and_a_bad_matmul_is_refused():
@@ -261,3 +261,15 @@ def test_a_collective_kernel_reduces_in_its_data_dtype_unless_told():
     assert collective_kernel("all_reduce", "x", 1024, 1, "bf16").dtype == "bf16"  # alone
     assert collective_kernel("all_reduce", "x", 1024, 8, "bf16", algorithm="nvls").dtype == \
         "bf16"
+
+
+def test_a_sharded_matmuls_knob_rebuilds_it_and_overlap_adds_both_kernels():
+    w = ops.sharded_matmul(1024, 4096, 2048, shards=2)
+    # k_per_chip = 1024 rebuilds the matmul with k = 2048 over the 2 chips
+    assert w.knob.build(1024).kernels[0].flops == 2 * 1024 * 1024 * 2048
+    one = ops.sharded_matmul(1024, 4096, 2048, shards=2, overlap=True)
+    (kernel,) = one.kernels
+    # the local [1024, 2048] @ [2048, 2048] and the all-reduce's adds, (N-1)/N of m·n
+    assert kernel.flops == 2 * 1024 * 2048 * 2048 + 1024 * 2048 / 2
+    with pytest.raises(WorkloadError):
+        ops.all_reduce(ELEMENTS, None)   # only a send has a default of two devices

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("tests", nargs="+", help="the test files (or node ids) to run")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds a mutant's tests may take (then killed: a hang)")
-    parser.add_argument("--lines", help="only mutants on these lines, e.g. 40-90")
+    parser.add_argument("--lines", help="only mutants on these lines, e.g. 40-90,112,130")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mutate-"))
     try:
@@ -191,11 +191,12 @@ def main(argv: list[str] | None = None) -> int:
             pass
         path = work / args.module
         source = path.read_text()
-        low, high = (int(x) for x in args.lines.split("-")) if args.lines else (0, 10**9)
+        spans = [tuple(int(x) for x in (part.split("-") * 2)[:2])
+                 for part in args.lines.split(",")] if args.lines else [(0, 10**9)]
         assert run_tests(args.tests, args.timeout) == "survived", "the tests fail unmutated"
         results: dict[str, int] = {"killed": 0, "survived": 0, "timeout": 0}
         for line, what, mutated in mutants(source):
-            if not low <= line <= high:
+            if not any(low <= line <= high for low, high in spans):
                 continue
             path.write_text(mutated)
             outcome = run_tests(args.tests, args.timeout)
