@@ -235,6 +235,9 @@ def test_a_sharded_matmuls_footprint_and_knob():
     assert w.knob is not None and w.knob.name == "k_per_chip"
     along_n = ops.sharded_matmul(1024, 4096, 2048, shards=2, split="n")
     assert along_n.knob is not None and along_n.knob.name == "k"
+    # along n without the gather: its own [1024, 4096], [4096, 1024] and [1024, 1024], no more
+    kept = ops.sharded_matmul(1024, 4096, 2048, shards=2, split="n", gather=False)
+    assert kept.footprint == (4_194_304 + 4_194_304 + 1_048_576) * 2
 
 
 def test_a_collective_over_one_device_moves_nothing_but_a_send_still_sends():
