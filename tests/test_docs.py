@@ -1336,3 +1336,20 @@ def _profile_jax_in_a_test(block: Block, request: pytest.FixtureRequest) -> None
 @check("docs/profile.md", "$ pytest-roofline profile tests/data/jax_traces/mi300x_tracelens_")
 def _profile_jax_cli(block: Block, request: pytest.FixtureRequest) -> None:
     run_shown_commands(block, cwd=ROOT)
+
+
+# -- docs/mutation.md ----------------------------------------------------------------------
+
+@check("docs/mutation.md", "python tools/mutate.py pytest_roofline/efficiency.py tests/test_effi")
+def _mutation_commands(block: Block, request: pytest.FixtureRequest) -> None:
+    """Every command names a module and test files that exist; the first runs, on one line
+    (SPREAD_CAP's: a changed cap fails tests/test_efficiency.py), and kills its mutant."""
+    lines = [line.split() for line in block.text.strip().splitlines()]
+    for words in lines:
+        assert words[:2] == ["python", "tools/mutate.py"], words
+        assert all((ROOT / path).is_file() for path in words[2:]), words
+    done = subprocess.run([sys.executable, *lines[0][1:], "--lines", "51-51"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("1 killed of 1 mutants (0 by the time limit), "
+                                        "0 survived"), done.stdout
