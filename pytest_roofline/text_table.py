@@ -20,13 +20,15 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
     """Columns padded to their widest cell; *align* holds ``l``/``r`` per column.
 
     When the lines would exceed *width*, in this order until they fit: column *shrink* (a
-    test id) is shortened in the middle, keeping its file name and the end of its test name,
-    down to *min_shrunk* characters; the *optional* columns are left out, in their order; the
-    *squeeze* columns are abbreviated (their cells cut at the end, marked ``...``) down to
-    *min_squeezed* characters; then, as a last resort, every id takes a line of its own (cut
-    in the middle to *width*) with the row's other cells indented below it, where the
-    columns left out come back in the reverse of their order, as far as they fit, and
-    should the indented cells still be too wide, the widest of them is cut at its end.
+    label: a test id, a kernel's name) is shortened down to *min_shrunk* characters keeping
+    what tells its rows apart (:func:`cut_labels`: the start all its cells share goes first,
+    then the end they share, then the middle of what differs); the *optional* columns are
+    left out, in their order; the *squeeze* columns are abbreviated (their cells cut at the
+    end, marked ``...``) down to *min_squeezed* characters; then, as a last resort, every id
+    takes a line of its own (shortened as above to *width*) with the row's other cells
+    indented below it, where the columns left out come back in the reverse of their order,
+    as far as they fit, and should the indented cells still be too wide, the widest of them
+    is cut at its end.
     """
     rows = [[_printable(c) for c in row] for row in rows]  # widths of what is printed
     align = align.ljust(len(headers), "l")
@@ -77,20 +79,25 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "
                 widest = max(rest, key=lambda j: shown[j])
                 shown[widest] = max(3, shown[widest] - over)
 
-    def cells_line(cells: Sequence[str], columns: Sequence[int]) -> str:
+    labels = cut_labels([row[shrink] for row in rows], shown[shrink])
+
+    def cells_line(cells: Sequence[str], columns: Sequence[int], label: str | None = None,
+                   ) -> str:
         out = []
         for i in columns:
             w = shown[i]
-            cell = cut_middle(cells[i], w) if i == shrink else cut_end(cells[i], w)
+            cell = (cut_middle(cells[i], w) if label is None else label) if i == shrink \
+                else cut_end(cells[i], w)
             out.append(cell.rjust(w) if align[i] == "r" else cell.ljust(w))
         return "  ".join(out).rstrip()
 
     if not own_line:
-        return [cells_line(headers, keep), *(cells_line(r, keep) for r in rows)]
+        return [cells_line(headers, keep),
+                *(cells_line(r, keep, label) for r, label in zip(rows, labels, strict=True))]
     rest = [i for i in keep if i != shrink]
     lines = [headers[shrink], " " * INDENT + cells_line(headers, rest)]
-    for row in rows:
-        lines += [cut_middle(row[shrink], shown[shrink]),
+    for row, label in zip(rows, labels, strict=True):
+        lines += [label,
                   " " * INDENT + cells_line(row, rest)]
     return lines
 
@@ -179,3 +186,69 @@ def cut_middle(text: str, width: int) -> str:
     else:
         head = min(len(path) + len(sep), room - min(room // 2, 16)) if sep else room // 2
     return text[:head] + "..." + text[len(text) - (room - head):]
+
+
+def common_parts(labels: Sequence[str]) -> tuple[int, int]:
+    """The lengths of the start and of the end that all *labels* share (none when fewer than
+    two differ), each ending or starting at a separator (never inside a word or a number:
+    ``m=128`` and ``m=1024`` share ``m=``, not ``m=1``), never overlapping."""
+    distinct = sorted(set(labels))
+    if len(distinct) < 2:
+        return 0, 0
+    first, last = distinct[0], distinct[-1]  # the sorted ends share what all of them share
+    prefix = 0
+    while prefix < min(len(first), len(last)) and first[prefix] == last[prefix]:
+        prefix += 1
+    while prefix and first[prefix - 1].isalnum():
+        prefix -= 1
+    shortest = min(len(label) for label in distinct)
+    suffix = 0
+    while suffix < shortest - prefix and len({label[len(label) - suffix - 1]
+                                              for label in distinct}) == 1:
+        suffix += 1
+    while suffix and distinct[0][len(distinct[0]) - suffix].isalnum():
+        suffix -= 1
+    return prefix, suffix
+
+
+#: The shortest shared start and end of a column's labels that :func:`cut_labels` cuts first.
+SHARED_START, SHARED_END = 8, 4
+
+
+def cut_labels(labels: Sequence[str], width: int) -> list[str]:
+    """The labels of a column (test ids, kernels' names) in at most *width* characters each,
+    keeping what tells them apart: the start they all share (:func:`common_parts`) is
+    shortened first, alike in every row that is cut (in its middle, see :func:`cut_middle`, down to
+    ``...``), then the end they share (cut at its end), and only then the part that differs,
+    in its middle. Labels that share nothing are cut in the middle (:func:`cut_middle`)."""
+    labels = list(labels)
+    if all(len(label) <= width for label in labels):
+        return labels
+    prefix, suffix = common_parts(labels)
+    # a shared start of a few characters ("jit_") or a shared closing ")" says little and
+    # saves less than its "..." costs: kept, as part of what differs
+    prefix, suffix = (prefix if prefix >= SHARED_START else 0,
+                      suffix if suffix >= SHARED_END else 0)
+    if width <= 3 or not (prefix or suffix):
+        return [cut_middle(label, width) for label in labels]
+    over = max(len(label) for label in labels) - width
+    if prefix - over > 3:  # the shared start alone gives way, alike in every row cut
+        head = cut_middle(labels[0][:prefix], prefix - over)
+        return [label if len(label) <= width else head + label[prefix:] for label in labels]
+    lead = "..." if prefix else ""
+    room = width - len(lead)
+    out = []
+    for label in labels:
+        core, tail = label[prefix:len(label) - suffix], label[len(label) - suffix:]
+        if len(label) <= width:
+            out.append(label)
+        elif len(core) + len(tail) <= room:
+            out.append(lead + core + tail)
+        elif len(tail) > 3 and len(core) + 3 <= room:  # then the shared end, cut at its end
+            out.append(lead + core + tail[:room - len(core) - 3] + "...")
+        elif len(tail) > 3 and room - 3 > 3:  # what differs is too long: its middle goes
+            out.append(lead + cut_middle(core, room - 3) + "...")
+        else:  # a shared end of a bracket or so stays, as the middle of the rest goes
+            out.append(lead + cut_middle(core + tail, room) if room > 3 else
+                       cut_middle(label, width))
+    return out

@@ -287,16 +287,36 @@ def test_kernel_fields_past_bytes_are_keywords_and_evolve_checks() -> None:
 
 
 def test_the_workload_and_the_dram_intensity_are_told_apart() -> None:
-    """ResNet-50 at batch 32: 262 GFLOP over 1.87 GB of tensor traffic is 140.3 FLOP/B on any
-    chip; an H100's 50 MB L2 keeps the activations, so its DRAM carries 60.6 MB: 4320.1 FLOP/B.
-    The JSON record carries both, labelled (intensity keeps its meaning)."""
+    """ResNet-50 at batch 32 (bf16): 262 GFLOP over 1.87 GB of tensor traffic is 140.3 FLOP/B
+    on any chip; an H100's 50 MB L2 keeps the activations, so its DRAM carries 60.7 MB:
+    4320.1 FLOP/B. The JSON record carries both, labelled (intensity keeps its meaning).
+
+    FLOPs, 32 images: the convolutions and the fc, 2 x 4,089,184,256 MACs (torchvision's
+    4.09 GMACs) = 261,707,792,384; the ReLUs, one an element of the activated outputs,
+    9,608,704 an image (the stem's 802,816, each block's conv1 and conv2 outputs and its
+    output after the residual add): 307,478,528; the 16 residual adds, 5,519,360 an image:
+    176,619,520; the 3 x 3 max pool, 8 comparisons an output, 64 x 56 x 56 outputs:
+    51,380,224; the average pool, an add an input, 2048 x 49: 3,211,264. Sum:
+    262,246,481,920. Bytes: the fused kernels' tensors, derived element by element in
+    tests/test_fusion.py's ResNet test (28,504,332.75 B an image in int8, of which
+    99,620.75 the weights' share): 28,404,712 elements an image x 2 B x 32 = 1,817,901,568,
+    plus the weights read once, 25,502,912 x 2 B = 51,005,824 (below): 1,868,907,392, so
+    262,246,481,920 / 1,868,907,392 = 140.3207 FLOP/B.
+    DRAM on H100: what crosses it is the weights, the images and the logits: the convolution
+    weights, 25,557,032 parameters less the batch norms' 53,120 (folded) and the fc's
+    2,049,000 = 23,454,912, and the fc's 2,048,000 weights (its 1,000 biases not counted),
+    25,502,912 x 2 B = 51,005,824; the images, 32 x 3 x 224 x 224 x 2 B = 9,633,792; the
+    logits, 32 x 1000 x 2 B = 64,000: 60,703,616 B, and 262,246,481,920 / 60,703,616 =
+    4320.113 FLOP/B."""
     from pytest_roofline import models, ops
 
     workload = models.load("resnet-50").forward(32)
     result = analyze(workload, "h100")
+    assert workload.flops == 262_246_481_920 and workload.bytes == 1_868_907_392
+    assert float(result.bytes) == 60_703_616
     assert result.workload_intensity == pytest.approx(workload.intensity) == pytest.approx(
-        140.32, rel=1e-4)
-    assert float(result.intensity) == pytest.approx(4320.1, rel=1e-4)
+        140.3207, rel=1e-6)
+    assert float(result.intensity) == pytest.approx(4320.113, rel=1e-6)
     kept = sum(k.onchip_bytes for k in result.kernels)
     assert result.tensor_bytes == pytest.approx(float(result.bytes) + kept)
     assert result.tensor_bytes == pytest.approx(workload.bytes)

@@ -175,3 +175,104 @@ def test_a_measured_latency_is_named_in_the_result():
     assert r.to_dict()["notes"] == list(r.notes)
     assert analyze(ops.all_reduce(ELEMENTS, N), "h100").notes == ()
     assert "notes" not in analyze(ops.all_reduce(ELEMENTS, N), "h100").to_dict()
+
+
+# -- the per-device kernel of each row of the table, memory and adds included ------------------
+# For N = 8 devices and D bytes (the full tensor, E = D / 2 bf16 elements), each device
+# holds its input and its output in memory (held: 1 for the whole of D, 1/N for a share, 0
+# for none), and the ring reads what it sends and writes what it receives: memory bytes =
+# held_in·D + held_out·D + 2·link bytes; the reductions add (N-1)/N of E's elements.
+#   all_reduce:      link 2·D·7/8 = 1.75 D; memory D + D + 3.5 D = 5.5 D; adds 7/8 E
+#   all_gather:      link 7/8 D; memory D/8 + D + 1.75 D = 2.875 D; no adds
+#   reduce_scatter:  link 7/8 D; memory D + D/8 + 1.75 D = 2.875 D; adds 7/8 E
+#   all_to_all:      link 7/8 D; memory D + D + 1.75 D = 3.75 D; no adds
+#   point_to_point:  (2 devices) link D; memory D (the input; the peer's output) + 2 D = 3 D
+# In the network's switches (all-reduce only): NVLink SHARP sends (N+1)/N·D = 1.125 D,
+# InfiniBand SHARP D, in 2 steps; the switch adds, so no adds, and memory serves the input
+# and the output only: 2 D.
+@pytest.mark.parametrize(("op", "devices", "link", "memory", "adds"), [
+    (ops.all_reduce, N, 1.75, 5.5, 7 / 8),
+    (ops.all_gather, N, 7 / 8, 2.875, 0.0),
+    (ops.reduce_scatter, N, 7 / 8, 2.875, 7 / 8),
+    (ops.all_to_all, N, 7 / 8, 3.75, 0.0),
+    (ops.point_to_point, 2, 1.0, 3.0, 0.0),
+])
+def test_each_collective_reads_writes_and_adds_by_its_row(op, devices, link, memory, adds):
+    given = () if op is ops.point_to_point else (devices,)   # a send is between two
+    (kernel,) = op(ELEMENTS, *given, algorithm="ring").kernels
+    assert kernel.link_bytes == pytest.approx(link * D, rel=1e-12)
+    assert kernel.bytes == pytest.approx(memory * D, rel=1e-12)
+    assert kernel.flops == pytest.approx(adds * ELEMENTS, rel=1e-12)
+    assert kernel.name.endswith(f"{devices} devices, ring)")
+    (auto,) = op(ELEMENTS, *given).kernels      # the default names no algorithm
+    assert auto.name.endswith(f"{devices} devices)")
+
+
+@pytest.mark.parametrize(("algorithm", "link"), [("nvls", 1.125), ("sharp", 1.0)])
+def test_an_all_reduce_in_the_switches_moves_its_input_and_output_only(algorithm, link):
+    (kernel,) = ops.all_reduce(ELEMENTS, N, algorithm=algorithm).kernels
+    assert kernel.link_bytes == pytest.approx(link * D, rel=1e-12)
+    assert kernel.link_steps == 2
+    assert kernel.bytes == pytest.approx(2 * D, rel=1e-12) and kernel.flops == 0
+
+
+def test_a_collectives_footprint_is_its_tensor_and_a_mixed_matmul_names_the_odd_one():
+    assert ops.all_reduce(ELEMENTS, N).footprint == D          # the full tensor, bf16
+    np = pytest.importorskip("numpy")
+    with pytest.raises(WorkloadError, match=r"two arrays, got b=8$"):
+        ops.sharded_matmul(np.ones((4, 8)), 8, shards=2)       # an array and a size
+    with pytest.raises(WorkloadError, match=r"two arrays, got a=4$"):
+        ops.sharded_matmul(4, np.ones((8, 2)), shards=2)
+
+
+def test_a_sharded_matmuls_footprint_and_knob():
+    """[1024, 4096] @ [4096, 2048] in bf16 over 2 chips along k: a chip holds its [1024, 2048]
+    and [2048, 2048] operands and its [1024, 2048] partial sum (2 B each: 16,777,216 B) and
+    the all-reduced [1024, 2048] output (4,194,304 B); its knob is the contraction a chip
+    takes. Along n the knob is k itself."""
+    w = ops.sharded_matmul(1024, 4096, 2048, shards=2)
+    assert w.footprint == 16_777_216 + 4_194_304
+    assert w.knob is not None and w.knob.name == "k_per_chip"
+    along_n = ops.sharded_matmul(1024, 4096, 2048, shards=2, split="n")
+    assert along_n.knob is not None and along_n.knob.name == "k"
+    # along n without the gather: its own [1024, 4096], [4096, 1024] and [1024, 1024], no more
+    kept = ops.sharded_matmul(1024, 4096, 2048, shards=2, split="n", gather=False)
+    assert kept.footprint == (4_194_304 + 4_194_304 + 1_048_576) * 2
+
+
+def test_a_collective_over_one_device_moves_nothing_but_a_send_still_sends():
+    (alone,) = ops.all_reduce(ELEMENTS, 1).kernels
+    assert (alone.flops, alone.bytes, alone.link_bytes) == (0.0, 0.0, 0.0)
+    (sent,) = ops.point_to_point(ELEMENTS).kernels
+    assert sent.link_bytes == D and sent.link_steps == 1     # one hop
+
+
+def test_a_collective_is_named_by_its_size_and_dtype_and_a_bad_matmul_is_refused():
+    assert ops.all_reduce(ELEMENTS, N).kernels[0].name == "all_reduce(1048576 x bf16, 8 devices)"
+    np = pytest.importorskip("numpy")
+    with pytest.raises(WorkloadError, match=r"^sharded_matmul needs m, k, n"):
+        ops.sharded_matmul(4, 8, shards=2)
+    with pytest.raises(WorkloadError, match=r"do not contract as \[\.\.\., m, k\] @ \[k, n\]"):
+        ops.sharded_matmul(np.ones((4, 8)), np.ones((9, 2)), shards=2)
+
+
+def test_a_collective_kernel_reduces_in_its_data_dtype_unless_told():
+    from pytest_roofline.ops.collectives import collective_kernel
+
+    assert collective_kernel("all_reduce", "x", 1024, 8, "bf16").dtype == "bf16"
+    assert collective_kernel("all_reduce", "x", 1024, 8, "bf16", compute="fp32").dtype == "fp32"
+    assert collective_kernel("all_reduce", "x", 1024, 1, "bf16").dtype == "bf16"  # alone
+    assert collective_kernel("all_reduce", "x", 1024, 8, "bf16", algorithm="nvls").dtype == \
+        "bf16"
+
+
+def test_a_sharded_matmuls_knob_rebuilds_it_and_overlap_adds_both_kernels():
+    w = ops.sharded_matmul(1024, 4096, 2048, shards=2)
+    # k_per_chip = 1024 rebuilds the matmul with k = 2048 over the 2 chips
+    assert w.knob.build(1024).kernels[0].flops == 2 * 1024 * 1024 * 2048
+    one = ops.sharded_matmul(1024, 4096, 2048, shards=2, overlap=True)
+    (kernel,) = one.kernels
+    # the local [1024, 2048] @ [2048, 2048] and the all-reduce's adds, (N-1)/N of m·n
+    assert kernel.flops == 2 * 1024 * 2048 * 2048 + 1024 * 2048 / 2
+    with pytest.raises(WorkloadError):
+        ops.all_reduce(ELEMENTS, None)   # only a send has a default of two devices

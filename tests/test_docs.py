@@ -144,17 +144,81 @@ def as_test_module(block: Block, pytester: pytest.Pytester, prelude: str = "",
     return result
 
 
-def python(block: Block, namespace: dict[str, object] | None = None,
-           replace: dict[str, str] | None = None) -> dict[str, object]:
-    """Run the block's Python with *namespace* given, after textual *replace*ments of the
-    placeholders it writes; returns its namespace."""
+def python(block: Block, replace: dict[str, str] | None = None,
+           cwd: Path | None = None) -> dict[str, object]:
+    """Run the block's Python as written, given nothing, after textual *replace*ments of the
+    placeholders it writes (``path/to/...``), from *cwd* (by default a fresh folder: a block
+    runs from anywhere, not only from the repository's root); returns its namespace."""
+    import tempfile
+
     text = block.text
     for old, new in (replace or {}).items():
         assert old in text, f"{block}: placeholder {old!r} is gone"
         text = text.replace(old, new)
-    scope: dict[str, object] = dict(namespace or {})
-    exec(compile(text, str(block), "exec"), scope)  # the documentation's own code
+    scope: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as elsewhere, _chdir(cwd or Path(elsewhere)):
+        exec(compile(text, str(block), "exec"), scope)  # the documentation's own code
     return scope
+
+
+def python_source(block: Block) -> str:
+    """The block's Python as a module: a doctest's examples joined."""
+    if block.text.lstrip().startswith(">>>"):
+        examples = doctest.DocTestParser().get_examples(block.text)
+        return "".join(example.source for example in examples)
+    return block.text
+
+
+PYTHON = [b for b in ALL if b.lang == "python"]
+
+
+def test_every_python_block_defines_the_names_it_uses(tmp_path: Path) -> None:
+    """No block leans on a name the page never imports or defines (ruff's undefined-name
+    rule, F821, over every Python block as a module of its own): copied alone, it runs."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.skip("ruff (the dev extra) is not installed beside this interpreter")
+    files = {}
+    for block in PYTHON:
+        path = tmp_path / (re.sub(r"\W", "_", str(block)) + ".py")
+        path.write_text(python_source(block))
+        files[path.name] = str(block)
+    done = subprocess.run([str(ruff), "check", "--isolated", "--select", "F821",
+                           "--output-format", "concise", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    found = sorted({files[Path(line.split(":")[0]).name] for line in done.stdout.splitlines()
+                    if ": F821 " in line})
+    assert done.returncode == 0 and not found, f"blocks with undefined names: {found}\n" \
+        f"{done.stdout[-2000:]}"
+
+
+def test_a_block_using_an_undefined_name_is_found(tmp_path: Path) -> None:
+    """The check above sees a block that uses a name from the page's prose."""
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.skip("ruff (the dev extra) is not installed beside this interpreter")
+    (tmp_path / "b.py").write_text("import torch\nw = rl.trace(torch.ones, 2)\n")
+    done = subprocess.run([str(ruff), "check", "--isolated", "--select", "F821", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "`rl`" in done.stdout
+
+
+def test_every_shown_command_is_compared_with_its_output() -> None:
+    """A block that shows a ``$ pytest-roofline`` command and its output has a check that runs
+    the command and compares (``run_shown_commands`` or ``commands``, space for space): the
+    output shown cannot drift from the command's."""
+    import inspect
+
+    unchecked = []
+    for block in ALL:
+        runs = [shown for _, shown in commands(block.text)]
+        if not any(runs) or block.key not in CHECKS:
+            continue
+        source = inspect.getsource(CHECKS[block.key])
+        if "run_shown_commands(" not in source and not (
+                "commands(" in source and "exact=True" in source):
+            unchecked.append(str(block))
+    assert not unchecked, f"blocks whose shown output no check compares: {unchecked}"
 
 
 # -- README.md -----------------------------------------------------------------------------
@@ -239,37 +303,20 @@ def _doctest(block: Block, request: pytest.FixtureRequest) -> None:
     assert runner.tries >= 3
 
 
-RMSNORM = """
-import torch
-import pytest
-
-def my_rmsnorm(x):
-    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype)
-"""
-
-
-@check("README.md", "@pytest.mark.roofline(hw=\"h100\", regime=\"memory\", trace=True)")
+@check("README.md", "# test_norm.py")
 def _trace_true(block: Block, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
-    as_test_module(block, request.getfixturevalue("pytester"), RMSNORM, passed=1)
+    as_test_module(block, request.getfixturevalue("pytester"), passed=1)
 
 
-HOST_ADD = """
-import numpy as np
-import pytest
-from pytest_roofline import ops
-N = 64 * 2**20 // 8
-"""
-
-
-@check("README.md", "@pytest.mark.roofline(hw=\"host\", regime=\"memory\", min_efficiency=0.5)")
+@check("README.md", "import numpy as np")
 @check("docs/measure.md", "import numpy as np")
 def _host_add(block: Block, request: pytest.FixtureRequest) -> None:
     """Runs and measures; the efficiency is asserted only on a quiet machine that asks
     (PYTEST_ROOFLINE_TIMING=1), since the bound is this machine's own calibration."""
     request.getfixturevalue("host_cache")
     pytester = request.getfixturevalue("pytester")
-    pytester.makepyfile(test_block=HOST_ADD + block.text)
+    pytester.makepyfile(test_block=block.text)
     result = runpytest(pytester, "-rA", f"--roofline-json={pytester.path / 'r.json'}")
     record = json.loads((pytester.path / "r.json").read_text())["results"][0]
     # a quick calibration of a busy machine may read below the run: then no efficiency (a
@@ -334,11 +381,9 @@ def _fusion_snippet(block: Block, request: pytest.FixtureRequest) -> None:
     python(block)
 
 
-@check("docs/bounds.md", "llama = models.load(\"llama-3-8b\")")
+@check("docs/bounds.md", "from pytest_roofline import models")
 def _mixed_lengths(block: Block, request: pytest.FixtureRequest) -> None:
-    from pytest_roofline import models
-
-    scope = python(block, {"models": models})
+    scope = python(block)
     llama = scope["llama"]
     mixed = llama.prefill(3, [100, 200, 300])  # type: ignore[attr-defined]
     singles = sum(llama.prefill(1, n).flops for n in (100, 200, 300))  # type: ignore[attr-defined]
@@ -535,34 +580,14 @@ def _cli(block: Block, request: pytest.FixtureRequest) -> None:
     run_shown_commands(block)
 
 
-COMPARE_SUITE = """
-import os
-import pytest
-from pytest_roofline import ops
+COMPARE_SUITE = "docs/ci-gating.md", "# t.py"
 
-NEW = os.environ.get("ROUND") == "new"
 
-@pytest.mark.parametrize("m", [2, 10])
-@pytest.mark.roofline(hw="h100")
-def test_b(m, roofline):
-    if m == 2:
-        roofline.add(ops.matmul(32, 8192, 8192) if NEW else ops.matmul(6144, 6144, 6144))
-    else:
-        roofline.add(ops.matmul(4096 if NEW else 2048, 4096, 4096))
-
-@pytest.mark.roofline(hw="h100", workload=ops.matmul(6144, 6144, 6144))
-def test_a():
-    pass
-
-if NEW:
-    @pytest.mark.roofline(hw="h100", workload=ops.matmul(128, 4096, 4096))
-    def test_new():
-        pass
-else:
-    @pytest.mark.roofline(hw="h100", workload=ops.matmul(64, 8192, 8192))
-    def test_gone():
-        pass
-"""
+@check(*COMPARE_SUITE)
+def _compare_suite(block: Block, request: pytest.FixtureRequest) -> None:
+    """The suite the compare table shows, as on main: four tests pass (the table's check
+    runs it on both sides)."""
+    as_test_module(block, request.getfixturevalue("pytester"), passed=4)
 
 
 @check("docs/ci-gating.md", "$ pytest-roofline compare .roofline/main.json roofline.json --fail "
@@ -570,7 +595,8 @@ else:
 def _cli_compare(block: Block, request: pytest.FixtureRequest) -> None:
     pytester = request.getfixturevalue("pytester")
     monkeypatch = request.getfixturevalue("monkeypatch")
-    pytester.makepyfile(t=COMPARE_SUITE)
+    suite = next(b for b in ALL if b.key == COMPARE_SUITE)
+    pytester.makepyfile(t=suite.text)
     runpytest(pytester, "--roofline-save=main", "t.py")
     monkeypatch.setenv("ROUND", "new")
     runpytest(pytester, "--roofline-json=roofline.json", "t.py")
@@ -642,8 +668,8 @@ def _from_python(block: Block, request: pytest.FixtureRequest) -> None:
     pytester = request.getfixturevalue("pytester")
     pytester.makepyfile(test_block=SMALL_SUITE)
     assert runpytest(pytester, "--roofline-save=main", "--roofline-json=roofline.json").ret == 0
-    with _chdir(pytester.path), contextlib.redirect_stdout(io.StringIO()):
-        scope = python(block)
+    with contextlib.redirect_stdout(io.StringIO()):   # in the project that ran the suite
+        scope = python(block, cwd=pytester.path)
     assert scope["result"].failed is False  # type: ignore[attr-defined]
     assert (pytester.path / "chart.png").stat().st_size > 0
 
@@ -765,14 +791,12 @@ def _acceptance(block: Block, request: pytest.FixtureRequest) -> None:
 
 # -- docs/models.md ------------------------------------------------------------------------
 
-@check("docs/models.md", "from pytest_roofline import models")
+@check("docs/models.md", "import json")
 def _hf_config(block: Block, request: pytest.FixtureRequest) -> None:
     """path/to/... stand for the Hugging Face files of tests/data/hf."""
-    path = str(HF / "deepseek-v3.json")
-    with open(HF / "mistral-7b-v0.1.json") as f:
-        scope = python(block, {"json": json, "f": f}, replace={
-            "path/to/DeepSeek-V3/config.json": path,
-            "path/to/config.json": str(HF / "qwen3-8b.json")})
+    scope = python(block, replace={
+        "path/to/DeepSeek-V3/config.json": str(HF / "deepseek-v3.json"),
+        "path/to/config.json": str(HF / "qwen3-8b.json")})
     assert scope["v3"].config.name  # type: ignore[attr-defined]
 
 
@@ -799,11 +823,11 @@ from pytest_roofline import models, ops
 """
 
 
-@check("docs/plugin.md", "@pytest.mark.parametrize(\"m\", [")
-@check("docs/plugin.md", "@pytest.mark.roofline(hw=[\"h100\", \"tpu-v5e\"], regime=\"memory\")")
+@check("docs/plugin.md", "# a regime per parameter")
+@check("docs/plugin.md", "# shapes known only when the test runs")
 def _fixture_examples(block: Block, request: pytest.FixtureRequest) -> None:
-    as_test_module(block, request.getfixturevalue("pytester"), PLUGIN_PRELUDE,
-                passed=max(block.text.count("pytest.param"), 1))
+    as_test_module(block, request.getfixturevalue("pytester"),
+                   passed=max(block.text.count("pytest.param"), 1))
 
 
 @check("docs/plugin.md", "_____________________ ERROR at setup of test_unknown_chip "
@@ -889,14 +913,17 @@ def _bad_derate(block: Block, request: pytest.FixtureRequest) -> None:
     pytest_error(block, pytester, "--roofline-derate=1.5")
 
 
-OUR_CHIP = """\
-name: our-accelerator
-description: an accelerator of our own
-sources: {lab: "our measurements"}
-memory: {capacity: 32 GB, bandwidth: 1 TB/s, source: lab}
-matrix: {bf16: 200 TFLOP/s, source: lab}
-vector: {bf16: 50 TFLOP/s, source: lab}
-"""
+OUR_CHIP = "docs/plugin.md", "# specs/our-accelerator.yaml"
+
+
+@check(*OUR_CHIP)
+def _our_chip(block: Block, request: pytest.FixtureRequest) -> None:
+    """The chip file the conftest names loads as a chip (the conftest's check uses it)."""
+    from pytest_roofline import get_hardware
+
+    path = request.getfixturevalue("tmp_path") / "our-accelerator.yaml"
+    path.write_text(block.text)
+    assert get_hardware(str(path)).name == "our-accelerator"
 
 
 @check("docs/plugin.md", "# conftest.py")
@@ -904,12 +931,14 @@ def _hooks(block: Block, request: pytest.FixtureRequest) -> None:
     pytester = request.getfixturevalue("pytester")
     monkeypatch = request.getfixturevalue("monkeypatch")
     monkeypatch.setenv("CI_JOB_ID", "42")
-    (pytester.path / "specs").mkdir()
-    (pytester.path / "specs" / "our-accelerator.yaml").write_text(OUR_CHIP)
-    pytester.makeconftest(block.text)
-    pytester.makepyfile(test_block=PLUGIN_PRELUDE + HOOKS.replace(
+    project = pytester.path / "project"       # pytest runs from elsewhere than the conftest
+    (project / "specs").mkdir(parents=True)
+    chip = next(b for b in ALL if b.key == OUR_CHIP)
+    (project / "specs" / "our-accelerator.yaml").write_text(chip.text)
+    (project / "conftest.py").write_text(block.text)
+    (project / "test_block.py").write_text(PLUGIN_PRELUDE + HOOKS.replace(
         'hw="h100")\ndef test_fast', 'hw=["h100-sustained", "our-accelerator"])\ndef test_fast'))
-    result = runpytest(pytester, "--roofline-json=r.json")
+    result = runpytest(pytester, "--roofline-json=r.json", "project")
     result.assert_outcomes(passed=1, failed=1)
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["ci"] == {"job": "42"}
@@ -920,50 +949,25 @@ def _hooks(block: Block, request: pytest.FixtureRequest) -> None:
 
 # -- docs/trace.md -------------------------------------------------------------------------
 
-def _decoder_layer(*_: object, **__: object) -> object:
-    """MyDecoderLayer(...) and build_layer(): the Llama-3-8B-shaped block of tests/llama_block.py,
-    called on hidden states alone."""
-    import torch
-    from llama_block import DecoderLayer, inputs
-
-    class Layer(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.layer = DecoderLayer(hidden=4096, heads=32, kv_heads=8, intermediate=14336)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            _, cos, sin, _ = inputs(x.shape[0], x.shape[1], x.shape[1], hidden=4096, heads=32,
-                                    kv_heads=8, device=x.device, dtype=x.dtype)
-            out: torch.Tensor = self.layer(x, cos, sin)
-            return out
-
-    with torch.device("meta"):
-        return Layer()
-
-
 @check("docs/trace.md", "import torch")
 def _trace_snippet(block: Block, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
-    scope = python(block, {"MyDecoderLayer": _decoder_layer},
-                   replace={"MyDecoderLayer(...)": "MyDecoderLayer()"})
+    scope = python(block)
     import pytest_roofline as rl
     assert rl.analyze(scope["w"], "h100").regime == "memory"  # the comment's value
 
 
 @check("docs/trace.md", "from pytest_roofline import Tracer")
 def _tracer(block: Block, request: pytest.FixtureRequest) -> None:
-    torch = pytest.importorskip("torch")
-    a = torch.ones(64, 64)
-    scope = python(block, {"fn": torch.matmul, "args": (a, a), "kwargs": {}})
+    pytest.importorskip("torch")
+    scope = python(block)
     assert scope["w"].flops == 2 * 64 ** 3  # type: ignore[attr-defined]
 
 
 @check("docs/trace.md", "import pytest")
 def _trace_tests(block: Block, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
-    prelude = (f"{RMSNORM}import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
-               "from test_docs import _decoder_layer as build_layer\n")
-    as_test_module(block, request.getfixturevalue("pytester"), prelude, passed=3)
+    as_test_module(block, request.getfixturevalue("pytester"), passed=3)
 
 
 @check("docs/trace.md", "# trace=my_softmax: the kernel, not the test")
@@ -984,23 +988,35 @@ def _trace_my_softmax(block: Block, request: pytest.FixtureRequest) -> None:
 
 @check("docs/trace.md", "import torch, transformers")
 def _whole_hf_model(block: Block, request: pytest.FixtureRequest) -> None:
+    """As written, in a fresh interpreter (not this suite's, whose conftest declares
+    torchvision's ops): it traces the model whole; or, where torchvision's wheel does not load
+    beside this torch, it fails with the message the page names, and runs once the two ops
+    are declared (standing for the torchvision built for this torch, the page's remedy)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    scope = python(block)
-    w = scope["w"]
-    assert not w.unknown and w.flops > 0  # type: ignore[attr-defined]
-    assert any(k.name.endswith("_grouped_mm") for k in w.kernels)  # type: ignore[attr-defined]
+    code = block.text + ("assert not w.unknown and w.flops > 0\n"
+                         "assert any(k.name.endswith('_grouped_mm') for k in w.kernels)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=request.getfixturevalue("tmp_path"))
+    if done.returncode != 0:
+        assert "operator torchvision::nms does not exist" in done.stderr, done.stderr[-3000:]
+        before = (ROOT / "docs" / "trace.md").read_text().split(block.text)[0]
+        assert "operator torchvision::nms does not exist" in " ".join(before.split())  # said
+        python_process(f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+                       "from zoo_setup import allow_torchvision_without_extension\n"
+                       "assert allow_torchvision_without_extension()\n" + code)
 
 
 @check("docs/trace.md", "# a Triton kernel: counted by running it in the interpreter "
                         "(TRITON_INTERPRET=1)")
 def _triton_kernel(block: Block, request: pytest.FixtureRequest) -> None:
+    """As written, in a fresh interpreter whose environment has no TRITON_INTERPRET (this
+    suite's conftest sets it): the block sets it itself, before triton is imported."""
     pytest.importorskip("torch")
-    triton = pytest.importorskip("triton")
-    if not triton.knobs.runtime.interpret:
-        pytest.skip("Triton runs here in interpreter mode only (tests/conftest.py)")
-    scope = python(block)  # its asserts ran: counted as it ran, then by a FLOPs-only formula
-    assert "scale_kernel" in scope
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    # its asserts ran: counted as it ran, then by a FLOPs-only formula
+    python_process(block.text + "print(scale_kernel.__name__)\n", env=env)
 
 
 @check("docs/trace.md", "# a launch on meta tensors: nothing runs there, so it is replayed "
@@ -1104,11 +1120,14 @@ def _model_yaml(block: Block, request: pytest.FixtureRequest) -> None:
 
 # -- docs/multichip.md ---------------------------------------------------------------------
 
-def python_process(code: str, timeout: int = 300) -> str:
+def python_process(code: str, timeout: int = 300, env: dict[str, str] | None = None) -> str:
     """*code* in a fresh interpreter (a block that sets up jax devices or a process group
-    changes its process for good); returns its output."""
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    changes its process for good), from a folder of its own; returns its output."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as elsewhere:
+        done = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True,
+                              text=True, timeout=timeout, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -1299,11 +1318,12 @@ def _profile_cli(block: Block, request: pytest.FixtureRequest) -> None:
     run_shown_commands(block, cwd=ROOT)
 
 
-@check("docs/profile.md", "import pytest_roofline as rl")
+@check("docs/profile.md", "from pathlib import Path")
 def _profile_python(block: Block, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
-    with _chdir(ROOT):
-        scope = python(block)
+    with contextlib.redirect_stdout(io.StringIO()):
+        for cwd in (ROOT, None):   # from the repository's root, and from elsewhere
+            scope = python(block, cwd=cwd)
     assert scope["profile"].hw == "a100-80gb-sxm"  # type: ignore[attr-defined]
 
 
@@ -1355,3 +1375,20 @@ def _profile_jax_in_a_test(block: Block, request: pytest.FixtureRequest) -> None
 @check("docs/profile.md", "$ pytest-roofline profile tests/data/jax_traces/mi300x_tracelens_")
 def _profile_jax_cli(block: Block, request: pytest.FixtureRequest) -> None:
     run_shown_commands(block, cwd=ROOT)
+
+
+# -- docs/mutation.md ----------------------------------------------------------------------
+
+@check("docs/mutation.md", "python tools/mutate.py pytest_roofline/efficiency.py tests/test_effi")
+def _mutation_commands(block: Block, request: pytest.FixtureRequest) -> None:
+    """Every command names a module and test files that exist; the first runs, on one line
+    (SPREAD_CAP's: a changed cap fails tests/test_efficiency.py), and kills its mutant."""
+    lines = [line.split() for line in block.text.strip().splitlines()]
+    for words in lines:
+        assert words[:2] == ["python", "tools/mutate.py"], words
+        assert all((ROOT / path).is_file() for path in words[2:]), words
+    done = subprocess.run([sys.executable, *lines[0][1:], "--lines", "51-51"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("1 killed of 1 mutants (0 by the time limit), "
+                                        "0 survived"), done.stdout

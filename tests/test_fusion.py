@@ -115,11 +115,30 @@ def test_resnet_epilogue_fusion_keeps_flops_and_drops_the_round_trips() -> None:
     eager = resnet.forward(256, dtype="int8", fusion="none")
     # eager runs batch norm as its own kernel (2 FLOPs per element); folded when fused
     assert fused.flops < eager.flops < fused.flops * 1.01
-    assert resnet.macs == pytest.approx(4.09e9, rel=0.01)
-    # per image: 28.5 MB fused (every conv writes its activated output once, reads its input,
-    # the residual read once), 81 MB eager (bn, add, relu each read and write)
-    assert fused.bytes / 256 == pytest.approx(28.5e6, rel=0.01)
-    assert eager.bytes / 256 == pytest.approx(81.0e6, rel=0.01)
+    assert resnet.macs == pytest.approx(4.09e9, rel=0.01)  # torchvision's card: 4.09 GMACs
+    # Per image, int8 (1 B an element), the weights shared by the 256 images: the
+    # convolutions' weights are 25,557,032 parameters less the batch norms' 53,120 (folded)
+    # and the fc's 2,049,000: 23,454,912 / 256 = 91,620.75 B an image.
+    # Fused, 28,504,332.75 B: each conv reads its input once, 10,662,400 (the stem's
+    #   150,528; stage 1, 3,211,264; stage 2, 3,913,728; stage 3, 2,558,976; stage 4, 827,904,
+    #   a block's conv1 and downsample reading its input, conv2 and conv3 their
+    #   predecessor's output), and writes its output only where no epilogue does: the four
+    #   downsample outputs, 802,816 + 401,408 + 200,704 + 100,352 = 1,505,280; with the
+    #   weights, 12,259,300.75. The ReLU epilogues write every activated output once,
+    #   9,608,704 (the stem's 802,816; stages 1-4: 3,612,672, 2,709,504, 1,956,864,
+    #   526,848); the residual adds read the shortcut once, 5,519,360 (16 block outputs);
+    #   the max pool reads 64 x 112 x 112 and writes 64 x 56 x 56, 1,003,520; the average
+    #   pool reads 2048 x 49 and writes 2048, 102,400; the fc reads 2048 and its weights
+    #   (2,048,000 / 256 = 8,000, its 1,000 biases not counted) and writes 1000, 11,048.
+    # Eager, 80,988,428.75 B: each conv writes its whole output too, 11,113,984 (the
+    #   activated outputs and the downsample ones): 21,868,004.75; batch norm reads and
+    #   writes every conv output, 22,227,968; ReLU reads and writes each, 2 x 9,608,704;
+    #   the adds read two and write one, 3 x 5,519,360; pools and fc as fused, 1,116,968.
+    assert fused.bytes / 256 == pytest.approx(28_504_332.75, rel=1e-12)
+    assert eager.bytes / 256 == pytest.approx(80_988_428.75, rel=1e-12)
+    assert 21_868_004.75 + 22_227_968 + 2 * 9_608_704 + 3 * 5_519_360 + 1_116_968 == \
+        80_988_428.75 and 12_259_300.75 + 9_608_704 + 5_519_360 + 1_003_520 + 102_400 + \
+        11_048 == 28_504_332.75  # the sums above
     add = next(k for k in fused.kernels if k.name == "stage1.block1.conv3.add")
     assert add.epilogue_of == "stage1.block1.conv3"
     assert any(k.name == "stage1.block1.conv3.bn" for k in eager.kernels)

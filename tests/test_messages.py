@@ -3,6 +3,8 @@ closest ones are named, and where all of them are listed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_roofline.errors import closest
@@ -61,3 +63,77 @@ def test_an_efficiency_just_below_its_minimum_never_reads_as_reaching_it() -> No
     assert "expected efficiency >= 20.5%" in str(efficiency_failure(result, 0.205))
     memory = SimpleNamespace(**{**vars(result), "regime": "memory"})
     assert "(1-thread memory roof)" in str(efficiency_failure(memory, 0.2))
+
+
+# -- the issue's long messages: each under 200 characters, naming the thing and what to do --
+
+def test_a_long_unknown_chip_name_is_echoed_briefly() -> None:
+    """Before, the name was echoed whole: 435 characters for a name of 300."""
+    from pytest_roofline.errors import UnknownHardwareError
+    from pytest_roofline.hardware import get_hardware
+
+    with pytest.raises(UnknownHardwareError) as info:
+        get_hardware("x" * 300)
+    text = str(info.value)
+    assert len(text) <= 200 and text.startswith("unknown hardware 'xxx") and "..." in text
+    assert "pytest-roofline hw list" in text
+
+
+@pytest.mark.parametrize("name", [
+    "NVIDIA Quantum Z9000 Extreme Edition with a rather long marketing name",
+    "NVIDIA " + "Q" * 300])
+def test_a_traces_unknown_gpu_is_named_briefly(name: str) -> None:
+    """A Kineto trace's GPU that is no built-in chip: 209 characters before for an ordinary
+    name, the whole name echoed for a long one; now the name at most 40 and --hw named."""
+    from pytest_roofline.errors import UnknownHardwareError
+    from pytest_roofline.profiling.devices import _by_name
+
+    with pytest.raises(UnknownHardwareError) as info:
+        _by_name(name, {"totalGlobalMem": 85_899_345_920})  # 80 GiB: the 80 GB size
+    text = str(info.value)
+    assert len(text) <= 200, (len(text), text)
+    assert "--hw" in text and "the trace's GPU 'NVIDIA" in text
+
+
+def test_a_directory_for_a_trace_is_refused_briefly(tmp_path: Path) -> None:
+    """201 characters before, with a short path; now 124 and the path's own length."""
+    import pytest_roofline as rl
+    from pytest_roofline.profiling.model import ProfileError
+
+    folder = tmp_path / "a-run"
+    folder.mkdir()
+    with pytest.raises(ProfileError) as info:
+        rl.read_trace(str(folder))
+    text = str(info.value)
+    assert len(text) - len(str(folder)) <= 124, text
+    assert "is a directory with no .xplane.pb" in text and ".json.gz" in text
+
+
+def test_an_unwritable_cache_is_said_briefly() -> None:
+    """248 characters before for a cache under an ordinary home; the folder, why and what to
+    set stay."""
+    from pytest_roofline.measuring.calibration import unwritable
+
+    path = Path("/home/someone/.cache/pytest-roofline/host-1a2b3c4d5e6f.yaml")
+    text = str(unwritable(path, PermissionError(13, "Permission denied")))
+    assert len(text) <= 200, text   # 189, of which 36 the folder
+    assert str(path.parent) in text and "Permission denied" in text
+    assert "XDG_CACHE_HOME" in text and "pytest-roofline calibrate -o" in text
+
+
+def test_profile_of_a_foreign_chip_and_of_no_op_name_profile_briefly() -> None:
+    torch = pytest.importorskip("torch")
+    import pytest_roofline as rl
+    from pytest_roofline.hardware import foreign_to_this_machine, get_hardware
+
+    if foreign_to_this_machine(get_hardware("h100")) is None:
+        pytest.skip("this machine shows torch an H100")
+    a = torch.ones(4, 4)
+    with pytest.raises(rl.RooflineError) as info:
+        rl.Profiler(hw="h100")(torch.matmul, a, a)
+    text = str(info.value)
+    assert len(text) <= 200 and text.startswith("a profile against h100-sxm is refused")
+    with pytest.raises(rl.RooflineError) as info:
+        rl.profile(lambda x: x, a)
+    text = str(info.value)
+    assert len(text) <= 200 and text.startswith("profile(") and "trace()" not in text

@@ -204,6 +204,44 @@ def test_a_named_chip_keeps_its_analytic_verdict_under_pytest_benchmark(
         result.stdout.fnmatch_lines(["pytest-benchmark median * timed on this machine:*"])
 
 
+CHECKED = """
+import pytest
+import torch
+
+def vadd(x, y):
+    return x + y
+
+X, Y = torch.randn(1 << 16), torch.randn(1 << 16)
+
+@pytest.mark.roofline(hw="h100", regime="memory", trace=True)
+def test_checked(benchmark):
+    reference = X + Y                              # the check's own add, before the kernel
+    out = benchmark(vadd, X, Y)
+    torch.testing.assert_close(out, reference)     # a comparison: left out already
+    assert float((out - Y).abs().max()) < 10       # three ops of the check, after it
+"""
+
+
+@pytest.mark.parametrize("args", [(), ("--benchmark-disable",)], ids=["timed", "disabled"])
+def test_a_trace_true_body_counts_its_benchmarked_call_once(
+        pytester: pytest.Pytester, args: tuple[str, ...]) -> None:
+    """The body's correctness check is not the kernel: before, trace=True counted the body's
+    reference add and its sub, abs and max beside the benchmarked add (VADD_BYTES, 786,432 B;
+    + 786,432 the reference's add and as much the sub, 2 x 262,144 abs, 262,144 + 4 max:
+    3,145,732 B in all, 4.0x, measured so). Now the workload is the benchmarked
+    call, once (one add of 2**16 fp32: 2**16 FLOPs, 3 x 4 B x 2**16 read and written), and
+    the four other ops are named as left out."""
+    pytester.makepyfile(test_checked=CHECKED)
+    result = pytester.runpytest_subprocess(
+        *plugin_args(), *ISOLATE, "--roofline-json=r.json", "--benchmark-min-rounds=3",
+        "--benchmark-max-time=0.02", "-rA", *args)
+    result.assert_outcomes(passed=1)
+    (record,) = json.loads((pytester.path / "r.json").read_text())["results"]
+    assert (record["flops"], record["bytes"]) == (VADD_FLOPS, VADD_BYTES), record
+    result.stdout.fnmatch_lines(["*left out of trace(test_checked):*"
+                                 "op outside the benchmarked call x4*"])
+
+
 def test_trace_fn_runs_under_a_profiler_already_set(pytester: pytest.Pytester) -> None:
     """``trace=fn`` sets no profile function of its own, so cProfile (a C profiler that
     ``sys.setprofile`` chaining cannot call) and the ones coverage and pytest-benchmark set

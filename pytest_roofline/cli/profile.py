@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from ..errors import brief
-from .common import EXIT_OK, EXIT_REGRESSION, UsageError, echo, positive, print_json
+from .common import EXIT_OK, EXIT_REGRESSION, UsageError, echo, positive, print_json, width_of
 
 EXIT_CODES = ("exit codes: 0 priced, and no gate asked for failed (without a gate, whatever "
               "the trace holds); 1 a gate failed: a kernel below --min-kernel-efficiency, "
@@ -154,7 +154,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         print_json({**profile, "failures": failures,
                     **({"baseline": compared.to_dict()} if compared is not None else {})})
     else:
-        echo(result.table(top=args.top))
+        echo(result.table(top=args.top, width=width_of(args)))
         if compared is not None:
             for line in compared.lines(args.top):
                 echo(line)

@@ -155,7 +155,8 @@ class Catalog(SpecIndex):
                 for alias in (text.lower(), *made.aliases):
                     self._alias.setdefault(alias, made.name)
                 return made
-            raise UnknownHardwareError(f"unknown hardware {text!r}." + self.suggest(text))
+            raise UnknownHardwareError(f"unknown hardware {brief(text, 40)}."
+                                       + self.suggest(text))
         if key not in self._built:
             self._built[key] = from_dict(self._resolve(key), self._raw[key][1])
         return self._built[key]

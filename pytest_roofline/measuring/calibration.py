@@ -110,9 +110,8 @@ def _database_home() -> Path:
 def unwritable(path: Path, exc: OSError) -> RooflineError:
     """The one-line error of a calibration cache that cannot be written."""
     return RooflineError(f"the calibration cache {path.parent} cannot be written "
-                         f"({why_not_written(exc, path)}); set XDG_CACHE_HOME to a writable "
-                         f"folder, or calibrate into a file (pytest-roofline calibrate -o "
-                         f"chip.yaml) and name that file as the chip")
+                         f"({why_not_written(exc, path)}): set XDG_CACHE_HOME to a writable "
+                         f"folder, or name a file of `pytest-roofline calibrate -o F`")
 
 
 def software_key(device: str) -> str:

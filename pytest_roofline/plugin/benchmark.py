@@ -41,20 +41,33 @@ _LOOPS = ("do_bench", "do_bench_cudagraph")
 
 
 class _FirstCall:
-    """Calls *fn* with the recorder paused, except its first call, which is recorded."""
+    """Calls *fn* with the recorder paused, except its first call, which is recorded (and
+    where the recording stood before and after it kept in ``marks``, when the recorder
+    marks)."""
 
-    __slots__ = ("done", "fn", "recorder")
+    __slots__ = ("done", "fn", "marks", "recorder")
 
     def __init__(self, fn: Any, recorder: Any) -> None:
         self.fn, self.recorder = fn, recorder
         self.done = False
+        self.marks: tuple[Any, Any] | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.done:
             return self.fn(*args, **kwargs)
         self.done = True
-        with self.recorder.unpaused():
-            return self.fn(*args, **kwargs)
+        mark = getattr(self.recorder, "mark", None)
+        start = mark() if mark is not None else None
+        try:
+            with self.recorder.unpaused():
+                return self.fn(*args, **kwargs)
+        finally:
+            if start is not None and mark is not None:
+                self.marks = (start, mark())
+
+
+#: What a ``trace=True`` body ran besides its benchmarked call, in its ``left_out``.
+AROUND = "op outside the benchmarked call"
 
 
 class Benchmarks:
@@ -67,11 +80,12 @@ class Benchmarks:
     benchmarked function is recorded and the rounds are not. Nothing is patched when
     pytest-benchmark is not imported."""
 
-    __slots__ = ("_saved", "recorder", "used")
+    __slots__ = ("_saved", "calls", "recorder", "used")
 
     def __init__(self, recorder: Any = None) -> None:
         self.recorder = recorder
         self.used: Any = None
+        self.calls: list[_FirstCall] = []  # the benchmarked functions, as wrapped
         self._saved: list[tuple[type, str, Any]] = []
 
     def __enter__(self) -> Benchmarks:
@@ -98,14 +112,31 @@ class Benchmarks:
             if recorder is None:
                 return original(fixture, *args, **kwargs)
             if args:  # the benchmarked function: the first positional, or by its name
-                args = (_FirstCall(args[0], recorder), *args[1:])
+                args = (watcher.wrap(args[0]), *args[1:])
             for name in ("target", "function_to_benchmark"):
                 if name in kwargs:
-                    kwargs[name] = _FirstCall(kwargs[name], recorder)
+                    kwargs[name] = watcher.wrap(kwargs[name])
             with recorder.paused():
                 return original(fixture, *args, **kwargs)
 
         return call
+
+    def wrap(self, fn: Any) -> _FirstCall:
+        first = _FirstCall(fn, self.recorder)
+        self.calls.append(first)
+        return first
+
+    def keep_the_benchmarked_call(self) -> None:
+        """In a ``trace=True`` body (every op recorded) that benchmarked a call: the workload
+        is that call, once; the body's other ops (a reference computed to check the result,
+        the inputs' set-up) are counted as left out (:data:`AROUND`), not as its work. A
+        ``trace=fn`` body records only the calls it names, and keeps them all."""
+        recorder = self.recorder
+        marks = [c.marks for c in self.calls if c.marks is not None]
+        if recorder is None or getattr(recorder, "filtered", True) or len(marks) != 1:
+            return
+        (start, end), = marks
+        recorder.keep_only(start, end, AROUND)
 
 
 def measurement(fixture: Any) -> Any:

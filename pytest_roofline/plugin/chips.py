@@ -22,7 +22,7 @@ def has_hardware_hooks(config: pytest.Config) -> bool:
 def prepare_hardware(config: pytest.Config, session: RooflineSession,
                       at_configure: bool = False) -> None:
     """Register --roofline-specs files and hook-provided chips; check --roofline-hw names."""
-    from ..errors import RooflineError
+    from ..errors import RooflineError, brief
     from ..hardware import CATALOG, Hardware
     from ..specfiles import is_path
 
@@ -62,7 +62,7 @@ def prepare_hardware(config: pytest.Config, session: RooflineSession,
             if (a_file and not Path(name).is_file()) or (
                     not a_file and name.lower() not in known and not is_dynamic(name)):
                 raise pytest.UsageError(
-                    f"--roofline-hw / roofline_hw: unknown hardware {name!r}."
+                    f"--roofline-hw / roofline_hw: unknown hardware {brief(name, 40)}."
                     + CATALOG.suggest(name))
 
 

@@ -131,6 +131,7 @@ class Runner:
                 with tracer.body(targets=expectation.trace_only) as recording, \
                         Benchmarks(recording) as benchmarks, TimingLoops(recording):
                     yield  # the test body, recorded
+                benchmarks.keep_the_benchmarked_call()  # the work the test means, once
                 test.body = self.traced(item, tracer, recording, expectation.strict)
             elif test is not None and "pytest_benchmark.fixture" in sys.modules:
                 from .benchmark import Benchmarks

@@ -29,7 +29,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UnknownHardwareError
+from ..errors import UnknownHardwareError, brief
 from ..hardware import get_hardware, list_hardware
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def _by_units(device: dict[str, Any]) -> Hardware:
     memory within 12% of its size, or a one-line error naming ``--hw``."""
     units = _compute_units(device)
     memory = float(device.get("totalGlobalMem") or 0)
-    shown = (f"the trace's device {str(device.get('name') or '')!r} "
+    shown = (f"the trace's device {brief(str(device.get('name') or ''), 40)} "
              f"({units or 'unknown'} compute units, {memory / 2**30:.0f} GiB)")
     if units is None or memory <= 0:
         raise UnknownHardwareError(f"{shown} names no model, and its compute units and memory "
@@ -168,8 +168,8 @@ def _by_name(name: str, device: dict[str, Any]) -> Hardware:
     lowered = name.lower().replace("nvidia ", "").replace("tesla ", "")
     model = re.search(r"\b([a-z]+\d+[a-z]*)\b", lowered)
     if model is None:
-        raise UnknownHardwareError(f"the trace's GPU {name!r} is not a chip name this "
-                                   f"catalog knows: name it with --hw (hw=)")
+        raise UnknownHardwareError(f"the trace's GPU {brief(name, 40)} is not a chip name "
+                                   f"this catalog knows: name it with --hw (hw=)")
     word = model.group(1)
     memory = float(device.get("totalGlobalMem") or 0) / 1e9
     size = nearest_size(memory, (16, 24, 32, 40, 48, 64, 80, 94, 128, 141, 180, 192))
@@ -181,9 +181,9 @@ def _by_name(name: str, device: dict[str, Any]) -> Hardware:
             return get_hardware(candidate)
         except UnknownHardwareError:
             continue
-    raise UnknownHardwareError(f"the trace's GPU {name!r} is not one of the built-in chips "
-                               f"(tried {', '.join(tries)}): name it with --hw (hw=), or "
-                               f"give a spec file of your own")
+    raise UnknownHardwareError(f"the trace's GPU {brief(name, 40)} is no built-in chip "
+                               f"(tried {brief(', '.join(tries), 60)[1:-1]}): name it with "
+                               f"--hw (hw=), or a spec file of your own")
 
 
 #: (vendor, compute capability) -> built-in chips by memory size (GB, decimal): the device

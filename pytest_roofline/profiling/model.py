@@ -376,8 +376,9 @@ class Profile:
                 **({"collectives": summary(self.collectives)} if self.collectives else {}),
                 **({"notes": list(self.notes)} if self.notes else {})}
 
-    def table(self, top: int = 10, width: int = 80) -> str:
-        """The report: the rows that lose the most time, then what was not priced."""
+    def table(self, top: int = 10, width: int | None = 80) -> str:
+        """The report: the rows that lose the most time, then what was not priced (in
+        *width* columns; None: a row a line)."""
         return render_profile(self.to_dict(top), top=top, width=width)
 
 

@@ -41,8 +41,11 @@ def percent(row: Mapping[str, Any]) -> str:
     return percent_of(float(value))
 
 
-def wrap_words(text: str, width: int) -> list[str]:
-    """*text* in lines of at most *width* columns, continuations indented."""
+def wrap_words(text: str, width: int | None) -> list[str]:
+    """*text* in lines of at most *width* columns, continuations indented (one line when
+    None: ``--wide``)."""
+    if width is None:
+        return [text]
     return textwrap.wrap(text, width=width, subsequent_indent="    ") or [""]
 
 
@@ -70,7 +73,7 @@ def bound(row: Mapping[str, Any]) -> str:
     return format_time(float(row["bound_s"])) + (ASSUMED if row.get("assumed") else "")
 
 
-def rows_table(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
+def rows_table(profile: Mapping[str, Any], top: int, width: int | None) -> list[str]:
     rows = list(profile.get("rows") or [])[:top]
     body = [[_label(r), _count(r["count"]), format_time(float(r["measured_s"])),
              bound(r), percent(r), str(r.get("regime", "-")),
@@ -80,8 +83,10 @@ def rows_table(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
                   align="lrrrrll", width=width, min_shrunk=24)
 
 
-def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int = 80) -> str:
-    """The text report of a profile's JSON form (:meth:`Profile.to_dict`)."""
+def render_profile(profile: Mapping[str, Any], *, top: int = 10, width: int | None = 80,
+                   ) -> str:
+    """The text report of a profile's JSON form (:meth:`Profile.to_dict`), in *width*
+    columns (None: a row a line, names whole)."""
     total = float(profile.get("measured_s") or 0)
     share = float(profile.get("priced_share") or 0)
     where = "kernel time on the device" if profile.get("on_device") else "op time on the host"
@@ -162,7 +167,7 @@ def _idle_split(parts: Mapping[str, Any], span: float) -> str:
     return f" ({', '.join(split)})"
 
 
-def _collectives(profile: Mapping[str, Any], top: int, width: int) -> list[str]:
+def _collectives(profile: Mapping[str, Any], top: int, width: int | None) -> list[str]:
     """The priced collectives with nccl-tests' algorithm and bus bandwidth, and their share
     of the link roof (:mod:`.comm_calls`)."""
     rows = [r for r in list(profile.get("collectives") or []) if r.get("roof") is not None]

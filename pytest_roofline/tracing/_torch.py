@@ -135,8 +135,25 @@ class Recorder:
         """Note a value the trace could not read and assumed (named on the Workload)."""
         self.assumed[what] = self.assumed.get(what, 0) + 1
 
-    def leave_out(self, what: str) -> None:
-        self.left_out[what] = self.left_out.get(what, 0) + 1
+    def leave_out(self, what: str, count: int = 1) -> None:
+        self.left_out[what] = self.left_out.get(what, 0) + count
+
+    def mark(self) -> tuple[int, dict[str, int], dict[str, int]]:
+        """Where the recording stands: its kernel count and what it has named so far."""
+        return len(self.kernels), dict(self.unknown), dict(self.assumed)
+
+    def keep_only(self, start: tuple[int, dict[str, int], dict[str, int]],
+                  end: tuple[int, dict[str, int], dict[str, int]], what: str) -> None:
+        """Keep what was recorded between the marks *start* and *end* (one call: the work
+        the test means); the other kernels are counted in ``left_out`` as *what*."""
+        def between(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+            return {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
+
+        outside = len(self.kernels) - (end[0] - start[0])
+        self.kernels = self.kernels[start[0]:end[0]]
+        self.unknown, self.assumed = between(start[1], end[1]), between(start[2], end[2])
+        if outside > 0:
+            self.leave_out(what, outside)
 
     def result(self, *, footprint: float) -> Recording:
         """What it recorded so far, as every recording gives it (*footprint*: the bytes

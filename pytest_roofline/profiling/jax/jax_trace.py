@@ -116,10 +116,9 @@ def located(path: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
         found = sorted((p for p in where.rglob("*.xplane.pb") if _regular(p)),
                        key=_newest)
         if not found:
-            raise ProfileError(f"trace {str(where)!r} is a directory holding no .xplane.pb: "
-                               f"give a PyTorch profiler trace file (.json or .json.gz), "
-                               f"or the directory jax.profiler.trace(dir) wrote, or its "
-                               f".xplane.pb")
+            raise ProfileError(f"trace {str(where)!r} is a directory with no .xplane.pb: "
+                               f"give a torch trace (.json, .json.gz) or the folder "
+                               f"jax.profiler.trace(dir) wrote")
         newest = found[-1]
         hosts = sorted(p.name for p in found[:-1] if p.parent == newest.parent)
         note = () if not hosts else (
