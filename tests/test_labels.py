@@ -105,5 +105,8 @@ def test_the_profile_command_keeps_names_whole_under_wide(tmp_path: Path) -> Non
     with contextlib.redirect_stdout(out):
         assert main(["profile", trace, "--top", "5", "--wide"]) == 0
     text = out.getvalue()
-    assert "record_param_comms [ncclKernel_AllReduce_RING_LL_Sum_float]  " in text
+    # the collective's row whole: its kind, group, algorithm and size (cut at 80 columns)
+    assert ("record_param_comms(all_reduce over 2 ranks, ring (its kernel's name) (group: the "
+            "trace's world size (distributedInfo), its own not recorded), 45310188 float)  "
+            in text)
     assert max(len(line) for line in text.splitlines()) > 80
