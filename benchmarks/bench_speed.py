@@ -2,8 +2,8 @@
 
     python benchmarks/bench_speed.py [TRACE ...]
 
-For each trace (default: the largest public trace of tests/data/traces, 109,123 events, and
-two small ones): the process CPU time of ``json.loads`` of its inflated bytes (the stdlib as
+For each trace (default: the largest public trace of tests/data/traces, xDiT's SD3.5 on an
+MI300X, 239,093 events, then HTA's A100 control run, 109,123 events, and two small ones): the process CPU time of ``json.loads`` of its inflated bytes (the stdlib as
 it runs by default, its garbage collector on), and of ``read_trace`` of the file (inflate,
 parse, check every field, build the op tree, join launches to kernels, price every distinct
 call, judge each row), each the best of three, the pricing cache emptied before each read;
@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "traces"
-DEFAULT = ("a100_hta_trace_diff_control.json.gz", "tracelens_mi300x_bert_small.json.gz",
+DEFAULT = ("tracelens_xdit_sd35.json.gz", "a100_hta_trace_diff_control.json.gz", "tracelens_mi300x_bert_small.json.gz",
            "hta_mi250_minitoy_train.json.gz")
 SMALL = DATA / "hta_mi250_minitoy_train.json.gz"
 HW = {"kineto_resnet50_v100_2021.json.gz": "v100", "a100_hta_sampled_rank0.json.gz": "a100",
