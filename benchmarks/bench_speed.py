@@ -3,14 +3,15 @@
     python benchmarks/bench_speed.py [TRACE ...]
 
 For each trace (default: the largest public trace of tests/data/traces, xDiT's SD3.5 on an
-MI300X, 239,093 events, then HTA's A100 control run, 109,123 events, and two small ones): the process CPU time of ``json.loads`` of its inflated bytes (the stdlib as
-it runs by default, its garbage collector on), and of ``read_trace`` of the file (inflate,
-parse, check every field, build the op tree, join launches to kernels, price every distinct
-call, judge each row), each the best of three, the pricing cache emptied before each read;
-their ratio (the goal: at most 2); and the same against ``json.loads`` with the collector
-paused, as the reader parses (the stricter figure: the collector's passes over a heap that
-holds torch cost the stdlib a third or more). torch is imported first and not counted (a trace whose
-ops need a rebuild on meta tensors pays torch's import once per process; see below).
+MI300X, 239,093 events, then HTA's A100 control run, 109,123 events, and two small ones):
+the process CPU time of ``json.loads`` of its inflated bytes (the stdlib as it runs by
+default, its garbage collector on), and of ``read_trace`` of the file (inflate, parse, check
+every field, build the op tree, join launches to kernels, price every distinct call, judge
+each row), each the best of three, the pricing cache emptied before each read; their ratio
+(the goal: at most 2); and the same against ``json.loads`` with the collector paused, as the
+reader parses (the stricter figure: the collector's passes over a heap that holds torch cost
+the stdlib a third or more). torch is imported first and not counted (a trace whose ops need
+a rebuild on meta tensors pays torch's import once per process; see below).
 
 Then the CLI's start-up: the wall time of ``python -m pytest_roofline profile SMALL`` in a
 fresh interpreter (best of three; the goal: under 1.5 s on a 2-core machine), and whether
@@ -33,8 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "traces"
-DEFAULT = ("tracelens_xdit_sd35.json.gz", "a100_hta_trace_diff_control.json.gz", "tracelens_mi300x_bert_small.json.gz",
-           "hta_mi250_minitoy_train.json.gz")
+DEFAULT = ("tracelens_xdit_sd35.json.gz", "a100_hta_trace_diff_control.json.gz",
+           "tracelens_mi300x_bert_small.json.gz", "hta_mi250_minitoy_train.json.gz")
 SMALL = DATA / "hta_mi250_minitoy_train.json.gz"
 HW = {"kineto_resnet50_v100_2021.json.gz": "v100", "a100_hta_sampled_rank0.json.gz": "a100",
       "a100_hta_sampled_rank1.json.gz": "a100"}
