@@ -51,7 +51,7 @@ GLU_FLOPS = 5.0
 #: FLOPs per output element of elementwise ops that are not one operation each (torch and
 #: JAX names; gelu: the tanh approximation: cube, 2 multiply-adds, tanh, add, 2 multiplies).
 ELEMENT_FLOPS: dict[str, float] = {
-    "silu": 4.0, "sigmoid": 4.0, "logistic": 4.0, "gelu": 8.0, "softplus": 3.0, "mish": 6.0,
+    "silu": 4.0, "sigmoid": 4.0, "logistic": 4.0, "gelu": 8.0, "softplus": 3.0, "mish": 5.0,
     "elu": 3.0, "selu": 4.0, "hardswish": 4.0, "hardsigmoid": 3.0, "log_sigmoid": 4.0,
     "logaddexp": 4.0, "erfinv": 1.0, "lerp": 2.0, "addcmul": 2.0, "addcdiv": 2.0,
 }
@@ -215,8 +215,10 @@ def scored_pairs(q_len: int, kv_len: int, *, causal: bool = False, left: int | N
 
 # -- the optimizer ------------------------------------------------------------------------------
 
-#: FLOPs per parameter of an Adam(W) update (two moment updates, bias corrections, sqrt,
-#: divide, weight decay, step).
+#: FLOPs per parameter of an Adam(W) update, as torch's AdamW runs it (the bias corrections
+#: are per step, scalars, not per parameter): weight decay p - lr*wd*p 2, the first moment
+#: b1*m + (1-b1)*g 3, the second b2*v + (1-b2)*g*g 4, the denominator sqrt(v) / sqrt(1-b2^t)
+#: + eps 3, the step p - step_size * m / denom 3: 2 + 3 + 4 + 3 + 3 = 15.
 ADAM_FLOPS = 15.0
 #: fp32 master weights and Adam's two moments: bytes of optimizer state per parameter.
 ADAM_STATE_BYTES = 12.0
