@@ -17,8 +17,7 @@ Then the CLI's start-up: the wall time of ``python -m pytest_roofline profile SM
 fresh interpreter (best of three; the goal: under 1.5 s on a 2-core machine), and whether
 that process imported torch, ``torch._dynamo`` or jax (the goal: none of them).
 
-The JSON parser is orjson where it is installed (``pip install orjson``), else the stdlib's; the
-figure says which.
+The JSON parser is the stdlib's (``profiling/torch/trace_json.py`` says why not orjson).
 """
 
 from __future__ import annotations
@@ -57,7 +56,6 @@ def reading(paths: list[Path]) -> None:
     from pytest_roofline.profiling import read_trace
     from pytest_roofline.profiling.torch import pricing, trace_json
 
-    print(f"JSON parser: {trace_json.parser_name()}")
     print(f"{'trace':40} {'events':>8} {'json.loads':>11} {'(gc off)':>9} {'reader':>8} "
           f"{'ratio':>6} {'(gc off)':>8}")
     for path in paths:

@@ -1,6 +1,6 @@
 """The Kineto wing: a torch profiler trace (``export_chrome_trace``) read and priced.
 
-:mod:`.trace_json` reads the file's JSON (size cap, gzip, orjson), :mod:`.trace_file`
+:mod:`.trace_json` reads the file's JSON (size cap, gzip), :mod:`.trace_file`
 turns it into CPU ops, device kernels and their links, :mod:`.pricing`
 is the one adapter to the torch tracer's op table, :mod:`.copies` prices memory copies,
 :mod:`.capture` matches CUDA graph replays to their captures, :mod:`.join` joins kernels to
