@@ -235,7 +235,8 @@ def test_the_group_is_the_collectives_own_else_inferred_from_its_message_sizes()
     assert collectives.group_of(gather) == (4, collectives.INFERRED)
     assert label == ("allgather over 4 ranks, ring (assumed: its kernel's name does not say) "
                      "(group inferred from its message sizes)")
-    assert workload is not None
+    # a ring all-gather over 4 of 1,024 fp32 elements: (n-1)/n of 4,096 B on the link
+    assert workload is not None and workload.name.startswith("all_gather")
     assert sum(k.link_bytes for k in workload.kernels) == pytest.approx(3 / 4 * 1024 * 4)
     # 64 ranks of a 128-rank world: the process group's own ranks
     ranks = {**gather, "Process Group Ranks": str(list(range(0, 128, 2)))}
@@ -309,7 +310,9 @@ def test_a_gap_is_host_bound_when_its_next_kernel_was_launched_after_it_began() 
 
     works = [_Work(0, 10, 1), _Work(20, 10, 2), _Work(50, 10, 3)]
     parts = timeline(works, {2: 15.0, 3: 25.0})
-    assert parts is not None
+    # the span 0-60 us, 30 us of it the three kernels' compute
+    assert parts is not None and (parts["span_s"], parts["compute_s"]) == pytest.approx(
+        (60e-6, 30e-6))
     assert (parts["idle_s"], parts["idle_host_s"], parts["idle_waiting_s"],
             parts["idle_unknown_s"]) == pytest.approx((30e-6, 10e-6, 20e-6, 0.0))
     unknown = timeline(works, {2: 15.0})  # the launch of 3 is not in the trace
@@ -374,7 +377,8 @@ def test_the_idle_splits_parts_always_add_up_to_the_idle_time(
     launches = {i: float(start + lead) for i, (start, _, lead, known) in enumerate(works)
                 if known}
     parts = timeline(items, launches)
-    assert parts is not None
+    span = max(start + us for start, us, _, _ in works) - min(start for start, *_ in works)
+    assert parts is not None and parts["span_s"] == pytest.approx(span * 1e-6, abs=1e-12)
     assert parts["idle_host_s"] + parts["idle_waiting_s"] + parts["idle_unknown_s"] == \
         pytest.approx(parts["idle_s"], abs=1e-12)
     assert parts["compute_s"] + parts["idle_s"] == pytest.approx(parts["span_s"], abs=1e-12)

@@ -439,11 +439,11 @@ def test_width_tables_by_size_name_a_type_of_that_size() -> None:
     its width) name types of that width in the one table."""
     from pytest_roofline.tracing import _kernels, _triton
 
-    for bits in ("8", "16", "32", "64"):
-        stated = _triton._flops_stated({f"flops{bits}": 1.0})  # ({precision: FLOPs}, bytes)
-        assert stated is not None
-        (precision,) = stated[0]
-        assert precision is not None and dtypes.element_bytes(precision) * 8 == int(bits), bits
+    # ({precision: FLOPs}, bytes): a 2-byte width is bf16, the table's last 2-byte float
+    named = {"8": "fp8", "16": "bf16", "32": "fp32", "64": "fp64"}
+    for bits, precision in named.items():
+        assert _triton._flops_stated({f"flops{bits}": 1.0}) == ({precision: 1.0}, None), bits
+        assert dtypes.element_bytes(precision) * 8 == int(bits), bits
     for floating in (True, False):
         for size in (0.5, 1, 2, 4, 8):
             assert dtypes.element_bytes(_kernels.by_width(size, floating=floating)) == size

@@ -38,6 +38,7 @@ from typing import Any
 
 from . import _triton_compat as TC
 from . import _triton_count as _C
+from . import _triton_source as _S
 
 #: Replays kept (least recently used dropped first).
 _KEEP = 256
@@ -272,19 +273,13 @@ def dependence(fn: Any) -> tuple[bool, bool]:
     changed = True
     while changed:  # to a fixed point: assignments in loops feed each other
         changed = False
-        for node in ast.walk(found):
-            pairs: list[tuple[ast.AST, ast.AST | None]] = []
-            if isinstance(node, ast.Assign):
-                pairs = [(t, node.value) for t in node.targets]
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                pairs = [(node.target, node.value)]
-            for target, value in pairs:
-                if not loaded(value):
-                    continue
-                for sub in ast.walk(target):
-                    if isinstance(sub, ast.Name) and sub.id not in tainted:
-                        tainted.add(sub.id)
-                        changed = True
+        for target, value in _S.assignments(found):
+            if not loaded(value):
+                continue
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name) and sub.id not in tainted:
+                    tainted.add(sub.id)
+                    changed = True
     depends = False
     for node in ast.walk(found):
         if (isinstance(node, (ast.If, ast.While)) and loaded(node.test)) or (

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 from .. import dtypes
@@ -56,22 +57,16 @@ def directions(fn: Any) -> tuple[frozenset[str], frozenset[str]] | None:
     changed = True
     while changed:  # to a fixed point: assignments in loops feed each other
         changed = False
-        for node in ast.walk(found):
-            pairs: list[tuple[ast.AST, ast.AST | None]] = []
-            if isinstance(node, ast.Assign):
-                pairs = [(t, node.value) for t in node.targets]
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                pairs = [(node.target, node.value)]
-            for target, value in pairs:
-                source = of(value)
-                if not source:
-                    continue
-                for sub in ast.walk(target):
-                    if isinstance(sub, ast.Name):
-                        held = taint.setdefault(sub.id, set())
-                        if not source <= held:
-                            held |= source
-                            changed = True
+        for target, value in assignments(found):
+            source = of(value)
+            if not source:
+                continue
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    held = taint.setdefault(sub.id, set())
+                    if not source <= held:
+                        held |= source
+                        changed = True
     reads: set[str] = set()
     writes: set[str] = set()
     for node in ast.walk(found):
@@ -130,3 +125,13 @@ def tensor_bytes(kernel: Any, bound: dict[str, Any]) -> tuple[float, str | None]
     for key, (read, written) in ways.items():
         total += sizes[key] * (int(read) + int(written) or 1)
     return float(total), dtype
+
+
+def assignments(tree: ast.AST) -> Iterator[tuple[ast.AST, ast.AST | None]]:
+    """(target, value) of every assignment in *tree*: ``=`` (each target), ``+=`` and the
+    annotated kind; what a kernel's data flows through, for the fixed points over them."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            yield from ((target, node.value) for target in node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            yield node.target, node.value
