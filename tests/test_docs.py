@@ -1271,6 +1271,11 @@ def _shards(block: Block, request: pytest.FixtureRequest) -> None:
                             "import pytest_roofline; print(pytest_roofline.__file__)"],
                            env=env, capture_output=True, text=True, check=True).stdout
     assert where.startswith(str(purelib)), where  # the wheel's, not this checkout's
+    shown = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest_roofline", "profile",
+                            "--example", "mi300x-jax-gemm", "--top", "1"], env=env, cwd=venv,
+                           capture_output=True, text=True)  # the wheel holds its examples
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("mi300x_tracelens_jax08_gemm.xplane.pb on mi300x"), shown
     for command in shell_steps("gate"):
         run(command)
     merged = json.loads((repo / "roofline.json").read_text())
@@ -1312,10 +1317,12 @@ def _profile_failures(block: Block, request: pytest.FixtureRequest) -> None:
     assert_shown(block.text, real, timings=True)
 
 
-@check("docs/profile.md", "$ pytest-roofline profile tests/data/traces/v100_hta_trace_diff_te")
+@check("docs/profile.md", "$ pytest-roofline profile --example v100-hta --top 5")
 def _profile_cli(block: Block, request: pytest.FixtureRequest) -> None:
     pytest.importorskip("torch")
-    run_shown_commands(block, cwd=ROOT)
+    request.getfixturevalue("monkeypatch").setenv("COLUMNS", "80")
+    for cwd in (ROOT, request.getfixturevalue("tmp_path")):  # a clone's root, and elsewhere
+        run_shown_commands(block, cwd=cwd)
 
 
 @check("docs/profile.md", "from pathlib import Path")
@@ -1372,9 +1379,11 @@ def _profile_jax_in_a_test(block: Block, request: pytest.FixtureRequest) -> None
         assert "faster than physics" in result.stdout.str()
 
 
-@check("docs/profile.md", "$ pytest-roofline profile tests/data/jax_traces/mi300x_tracelens_")
+@check("docs/profile.md", "$ pytest-roofline profile --example mi300x-jax-gemm --top 5")
 def _profile_jax_cli(block: Block, request: pytest.FixtureRequest) -> None:
-    run_shown_commands(block, cwd=ROOT)
+    request.getfixturevalue("monkeypatch").setenv("COLUMNS", "80")
+    for cwd in (ROOT, request.getfixturevalue("tmp_path")):  # a clone's root, and elsewhere
+        run_shown_commands(block, cwd=cwd)
 
 
 # -- docs/mutation.md ----------------------------------------------------------------------

@@ -45,10 +45,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--hw names one. A jax.profiler trace (the directory jax.profiler.trace wrote, or its "
         ".xplane.pb) is priced per executed XLA op or fusion, from the compiled HLO the trace "
         "holds, on the device it names.", epilog=EXIT_CODES)
-    parser.add_argument("trace", nargs="+",
+    parser.add_argument("trace", nargs="*",
                         help="the trace file (.json or .json.gz; a jax.profiler directory or "
                              ".xplane.pb); or a job's traces, one a rank: a folder of them, "
                              "several files or a glob ('run/*.json.gz')")
+    parser.add_argument("--example", metavar="NAME",
+                        help="instead of a trace, one installed with the package, recorded "
+                             "by others: v100-hta (PyTorch, a V100 training run) or "
+                             "mi300x-jax-gemm (JAX, bf16 GEMMs on an MI300X)")
     parser.add_argument("--jobs", type=positive, default=None, metavar="N",
                         help="a job: price N ranks' traces at a time, on processes (default: "
                              "this machine's cores, at most one a trace)")
@@ -113,6 +117,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from ..profiling import read_trace
     from ..profiling.rules import parse_minimum
 
+    _trace_or_example(args)
     if _is_job(args.trace):
         return _cmd_job(args)
     for flag in ("jobs", "dask", "fail_straggler", "min_link_efficiency"):
@@ -180,6 +185,23 @@ def _percent(text: str, flag: str = "--fail-regression",
         raise UsageError(f"{flag} {brief(text, 40)} is ambiguous: write {value}% for {value} "
                          f"percent, or a fraction up to 1 (0.1 is 10%)")
     return number
+
+
+def _trace_or_example(args: argparse.Namespace) -> None:
+    """``TRACE ...`` or ``--example NAME`` (a bundled trace's installed path), never both."""
+    if args.example is None:
+        if not args.trace:
+            raise UsageError("profile needs a trace (a file, a jax.profiler folder, or a job's "
+                             "traces), or --example NAME for one installed with the package")
+        return
+    if args.trace:
+        raise UsageError("give a trace or --example NAME, not both")
+    from ..examples import EXAMPLES, example_path
+
+    if args.example not in EXAMPLES:
+        raise UsageError(f"--example {brief(args.example, 40)} is not allowed; expected one "
+                         f"of {', '.join(EXAMPLES)}")
+    args.trace = [str(example_path(args.example))]
 
 
 def _is_job(traces: list[str]) -> bool:
