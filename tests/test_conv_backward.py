@@ -82,3 +82,30 @@ def test_a_recorded_strided_backward_is_priced_on_its_output() -> None:
     result = pricing.price("aten::convolution_backward", dims, types, concrete)
     assert not isinstance(result, str), result
     assert result.flops == 2 * 2 * 10 * (512 * 256 * 9) * 7 * 7
+
+
+# -- torch 1.10's convolution backward ops, by name (what the mutation run found no test for) --
+#: A 3x3 convolution of 2 x 8 x 10 x 10 to 2 x 4 x 8 x 8 (stride 1, no padding; weight 4 x 8 x
+#: 3 x 3), and its transpose (2 x 4 x 8 x 8 to 2 x 8 x 10 x 10; weight 4 x 8 x 3 x 3). With no
+#: child op naming the gradients, one is counted, the weight's (the lowest bound): 2 · N ·
+#: prod(weight) · the output's spatial size, the input's when transposed; 2·2·288·64 both ways.
+_FORWARD = ([2, 4, 8, 8], [2, 8, 10, 10], [4, 8, 3, 3])      # grad, input, weight
+_TRANSPOSED = ([2, 8, 10, 10], [2, 4, 8, 8], [4, 8, 3, 3])
+_WEIGHT_GRADIENT = 2 * 2 * (4 * 8 * 9) * 64
+
+
+@pytest.mark.parametrize("name", sorted(pricing.LEGACY_CONV_BACKWARD))
+def test_every_old_convolution_backward_reads_its_tensors_where_it_records_them(
+        name: str) -> None:
+    # the positions per op: cudnn/miopen/mkldnn record (input, grad, weight), the slow and
+    # thnn ones (grad, input, weight); each is priced from the three where they stand
+    grad, x, weight = _TRANSPOSED if "transpose" in name else _FORWARD
+    first_input = not name.startswith(("slow_", "thnn_"))
+    dims = ([x, grad, weight] if first_input else [grad, x, weight]) + [[]] * 4
+    types = ("float",) * 3 + ("",) * 4
+    result = pricing.price(f"aten::{name}", dims, types, None)
+    assert not isinstance(result, str), result
+    assert result.flops == _WEIGHT_GRADIENT
+    # two tensors recorded of the three: the reason, not an index past the list
+    assert pricing.price(f"aten::{name}", dims[:2], types[:2], None) == (
+        "its input shapes were not recorded (record_shapes=True)")

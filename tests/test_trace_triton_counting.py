@@ -531,3 +531,83 @@ def test_vector_work_is_split_by_precision_and_a_dtype_override_prices_the_dots(
         _two_dots[(1,)](*h, *f, *out, M=16)
 
     assert _by_dtype(rl.Tracer(dtype="bf16")(dots)) == {("matrix", "bf16"): 16_384}
+
+
+# -- what the mutation run over the counter found no test for ---------------------------------
+
+
+@triton.jit
+def _dot_stored_and_summed(a_ptr, b_ptr, c_ptr, s_ptr, M, BM: tl.constexpr, K: tl.constexpr,
+                           N: tl.constexpr, SUM: tl.constexpr):
+    rm, rk, rn = tl.arange(0, BM), tl.arange(0, K), tl.arange(0, N)
+    wrapped = rm % M  # the matmul tutorial's rows: past the edge they re-read row rm % M
+    a = tl.load(a_ptr + wrapped[:, None] * K + rk[None, :])
+    c = tl.dot(a, tl.load(b_ptr + rk[:, None] * N + rn[None, :]))
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c, mask=rm[:, None] < M)
+    if SUM:
+        tl.store(s_ptr + rm, tl.sum(c, axis=1), mask=rm < M)
+
+
+@pytest.mark.parametrize(("summed", "flops"), [(False, 2 * 20 * 16 * 16),
+                                               (True, 2 * 32 * 16 * 16)])
+def test_a_dot_whose_lanes_move_keeps_all_of_its_products(summed: bool, flops: int) -> None:
+    """A 32-row tile of a 20-row matrix (rows wrapped, loaded whole), stored with rows 20..31
+    masked: those rows' products are taken back, 2·20·16·16 = 10,240 (tf32). Summed along its
+    rows as well, the result's lanes move (a reduction reads every row it holds): all
+    2·32·16·16 = 16,384 products are kept, the module docstring's rule."""
+    a, b = torch.randn(20, 16), torch.randn(16, 16)
+    c, s = torch.empty(20, 16), torch.empty(20)
+
+    def run() -> None:
+        _dot_stored_and_summed[(1,)](a, b, c, s, 20, BM=32, K=16, N=16, SUM=summed)
+
+    work = rl.trace(run)
+    assert _by_dtype(work)[("matrix", "tf32")] == flops
+    torch.testing.assert_close(c, a @ b, atol=1e-2, rtol=1e-2)
+
+
+def test_counting_puts_back_what_it_patched_on_the_interpreter(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a counted launch the interpreter's ``_patch_lang_tensor`` is its own again, and
+    a reduction class without ``apply_impl`` (a Triton that renamed it) is left untouched."""
+    from triton.runtime import interpreter
+
+    class ScanOps:  # no apply_impl
+        pass
+
+    monkeypatch.setattr(interpreter, "ScanOps", ScanOps)
+    before = interpreter._patch_lang_tensor
+    x, y = torch.randn(16, 16), torch.empty(16, 16)
+    work = rl.trace(lambda: _join_split[(1,)](x, y, torch.empty(64), 16, BLOCK=16))
+    assert work.bytes > 0
+    assert interpreter._patch_lang_tensor is before
+    assert not hasattr(ScanOps, "apply_impl")
+
+
+def test_pending_addresses_are_folded_to_their_distinct_set(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``_FOLD`` pending addresses the tables are folded to one array of distinct
+    addresses an element size (the memory a long launch holds stays bounded): loads of 100
+    addresses from 0, 50 and 50 with a fold past 150: after the second, 200 pending are
+    folded to their 150 distinct; the third's 100 wait, pending. 150 distinct fp32: 600 B."""
+    import types
+
+    import numpy as np
+
+    monkeypatch.setattr(_triton_count, "_FOLD", 150)
+    fp32 = types.SimpleNamespace(primitive_bitwidth=32)
+
+    class Pointers:
+        def __init__(self, start: int) -> None:
+            self.data = np.arange(start, start + 100, dtype=np.int64)
+
+        def get_element_ty(self) -> object:
+            return fp32
+
+    count = _triton_count.Count()
+    everywhere = np.ones(100, dtype=bool)
+    for start in (0, 50, 50):
+        count._note(count.loads, Pointers(start), everywhere)
+    assert count.pending == 100
+    assert [len(part) for part in count.loads[4]] == [150, 100]
+    assert count.nbytes() == 150 * 4

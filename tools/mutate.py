@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import json
 import os
 import shutil
 import sys
@@ -30,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,19 +114,89 @@ class _Replace(ast.NodeTransformer):
         return new
 
 
-def mutants(source: str) -> Iterator[tuple[int, str, str]]:
-    """(line, description, mutated module source) for every site of *source*."""
+def mutants(source: str) -> Iterator[tuple[tuple[int, int], str, str]]:
+    """((first line, last line), description, mutated module source) for every site of
+    *source*, in the order of their lines."""
     tree = ast.parse(source)
     count = sum(1 for _ in sites(tree))
-    for index in range(count):
+    order = sorted(range(count), key=lambda i: [getattr(n, "lineno", 0) for n, _ in
+                                                sites(tree)][i])
+    for index in order:
         tree = ast.parse(source)
         node, kind = list(sites(tree))[index]
-        line = getattr(node, "lineno", 0)
+        lines = (getattr(node, "lineno", 0), getattr(node, "end_lineno", 0) or 0)
         mutated = ast.fix_missing_locations(_Replace(node, kind).visit(tree))
         before = ast.unparse(node)
         alone = copy.deepcopy(node)
         after = ast.unparse(_Replace(alone, kind).visit(alone))
-        yield line, f"{before}  ->  {after}", ast.unparse(mutated)
+        yield lines, f"{before}  ->  {after}", ast.unparse(mutated)
+
+
+def covering(tests: list[str], module: Path) -> dict[int, list[str]]:
+    """line -> the ids of the tests that run it ('' for import time), from one run of
+    *tests* with a line tracer on *module* alone (in a forked child, as the mutants' runs)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        import threading
+
+        import pytest
+
+        target, current = str(module), [""]
+        hits: dict[int, dict[str, None]] = {}
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                hits.setdefault(frame.f_lineno, {})[current[0]] = None
+            return local
+
+        def calls(frame: Any, event: str, arg: Any) -> Any:
+            if frame.f_code.co_filename != target:
+                return None
+            hits.setdefault(frame.f_lineno, {})[current[0]] = None
+            return local
+
+        class Tests:
+            @pytest.hookimpl(wrapper=True)
+            def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
+                current[0] = item.nodeid
+                try:
+                    return (yield)
+                finally:
+                    current[0] = ""
+
+        sys.settrace(calls)
+        threading.settrace(calls)
+        code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests],
+                           plugins=[Tests()])
+        sys.settrace(None)
+        with os.fdopen(write, "w") as out:
+            json.dump({"code": int(code), "hits": {line: list(ids) for line, ids in
+                                                    hits.items()}}, out)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as result:
+        found = json.load(result)
+    os.waitpid(pid, 0)
+    assert found["code"] == 0, "the tests fail unmutated"
+    return {int(line): ids for line, ids in found["hits"].items()}
+
+
+def chosen(node_lines: tuple[int, int], hits: dict[int, list[str]],
+           tests: list[str]) -> list[str] | None:
+    """The tests a mutant on *node_lines* (first, last) needs: those that run one of those
+    lines; every given test when one runs at import (a table, a default); None when none
+    runs them (the mutant survives unseen)."""
+    ids: dict[str, None] = {}
+    for line in range(node_lines[0], node_lines[1] + 1):
+        ids.update(dict.fromkeys(hits.get(line, ())))
+    if "" in ids:
+        return tests
+    return list(ids) or None
 
 
 def run_tests(tests: list[str], timeout: float) -> str:
@@ -159,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds a mutant's tests may take (then killed: a hang)")
     parser.add_argument("--lines", help="only mutants on these lines, e.g. 40-90,112,130")
+    parser.add_argument("--every-test", dest="by_line", action="store_false",
+                        help="run every given test on each mutant (default: only the tests "
+                             "that run its line, found by one traced run; every given test "
+                             "for a line run at import)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print every mutant's outcome, not only the survivors")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mutate-"))
     try:
@@ -193,22 +271,33 @@ def main(argv: list[str] | None = None) -> int:
         source = path.read_text()
         spans = [tuple(int(x) for x in (part.split("-") * 2)[:2])
                  for part in args.lines.split(",")] if args.lines else [(0, 10**9)]
-        assert run_tests(args.tests, args.timeout) == "survived", "the tests fail unmutated"
-        results: dict[str, int] = {"killed": 0, "survived": 0, "timeout": 0}
-        for line, what, mutated in mutants(source):
+        hits = covering(args.tests, path)  # also: the tests pass unmutated
+        results: dict[str, int] = {"killed": 0, "survived": 0, "timeout": 0, "unrun": 0}
+        for lines, what, mutated in mutants(source):
+            line = lines[0]
             if not any(low <= line <= high for low, high in spans):
                 continue
+            tests = chosen(lines, hits, args.tests) if args.by_line else args.tests
+            if tests is None:
+                results["unrun"] += 1
+                print(f"SURVIVED {args.module}:{line}: {what}  (no given test runs it)",
+                      flush=True)
+                continue
             path.write_text(mutated)
-            outcome = run_tests(args.tests, args.timeout)
+            outcome = run_tests(tests, args.timeout)
             results[outcome] += 1
             if outcome == "survived":
                 print(f"SURVIVED {args.module}:{line}: {what}", flush=True)
+            elif args.verbose:
+                print(f"{outcome} {args.module}:{line}: {what} ({len(tests)} tests)",
+                      flush=True)
         path.write_text(source)
         total = sum(results.values())
         killed = results["killed"] + results["timeout"]
         print(f"{args.module}: {killed} killed of {total} mutants "
-              f"({results['timeout']} by the time limit), {results['survived']} survived",
-              flush=True)
+              f"({results['timeout']} by the time limit), "
+              f"{results['survived'] + results['unrun']} survived "
+              f"({results['unrun']} on lines no given test runs)", flush=True)
         return 0
     finally:
         os.chdir(ROOT)
