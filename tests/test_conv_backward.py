@@ -109,3 +109,29 @@ def test_every_old_convolution_backward_reads_its_tensors_where_it_records_them(
     # two tensors recorded of the three: the reason, not an index past the list
     assert pricing.price(f"aten::{name}", dims[:2], types[:2], None) == (
         "its input shapes were not recorded (record_shapes=True)")
+
+
+def test_an_old_depthwise_backward_reads_its_groups_from_the_channels() -> None:
+    # miopen's depthwise backward of a 3x3 convolution over 8 channels, 8 groups (weight 8 x 1
+    # x 3 x 3): groups = input channels / the weight's channels a group = 8; the weight's
+    # gradient 2 · N · prod(weight) · 8·8 = 2·2·72·64 = 18,432 (one gradient, as above)
+    dims = [[2, 8, 10, 10], [2, 8, 8, 8], [8, 1, 3, 3]] + [[]] * 4
+    types = ("float",) * 3 + ("",) * 4
+    result = pricing.price("aten::miopen_depthwise_convolution_backward", dims, types, None)
+    assert not isinstance(result, str), result
+    assert result.flops == 2 * 2 * 72 * 64
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_an_old_backward_of_tensors_under_three_dims_is_not_priced(rank: int) -> None:
+    # a convolution's tensors are (batch, channels, spatial...): fewer than 3 dims is a
+    # recording that did not keep the shapes (or another op), named, never guessed
+    dims = [[2, 8, 10][:rank], [2, 8, 8, 8], [8, 8, 3, 3]] + [[]] * 4
+    types = ("float",) * 3 + ("",) * 4
+    assert pricing.price("aten::slow_conv2d_backward", dims, types, None) == (
+        "its input shapes were not recorded (record_shapes=True)")
+
+
+def test_an_inductor_kernel_without_its_types_is_not_priced() -> None:
+    assert pricing.price("triton_poi_fused_add_0", [[4, 4], [4, 4]], None, None) == (
+        "its input shapes were not recorded (record_shapes=True)")

@@ -257,3 +257,43 @@ def test_a_gpu_plane_s_kernels_time_its_ops_never_an_xla_ops_line_beside_them() 
         ("XLA Ops", "%neg = f32[64] negate(f32[64] %x)", 0, 1_000_000, {"program_id": 7})]))
     trace = jax_trace.collect(parse_space(raw), "gpu")
     assert [(e.name, s) for e, s in trace.ops] == [("neg_kernel", 1e-6)]
+
+
+def _fusion_chain(depth: int) -> bytes:
+    """Computation i holds a fusion calling computation i + 1 (uids 100 + i); the last,
+    computation *depth*, negates 64 floats. The program's ``top`` fusion calls the first."""
+    comps = [_msg((1, f"c{depth}"), (5, 100 + depth), (2, _ins(
+        10 * depth + 1, f"n{depth}", "negate", (64,))))]
+    for i in range(depth - 1, -1, -1):
+        comps.append(_msg((1, f"c{i}"), (5, 100 + i), (2, _ins(
+            10 * i + 1, f"f{i}", "fusion", (64,), (38, [100 + i + 1])))))
+    return _program(_ins(1, "x", "parameter", (64,)),
+                    _ins(2, "top", "fusion", (64,), (38, [100]), operands=(1,)),
+                    extra=tuple(comps))
+
+
+@pytest.mark.parametrize(("depth", "priced"), [(MAX_DEPTH - 1, True), (MAX_DEPTH, False)])
+def test_fusions_nested_up_to_the_limit_are_priced(depth: int, priced: bool) -> None:
+    # computation i is entered inside i fusions: the last at MAX_DEPTH - 1 is read (its
+    # negate: 64 FLOPs), at MAX_DEPTH it is past the limit (what the mutation run found no
+    # test for: the boundary)
+    module = parse_module(_fusion_chain(depth), "jit_f(7)")
+    result = hlo_pricing.price(module, module.by_name["top"])
+    if priced:
+        assert not isinstance(result, str), result
+        assert result.flops == 64
+    else:
+        assert isinstance(result, str) and f"deeper than {MAX_DEPTH}" in result
+
+
+def test_a_fusion_that_calls_itself_is_named_not_followed() -> None:
+    # computation 100's fusion calls computation 100 again: a cycle no compiler writes,
+    # refused at once by its uid, never followed down to the depth limit
+    cycle = _msg((1, "c0"), (5, 100), (2, _ins(11, "f0", "fusion", (64,), (38, [100]))))
+    program = _program(_ins(1, "x", "parameter", (64,)),
+                       _ins(2, "top", "fusion", (64,), (38, [100]), operands=(1,)),
+                       extra=(cycle,))
+    module = parse_module(program, "jit_f(7)")
+    result = hlo_pricing.price(module, module.by_name["top"])
+    assert isinstance(result, str) and "called computation 100" in result
+    assert "deeper" not in result

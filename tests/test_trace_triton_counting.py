@@ -611,3 +611,61 @@ def test_pending_addresses_are_folded_to_their_distinct_set(
     assert count.pending == 100
     assert [len(part) for part in count.loads[4]] == [150, 100]
     assert count.nbytes() == 150 * 4
+
+
+@triton.jit
+def _spread_lanes(x_ptr, w_ptr, s_ptr, out_ptr, n1, n2, BLOCK: tl.constexpr,
+                  SQUARE: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r, mask=r < n1, other=0.0)[None, :]  # the block's own lanes, moved
+    w = tl.load(w_ptr + r, mask=r < n2, other=0.0)[None, :]
+    s = (tl.broadcast_to(tl.load(s_ptr), (BLOCK,)) * 2.0)[None, :]  # one value, spread
+    y = x + w + s
+    if SQUARE:
+        y = y * y
+    tl.store(out_ptr + r[None, :], y, mask=r[None, :] < n1)
+
+
+def test_a_value_spread_over_the_block_holds_no_lanes_of_its_own() -> None:
+    """x's 150 lanes plus w's 100 hold data in x's 150 (an add holds data where either
+    operand does, an expanded block keeps its own lanes); adding a scalar spread over the
+    block (broadcast, scaled, expanded: still one value) adds no lanes. So the square after
+    counts 150 multiplies, not the block's 256 (and not w's 100)."""
+    x, w, s = torch.randn(150), torch.randn(100), torch.randn(1)
+
+    def flops(square: bool) -> float:
+        out = torch.empty(150)
+        work = rl.trace(lambda: _spread_lanes[(1,)](x, w, s, out, 150, 100, BLOCK=256,
+                                                    SQUARE=square))
+        if square:
+            padded = torch.cat([w, torch.zeros(50)])
+            torch.testing.assert_close(out, (x + padded + 2 * s) ** 2)
+        return work.flops
+
+    assert flops(True) - flops(False) == 150
+
+
+def test_a_dot_result_folded_into_another_shape_keeps_its_products() -> None:
+    """The counter's guards for what Triton 3.9's builder never passes (its elementwise ops
+    take operands of one shape): a dot's result handed to a result of another shape marks
+    the dot as moved (all its products kept), and a carried mask of another shape is
+    dropped (every lane holds data), never applied to the wrong lanes."""
+    import types
+
+    import numpy as np
+
+    count = _triton_count.Count()
+    dot = _triton_count._Dot("tf32", np.ones((4, 4)))
+    source = types.SimpleNamespace(data=np.zeros((4, 4)), _rl_dots=(dot,))
+    out = types.SimpleNamespace(data=np.zeros((2, 8)))
+    count._follow(out, [source])
+    assert dot.escaped and not hasattr(out, "_rl_dots")
+
+    # 4 lanes, 2 holding data, carried into a 3 x 4 result: the mask would broadcast onto
+    # every row, which nothing says it should
+    masked = types.SimpleNamespace(data=np.zeros(4), dtype="fp32",
+                                   _rl_valid=np.array([1, 1, 0, 0], bool))
+    carried = count._carry(lambda *args, **kwargs: types.SimpleNamespace(
+        data=np.zeros((3, 4)), dtype="fp32"))
+    result = carried(masked)
+    assert _triton_count.L.valid_of(result) is None

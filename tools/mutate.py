@@ -41,6 +41,8 @@ COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
 ARITHMETIC = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
               ast.FloorDiv: ast.Div, ast.Pow: ast.Mult, ast.Mod: ast.Mult}
 SWAPPED_NAMES = {"min": "max", "max": "min"}
+#: More arguments for every pytest run (``--deselect`` of tests that time this machine).
+PYTEST_ARGS: list[str] = []
 
 
 def _skipped(tree: ast.Module) -> set[int]:
@@ -160,7 +162,13 @@ def covering(tests: list[str], module: Path) -> dict[int, list[str]]:
             hits.setdefault(frame.f_lineno, {})[current[0]] = None
             return local
 
+        failed: list[str] = []
+
         class Tests:
+            def pytest_runtest_logreport(self, report: Any) -> None:
+                if report.failed:
+                    failed.append(report.nodeid)
+
             @pytest.hookimpl(wrapper=True)
             def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
                 current[0] = item.nodeid
@@ -171,18 +179,21 @@ def covering(tests: list[str], module: Path) -> dict[int, list[str]]:
 
         sys.settrace(calls)
         threading.settrace(calls)
-        code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests],
+        code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", *PYTEST_ARGS,
+                            *tests],
                            plugins=[Tests()])
         sys.settrace(None)
         with os.fdopen(write, "w") as out:
-            json.dump({"code": int(code), "hits": {line: list(ids) for line, ids in
-                                                    hits.items()}}, out)
+            json.dump({"code": int(code), "failed": failed,
+                       "hits": {line: list(ids) for line, ids in hits.items()}}, out)
         os._exit(0)
     os.close(write)
     with os.fdopen(read) as result:
         found = json.load(result)
     os.waitpid(pid, 0)
-    assert found["code"] == 0, "the tests fail unmutated"
+    if found["code"] != 0:
+        raise SystemExit(f"the tests fail unmutated (exit {found['code']}): "
+                         f"{', '.join(found['failed'][:5]) or 'none ran'}")
     return {int(line): ids for line, ids in found["hits"].items()}
 
 
@@ -210,7 +221,7 @@ def run_tests(tests: list[str], timeout: float) -> str:
         import pytest
 
         code = pytest.main(["-q", "-x", "-p", "no:cacheprovider", "-p", "no:randomly",
-                            *tests])
+                            *PYTEST_ARGS, *tests])
         os._exit(int(code))
     start = time.monotonic()
     while True:
@@ -235,9 +246,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="run every given test on each mutant (default: only the tests "
                              "that run its line, found by one traced run; every given test "
                              "for a line run at import)")
+    parser.add_argument("--deselect", metavar="NODEID", action="append", default=[],
+                        help="leave out this test (repeatable): one that times this machine "
+                             "and fails when the line tracer slows it")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print every mutant's outcome, not only the survivors")
     args = parser.parse_args(argv)
+    PYTEST_ARGS[:] = [f"--deselect={node}" for node in args.deselect]
     work = Path(tempfile.mkdtemp(prefix="mutate-"))
     try:
         shutil.copytree(ROOT / "pytest_roofline", work / "pytest_roofline",
