@@ -250,3 +250,12 @@ def test_any_recorded_inputs_give_a_price_or_a_reason(name, dims, types, concret
         assert result
     else:
         assert result.flops >= 0 and result.bytes >= 0
+
+
+def test_who_prices_a_recorded_op_is_said_only_where_a_formula_does() -> None:
+    # what the mutation run found no test for: an op with no formula is priced by nobody
+    # ('', then named unpriced), an aten op by the tracer's table (''), never "the ops its
+    # inductor name lists" for a name that is no inductor kernel's
+    assert pricing.formula_of("mylib::no_formula_here") == ""
+    assert pricing.formula_of("aten::mm") == ""
+    assert pricing.formula_of("triton_poi_fused_add_0") == "the ops its inductor name lists"

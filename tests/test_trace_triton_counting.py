@@ -669,3 +669,123 @@ def test_a_dot_result_folded_into_another_shape_keeps_its_products() -> None:
         data=np.zeros((3, 4)), dtype="fp32"))
     result = carried(masked)
     assert _triton_count.L.valid_of(result) is None
+
+
+@triton.jit
+def _scaled_fp4(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr,
+                K: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr, A_FP4: tl.constexpr):
+    rm, rn, rs = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K // 32)
+    KA: tl.constexpr = K // 2 if A_FP4 else K
+    ra, rb = tl.arange(0, KA), tl.arange(0, K // 2)
+    a = tl.load(a_ptr + rm[:, None] * KA + ra[None, :], mask=rm[:, None] < ROWS)
+    b = tl.load(b_ptr + rb[:, None] * N + rn[None, :], mask=rn[None, :] < COLS)
+    sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + rs[None, :])
+    if A_FP4:
+        c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e2m1")
+    else:
+        c = tl.dot_scaled(a, sa, "e4m3", b, sb, "e2m1")
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@pytest.mark.parametrize(("a_fp4", "rows", "cols", "priced", "flops", "nbytes"), [
+    (True, 32, 32, "fp4", 2 * 32 * 32 * 64, 1024 + 1024 + 128 + 4096),
+    (True, 20, 24, "fp4", 2 * 20 * 24 * 64, 640 + 768 + 128 + 4096),
+    (False, 20, 24, "fp8", 2 * 20 * 24 * 64, 1280 + 768 + 128 + 4096)])
+def test_dot_scaled_of_packed_fp4_counts_two_values_a_byte(
+        a_fp4: bool, rows: int, cols: int, priced: str, flops: int, nbytes: int) -> None:
+    """mxfp4 (e2m1) holds two values a byte along K: a 32 x 64 x 32 product of 32 x 32-byte
+    operands is 2·32·32·64 = 131,072 FLOPs at fp4, e4m3 times e2m1 at fp8 (the wider). Rows
+    of A and columns of B masked past 20 and 24 (the mask follows the packed bytes onto both
+    values): 2·20·24·64 = 61,440. Bytes: A's loaded rows (32 B a row packed, 64 as e4m3), B's
+    loaded columns (32 B each), the e8m0 scales (2 a row of each: 128), C 32·32·4 = 4,096."""
+    m = n = 32
+    k = 64
+    a = (torch.randint(0, 255, (m, k // 2), dtype=torch.uint8) if a_fp4
+         else torch.randn(m, k).to(torch.float8_e4m3fn))
+    b = torch.randint(0, 255, (k // 2, n), dtype=torch.uint8)
+    sa = torch.full((m, k // 32), 127, dtype=torch.uint8)
+    sb = torch.full((n, k // 32), 127, dtype=torch.uint8)
+    c = torch.empty(m, n)
+
+    def run() -> None:
+        _scaled_fp4[(1,)](a, sa, b, sb, c, M=m, N=n, K=k, ROWS=rows, COLS=cols, A_FP4=a_fp4)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("matrix", priced): flops}
+    assert work.bytes == nbytes
+
+
+@triton.jit
+def _moved_masks(x_ptr, y_ptr, out_ptr, n, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r, mask=r < n, other=0.0)
+    rows = tl.reshape(tl.broadcast_to(x[None, :], (ROWS, BLOCK)), (ROWS * BLOCK,))
+    every = tl.arange(0, ROWS * BLOCK)
+    tl.store(out_ptr + every, rows * tl.load(y_ptr + every))
+
+
+def test_a_mask_moves_with_a_broadcast_and_a_reshape() -> None:
+    """40 valid lanes of a 64 block, broadcast to 4 rows and flattened: each row holds data
+    in its first 40 lanes, so the multiply by a block loaded whole counts 4·40 = 160 FLOPs
+    (not 256). Bytes: x's 40 floats, y's and the output's 256: 160 + 1,024 + 1,024."""
+    x, y, out = torch.randn(40), torch.randn(256), torch.empty(256)
+
+    def run() -> None:
+        _moved_masks[(1,)](x, y, out, 40, ROWS=4, BLOCK=64)
+
+    work = rl.trace(run)
+    assert work.flops == 160
+    assert work.bytes == 160 + 1024 + 1024
+    padded = torch.cat([x, torch.zeros(24)]).repeat(4)
+    torch.testing.assert_close(out, padded * y)
+
+
+@triton.jit
+def _tf32x3(a_ptr, b_ptr, c_ptr, M: tl.constexpr, P: tl.constexpr):
+    r = tl.arange(0, M)
+    idx = r[:, None] * M + r[None, :]
+    tl.store(c_ptr + idx, tl.dot(tl.load(a_ptr + idx), tl.load(b_ptr + idx),
+                                 input_precision=P))
+
+
+@pytest.mark.parametrize(("precision", "priced", "passes"), [("tf32x3", "tf32", 3),
+                                                             ("ieee", "fp32", 1)])
+def test_an_fp32_dot_counts_the_passes_its_input_precision_runs(
+        precision: str, priced: str, passes: int) -> None:
+    """tf32x3 splits each fp32 operand in a high and a low tf32 part and runs three tf32
+    products (hi·hi, hi·lo, lo·hi): 3·2·16³ = 24,576 tf32 FLOPs; ieee one fp32 product,
+    8,192 (Triton 3.9's interpreter takes tf32, tf32x3 and ieee on a CPU)."""
+    a, b, c = torch.randn(16, 16), torch.randn(16, 16), torch.empty(16, 16)
+    work = rl.trace(lambda: _tf32x3[(1,)](a, b, c, M=16, P=precision))
+    assert _by_dtype(work) == {("matrix", priced): passes * 2 * 16 ** 3}
+
+
+@triton.jit
+def _moves_of_two_masks(x_ptr, y_ptr, out_ptr, n1, n2, BLOCK: tl.constexpr,
+                        HOW: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r, mask=r < n1, other=0.0)
+    y = tl.load(y_ptr + r, mask=r < n2, other=0.0)
+    if HOW == "split":  # join then split: each half keeps its own operand's lanes
+        lo, hi = tl.split(tl.join(x, y))
+        tl.store(out_ptr + r, lo * lo + hi * hi * 0.5, mask=r < n1)
+    elif HOW == "cat":  # x's lanes, then y's
+        both = tl.cat(x, y)
+        tl.store(out_ptr + tl.arange(0, 2 * BLOCK), both * both)
+    else:  # gather x's lanes in reverse: lane i holds data where lane BLOCK-1-i of x does
+        back = tl.gather(x, BLOCK - 1 - r, 0)
+        tl.store(out_ptr + r, back * back)
+
+
+@pytest.mark.parametrize(("how", "flops"), [
+    # lo·lo over x's 40 lanes, hi·hi over y's 24, ·0.5 over y's 24, the add over the lanes
+    # both operands hold data in, 24 (its result holds data where either does):
+    # 40 + 24 + 24 + 24
+    ("split", 40 + 24 + 24 + 24),
+    ("cat", 40 + 24),  # the square over x's 40 lanes and y's 24, of 128
+    ("gather", 40)])   # the square over the 40 lanes gathered from x's data
+def test_join_split_cat_and_gather_move_each_operands_lanes(how: str, flops: int) -> None:
+    x, y, out = torch.randn(40), torch.randn(24), torch.empty(128)
+    work = rl.trace(lambda: _moves_of_two_masks[(1,)](x, y, out, 40, 24, BLOCK=64, HOW=how))
+    assert work.flops == flops
