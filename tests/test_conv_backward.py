@@ -106,6 +106,9 @@ def test_every_old_convolution_backward_reads_its_tensors_where_it_records_them(
     result = pricing.price(f"aten::{name}", dims, types, None)
     assert not isinstance(result, str), result
     assert result.flops == _WEIGHT_GRADIENT
+    # bytes: grad_output, input and weight read, the weight's gradient written, fp32 (a
+    # mixed-up position reads another tensor twice): (512 + 1,600 + 288 + 288) · 4
+    assert result.bytes == (2 * 4 * 64 + 2 * 8 * 100 + 288 + 288) * 4
     # two tensors recorded of the three: the reason, not an index past the list
     assert pricing.price(f"aten::{name}", dims[:2], types[:2], None) == (
         "its input shapes were not recorded (record_shapes=True)")
@@ -134,4 +137,23 @@ def test_an_old_backward_of_tensors_under_three_dims_is_not_priced(rank: int) ->
 
 def test_an_inductor_kernel_without_its_types_is_not_priced() -> None:
     assert pricing.price("triton_poi_fused_add_0", [[4, 4], [4, 4]], None, None) == (
+        "its input shapes were not recorded (record_shapes=True)")
+
+
+def test_an_old_backward_of_a_1d_convolution_is_priced() -> None:
+    # thnn's conv1d backward (torch 1.10 records conv1d as a 3-D slow_conv2d-family op's
+    # tensors: batch, channels, length): 2 x 8 x 10 -> 2 x 4 x 8, weight 4 x 8 x 3; the
+    # weight's gradient 2 · N · prod(weight) · 8 = 2·2·96·8 = 3,072
+    dims = [[2, 4, 8], [2, 8, 10], [4, 8, 3]] + [[]] * 4
+    types = ("float",) * 3 + ("",) * 4
+    result = pricing.price("aten::slow_conv2d_backward", dims, types, None)
+    assert not isinstance(result, str), result
+    assert result.flops == 2 * 2 * 96 * 8
+
+
+def test_an_old_backward_with_more_types_than_dims_is_not_priced() -> None:
+    # two shapes recorded beside seven types: the weight's position (2) is past the shapes
+    dims = [[2, 4, 8, 8], [2, 8, 10, 10]]
+    types = ("float",) * 3 + ("",) * 4
+    assert pricing.price("aten::slow_conv2d_backward", dims, types, None) == (
         "its input shapes were not recorded (record_shapes=True)")

@@ -789,3 +789,87 @@ def test_join_split_cat_and_gather_move_each_operands_lanes(how: str, flops: int
     x, y, out = torch.randn(40), torch.randn(24), torch.empty(128)
     work = rl.trace(lambda: _moves_of_two_masks[(1,)](x, y, out, 40, 24, BLOCK=64, HOW=how))
     assert work.flops == flops
+
+
+@triton.jit
+def _m_packed_fp4(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, d_ptr, M: tl.constexpr,
+                  N: tl.constexpr, K: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr,
+                  ACC: tl.constexpr):
+    ra, rk = tl.arange(0, M // 2), tl.arange(0, K)
+    rn2, rs = tl.arange(0, N // 2), tl.arange(0, K // 32)
+    rm, rn = tl.arange(0, M), tl.arange(0, N)
+    a = tl.load(a_ptr + ra[:, None] * K + rk[None, :], mask=ra[:, None] < ROWS // 2)
+    b = tl.load(b_ptr + rk[:, None] * (N // 2) + rn2[None, :], mask=rn2[None, :] < COLS // 2)
+    sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + rs[None, :])
+    if ACC:
+        acc = tl.load(d_ptr + rm[:, None] * N + rn[None, :])
+        c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e2m1", acc=acc, lhs_k_pack=False,
+                          rhs_k_pack=False)
+    else:
+        c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e2m1", lhs_k_pack=False, rhs_k_pack=False)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c * 2.0)
+
+
+@pytest.mark.parametrize(("acc", "scaled", "nbytes"), [
+    (False, 20 * 24, 640 + 768 + 64 + 64 + 4096),
+    (True, 32 * 32, 640 + 768 + 64 + 64 + 4096 + 4096)])
+def test_fp4_packed_along_m_and_n_and_an_accumulator_passed_in(
+        acc: bool, scaled: int, nbytes: int) -> None:
+    """e2m1 packed along M (A: 16 x 64 bytes for 32 x 64 values) and along N (B: 64 x 16
+    bytes for 64 x 32), the packed rows masked past 10 and columns past 12: 20 rows and 24
+    columns hold data, 2·20·24·64 = 61,440 fp4 FLOPs. The scale after counts the lanes
+    holding data: 20·24 = 480; with an accumulator loaded whole, all 1,024. Bytes: A 10·64,
+    B 64·12, the scales 64 + 64, C 32·32·4 written (and the accumulator read)."""
+    m = n = 32
+    k = 64
+    a = torch.randint(0, 255, (m // 2, k), dtype=torch.uint8)
+    b = torch.randint(0, 255, (k, n // 2), dtype=torch.uint8)
+    sa = torch.full((m, k // 32), 127, dtype=torch.uint8)
+    sb = torch.full((n, k // 32), 127, dtype=torch.uint8)
+    c, d = torch.empty(m, n), torch.randn(m, n)
+
+    def run() -> None:
+        _m_packed_fp4[(1,)](a, sa, b, sb, c, d, M=m, N=n, K=k, ROWS=20, COLS=24, ACC=acc)
+
+    work = rl.trace(run)
+    assert _by_dtype(work) == {("matrix", "fp4"): 2 * 20 * 24 * 64, ("vector", "fp32"): scaled}
+    assert work.bytes == nbytes
+
+
+@triton.jit
+def _edge_gather(x_ptr, y_ptr, M, N, BN: tl.constexpr, ROWS: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[1, BN])
+    dst = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[1, BN])
+    rows = tl.arange(0, ROWS) * 4
+    block = src.gather(rows, 0)
+    dst.scatter(block * 2.0, rows, 0)
+
+
+def test_a_gather_at_the_edges_of_its_tensor() -> None:
+    """Rows 0, 4, ..., 28 of a 28 x 12 tensor in blocks 16 wide: row 0 and column 0 are in,
+    row 28 (= M) and columns 12..15 (from N on) are past the edge. 7 rows of 12 hold data:
+    the multiply 7·12 = 84 FLOPs; 7·12·4 = 336 B read and as many written."""
+    x = torch.randn(28, 12)
+    y = torch.zeros_like(x)
+    work = rl.trace(lambda: _edge_gather[(1,)](x, y, 28, 12, BN=16, ROWS=8))
+    assert work.flops == 84
+    assert work.bytes == 672
+    torch.testing.assert_close(y[0::4], 2 * x[0::4])
+
+
+@triton.jit
+def _int_reductions(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + r)
+    tl.store(out_ptr + r, tl.cumsum(v, 0) + tl.sum(v, 0))
+
+
+def test_an_integer_reduction_and_scan_are_no_flops() -> None:
+    # integer sums and scans are index arithmetic to the counter, as integer adds are:
+    # 0 FLOPs; bytes 64 int32 read and written, 512
+    x = torch.arange(64, dtype=torch.int32)
+    out = torch.empty_like(x)
+    work = rl.trace(lambda: _int_reductions[(1,)](x, out, BLOCK=64))
+    assert work.flops == 0 and work.bytes == 512
+    torch.testing.assert_close(out, torch.cumsum(x, 0).int() + x.sum().int())
