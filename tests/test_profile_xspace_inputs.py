@@ -297,3 +297,38 @@ def test_a_fusion_that_calls_itself_is_named_not_followed() -> None:
     result = hlo_pricing.price(module, module.by_name["top"])
     assert isinstance(result, str) and "called computation 100" in result
     assert "deeper" not in result
+
+
+S32 = 4  # XLA's PrimitiveType number of int32
+
+
+def test_a_dynamic_slice_reads_its_slice_and_its_indices() -> None:
+    # dynamic-slice of 4 floats from 64 at an int32 index: it reads the slice and the index,
+    # not the operand whole: min(64·4 + 4, 4·4 + 4) = 20 B read, 16 written (what the
+    # mutation run found no test for)
+    program = _program(_ins(1, "x", "parameter", (64,)),
+                       _ins(2, "i", "parameter", (), (9, 1), element=S32),
+                       _ins(3, "ds", "dynamic-slice", (4,), operands=(1, 2)))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.boundary_bytes(module, module.by_name["ds"]) == 20 + 16
+
+
+def test_a_dot_reads_each_operands_own_batch_dimensions() -> None:
+    # lhs (8, 4, 16) batched on its dimension 1, rhs (4, 16, 5) on its 0, contracting 16:
+    # 2·4·8·5·16 = 5,120 FLOPs; lhs's batch read as rhs's (dimension 0, of 8) does not fit
+    dims = _msg((1, [2]), (2, [1]), (3, [1]), (4, [0]))
+    program = _program(_ins(1, "a", "parameter", (8, 4, 16)),
+                       _ins(2, "b", "parameter", (4, 16, 5), (9, 1)),
+                       _ins(3, "bmm", "dot", (4, 8, 5), (30, dims), operands=(1, 2)))
+    module = parse_module(program, "jit_f(7)")
+    result = hlo_pricing.price(module, module.by_name["bmm"])
+    assert not isinstance(result, str), result
+    assert result.flops == 2 * 4 * 8 * 5 * 16
+
+
+def test_a_convolution_without_its_window_or_an_operand_is_a_reason() -> None:
+    program = _program(_ins(1, "x", "parameter", (1, 3, 8, 8)),
+                       _ins(2, "conv", "convolution", (1, 4, 6, 6), operands=(1,)))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.price(module, module.by_name["conv"]) == (
+        "conv: a convolution without its window or operands")
