@@ -770,12 +770,22 @@ def _moves_of_two_masks(x_ptr, y_ptr, out_ptr, n1, n2, BLOCK: tl.constexpr,
     if HOW == "split":  # join then split: each half keeps its own operand's lanes
         lo, hi = tl.split(tl.join(x, y))
         tl.store(out_ptr + r, lo * lo + hi * hi * 0.5, mask=r < n1)
-    elif HOW == "cat":  # x's lanes, then y's
+    elif HOW == "cat":  # x's lanes, then y's (a join, a permute and a reshape)
         both = tl.cat(x, y)
         tl.store(out_ptr + tl.arange(0, 2 * BLOCK), both * both)
-    else:  # gather x's lanes in reverse: lane i holds data where lane BLOCK-1-i of x does
+    elif HOW == "cat_reorder":  # the same, by the builder's own create_cat
+        both = tl.cat(x, y, can_reorder=True)
+        tl.store(out_ptr + tl.arange(0, 2 * BLOCK), both * both)
+    elif HOW == "gather":  # x's lanes in reverse: lane i holds data where x's BLOCK-1-i does
         back = tl.gather(x, BLOCK - 1 - r, 0)
         tl.store(out_ptr + r, back * back)
+    elif HOW == "gather_rows":  # rows 0, 2, 4, 6 of x as 8 x 8 (its first 5 rows hold data)
+        rows = tl.reshape(tl.arange(0, 32) // 8 * 2, (4, 8))
+        picked = tl.gather(tl.reshape(x, (8, 8)), rows, 0)
+        tl.store(out_ptr + tl.arange(0, 32), tl.reshape(picked * picked, (32,)))
+    else:  # permute x as 4 x 4 x 4, times y: the lanes both hold data in
+        x3 = tl.permute(tl.reshape(x, (4, 4, 4)), (0, 2, 1))
+        tl.store(out_ptr + r, tl.reshape(x3 * tl.reshape(y, (4, 4, 4)), (BLOCK,)))
 
 
 @pytest.mark.parametrize(("how", "flops"), [
@@ -784,7 +794,13 @@ def _moves_of_two_masks(x_ptr, y_ptr, out_ptr, n1, n2, BLOCK: tl.constexpr,
     # 40 + 24 + 24 + 24
     ("split", 40 + 24 + 24 + 24),
     ("cat", 40 + 24),  # the square over x's 40 lanes and y's 24, of 128
-    ("gather", 40)])   # the square over the 40 lanes gathered from x's data
+    pytest.param("cat_reorder", 40 + 24, marks=pytest.mark.filterwarnings(
+        "ignore:tl.cat.can_reorder=True. is deprecated")),  # Triton 3.9 still takes it
+    ("gather", 40),    # the square over the 40 lanes gathered from x's data
+    ("gather_rows", 3 * 8),  # rows 0, 2 and 4 of 8 hold data: 24 of 32
+    # x's lanes (16i + 4j + k < 40) moved to (i, k, j); y's: flat index below 24; both:
+    # all 16 of i = 0, and 8 of i = 1 (4a + b < 8): 24 (read along the wrong axes, 16)
+    ("permute", 24)])
 def test_join_split_cat_and_gather_move_each_operands_lanes(how: str, flops: int) -> None:
     x, y, out = torch.randn(40), torch.randn(24), torch.empty(128)
     work = rl.trace(lambda: _moves_of_two_masks[(1,)](x, y, out, 40, 24, BLOCK=64, HOW=how))
