@@ -889,3 +889,23 @@ def test_an_integer_reduction_and_scan_are_no_flops() -> None:
     work = rl.trace(lambda: _int_reductions[(1,)](x, out, BLOCK=64))
     assert work.flops == 0 and work.bytes == 512
     torch.testing.assert_close(out, torch.cumsum(x, 0).int() + x.sum().int())
+
+
+@triton.jit
+def _gather_by_loaded_index(x_ptr, i_ptr, out_ptr, n, m, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r, mask=r < n, other=0.0)
+    index = tl.load(i_ptr + r, mask=r < m, other=0)
+    tl.store(out_ptr + r, tl.gather(x, index, 0) * 2.0, mask=r < m)
+
+
+def test_a_gather_by_a_masked_index_holds_data_where_both_do() -> None:
+    """x's first 40 of 64 lanes hold data; the index is loaded for 30 lanes, 0, 2, ..., 58:
+    a lane holds data where its index lane was loaded and points at x's data (0..38: 20
+    lanes). The scale counts 20 FLOPs; bytes 40·4 + 30·4 read, 30·4 written."""
+    x = torch.randn(40)
+    index = torch.arange(0, 60, 2, dtype=torch.int32)
+    out = torch.empty(30)
+    work = rl.trace(lambda: _gather_by_loaded_index[(1,)](x, index, out, 40, 30, BLOCK=64))
+    assert work.flops == 20
+    assert work.bytes == 40 * 4 + 30 * 4 + 30 * 4
