@@ -909,3 +909,20 @@ def test_a_gather_by_a_masked_index_holds_data_where_both_do() -> None:
     work = rl.trace(lambda: _gather_by_loaded_index[(1,)](x, index, out, 40, 30, BLOCK=64))
     assert work.flops == 20
     assert work.bytes == 40 * 4 + 30 * 4 + 30 * 4
+
+
+@pytest.mark.parametrize(("named", "expected"), [("BF16x3", ("bf16", 3)),
+                                                 ("BF16x6", ("bf16", 6)),
+                                                 ("TF32x3", ("tf32", 3))])
+def test_the_passes_of_the_input_precisions_triton_names(named: str,
+                                                         expected: tuple[str, int]) -> None:
+    """Triton's ``InputPrecision`` names bf16x3 (three bf16 products: hi·hi, hi·lo, lo·hi)
+    and bf16x6 (six, the lo·lo and the second-order terms too), which the 3.9 interpreter
+    refuses on a CPU (its ``tl.dot`` takes tf32, tf32x3 and ieee): an fp32 dot with either
+    is priced at those passes, read from the precision's name as a GPU launch gives it."""
+    import types
+
+    fp32 = types.SimpleNamespace(scalar="fp32")
+    operand = types.SimpleNamespace(dtype=fp32)
+    given = types.SimpleNamespace(name=f"InputPrecision.{named}")
+    assert _triton_count._dot_precision(operand, operand, given) == expected
