@@ -926,3 +926,34 @@ def test_the_passes_of_the_input_precisions_triton_names(named: str,
     operand = types.SimpleNamespace(dtype=fp32)
     given = types.SimpleNamespace(name=f"InputPrecision.{named}")
     assert _triton_count._dot_precision(operand, operand, given) == expected
+
+
+@triton.jit
+def _m_and_k_packed_fp4(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, M: tl.constexpr,
+                        N: tl.constexpr, K: tl.constexpr, ROWS: tl.constexpr,
+                        COLS: tl.constexpr):
+    ra, rk, rb = tl.arange(0, M // 2), tl.arange(0, K), tl.arange(0, K // 2)
+    rm, rn, rs = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + ra[:, None] * K + rk[None, :], mask=ra[:, None] < ROWS // 2)
+    b = tl.load(b_ptr + rb[:, None] * N + rn[None, :], mask=rn[None, :] < COLS)
+    sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e2m1", lhs_k_pack=False)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+def test_fp4_operands_packed_each_their_own_way() -> None:
+    """A packed along M (16 x 64 bytes, rows past 10 masked: 20 rows), B along K (32 x 32
+    bytes, columns past 24 masked): each operand's packing read as its own, 2·20·24·64 =
+    61,440 fp4 FLOPs. Bytes: A 10·64, B 32·24, the scales 64 + 64, C 32·32·4."""
+    m = n = 32
+    k = 64
+    a = torch.randint(0, 255, (m // 2, k), dtype=torch.uint8)
+    b = torch.randint(0, 255, (k // 2, n), dtype=torch.uint8)
+    sa = torch.full((m, k // 32), 127, dtype=torch.uint8)
+    sb = torch.full((n, k // 32), 127, dtype=torch.uint8)
+    c = torch.empty(m, n)
+    work = rl.trace(lambda: _m_and_k_packed_fp4[(1,)](a, sa, b, sb, c, M=m, N=n, K=k,
+                                                       ROWS=20, COLS=24))
+    assert _by_dtype(work) == {("matrix", "fp4"): 2 * 20 * 24 * 64}
+    assert work.bytes == 640 + 768 + 128 + 4096
