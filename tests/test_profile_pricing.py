@@ -259,3 +259,31 @@ def test_who_prices_a_recorded_op_is_said_only_where_a_formula_does() -> None:
     assert pricing.formula_of("mylib::no_formula_here") == ""
     assert pricing.formula_of("aten::mm") == ""
     assert pricing.formula_of("triton_poi_fused_add_0") == "the ops its inductor name lists"
+
+
+@pytest.mark.parametrize("strides", [[], [[1, 4]], None])
+def test_an_op_rebuilt_with_fewer_strides_than_tensors_is_priced(strides) -> None:
+    # a trace may record strides for some inputs only (or none): the rest are contiguous.
+    # cumsum of 4 x 4 floats (rebuilt on meta tensors: no shape rule of its own): one add
+    # an element, 16 FLOPs; 64 B read, 64 B written
+    result = pricing.price("aten::cumsum", [[4, 4], []], ("float", "Scalar"), ("", "0"),
+                           strides=strides)
+    assert not isinstance(result, str), result
+    assert (result.flops, result.bytes) == (16, 128)
+
+
+@pytest.mark.parametrize(("name", "dims", "flops"), [
+    # a 7x7 convolution 3 -> 64 channels of 32 images of 224^2: 2·32·64·(3·7·7) at one
+    # output position an image (not 218^2 of them, stride 1's, 47,524x as many)
+    ("aten::conv2d", [[32, 3, 224, 224], [64, 3, 7, 7]], 2 * 32 * 64 * 147),
+    ("aten::conv2d", [[32, 3, 224, 224], [64, 3, 7, 7], [64]], 2 * 32 * 64 * 147),
+    # conv1d, 4 -> 16 channels, width 5, of 8 sequences of 100: 2·8·16·(4·5)
+    ("aten::conv1d", [[8, 4, 100], [16, 4, 5]], 2 * 8 * 16 * 20)])
+def test_a_convolution_recorded_without_its_scalars_takes_the_lowest_bound(
+        name: str, dims: list, flops: int) -> None:
+    """A record of a convolution's tensors alone (no strides, no padding; torch before 2.1,
+    or a record cut short) is priced at one output position an image, the bound no stride
+    or padding can go below, whether the record lists the scalars' places or not."""
+    result = pricing.price(name, dims, ("float",) * len(dims), None)
+    assert not isinstance(result, str), result
+    assert result.flops == flops

@@ -399,10 +399,22 @@ def _bind(schema_arguments: list[Any], inputs: list[Any],
             return None
         else:
             args.append(value)
-    for argument in arguments[len(inputs):]:
-        if not argument.has_default_value() and not str(argument.type).startswith(
-                "Optional["):
+    rest = arguments[len(inputs):]
+    given = fill or {}
+    chosen = any(argument.name in given for argument in rest)
+    for argument in rest:
+        optional = str(argument.type).startswith("Optional[")
+        if not argument.has_default_value() and not optional:
             return None
+        if chosen:  # a record cut short: its unrecorded scalars still take the lowest bound
+            value = given.get(argument.name, argument.default_value
+                              if argument.has_default_value() else None)
+            if argument.kwarg_only:
+                kwargs[argument.name] = value
+            elif kwargs:
+                return None
+            else:
+                args.append(value)
     return args, kwargs
 
 
