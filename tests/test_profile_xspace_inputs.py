@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_profile_hlo import F32, TUPLE, _ins, _msg
+from test_profile_hlo import F32, S8, TUPLE, _ins, _msg
 
 import pytest_roofline as rl
 from pytest_roofline.hardware import Hardware
@@ -332,3 +332,20 @@ def test_a_convolution_without_its_window_or_an_operand_is_a_reason() -> None:
     module = parse_module(program, "jit_f(7)")
     assert hlo_pricing.price(module, module.by_name["conv"]) == (
         "conv: a convolution without its window or operands")
+
+
+def test_an_in_place_update_moves_its_update_at_most_the_buffer() -> None:
+    # scatter of 8 int8 updates into a one-byte buffer (a segment sum into one element):
+    # the buffer is updated in place (not read), the indices (8 x 1 int32, 32 B) and the
+    # updates (8 B) are read, and at most the buffer's 1 B is written: 41 B
+    program = _program(_ins(1, "buffer", "parameter", (1,), element=S8),
+                       _ins(2, "idx", "parameter", (8, 1), (9, 1), element=S32),
+                       _ins(3, "upd", "parameter", (8,), (9, 2), element=S8),
+                       _ins(4, "sum", "scatter", (1,), element=S8, operands=(1, 2, 3)))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.boundary_bytes(module, module.by_name["sum"]) == 32 + 8 + 1
+    # an update op recorded without its update operand moves nothing, never an index error
+    cut = _program(_ins(1, "buffer", "parameter", (64,)),
+                   _ins(2, "dus", "dynamic-update-slice", (64,), operands=(1,)))
+    module = parse_module(cut, "jit_f(7)")
+    assert hlo_pricing.boundary_bytes(module, module.by_name["dus"]) == 0.0

@@ -957,3 +957,23 @@ def test_fp4_operands_packed_each_their_own_way() -> None:
                                                        ROWS=20, COLS=24))
     assert _by_dtype(work) == {("matrix", "fp4"): 2 * 20 * 24 * 64}
     assert work.bytes == 640 + 768 + 128 + 4096
+
+
+def test_a_store_of_another_shape_and_a_tensor_without_t_are_left_alone() -> None:
+    """Two guards for what Triton 3.9 never does: a store whose lanes are not the shape of
+    a dot it carries marks the dot as moved (all its products kept), and a tensor class the
+    interpreter gives no ``T`` property is not patched."""
+    import types
+
+    import numpy as np
+
+    dot = _triton_count._Dot("tf32", np.ones((4, 4)))
+    _triton_count._stored(types.SimpleNamespace(_rl_dots=(dot,)), np.ones(16, dtype=bool))
+    assert dot.escaped and dot.stored is None
+
+    class Plain:  # no T
+        pass
+
+    calls = []
+    _triton_count._transposing(lambda tensor, scope: calls.append(tensor))(Plain, None)
+    assert calls == [Plain] and "T" not in Plain.__dict__
