@@ -287,3 +287,14 @@ def test_a_convolution_recorded_without_its_scalars_takes_the_lowest_bound(
     result = pricing.price(name, dims, ("float",) * len(dims), None)
     assert not isinstance(result, str), result
     assert result.flops == flops
+
+
+@pytest.mark.parametrize(("first", "said"), [
+    ([-1, 4], "input 0 has dims [-1, 4]"),      # a negative size
+    ([4.0, 4], "input 0 has dims [4.0, 4]"),    # a float: no size is one
+    ([True, 4], "input 0 has dims [True, 4]"),  # a JSON true
+    ([2 ** 53 + 1, 1], "input 0 has dims [9007199254740993, 1]"),  # past any float's whole
+    # 2**53 is a size (the largest every float holds whole); torch then refuses the tensor
+    ([2 ** 53, 1], "inputs do not rebuild a call (RuntimeError)")])
+def test_a_recorded_size_is_a_whole_number_from_0_to_2_to_the_53(first, said) -> None:
+    assert pricing.price("aten::cumsum", [first, []], ("float", "Scalar"), ("", "0")) == said

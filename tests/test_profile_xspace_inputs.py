@@ -349,3 +349,27 @@ def test_an_in_place_update_moves_its_update_at_most_the_buffer() -> None:
                    _ins(2, "dus", "dynamic-update-slice", (64,), operands=(1,)))
     module = parse_module(cut, "jit_f(7)")
     assert hlo_pricing.boundary_bytes(module, module.by_name["dus"]) == 0.0
+
+
+def test_a_fusion_with_two_outputs_writes_both_one_of_them_in_place() -> None:
+    """fusion(buffer f32[64], update f32[4], i s32[]) = (negate(update), dynamic-update-
+    slice(buffer, update, i)): the buffer is updated in place (not read, only the update's
+    16 B written into it); the update (16 B) and the index (4 B) are read, and the first
+    output, 4 floats, is written: 20 + 16 + 16 = 52 B."""
+    array = _msg((2, F32), (3, [4]))
+    both = _msg((2, TUPLE), (4, array), (4, _msg((2, F32), (3, [64]))))
+    fused = _msg((1, "fused"), (5, 50), (6, 24), *((2, i) for i in (
+        _ins(20, "p0", "parameter", (64,)),
+        _ins(21, "p1", "parameter", (4,), (9, 1)),
+        _ins(22, "p2", "parameter", (), (9, 2), element=S32),
+        _ins(23, "neg", "negate", (4,), operands=(21,)),
+        _ins(25, "dus", "dynamic-update-slice", (64,), operands=(20, 21, 22)),
+        _msg((1, "out"), (2, "tuple"), (3, both), (35, 24), (36, [23, 25])))))
+    program = _program(_ins(1, "buffer", "parameter", (64,)),
+                       _ins(2, "update", "parameter", (4,), (9, 1)),
+                       _ins(3, "i", "parameter", (), (9, 2), element=S32),
+                       _msg((1, "f"), (2, "fusion"), (3, both), (35, 4), (36, [1, 2, 3]),
+                            (38, [50])),
+                       extra=(fused,))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 20 + 16 + 16

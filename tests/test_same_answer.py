@@ -520,3 +520,31 @@ def test_eval_batch_norm_flops_agree_on_every_path() -> None:
             (BF,) * 5 + ("Scalar",) * 4, ("",) * 5 + ("False", "0.1", "1e-05", "True")))[0],
     }
     assert set(got.values()) == {2 * c * side * side}, got
+
+
+# -- what the mutation run over the HLO pricer found no test for -----------------------------
+
+def test_a_depthwise_convolution_runs_on_the_vector_units_on_both_paths() -> None:
+    # 3x3 depthwise over 8 channels of 10x10 (8 groups of one channel): a multiply and an
+    # add a tap, 2·8·9·(8·8) = 9,216 FLOPs, on the vector units (no matrix to multiply)
+    jax = pytest.importorskip("jax")
+    x, w = jax.numpy.ones((1, 8, 10, 10)), jax.numpy.ones((8, 1, 3, 3))
+
+    def depthwise(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "VALID", feature_group_count=8)
+
+    for work in (executed(depthwise, x, w, opcode="convolution"), rl.trace(depthwise, x, w)):
+        assert [(k.unit, k.flops) for k in work.kernels] == [("vector", 2 * 8 * 9 * 64)]
+
+
+@pytest.mark.parametrize(("axis", "flops"), [(1, 4 * 8 * 3), (0, 8 * 4 * 2)])
+def test_a_sort_is_priced_along_its_own_dimension(axis: int, flops: int) -> None:
+    # n·log2(n) comparisons a row sorted: 4 rows of 8 (axis 1) 4·8·3 = 96; 8 columns of 4
+    # (axis 0) 8·4·2 = 64
+    jax = pytest.importorskip("jax")
+    a = jax.numpy.ones((4, 8))
+
+    def sort(a):
+        return jax.numpy.sort(a, axis=axis)
+
+    assert executed(sort, a, opcode="sort").flops == rl.trace(sort, a).flops == flops

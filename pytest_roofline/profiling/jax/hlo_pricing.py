@@ -164,8 +164,7 @@ class _Counter:
                 return
             params = {"dimension_numbers": ((numbers[0], numbers[1]),
                                             (numbers[2], numbers[3]))}
-            prim = tables.Prim(name="dot_general", label=self.label, params=params,
-                          ins=ins_values[:2], outs=outs, nbytes=0.0, dtype=None)
+            prim = self._prim("dot_general", params, ins_values[:2], outs)
             try:
                 self.matrix.append(tables.jax_kernel(prim))
             except _MISFIT:
@@ -182,8 +181,7 @@ class _Counter:
         formula = tables.VECTOR_FLOPS.get(name)
         if formula is None:
             return  # a primitive that moves data only
-        prim = tables.Prim(name=name, label=self.label, params=params, ins=ins_values, outs=outs,
-                      nbytes=0.0, dtype=None)
+        prim = self._prim(name, params, ins_values, outs)
         try:
             flops = float(formula(prim))
         except _MISFIT:
@@ -191,6 +189,12 @@ class _Counter:
             return
         dtype = tables.vector_dtype(tables.jax_precision(outs[0]) if outs else None)
         self.vector[dtype] = self.vector.get(dtype, 0.0) + flops
+
+    def _prim(self, name: str, params: Any, ins: list[Any], outs: list[Any]) -> Any:
+        """The tracer's view of one op for its FLOPs formula. Its bytes are not asked: the
+        executed op's are its boundary's (:func:`boundary_bytes`), set on the row."""
+        return tables.Prim(name=name, label=self.label, params=params, ins=ins, outs=outs,
+                           nbytes=0.0, dtype=None)
 
     def _convolution(self, ins: Instruction, operands: list[Instruction | None]) -> None:
         """A convolution by the tracer's formula (every tap, padding included). A
@@ -205,8 +209,8 @@ class _Counter:
         if ins.conv is None or lhs is None or rhs is None or out is None:
             self.missing.append(f"{ins.name}: a convolution without its window or operands")
             return
-        prim = tables.Prim(name="conv_general_dilated", label=self.label, params=ins.conv,
-                      ins=_values([lhs, rhs]), outs=_values([out]), nbytes=0.0, dtype=None)
+        prim = self._prim("conv_general_dilated", ins.conv, _values([lhs, rhs]),
+                          _values([out]))
         try:
             kernel = tables.jax_kernel(prim)
         except _MISFIT:
