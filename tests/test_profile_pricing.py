@@ -298,3 +298,10 @@ def test_a_convolution_recorded_without_its_scalars_takes_the_lowest_bound(
     ([2 ** 53, 1], "inputs do not rebuild a call (RuntimeError)")])
 def test_a_recorded_size_is_a_whole_number_from_0_to_2_to_the_53(first, said) -> None:
     assert pricing.price("aten::cumsum", [first, []], ("float", "Scalar"), ("", "0")) == said
+
+
+def test_a_record_cut_short_of_a_required_argument_fits_no_overload() -> None:
+    # cumsum's dim has no default: a record of its tensor alone binds no overload (said
+    # so), never a call torch refuses for another reason
+    assert pricing.price("aten::cumsum", [[4, 4]], ("float",), ("",)) == (
+        "no overload takes its inputs")

@@ -373,3 +373,17 @@ def test_a_fusion_with_two_outputs_writes_both_one_of_them_in_place() -> None:
                        extra=(fused,))
     module = parse_module(program, "jit_f(7)")
     assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 20 + 16 + 16
+
+
+def test_a_fused_reduction_reads_its_operand_whole() -> None:
+    # fusion(x f32[64]) = reduce(x, 0): only a slice's users read part of a parameter; a
+    # reduction reads all 256 B of it to write 4: 260 B (not its output's 4 read)
+    fused = _msg((1, "fused"), (5, 50), (6, 23), *((2, i) for i in (
+        _ins(20, "p0", "parameter", (64,)),
+        _ins(21, "zero", "constant", ()),
+        _ins(23, "sum", "reduce", (), operands=(20, 21)))))
+    program = _program(_ins(1, "x", "parameter", (64,)),
+                       _ins(2, "f", "fusion", (), (38, [50]), operands=(1,)),
+                       extra=(fused,))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 256 + 4
