@@ -387,3 +387,18 @@ def test_a_fused_reduction_reads_its_operand_whole() -> None:
                        extra=(fused,))
     module = parse_module(program, "jit_f(7)")
     assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 256 + 4
+
+
+def test_a_fused_dynamic_slice_reads_its_slice_of_the_parameter() -> None:
+    # fusion(x f32[64], i s32[]) = dynamic-slice(x, i) of 4: x's every user slices it, so
+    # 16 B of it are read, and the index's 4; 16 written: 36 B
+    fused = _msg((1, "fused"), (5, 50), (6, 22), *((2, i) for i in (
+        _ins(20, "p0", "parameter", (64,)),
+        _ins(21, "p1", "parameter", (), (9, 1), element=S32),
+        _ins(22, "ds", "dynamic-slice", (4,), operands=(20, 21)))))
+    program = _program(_ins(1, "x", "parameter", (64,)),
+                       _ins(2, "i", "parameter", (), (9, 1), element=S32),
+                       _ins(3, "f", "fusion", (4,), (38, [50]), operands=(1, 2)),
+                       extra=(fused,))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 16 + 4 + 16
