@@ -402,3 +402,18 @@ def test_a_fused_dynamic_slice_reads_its_slice_of_the_parameter() -> None:
                        extra=(fused,))
     module = parse_module(program, "jit_f(7)")
     assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 16 + 4 + 16
+
+
+def test_a_root_slice_of_an_instruction_not_in_the_program_reads_whole() -> None:
+    # a fusion whose root slices instruction 99, which the program does not hold (a
+    # corrupt or cut proto): no partial read is assumed, the parameter (256 B) is read
+    # whole and the slice's 16 B written, never an error
+    fused = _msg((1, "fused"), (5, 50), (6, 22), *((2, i) for i in (
+        _ins(20, "p0", "parameter", (64,)),
+        _ins(21, "neg", "negate", (64,), operands=(20,)),
+        _ins(22, "cut", "slice", (4,), operands=(99,)))))
+    program = _program(_ins(1, "x", "parameter", (64,)),
+                       _ins(2, "f", "fusion", (4,), (38, [50]), operands=(1,)),
+                       extra=(fused,))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 256 + 16
