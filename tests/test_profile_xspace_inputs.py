@@ -417,3 +417,20 @@ def test_a_root_slice_of_an_instruction_not_in_the_program_reads_whole() -> None
                        extra=(fused,))
     module = parse_module(program, "jit_f(7)")
     assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 256 + 16
+
+
+def test_the_reasons_an_op_is_not_priced_are_cut_at_120_characters() -> None:
+    # six custom calls of unknown targets in one fusion: each named, the whole reason cut
+    # at 120 characters (a row's reason column, never a wall of text)
+    calls = [_msg((1, f"c{i}"), (2, "custom-call"), (3, _msg((2, F32), (3, [4]))),
+                  (35, 21 + i), (36, [20]), (28, f"vendor_kernel_number_{i}"))
+             for i in range(6)]
+    fused = _msg((1, "fused"), (5, 50), (6, 26), *((2, i) for i in (
+        _ins(20, "p0", "parameter", (4,)), *calls)))
+    program = _program(_ins(1, "x", "parameter", (4,)),
+                       _ins(2, "f", "fusion", (4,), (38, [50]), operands=(1,)),
+                       extra=(fused,))
+    module = parse_module(program, "jit_f(7)")
+    reason = hlo_pricing.price(module, module.by_name["f"])
+    assert isinstance(reason, str) and len(reason) == 120
+    assert reason.startswith("no formula for custom call vendor_kernel_number_0; ")
