@@ -434,3 +434,11 @@ def test_the_reasons_an_op_is_not_priced_are_cut_at_120_characters() -> None:
     reason = hlo_pricing.price(module, module.by_name["f"])
     assert isinstance(reason, str) and len(reason) == 120
     assert reason.startswith("no formula for custom call vendor_kernel_number_0; ")
+
+
+def test_an_op_on_an_empty_array_does_no_work() -> None:
+    # negate of f32[0]: no element read, none written, no FLOP: zero work, not a row of 0s
+    program = _program(_ins(1, "x", "parameter", (0,)),
+                       _ins(2, "neg", "negate", (0,), operands=(1,)))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.price(module, module.by_name["neg"]) == hlo_pricing.ZERO
