@@ -442,3 +442,42 @@ def test_an_op_on_an_empty_array_does_no_work() -> None:
                        _ins(2, "neg", "negate", (0,), operands=(1,)))
     module = parse_module(program, "jit_f(7)")
     assert hlo_pricing.price(module, module.by_name["neg"]) == hlo_pricing.ZERO
+
+
+BF16_TYPE = 16  # XLA's PrimitiveType number of bfloat16
+
+
+def _shape_of(*arrays: tuple[int, tuple[int, ...]]) -> bytes:
+    parts = [_msg((2, element), (3, list(dims))) for element, dims in arrays]
+    return parts[0] if len(parts) == 1 else _msg((2, TUPLE), *((4, p) for p in parts))
+
+
+@pytest.mark.parametrize(("opcode", "arrays", "priced", "result_bytes", "dtype"), [
+    # a variadic all-reduce of two tensors: both are its result, 32 + 64 B
+    ("all-reduce", ((F32, (8,)), (F32, (16,))), "all-reduce", 96, "float32"),
+    # an async all-gather's start holds (operand, result): the result, 16 floats
+    ("all-gather-start", ((F32, (4,)), (F32, (16,))), "all-gather", 64, "float32"),
+    # an empty tensor is no part of it; of bf16 and f32 results the wider type prices it
+    ("all-reduce", ((F32, (0,)), (BF16_TYPE, (8,)), (F32, (8,))), "all-reduce", 48,
+     "float32")])
+def test_a_collective_is_priced_on_its_results(opcode, arrays, priced, result_bytes,
+                                               dtype) -> None:
+    from pytest_roofline.profiling import collectives
+
+    shape = _shape_of(*arrays)
+    ins = _msg((1, "coll"), (2, opcode), (3, shape), (35, 2), (36, [1]),
+               (49, _msg((1, [0, 1, 2, 3]))))
+    module = parse_module(_program(_ins(1, "x", "parameter", (4,)), ins), "jit_f(7)")
+    got = hlo_pricing.price(module, module.by_name["coll"])
+    want = collectives.price_hlo(priced, result_bytes=result_bytes, dtype=dtype, group=4)
+    assert not isinstance(got, str) and not isinstance(want, str), (got, want)
+    assert (got.flops, got.bytes, got.link_bytes) == (want.flops, want.bytes, want.link_bytes)
+
+
+def test_a_collective_of_an_empty_tensor_moves_nothing() -> None:
+    # an all-reduce of f32[0] sends no byte: zero work (it was refused as of an unknown
+    # element width)
+    ins = _msg((1, "coll"), (2, "all-reduce"), (3, _shape_of((F32, (0,)))), (35, 2),
+               (36, [1]), (49, _msg((1, [0, 1, 2, 3]))))
+    module = parse_module(_program(_ins(1, "x", "parameter", (0,)), ins), "jit_f(7)")
+    assert hlo_pricing.price(module, module.by_name["coll"]) == hlo_pricing.ZERO

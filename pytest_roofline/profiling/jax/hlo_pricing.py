@@ -410,7 +410,9 @@ def _collective(ins: Instruction, opcode: str) -> Workload | str:
         arrays = [a for a in arrays if a.dims] or arrays
         arrays = arrays[len(arrays) // 2:]
     arrays = [a for a in arrays if a.elements > 0]
-    if not arrays or any(not a.dtype for a in arrays):
+    if not arrays:  # empty tensors (or none): nothing crosses the link
+        return ZERO
+    if any(not a.dtype for a in arrays):
         return "an element type of unknown width"
     widest = max(arrays, key=lambda a: a.itemsize)
     priced = collectives.price_hlo(opcode, result_bytes=sum(a.nbytes for a in arrays),
