@@ -913,7 +913,10 @@ def test_a_gather_by_a_masked_index_holds_data_where_both_do() -> None:
 
 @pytest.mark.parametrize(("named", "expected"), [("BF16x3", ("bf16", 3)),
                                                  ("BF16x6", ("bf16", 6)),
-                                                 ("TF32x3", ("tf32", 3))])
+                                                 ("TF32x3", ("tf32", 3)),
+                                                 # a name this table does not know yet:
+                                                 # one fp32 product, the plain dot's
+                                                 ("FUTURE", ("fp32", 1))])
 def test_the_passes_of_the_input_precisions_triton_names(named: str,
                                                          expected: tuple[str, int]) -> None:
     """Triton's ``InputPrecision`` names bf16x3 (three bf16 products: hi·hi, hi·lo, lo·hi)
