@@ -305,3 +305,19 @@ def test_a_record_cut_short_of_a_required_argument_fits_no_overload() -> None:
     # so), never a call torch refuses for another reason
     assert pricing.price("aten::cumsum", [[4, 4]], ("float",), ("",)) == (
         "no overload takes its inputs")
+
+
+@pytest.mark.parametrize(("dims", "flops"), [
+    # depthwise, 8 groups of one channel: 2·2·(8·1·9) at one position; any other group
+    # count does not fit 8 channels to a weight of 1
+    ([[2, 8, 10, 10], [8, 1, 3, 3]], 2 * 2 * 72),
+    # 1x1 over a 1x1 image: one position (a padding of 1 would make it 3x3 of them)
+    ([[2, 3, 1, 1], [4, 3, 1, 1]], 2 * 2 * 12),
+    # 3x3 over 3x3: one position (a dilation of 2 would not fit the image)
+    ([[1, 1, 3, 3], [1, 1, 3, 3]], 2 * 9)])
+def test_the_unrecorded_scalars_are_the_lowest_bounds_that_fit(dims: list, flops: int) -> None:
+    """The scalars chosen for a convolution recorded without them (see above): a stride as
+    long as the image, no padding, no dilation, the groups its channels imply."""
+    result = pricing.price("aten::conv2d", dims, ("float", "float"), None)
+    assert not isinstance(result, str), result
+    assert result.flops == flops
