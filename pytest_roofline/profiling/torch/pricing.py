@@ -120,13 +120,11 @@ def _legacy_conv_backward(where: tuple[int, int, int, bool], dims: list[Any],
     grad, x, weight = dims[g], dims[i], dims[w]
     if not all(_is_shape(t) and len(t) >= 3 for t in (grad, x, weight)):
         return "its input shapes were not recorded (record_shapes=True)"
-    rank = len(x) - 2
-    per_group = weight[1]
-    channels = grad[1] if transposed else x[1]
-    groups = max(channels // per_group, 1) if per_group else 1
     asked = gradients or (False, True)
-    ones, zeros = str([1] * rank), str([0] * rank)
-    concrete = ("", "", "", "", ones, zeros, ones, str(transposed), zeros, str(groups),
+    # the formula reads the three tensors, `transposed` and the output mask; the stride,
+    # padding, dilation and groups an old op did not record are left unrecorded (its FLOPs
+    # come from the recorded gradient's shape, whatever they were)
+    concrete = ("", "", "", "", "", "", "", str(transposed), "", "",
                 str([asked[0], asked[1], False]))
     kinds = (types[g], types[i], types[w], "", "ScalarList", "ScalarList", "ScalarList",
              "Scalar", "ScalarList", "Scalar", "ScalarList")
