@@ -481,3 +481,23 @@ def test_a_collective_of_an_empty_tensor_moves_nothing() -> None:
                (36, [1]), (49, _msg((1, [0, 1, 2, 3]))))
     module = parse_module(_program(_ins(1, "x", "parameter", (0,)), ins), "jit_f(7)")
     assert hlo_pricing.price(module, module.by_name["coll"]) == hlo_pricing.ZERO
+
+
+def test_an_update_of_a_computed_buffer_is_not_in_place_of_a_parameter() -> None:
+    """fusion(x f32[64], u f32[4], i s32[]) = dynamic-update-slice(negate(x), u, i): the
+    buffer updated is computed in the fusion, so x is read whole (256 B) with u (16) and i
+    (4), and the whole result written (256): 532 B. Only a parameter's buffer is updated in
+    place (where the negate is not there, 16 B would be written and x not read)."""
+    fused = _msg((1, "fused"), (5, 50), (6, 24), *((2, i) for i in (
+        _ins(20, "p0", "parameter", (64,)),
+        _ins(21, "p1", "parameter", (4,), (9, 1)),
+        _ins(22, "p2", "parameter", (), (9, 2), element=S32),
+        _ins(23, "neg", "negate", (64,), operands=(20,)),
+        _ins(24, "dus", "dynamic-update-slice", (64,), operands=(23, 21, 22)))))
+    program = _program(_ins(1, "x", "parameter", (64,)),
+                       _ins(2, "u", "parameter", (4,), (9, 1)),
+                       _ins(3, "i", "parameter", (), (9, 2), element=S32),
+                       _ins(4, "f", "fusion", (64,), (38, [50]), operands=(1, 2, 3)),
+                       extra=(fused,))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 256 + 16 + 4 + 256
