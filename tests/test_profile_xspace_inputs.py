@@ -501,3 +501,20 @@ def test_an_update_of_a_computed_buffer_is_not_in_place_of_a_parameter() -> None
                        extra=(fused,))
     module = parse_module(program, "jit_f(7)")
     assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 256 + 16 + 4 + 256
+
+
+def test_a_root_slice_of_a_product_reads_its_operands_whole() -> None:
+    # fusion(a, b f32[8, 8]) = dot(a, b)[0:1, :]: the row kept needs all of b and a row of
+    # a, but the rule that reads a slice's share applies through elementwise ops only; a
+    # product keeps its operands' whole reads: 256 + 256 read, 32 written
+    fused = _msg((1, "fused"), (5, 50), (6, 23), *((2, i) for i in (
+        _ins(20, "p0", "parameter", (8, 8)),
+        _ins(21, "p1", "parameter", (8, 8), (9, 1)),
+        _ins(22, "dot", "dot", (8, 8), (30, _msg((1, [1]), (2, [0]))), operands=(20, 21)),
+        _ins(23, "row", "slice", (1, 8), operands=(22,)))))
+    program = _program(_ins(1, "a", "parameter", (8, 8)),
+                       _ins(2, "b", "parameter", (8, 8), (9, 1)),
+                       _ins(3, "f", "fusion", (1, 8), (38, [50]), operands=(1, 2)),
+                       extra=(fused,))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 256 + 256 + 32
