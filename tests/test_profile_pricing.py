@@ -321,3 +321,16 @@ def test_the_unrecorded_scalars_are_the_lowest_bounds_that_fit(dims: list, flops
     result = pricing.price("aten::conv2d", dims, ("float", "float"), None)
     assert not isinstance(result, str), result
     assert result.flops == flops
+
+
+def test_an_optional_tensor_recorded_as_a_number_fits_no_overload() -> None:
+    # nll_loss's weight is a Tensor?: recorded as the number 1.0 it binds no overload (said
+    # so), never a call torch refuses for another reason; unrecorded, it is None: priced
+    dims = [[4, 10], [4], [], [], []]
+    concrete = ("", "", "1.0", "1", "-100")
+    assert pricing.price("aten::nll_loss", dims, ("float", "long int", "Scalar", "Scalar",
+                                                  "Scalar"), concrete) == (
+        "no overload takes its inputs")
+    priced = pricing.price("aten::nll_loss", dims, ("float", "long int", "", "Scalar",
+                                                    "Scalar"), ("", "", "", "1", "-100"))
+    assert not isinstance(priced, str), priced

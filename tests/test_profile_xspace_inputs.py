@@ -518,3 +518,45 @@ def test_a_root_slice_of_a_product_reads_its_operands_whole() -> None:
                        extra=(fused,))
     module = parse_module(program, "jit_f(7)")
     assert hlo_pricing.boundary_bytes(module, module.by_name["f"]) == 256 + 256 + 32
+
+
+def test_a_collective_of_one_element_is_priced() -> None:
+    # a psum of one float (a loss, a norm) moves 4 B a device: priced, never taken for empty
+    from pytest_roofline.profiling import collectives
+
+    ins = _msg((1, "coll"), (2, "all-reduce"), (3, _shape_of((F32, (1,)))), (35, 2),
+               (36, [1]), (49, _msg((1, [0, 1, 2, 3]))))
+    module = parse_module(_program(_ins(1, "x", "parameter", (1,)), ins), "jit_f(7)")
+    got = hlo_pricing.price(module, module.by_name["coll"])
+    want = collectives.price_hlo("all-reduce", result_bytes=4, dtype="float32", group=4)
+    assert not isinstance(got, str) and not isinstance(want, str), (got, want)
+    assert got.link_bytes == want.link_bytes > 0
+
+
+def test_a_sort_without_its_dimension_sorts_the_last() -> None:
+    # a sort of f32[4, 8] that names no dimension sorts the last, as jnp.sort: 4 rows of 8,
+    # 4·8·log2(8) = 96 comparisons (the first would be 8·4·2 = 64)
+    program = _program(_ins(1, "x", "parameter", (4, 8)),
+                       _ins(2, "s", "sort", (4, 8), operands=(1,)))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.price(module, module.by_name["s"]).flops == 96
+
+
+def test_a_scatter_whose_combiner_is_missing_is_a_plain_scatter() -> None:
+    # its combiner computation (99) is not in the program: no add is assumed (a plain
+    # scatter computes nothing), never an error
+    program = _program(_ins(1, "x", "parameter", (8,)),
+                       _ins(2, "i", "parameter", (2, 1), (9, 1), element=S32),
+                       _ins(3, "u", "parameter", (2,), (9, 2)),
+                       _ins(4, "sc", "scatter", (8,), (38, [99]), operands=(1, 2, 3)))
+    module = parse_module(program, "jit_f(7)")
+    result = hlo_pricing.price(module, module.by_name["sc"])
+    assert not isinstance(result, str) and result.flops == 0
+
+
+def test_a_convolution_of_an_operand_not_in_the_program_is_a_reason() -> None:
+    program = _program(_ins(1, "x", "parameter", (1, 3, 8, 8)),
+                       _ins(2, "conv", "convolution", (1, 4, 6, 6), operands=(1, 77)))
+    module = parse_module(program, "jit_f(7)")
+    assert hlo_pricing.price(module, module.by_name["conv"]) == (
+        "conv: a convolution without its window or operands")

@@ -980,3 +980,35 @@ def test_a_store_of_another_shape_and_a_tensor_without_t_are_left_alone() -> Non
     calls = []
     _triton_count._transposing(lambda tensor, scope: calls.append(tensor))(Plain, None)
     assert calls == [Plain] and "T" not in Plain.__dict__
+
+
+@triton.jit
+def _k_loop(a_ptr, b_ptr, c_ptr, M: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
+    r, rk = tl.arange(0, M), tl.arange(0, BK)
+    acc = tl.zeros((M, M), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + r[:, None] * K + k + rk[None, :])
+        b = tl.load(b_ptr + (k + rk[:, None]) * M + r[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + r[:, None] * M + r[None, :], acc)
+
+
+def test_a_k_loop_keeps_one_running_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``acc = tl.dot(a, b, acc)`` over 8 K steps keeps one running product, not one a
+    step (a long loop's memory stays one tile's): one product noted, 2·16·16·64 = 32,768
+    FLOPs (tf32)."""
+    made: list[object] = []
+    plain = _triton_count._Dot
+
+    class Counted(plain):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(_triton_count, "_Dot", Counted)
+    a, b, c = torch.randn(16, 64), torch.randn(64, 16), torch.empty(16, 16)
+    work = rl.trace(lambda: _k_loop[(1,)](a, b, c, M=16, K=64, BK=8))
+    assert _by_dtype(work)[("matrix", "tf32")] == 2 * 16 * 16 * 64
+    assert len(made) == 1

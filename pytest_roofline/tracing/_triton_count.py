@@ -70,7 +70,7 @@ from ._triton_ops import CARRY, FLOPS
 __all__ = ["CARRY", "FLOPS", "Count", "interpreter", "precision"]
 
 #: Pending addresses before they are folded to their distinct set (bounds memory).
-_FOLD = 1 << 22
+_FOLD = 4_194_304  # 2**22
 
 
 def interpreter() -> Any:
@@ -501,7 +501,7 @@ class Count:
 
 def _product_lanes(work: Any, acc: Any) -> Any:
     """The lanes of a dot's result that hold data (None: all of them)."""
-    valid = np.asarray(work) > 0
+    valid = np.asarray(work) != 0
     if acc is not None and not getattr(acc, "_rl_const", False):  # not the zeroed start
         held = L.valid_of(acc)
         if held is None:

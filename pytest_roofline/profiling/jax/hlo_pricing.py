@@ -117,7 +117,7 @@ def _values(arrays: tuple[Array, ...] | list[Array]) -> list[Any]:
 
 
 def _first(ins: Instruction | None) -> list[Array]:
-    return list(ins.arrays[:1]) if ins is not None else []
+    return [ins.arrays[0]] if ins is not None and ins.arrays else []
 
 
 class _Counter:
@@ -154,7 +154,7 @@ class _Counter:
             return
         operands = self.module.operands(ins)
         ins_values = _values([a for o in operands for a in _first(o)])
-        outs = _values(list(ins.arrays[:1]))
+        outs = _values(_first(ins))
         if code == "dot" or (code == "custom-call" and _is_gemm(ins)):
             numbers = ins.dot if code == "dot" else ins.gemm_dims()
             if numbers is None or len(ins_values) < 2 or not outs:

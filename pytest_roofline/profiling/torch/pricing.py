@@ -128,7 +128,7 @@ def _legacy_conv_backward(where: tuple[int, int, int, bool], dims: list[Any],
                 str([asked[0], asked[1], False]))
     kinds = (types[g], types[i], types[w], "", "ScalarList", "ScalarList", "ScalarList",
              "Scalar", "ScalarList", "Scalar", "ScalarList")
-    return _price("aten::convolution_backward", [grad, x, weight] + [[]] * 8, kinds,
+    return _price("aten::convolution_backward", [grad, x, weight], kinds,
                   concrete, dtype, None)
 
 
