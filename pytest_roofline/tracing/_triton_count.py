@@ -338,7 +338,7 @@ class Count:
                        L.arg(args, kwargs, 5, "rhs_format_enum"))
             packs = (L.arg(args, kwargs, 7, "lhs_k_pack"), L.arg(args, kwargs, 8, "rhs_k_pack"))
             names = [getattr(f, "name", str(f)).split(".")[-1] for f in formats]
-            m, n = np.shape(out.data)[-2:]
+            *_, m, n = np.shape(out.data)
             va, vb = L.valid_of(lhs), L.valid_of(rhs)
             if names[0] == "E2M1":  # two values a byte, along K or along M
                 va = None if va is None else np.repeat(va, 2, axis=-1 if packs[0] else -2)
@@ -377,7 +377,8 @@ class Count:
             desc = L.arg(args, kwargs, 0, "desc")
             rows = np.asarray(L.arg(args, kwargs, 1, "x_offsets").data)
             with contextlib.suppress(AttributeError, IndexError, TypeError, ValueError):
-                height, width = (int(np.asarray(d.data).item()) for d in desc.shape[-2:])
+                *_, tall, wide = desc.shape  # the tensor's last two dims
+                height, width = (int(np.asarray(d.data).item()) for d in (tall, wide))
                 cols = int(np.asarray(L.arg(args, kwargs, 2, "y_offset").data).item()) + \
                     np.arange(desc.block_shape[-1])
                 valid = (((rows >= 0) & (rows < height))[:, None]
