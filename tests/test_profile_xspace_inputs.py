@@ -457,6 +457,9 @@ def _shape_of(*arrays: tuple[int, tuple[int, ...]]) -> bytes:
     ("all-reduce", ((F32, (8,)), (F32, (16,))), "all-reduce", 96, "float32"),
     # an async all-gather's start holds (operand, result): the result, 16 floats
     ("all-gather-start", ((F32, (4,)), (F32, (16,))), "all-gather", 64, "float32"),
+    # with its two u32 contexts after them (scalars: left out before the halves are taken)
+    ("all-gather-start", ((F32, (4,)), (F32, (16,)), (8, ()), (8, ())), "all-gather", 64,
+     "float32"),
     # an empty tensor is no part of it; of bf16 and f32 results the wider type prices it
     ("all-reduce", ((F32, (0,)), (BF16_TYPE, (8,)), (F32, (8,))), "all-reduce", 48,
      "float32")])
