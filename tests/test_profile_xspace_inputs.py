@@ -563,3 +563,20 @@ def test_a_convolution_of_an_operand_not_in_the_program_is_a_reason() -> None:
     module = parse_module(program, "jit_f(7)")
     assert hlo_pricing.price(module, module.by_name["conv"]) == (
         "conv: a convolution without its window or operands")
+
+
+def test_a_gemm_with_a_wider_third_operand_is_priced_at_its_product_s_precision() -> None:
+    # a bf16 GEMM custom call given an f32 matrix to add (cuBLAS's C): its product runs
+    # at bf16, 2·64³ FLOPs; the added operand's width is no part of the product's
+    config = json.dumps({"gemm_backend_config": {"dot_dimension_numbers": {
+        "lhs_contracting_dimensions": ["1"], "rhs_contracting_dimensions": ["0"]}}})
+    gemm = _msg((1, "gemm"), (2, "custom-call"), (3, _msg((2, BF16_TYPE), (3, [64, 64]))),
+                (35, 4), (36, [1, 2, 3]), (28, "__cublas$gemm"), (43, config))
+    program = _program(_ins(1, "a", "parameter", (64, 64), element=BF16_TYPE),
+                       _ins(2, "b", "parameter", (64, 64), (9, 1), element=BF16_TYPE),
+                       _ins(3, "c", "parameter", (64, 64), (9, 2)), gemm)
+    module = parse_module(program, "jit_f(7)")
+    result = hlo_pricing.price(module, module.by_name["gemm"])
+    assert not isinstance(result, str), result
+    assert [(k.unit, k.dtype, k.flops) for k in result.kernels] == [
+        ("matrix", "bf16", 2 * 64 ** 3)]

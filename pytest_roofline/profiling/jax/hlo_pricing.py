@@ -439,8 +439,7 @@ def price(module: Module, ins: Instruction) -> Workload | str:
     nbytes = boundary_bytes(module, ins)
     kernels: list[Kernel] = []
     for i, kernel in enumerate(counter.matrix):
-        kernels.append(kernel.evolve(name=f"{ins.name}.dot{i}" if i else ins.name,
-                                     bytes=0.0))
+        kernels.append(kernel.evolve(name=f"{ins.name}.dot{i}" if i else ins.name))
     for dtype, flops in sorted(counter.vector.items()):
         kernels.append(Kernel(f"{ins.name}.{dtype}" if kernels else ins.name, flops, 0.0,
                               unit="vector", dtype=dtype))
