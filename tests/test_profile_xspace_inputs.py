@@ -580,3 +580,23 @@ def test_a_gemm_with_a_wider_third_operand_is_priced_at_its_product_s_precision(
     assert not isinstance(result, str), result
     assert [(k.unit, k.dtype, k.flops) for k in result.kernels] == [
         ("matrix", "bf16", 2 * 64 ** 3)]
+
+
+def test_a_fusion_of_two_products_moves_its_boundary_s_bytes_once() -> None:
+    # fusion(a, b f32[8, 8]) = (a @ b) @ b: two matrix kernels, 2·2·8³ = 2,048 FLOPs; the
+    # bytes are the boundary's, a and b read and the result written once, 768 (the second
+    # product, an epilogue of the first, adds none)
+    dims = _msg((1, [1]), (2, [0]))
+    fused = _msg((1, "fused"), (5, 50), (6, 23), *((2, i) for i in (
+        _ins(20, "p0", "parameter", (8, 8)),
+        _ins(21, "p1", "parameter", (8, 8), (9, 1)),
+        _ins(22, "ab", "dot", (8, 8), (30, dims), operands=(20, 21)),
+        _ins(23, "abb", "dot", (8, 8), (30, dims), operands=(22, 21)))))
+    program = _program(_ins(1, "a", "parameter", (8, 8)),
+                       _ins(2, "b", "parameter", (8, 8), (9, 1)),
+                       _ins(3, "f", "fusion", (8, 8), (38, [50]), operands=(1, 2)),
+                       extra=(fused,))
+    module = parse_module(program, "jit_f(7)")
+    result = hlo_pricing.price(module, module.by_name["f"])
+    assert not isinstance(result, str), result
+    assert (result.flops, result.bytes) == (2 * 2 * 8 ** 3, 3 * 256)
