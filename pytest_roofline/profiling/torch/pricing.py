@@ -391,12 +391,8 @@ def _bind(schema_arguments: list[Any], inputs: list[Any],
                 value = None if optional else _placeholder(inner)
                 if value is _MISSING:
                     return None
-        if argument.kwarg_only:
-            kwargs[argument.name] = value
-        elif kwargs:
+        if not _place(argument, value, args, kwargs):
             return None
-        else:
-            args.append(value)
     rest = arguments[len(inputs):]
     given = fill or {}
     chosen = any(argument.name in given for argument in rest)
@@ -407,13 +403,21 @@ def _bind(schema_arguments: list[Any], inputs: list[Any],
         if chosen:  # a record cut short: its unrecorded scalars still take the lowest bound
             value = given.get(argument.name, argument.default_value
                               if argument.has_default_value() else None)
-            if argument.kwarg_only:
-                kwargs[argument.name] = value
-            elif kwargs:
+            if not _place(argument, value, args, kwargs):
                 return None
-            else:
-                args.append(value)
     return args, kwargs
+
+
+def _place(argument: Any, value: Any, args: list[Any], kwargs: dict[str, Any]) -> bool:
+    """Put *value* as *argument*'s: by name when it is keyword-only, else by position;
+    False for a positional one after a keyword (no call can pass it)."""
+    if argument.kwarg_only:
+        kwargs[argument.name] = value
+        return True
+    if kwargs:
+        return False
+    args.append(value)
+    return True
 
 
 def _undefined() -> Any:
