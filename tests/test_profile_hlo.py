@@ -53,7 +53,8 @@ def _msg(*fields: tuple[int, Any]) -> bytes:
     return bytes(out)
 
 
-F32, BF16, S8, TUPLE = 11, 16, 2, 13
+#: XLA's PrimitiveType numbers
+F32, BF16, S8, S32, TUPLE = 11, 16, 2, 4, 13
 
 
 def _ins(uid: int, name: str, opcode: str, dims: tuple[int, ...], *extra: tuple[int, Any],

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_profile_hlo import F32, S8, TUPLE, _ins, _msg
+from test_profile_hlo import BF16, F32, S8, S32, TUPLE, _ins, _msg
 
 import pytest_roofline as rl
 from pytest_roofline.hardware import Hardware
@@ -299,8 +299,6 @@ def test_a_fusion_that_calls_itself_is_named_not_followed() -> None:
     assert "deeper" not in result
 
 
-S32 = 4  # XLA's PrimitiveType number of int32
-
 
 def test_a_dynamic_slice_reads_its_slice_and_its_indices() -> None:
     # dynamic-slice of 4 floats from 64 at an int32 index: it reads the slice and the index,
@@ -444,8 +442,6 @@ def test_an_op_on_an_empty_array_does_no_work() -> None:
     assert hlo_pricing.price(module, module.by_name["neg"]) == hlo_pricing.ZERO
 
 
-BF16_TYPE = 16  # XLA's PrimitiveType number of bfloat16
-
 
 def _shape_of(*arrays: tuple[int, tuple[int, ...]]) -> bytes:
     parts = [_msg((2, element), (3, list(dims))) for element, dims in arrays]
@@ -461,7 +457,7 @@ def _shape_of(*arrays: tuple[int, tuple[int, ...]]) -> bytes:
     ("all-gather-start", ((F32, (4,)), (F32, (16,)), (8, ()), (8, ())), "all-gather", 64,
      "float32"),
     # an empty tensor is no part of it; of bf16 and f32 results the wider type prices it
-    ("all-reduce", ((F32, (0,)), (BF16_TYPE, (8,)), (F32, (8,))), "all-reduce", 48,
+    ("all-reduce", ((F32, (0,)), (BF16, (8,)), (F32, (8,))), "all-reduce", 48,
      "float32")])
 def test_a_collective_is_priced_on_its_results(opcode, arrays, priced, result_bytes,
                                                dtype) -> None:
@@ -570,10 +566,10 @@ def test_a_gemm_with_a_wider_third_operand_is_priced_at_its_product_s_precision(
     # at bf16, 2·64³ FLOPs; the added operand's width is no part of the product's
     config = json.dumps({"gemm_backend_config": {"dot_dimension_numbers": {
         "lhs_contracting_dimensions": ["1"], "rhs_contracting_dimensions": ["0"]}}})
-    gemm = _msg((1, "gemm"), (2, "custom-call"), (3, _msg((2, BF16_TYPE), (3, [64, 64]))),
+    gemm = _msg((1, "gemm"), (2, "custom-call"), (3, _msg((2, BF16), (3, [64, 64]))),
                 (35, 4), (36, [1, 2, 3]), (28, "__cublas$gemm"), (43, config))
-    program = _program(_ins(1, "a", "parameter", (64, 64), element=BF16_TYPE),
-                       _ins(2, "b", "parameter", (64, 64), (9, 1), element=BF16_TYPE),
+    program = _program(_ins(1, "a", "parameter", (64, 64), element=BF16),
+                       _ins(2, "b", "parameter", (64, 64), (9, 1), element=BF16),
                        _ins(3, "c", "parameter", (64, 64), (9, 2)), gemm)
     module = parse_module(program, "jit_f(7)")
     result = hlo_pricing.price(module, module.by_name["gemm"])

@@ -160,37 +160,7 @@ def test_a_device_planes_memory_is_read_in_decimal_gigabytes() -> None:
 # A compiled program written field by field as XLA's HloModuleProto (the wire format the
 # jax.profiler trace carries), as tests/test_profile_hlo.py writes them.
 
-F32, S32 = 11, 4
-
-
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _msg(*fields: tuple[int, Any]) -> bytes:
-    out = bytearray()
-    for number, value in fields:
-        if isinstance(value, int):
-            out += _varint(number << 3) + _varint(value)
-            continue
-        if isinstance(value, str):
-            value = value.encode()
-        elif isinstance(value, (list, tuple)):
-            value = b"".join(_varint(v) for v in value)
-        out += _varint(number << 3 | 2) + _varint(len(value)) + value
-    return bytes(out)
-
-
-def _ins(uid: int, name: str, opcode: str, dims: tuple[int, ...], *extra: tuple[int, Any],
-         element: int = F32, operands: tuple[int, ...] = ()) -> bytes:
-    shape = _msg((2, element), (3, list(dims)))
-    return _msg((1, name), (2, opcode), (3, shape), (35, uid), (36, list(operands)), *extra)
+from test_profile_hlo import S32, _ins, _msg  # noqa: E402
 
 
 def _combiner(cid: int, opcode: str) -> bytes:

@@ -30,6 +30,8 @@ import pytest
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
+from flop_split import by_dtype  # noqa: E402
+
 import pytest_roofline as rl  # noqa: E402
 
 if importlib.util.find_spec("flag_gems") is None:
@@ -96,11 +98,7 @@ def gems(tmp_path_factory: pytest.TempPathFactory) -> types.SimpleNamespace:
 
 def _by_dtype(work: rl.Workload) -> dict[tuple[str, str], float]:
     assert not work.unknown
-    found: dict[tuple[str, str], float] = {}
-    for k in work.kernels:
-        key = (k.unit, k.dtype)
-        found[key] = found.get(key, 0.0) + float(k.flops)
-    return found
+    return by_dtype(work)
 
 
 def _launches(work: rl.Workload) -> dict[str, tuple[float, float]]:

@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
 import triton.language as tl  # noqa: E402
+from flop_split import by_dtype as _by_dtype  # noqa: E402
 
 import pytest_roofline as rl  # noqa: E402
 from pytest_roofline.tracing import TraceError, _triton, _triton_count, _triton_ops  # noqa: E402
@@ -22,12 +23,6 @@ if not triton.knobs.runtime.interpret:
                 allow_module_level=True)
 
 
-def _by_dtype(work: object) -> dict[tuple[str, str], float]:
-    found: dict[tuple[str, str], float] = {}
-    for k in work.kernels:  # type: ignore[attr-defined]
-        key = (k.unit, k.dtype)
-        found[key] = found.get(key, 0.0) + float(k.flops)
-    return found
 
 
 # -- 1. tensor descriptors -------------------------------------------------------------------

@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
 import triton.language as tl  # noqa: E402
+from flop_split import by_dtype as _by_dtype  # noqa: E402
 
 import pytest_roofline as rl  # noqa: E402
 
@@ -26,12 +27,6 @@ if not triton.knobs.runtime.interpret:
                 allow_module_level=True)
 
 
-def _by_dtype(work: object) -> dict[tuple[str, str], float]:
-    found: dict[tuple[str, str], float] = {}
-    for k in work.kernels:  # type: ignore[attr-defined]
-        key = (k.unit, k.dtype)
-        found[key] = found.get(key, 0.0) + float(k.flops)
-    return found
 
 
 # -- 04-low-memory-dropout.py: _seeded_dropout -------------------------------------------------
