@@ -12,9 +12,7 @@ cache hit: median), and the ratio of a first replay to a cached one.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is first imported
@@ -22,17 +20,9 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is first importe
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "data"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def _median(fn: object, repeats: int = 5, before: object = None) -> float:
-    times = []
-    for _ in range(repeats):
-        if before is not None:
-            before()  # type: ignore[operator]
-        start = time.perf_counter()
-        fn()  # type: ignore[operator]
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from bench_triton_count import _median  # noqa: E402  (one timing for both benchmarks)
 
 
 def main() -> None:
