@@ -414,10 +414,9 @@ def _place(argument: Any, value: Any, args: list[Any], kwargs: dict[str, Any]) -
     if argument.kwarg_only:
         kwargs[argument.name] = value
         return True
-    if kwargs:
-        return False
-    args.append(value)
-    return True
+    if not kwargs:
+        args.append(value)
+    return not kwargs
 
 
 def _undefined() -> Any:
